@@ -1,0 +1,214 @@
+# gpumem — one non-recursive Makefile.
+#
+# Targets: all (default), check, demo, sanitize, bench, fuzz, install, clean,
+#          gpu-check, gpu-bench.
+# Variables: CUDA_HOME (toolkit with cuda.h), BUILD (output dir), V=1 (show
+#            commands), PREFIX/DESTDIR (install), MODE/GROUP (demo).
+#
+# Conventions (so adding a file needs no edit here):
+#   policy/*.c                    -> libgmcore.a and the shim
+#   shim/*.c                      -> libgpumem.so; the pure modules listed in
+#                                    SHIM_PURE also go into libgmcore.a
+#   tools/reader.c tools/util.c   -> libgmcore.a (shared by the tools)
+#   tools/gpumem.c tools/cmd_*.c  -> gpumem
+#   tools/top.c tools/view.c      -> gpumem-top (ncurses)
+#   tools/simcuda.c               -> sim/libcuda.so.1
+#   tools/trainsim.c              -> gpumem-trainsim
+#   tests/unit/test_*.c           Check suites linked with libgmcore.a
+#   tests/sim/test_*.c            Check suites linked with the simulated driver
+#   tests/progs/*.c               helper programs (direct_*.c link the
+#                                 simulated libcuda; the rest use dlopen)
+#   tests/integ/test_*.c          Check suites that run programs under the shim
+#   tests/integ/test_*.sh         shell tests (exit 0 pass, 77 skip)
+
+CUDA_HOME ?= /usr/local/cuda
+BUILD     ?= build
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+
+CUDA_H := $(CUDA_HOME)/include/cuda.h
+ifeq ($(wildcard $(CUDA_H)),)
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+$(error gpumem: cuda.h not found at $(CUDA_H); install the CUDA toolkit headers or set CUDA_HOME=/path/to/cuda (the directory holding include/cuda.h))
+endif
+endif
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+CC       ?= cc
+SANFLAGS ?=
+OPT      ?= -O2
+WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+CFLAGS_ALL := -std=c11 -D_GNU_SOURCE -g $(OPT) $(WARN) -fPIC -fvisibility=hidden \
+              -MMD -MP -I. -isystem $(CUDA_HOME)/include $(SANFLAGS) $(EXTRA_CFLAGS)
+LDFLAGS_ALL := $(SANFLAGS) $(EXTRA_LDFLAGS)
+CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
+CURSES_LIBS  := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw)
+SYSLIBS      := -ldl -lpthread -lm -lrt
+
+# ---- sources -------------------------------------------------------------
+POLICY_SRC := $(wildcard policy/*.c)
+SHIM_SRC   := $(wildcard shim/*.c)
+SHIM_PURE  := $(wildcard shim/ring.c shim/frag.c shim/arena.c shim/track.c \
+                         shim/clock.c shim/budget.c)
+TOOLLIB_SRC := $(wildcard tools/reader.c tools/util.c tools/svg.c tools/jsonw.c)
+CORE_SRC   := $(POLICY_SRC) $(SHIM_PURE) $(TOOLLIB_SRC)
+GPUMEM_SRC := $(wildcard tools/gpumem.c tools/cmd_*.c)
+TOP_SRC    := $(wildcard tools/top.c tools/view.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+CORE_OBJ   := $(call obj,$(CORE_SRC))
+SHIM_OBJ   := $(call obj,$(SHIM_SRC) $(POLICY_SRC))
+LIBCORE    := $(BUILD)/libgmcore.a
+SHIM_SO    := $(BUILD)/libgpumem.so
+SIM_SO     := $(BUILD)/sim/libcuda.so.1
+GPUMEM_BIN := $(BUILD)/gpumem
+TOP_BIN    := $(BUILD)/gpumem-top
+TRAINSIM   := $(BUILD)/gpumem-trainsim
+
+UNIT_SRC  := $(wildcard tests/unit/test_*.c)
+SIMT_SRC  := $(wildcard tests/sim/test_*.c)
+INTEG_SRC := $(wildcard tests/integ/test_*.c)
+PROG_SRC  := $(wildcard tests/progs/*.c)
+UNIT_BIN  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+SIMT_BIN  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(SIMT_SRC))
+INTEG_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(INTEG_SRC))
+PROG_BIN  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(PROG_SRC))
+SHELL_TESTS := $(wildcard tests/integ/test_*.sh)
+BENCH_SRC := $(wildcard tests/bench/*.c)
+BENCH_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(BENCH_SRC))
+
+PROGRAMS := $(SHIM_SO) $(SIM_SO) $(TRAINSIM) $(GPUMEM_BIN) $(TOP_BIN)
+
+.PHONY: all check check-unit check-sim check-integ tests demo sanitize bench fuzz \
+        install clean gpu-check gpu-bench
+all: $(filter-out $(if $(GPUMEM_SRC),,$(GPUMEM_BIN)) $(if $(TOP_SRC),,$(TOP_BIN)) \
+        $(if $(wildcard tools/simcuda.c),,$(SIM_SO)) \
+        $(if $(wildcard tools/trainsim.c),,$(TRAINSIM)),$(PROGRAMS))
+
+# ---- compile ---------------------------------------------------------------
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+$(BUILD)/obj/tests/%.o: CFLAGS_ALL += $(CHECK_CFLAGS)
+
+$(LIBCORE): $(CORE_OBJ)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+# The preloaded library: hidden visibility, explicit export map.
+$(SHIM_SO): $(SHIM_OBJ) shim/exports.map
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -shared -o $@ $(SHIM_OBJ) -Wl,--version-script=shim/exports.map \
+	    -Wl,-z,now -Wl,-z,relro -Wl,--no-undefined $(SYSLIBS)
+
+$(SIM_SO): $(call obj,tools/simcuda.c) $(call obj,$(wildcard tools/simcuda_*.c)) $(LIBCORE)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -shared -o $@ $(filter %.o,$^) $(LIBCORE) -Wl,-soname,libcuda.so.1 \
+	    -Wl,--no-undefined $(SYSLIBS)
+	$(Q)ln -sf libcuda.so.1 $(BUILD)/sim/libcuda.so
+
+$(TRAINSIM): $(call obj,tools/trainsim.c) $(LIBCORE)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(LIBCORE) $(SYSLIBS)
+
+$(GPUMEM_BIN): $(call obj,$(GPUMEM_SRC)) $(LIBCORE)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(LIBCORE) $(SYSLIBS)
+
+$(TOP_BIN): $(call obj,$(TOP_SRC)) $(LIBCORE)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(LIBCORE) $(CURSES_LIBS) $(SYSLIBS)
+
+# ---- tests -----------------------------------------------------------------
+$(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(LIBCORE)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $< $(LIBCORE) $(CHECK_LIBS) $(SYSLIBS)
+
+$(BUILD)/tests/sim/%: $(BUILD)/obj/tests/sim/%.o $(LIBCORE) $(SIM_SO)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $< $(LIBCORE) -L$(BUILD)/sim -l:libcuda.so.1 \
+	    -Wl,-rpath,'$$ORIGIN/../../sim' $(CHECK_LIBS) $(SYSLIBS)
+
+$(BUILD)/tests/integ/%: $(BUILD)/obj/tests/integ/%.o $(LIBCORE)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $< $(LIBCORE) $(CHECK_LIBS) $(SYSLIBS)
+
+# Helper programs are built without sanitizers: they run under the shim.
+$(BUILD)/tests/progs/direct_%: tests/progs/direct_%.c $(SIM_SO)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(filter-out $(SANFLAGS),$(CFLAGS_ALL)) -o $@ $< -L$(BUILD)/sim -l:libcuda.so.1 $(SYSLIBS)
+
+$(BUILD)/tests/progs/%: tests/progs/%.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(filter-out $(SANFLAGS),$(CFLAGS_ALL)) -o $@ $< $(SYSLIBS)
+
+$(BUILD)/tests/bench/%: $(BUILD)/obj/tests/bench/%.o $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $< $(LIBCORE) $(SYSLIBS)
+
+tests: all $(UNIT_BIN) $(SIMT_BIN) $(INTEG_BIN) $(PROG_BIN)
+
+# Runs every suite; prints each suite's result and one closing line
+# "N passed, N failed". Exit status non-zero when anything failed.
+check: tests
+	$(Q)BUILD=$(BUILD) sh tests/run-tests.sh $(UNIT_BIN) $(SIMT_BIN) $(INTEG_BIN) $(SHELL_TESTS)
+
+check-unit: $(UNIT_BIN)
+	$(Q)BUILD=$(BUILD) sh tests/run-tests.sh $(UNIT_BIN)
+
+check-sim: $(SIMT_BIN)
+	$(Q)BUILD=$(BUILD) sh tests/run-tests.sh $(SIMT_BIN)
+
+check-integ: all $(INTEG_BIN) $(PROG_BIN)
+	$(Q)BUILD=$(BUILD) sh tests/run-tests.sh $(INTEG_BIN) $(SHELL_TESTS)
+
+# ASan+UBSan over the unit and simulated-driver suites and the tools; TSan
+# over the same suites (the concurrency cases are in them). The preloaded
+# .so is not sanitized inside foreign programs.
+sanitize:
+	$(Q)$(MAKE) --no-print-directory BUILD=build/asan \
+	    SANFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+	    OPT=-O1 check-unit check-sim
+	$(Q)$(MAKE) --no-print-directory BUILD=build/tsan SANFLAGS="-fsanitize=thread" \
+	    OPT=-O1 check-unit check-sim
+
+bench: all $(BENCH_BIN) $(PROG_BIN)
+	$(Q)BUILD=$(BUILD) sh tests/bench/run.sh
+
+DEMO_ARGS ?=
+demo: all
+	$(Q)BUILD=$(BUILD) MODE=$(MODE) GROUP=$(GROUP) sh tools/demo.sh $(DEMO_ARGS)
+
+gpu-check: all
+	$(Q)BUILD=$(BUILD) CUDA_HOME=$(CUDA_HOME) sh tests/gpu/run.sh check
+
+gpu-bench: all
+	$(Q)BUILD=$(BUILD) CUDA_HOME=$(CUDA_HOME) sh tests/gpu/run.sh bench
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(SHIM_SO) $(DESTDIR)$(PREFIX)/lib/libgpumem.so
+	install -m 0755 $(GPUMEM_BIN) $(DESTDIR)$(PREFIX)/bin/gpumem
+	install -m 0755 $(TOP_BIN) $(DESTDIR)$(PREFIX)/bin/gpumem-top
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
