@@ -55,7 +55,7 @@ SYSLIBS      := -ldl -lpthread -lm -lrt
 POLICY_SRC := $(wildcard policy/*.c)
 SHIM_SRC   := $(wildcard shim/*.c)
 SHIM_PURE  := $(wildcard shim/ring.c shim/frag.c shim/arena.c shim/track.c \
-                         shim/clock.c shim/budget.c)
+                         shim/clock.c shim/report.c)
 TOOLLIB_SRC := $(wildcard tools/reader.c tools/util.c tools/svg.c tools/jsonw.c)
 CORE_SRC   := $(POLICY_SRC) $(SHIM_PURE) $(TOOLLIB_SRC)
 GPUMEM_SRC := $(wildcard tools/gpumem.c tools/cmd_*.c)
@@ -86,6 +86,7 @@ BENCH_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(BENCH_SRC))
 
 PROGRAMS := $(SHIM_SO) $(SIM_SO) $(TRAINSIM) $(GPUMEM_BIN) $(TOP_BIN)
 
+.SECONDARY:
 .PHONY: all check check-unit check-sim check-integ tests demo sanitize bench fuzz \
         install clean gpu-check gpu-bench
 all: $(filter-out $(if $(GPUMEM_SRC),,$(GPUMEM_BIN)) $(if $(TOP_SRC),,$(TOP_BIN)) \
@@ -116,7 +117,7 @@ $(SIM_SO): $(call obj,tools/simcuda.c) $(call obj,$(wildcard tools/simcuda_*.c))
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -shared -o $@ $(filter %.o,$^) $(LIBCORE) -Wl,-soname,libcuda.so.1 \
-	    -Wl,--no-undefined $(SYSLIBS)
+	    -Wl,-Bsymbolic -Wl,--no-undefined $(SYSLIBS)
 	$(Q)ln -sf libcuda.so.1 $(BUILD)/sim/libcuda.so
 
 $(TRAINSIM): $(call obj,tools/trainsim.c) $(LIBCORE)
@@ -154,6 +155,17 @@ $(BUILD)/tests/progs/direct_%: tests/progs/direct_%.c $(SIM_SO)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(filter-out $(SANFLAGS),$(CFLAGS_ALL)) -o $@ $< -L$(BUILD)/sim -l:libcuda.so.1 $(SYSLIBS)
 
+# dlsym(RTLD_NEXT) probe: a program linked against two libraries that
+# define the same function.
+$(BUILD)/tests/progs/libgmprobe_%.so: tests/progs/probe/probe_%.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(filter-out $(SANFLAGS),$(CFLAGS_ALL)) -shared -o $@ $< -ldl
+
+$(BUILD)/tests/progs/rtldnext: tests/progs/rtldnext.c $(BUILD)/tests/progs/libgmprobe_a.so \
+                               $(BUILD)/tests/progs/libgmprobe_b.so
+	$(Q)$(CC) $(filter-out $(SANFLAGS),$(CFLAGS_ALL)) -o $@ $< -L$(BUILD)/tests/progs \
+	    -Wl,--no-as-needed -l:libgmprobe_a.so -l:libgmprobe_b.so -Wl,-rpath,'$$ORIGIN' -ldl
+
 $(BUILD)/tests/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
@@ -162,6 +174,16 @@ $(BUILD)/tests/progs/%: tests/progs/%.c
 $(BUILD)/tests/bench/%: $(BUILD)/obj/tests/bench/%.o $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $< $(LIBCORE) $(SYSLIBS)
+
+# libFuzzer targets (clang): tests/fuzz/fuzz_*.c define LLVMFuzzerTestOneInput.
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_TIME ?= 60
+fuzz:
+	$(Q)for f in $(FUZZ_SRC); do \
+	    b=$(BUILD)/fuzz/$$(basename $$f .c); mkdir -p $(BUILD)/fuzz; \
+	    clang -std=c11 -D_GNU_SOURCE -g -O1 -I. -isystem $(CUDA_HOME)/include \
+	        -fsanitize=fuzzer,address,undefined $$f $(CORE_SRC) -o $$b -lpthread -lm -lrt -ldl && \
+	    $$b -max_total_time=$(FUZZ_TIME) || exit 1; done
 
 tests: all $(UNIT_BIN) $(SIMT_BIN) $(INTEG_BIN) $(PROG_BIN)
 

@@ -25,4 +25,47 @@ int gm_parse_uint(const char *s, uint64_t *out);
 /* Human-readable size into buf: "256.0 MiB", "4.0 GiB", "512 B". */
 size_t gm_format_size(uint64_t bytes, char *buf, size_t cap);
 
+/*
+ * Detailed variants: they return why a string was refused, so callers can
+ * word a precise message. On GM_PERR_TRAILING, *junk (when not NULL) is the
+ * offset of the first unexpected character. *out is written only on
+ * GM_PERR_OK. Numbers are plain decimals: digits, optionally '.' and more
+ * digits; no sign, no exponent, no spaces.
+ */
+enum gm_perr {
+    GM_PERR_OK = 0,
+    GM_PERR_EMPTY,      /* "" */
+    GM_PERR_NEGATIVE,   /* starts with '-' */
+    GM_PERR_SYNTAX,     /* not a number, or an unknown unit */
+    GM_PERR_TRAILING,   /* a valid value followed by unexpected text */
+    GM_PERR_OVERFLOW,   /* does not fit in 64 bits */
+    GM_PERR_NO_UNIT,    /* duration without unit, percentage without '%' */
+    GM_PERR_ZERO,       /* zero (or rounds to zero) where > 0 is required */
+    GM_PERR_FRACTION,   /* a fraction where a whole number is required */
+};
+/* Size: whole bytes, or number + K/M/G/T (+ B or iB, any case) floored to
+ * a byte; "B" alone is bytes. "0" is 0. */
+enum gm_perr gm_parse_size_ex(const char *s, uint64_t *out, size_t *junk);
+/* Duration: number + ns/us/ms/s/m/h (any case), floored to ns, > 0. */
+enum gm_perr gm_parse_duration_ex(const char *s, uint64_t *out, size_t *junk);
+/* Plain decimal number (>= 0). */
+enum gm_perr gm_parse_number_ex(const char *s, double *out, size_t *junk);
+/* Unsigned integer; a fractional number gives GM_PERR_FRACTION. */
+enum gm_perr gm_parse_uint_ex(const char *s, uint64_t *out, size_t *junk);
+/* "NN%" / "NN.N%": the percentage as written (any value >= 0). */
+enum gm_perr gm_parse_pct_ex(const char *s, double *pct, size_t *junk);
+/* Short phrase for a parse error: "is empty", "is negative", ... */
+const char *gm_perr_phrase(enum gm_perr e);
+
+/* Duration as text: the largest unit that represents it exactly, minutes
+ * and hours only from 2 on ("60s", "1500ms", "5m", "2h"); snprintf-like. */
+size_t gm_format_duration(uint64_t ns, char *buf, size_t cap);
+/* Decimal number as text, rounded to at most `decimals` (0..9) fraction
+ * digits, trailing zeros and a bare '.' dropped ("1.5", "0.125", "10"); no
+ * floating-point printf. Negative values and NaN print as "0"; values at or
+ * above 1e18 print as "1e18+". */
+size_t gm_format_decimal(double v, int decimals, char *buf, size_t cap);
+/* ASCII case-insensitive equality (locale-independent). */
+int gm_ascii_ieq(const char *a, const char *b);
+
 #endif

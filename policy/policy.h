@@ -90,9 +90,12 @@ struct gm_diag {
 };
 
 /* Fill `p` with defaults, then apply every GPUMEM_* entry of `envp`
- * (NULL-terminated "NAME=VALUE" strings; NULL means an empty environment).
- * Local-rank variables for `share` are read from the same array.
- * Returns 0 when valid, -1 when diag->errors > 0. */
+ * (NULL-terminated "NAME=VALUE" strings; NULL means an empty environment;
+ * the first entry of a name wins, as with getenv). Local-rank variables for
+ * `share` are read from the same array. `d` is reset first.
+ * Returns 0 when valid, -1 when diag->errors > 0. Even then every field of
+ * `p` is valid: a refused variable keeps its default (source "default"), so
+ * GPUMEM_ON_BAD_CONFIG=warn can run with the rest. */
 int gm_policy_load(struct gm_policy *p, char *const *envp, struct gm_diag *d);
 
 /* Defaults only. */
@@ -106,13 +109,23 @@ uint64_t gm_policy_limit_for(const struct gm_policy *p, unsigned dev,
                              uint64_t physical);
 
 /* Resolve any gm_limit against a base (physical total, or the limit for
- * the static size). NONE -> 0. */
+ * the static size). NONE -> 0. PERCENT: floor(base * fraction); SHARE:
+ * floor(base * fraction / ranks); fractions are taken to 9 decimal places
+ * so "29%" of 100 is exactly 29. A limit that would round to 0 bytes
+ * resolves to 1 (0 would mean "no limit"). */
 uint64_t gm_limit_resolve(const struct gm_limit *l, uint64_t base);
 
-/* Write the effective policy as text ("NAME = value  (default|env)"
- * lines) or JSON into buf; returns the length it needed (snprintf-like). */
+/* Write the effective policy as text (one "NAME  value  default|env" line
+ * per variable; sizes human-readable with exact bytes) or JSON (an object
+ * keyed by variable name, each {"value": ..., "source": "env"|"default"}
+ * plus kind-specific members) into buf; returns the length it needed
+ * (snprintf-like; buf is always NUL-terminated when cap > 0). */
 size_t gm_policy_format(const struct gm_policy *p, bool json, char *buf,
                         size_t cap);
+/* Same; with d != NULL the JSON form also carries "valid" (no errors) and
+ * "messages" (every diagnostic line). The text form ignores d. */
+size_t gm_policy_format_ex(const struct gm_policy *p, const struct gm_diag *d,
+                           bool json, char *buf, size_t cap);
 
 /* One-line summary for the telemetry header, e.g.
  * "limit=4.0GiB mode=grow on_oom=fail" (snprintf-like). */
@@ -121,5 +134,18 @@ size_t gm_policy_summary(const struct gm_policy *p, char *buf, size_t cap);
 /* Names for enums (for tools and messages). */
 const char *gm_mode_name(enum gm_mode m);
 const char *gm_on_oom_name(enum gm_on_oom o);
+const char *gm_report_name(enum gm_report r);
+const char *gm_log_level_name(enum gm_log l);
+
+/* Every variable name, indexed by enum gm_field ("GPUMEM_LIMIT_<N>" for
+ * GM_F_LIMIT_N); *n receives GM_F_COUNT. */
+const char *const *gm_policy_var_names(size_t *n);
+
+/* policy/suggest.c: the entry of names[0..n) closest to `word` by edit
+ * distance (ASCII case-insensitive, adjacent transpositions count 1), or
+ * NULL when the best distance exceeds max_dist or word is longer than 64
+ * characters. Ties go to the earlier entry. No malloc. */
+const char *gm_closest_name(const char *word, const char *const *names,
+                            size_t n, unsigned max_dist);
 
 #endif

@@ -1,0 +1,178 @@
+/*
+ * shim/account.c — reserve / commit / rollback / release, the refusal
+ * message, and the out-of-memory policies that decide what a refusal does.
+ *
+ * Lock-free on the allocation path except the per-device fragmentation
+ * lock (a few dozen instructions) and the track-table shard lock.
+ */
+#include "shim/account.h"
+
+#include <stdio.h>
+
+#include "policy/parse.h"
+#include "shim/abi.h"
+#include "shim/frag.h"
+#include "shim/oomwait.h"
+
+static const char *const api_labels[GM_API_COUNT] = {
+    [GM_API_NONE] = "?",
+    [GM_API_MEM_ALLOC] = "cuMemAlloc",
+    [GM_API_MEM_ALLOC_PITCH] = "cuMemAllocPitch",
+    [GM_API_MEM_ALLOC_MANAGED] = "cuMemAllocManaged",
+    [GM_API_MEM_FREE] = "cuMemFree",
+    [GM_API_MEM_ALLOC_ASYNC] = "cuMemAllocAsync",
+    [GM_API_MEM_ALLOC_FROM_POOL] = "cuMemAllocFromPoolAsync",
+    [GM_API_MEM_FREE_ASYNC] = "cuMemFreeAsync",
+    [GM_API_MEM_CREATE] = "cuMemCreate",
+    [GM_API_MEM_RELEASE] = "cuMemRelease",
+    [GM_API_MEM_RETAIN] = "cuMemRetainAllocationHandle",
+    [GM_API_ARRAY_CREATE] = "cuArrayCreate",
+    [GM_API_ARRAY3D_CREATE] = "cuArray3DCreate",
+    [GM_API_ARRAY_DESTROY] = "cuArrayDestroy",
+    [GM_API_MIPMAP_CREATE] = "cuMipmappedArrayCreate",
+    [GM_API_MIPMAP_DESTROY] = "cuMipmappedArrayDestroy",
+    [GM_API_MEM_HOST_ALLOC] = "cuMemHostAlloc",
+    [GM_API_MEM_ALLOC_HOST] = "cuMemAllocHost",
+    [GM_API_MEM_FREE_HOST] = "cuMemFreeHost",
+    [GM_API_CTX_CREATE] = "cuCtxCreate",
+    [GM_API_PRIMARY_CTX_RETAIN] = "cuDevicePrimaryCtxRetain",
+    [GM_API_POOL_TRIM] = "cuMemPoolTrimTo",
+    [GM_API_POOL_DESTROY] = "cuMemPoolDestroy",
+};
+
+const char *gm_api_label(unsigned api)
+{
+    return api < GM_API_COUNT && api_labels[api] ? api_labels[api] : "?";
+}
+
+static void refusal_message(int dev, struct gm_dev *d, uint64_t size,
+                            unsigned api, uint64_t used, const char *what)
+{
+    uint64_t n = gm_ratelimit_pass(&d->refuse_rl, 1000000000ull);
+    if (n == 0 || !gm_log_enabled(GM_LOG_WARN))
+        return;
+    char s[32], u[32], l[32], more[64] = "";
+    gm_format_size(size, s, sizeof s);
+    gm_format_size(used, u, sizeof u);
+    gm_format_size(gm_budget_limit(&d->budget), l, sizeof l);
+    if (n > 1)
+        snprintf(more, sizeof more, " (%llu similar messages suppressed)",
+                 (unsigned long long)(n - 1));
+    gm_log(GM_LOG_WARN, "device %d: %s of %s %s: %s used of %s limit%s", dev,
+           gm_api_label(api), s, what, u, l, more);
+}
+
+enum gm_admit gm_acct_reserve(int dev, struct gm_dev *d, uint64_t size,
+                              unsigned api, bool spillable)
+{
+    uint64_t used;
+    if (GM_LIKELY(gm_budget_reserve(&d->budget, size, &used)))
+        return GM_ADMIT_OK;
+    switch (gm_st.policy.on_oom) {
+    case GM_OOM_WARN:
+        used = gm_budget_force(&d->budget, size);
+        gm_tel_event(&gm_st.tel, GM_EV_OVER_LIMIT, (unsigned)dev, api, size, 0,
+                     used);
+        refusal_message(dev, d, size, api, used, "allowed past the limit");
+        return GM_ADMIT_OK;
+    case GM_OOM_WAIT:
+        if (gm_oomwait(dev, d, size, api, &used))
+            return GM_ADMIT_OK;
+        break;
+    case GM_OOM_SPILL:
+        if (spillable) {
+            gm_tel_event(&gm_st.tel, GM_EV_SPILL, (unsigned)dev, api, size, 0,
+                         used);
+            refusal_message(dev, d, size, api, used,
+                            "over the limit, served as managed memory");
+            return GM_ADMIT_SPILL;
+        }
+        break;
+    case GM_OOM_FAIL:
+        break;
+    }
+    gm_tel_refuse(&gm_st.tel, (unsigned)dev, api, size, used,
+                  gm_budget_limit(&d->budget));
+    refusal_message(dev, d, size, api, used, "refused");
+    return GM_ADMIT_REFUSED;
+}
+
+void gm_acct_rollback(struct gm_dev *d, uint64_t size)
+{
+    gm_budget_release(&d->budget, size);
+    gm_oomwait_wake();
+}
+
+bool gm_acct_adjust(struct gm_dev *d, uint64_t reserved, uint64_t actual)
+{
+    if (actual > reserved) {
+        uint64_t used;
+        if (!gm_budget_reserve(&d->budget, actual - reserved, &used) &&
+            gm_st.policy.on_oom != GM_OOM_WARN)
+            return false;
+        if (gm_budget_used(&d->budget) < used)
+            gm_budget_force(&d->budget, actual - reserved);
+    } else if (actual < reserved) {
+        gm_budget_release(&d->budget, reserved - actual);
+    }
+    return true;
+}
+
+static void frag_insert(struct gm_dev *d, unsigned dev, uint64_t addr,
+                        uint64_t size)
+{
+    gm_spin_lock(&d->frag_lock);
+    uint32_t ppm = 0;
+    if (gm_frag_insert(&d->fragset, addr, size) == 0)
+        ppm = gm_frag_ppm(&d->fragset);
+    gm_spin_unlock(&d->frag_lock);
+    gm_tel_frag(&gm_st.tel, dev, ppm);
+}
+
+static void frag_remove(struct gm_dev *d, unsigned dev, uint64_t addr)
+{
+    gm_spin_lock(&d->frag_lock);
+    uint32_t ppm = 0;
+    if (gm_frag_remove(&d->fragset, addr) == 0)
+        ppm = gm_frag_ppm(&d->fragset);
+    gm_spin_unlock(&d->frag_lock);
+    gm_tel_frag(&gm_st.tel, dev, ppm);
+}
+
+void gm_acct_commit(int dev, struct gm_dev *d, enum gm_ns ns, uint64_t key,
+                    uint64_t size, unsigned api, unsigned flags,
+                    uint64_t lat_ns)
+{
+    struct gm_alloc a = {
+        .key = key, .size = size, .dev = (uint32_t)dev, .ns = (uint8_t)ns,
+        .api = (uint8_t)api, .flags = (uint8_t)flags, .refs = 1,
+    };
+    struct gm_alloc old;
+    int r = gm_track_insert(&a, &old);
+    if (r == 1) {
+        /* The driver reused a key whose free we never saw (e.g. memory
+         * freed by destroying its context): drop the stale charge. */
+        gm_acct_released(&old, old.api, 0);
+    } else if (r < 0) {
+        gm_log(GM_LOG_ERROR, "out of memory for the allocation table; "
+               "this allocation is not tracked");
+    }
+    if (ns == GM_NS_PTR && !(flags & GM_AF_ARENA))
+        frag_insert(d, (unsigned)dev, key, size);
+    gm_tel_alloc(&gm_st.tel, (unsigned)dev, api, key, size, lat_ns,
+                 gm_budget_used(&d->budget), gm_budget_peak(&d->budget));
+}
+
+void gm_acct_released(const struct gm_alloc *a, unsigned api, uint64_t lat_ns)
+{
+    if (a->dev >= GM_MAX_DEVICES)
+        return;
+    struct gm_dev *d = &gm_st.dev[a->dev];
+    uint64_t used = gm_budget_used(&d->budget);
+    if (!(a->flags & GM_AF_UNCHARGED))
+        used = gm_budget_release(&d->budget, a->size);
+    if (a->ns == GM_NS_PTR && !(a->flags & GM_AF_ARENA))
+        frag_remove(d, a->dev, a->key);
+    gm_tel_free(&gm_st.tel, a->dev, api, a->key, a->size, lat_ns, used);
+    gm_oomwait_wake();
+}

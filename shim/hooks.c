@@ -1,0 +1,409 @@
+/*
+ * shim/hooks.c — wrappers of the device-pointer allocation family:
+ * cuMemAlloc(_v2), cuMemAllocPitch(_v2), cuMemAllocManaged,
+ * cuMemAllocAsync(_ptsz), cuMemAllocFromPoolAsync(_ptsz), and their frees.
+ *
+ * Each wrapper: guard (initialised, not nested, valid arguments) ->
+ * reserve against the current device's budget -> real call (timed, guard
+ * raised) -> commit, or roll back on failure. Frees take the entry out of
+ * the table first (so a concurrent allocation that gets the same address
+ * cannot collide with it), call the driver, and release the charge only on
+ * success (the entry goes back on failure). Invalid arguments and calls
+ * with no current context go to the driver untouched, so the program sees
+ * the driver's own error.
+ */
+#include "shim/abi.h"
+#include "shim/account.h"
+#include "shim/arena_hooks.h"
+#include "shim/real.h"
+#include "shim/state.h"
+
+
+/* Which real function an allocation goes to. */
+enum kind { K_V2, K_V1, K_MANAGED, K_ASYNC, K_ASYNC_PTSZ, K_POOL, K_POOL_PTSZ };
+
+struct req {
+    enum kind kind;
+    unsigned api;
+    CUdeviceptr *out;        /* 64-bit result (v1: a temporary) */
+    CUdeviceptr_v1 *out_v1;  /* v1 only */
+    uint64_t size;
+    unsigned flags;          /* managed: attach flags */
+    CUstream stream;
+    CUmemoryPool pool;
+};
+
+static CUresult call_real(const struct req *r, CUdeviceptr *p)
+{
+    CUresult rc = CUDA_ERROR_NOT_FOUND;
+    gm_depth++;
+    switch (r->kind) {
+    case K_V2:
+        if (gm_real.cuMemAlloc_v2)
+            rc = gm_real.cuMemAlloc_v2(p, (size_t)r->size);
+        break;
+    case K_V1:
+        if (gm_real.cuMemAlloc) {
+            CUdeviceptr_v1 v = 0;
+            rc = gm_real.cuMemAlloc(&v, (unsigned)r->size);
+            *p = v;
+        }
+        break;
+    case K_MANAGED:
+        if (gm_real.cuMemAllocManaged)
+            rc = gm_real.cuMemAllocManaged(p, (size_t)r->size, r->flags);
+        break;
+    case K_ASYNC:
+        if (gm_real.cuMemAllocAsync)
+            rc = gm_real.cuMemAllocAsync(p, (size_t)r->size, r->stream);
+        break;
+    case K_ASYNC_PTSZ:
+        if (gm_real.cuMemAllocAsync_ptsz)
+            rc = gm_real.cuMemAllocAsync_ptsz(p, (size_t)r->size, r->stream);
+        break;
+    case K_POOL:
+        if (gm_real.cuMemAllocFromPoolAsync)
+            rc = gm_real.cuMemAllocFromPoolAsync(p, (size_t)r->size, r->pool,
+                                                 r->stream);
+        break;
+    case K_POOL_PTSZ:
+        if (gm_real.cuMemAllocFromPoolAsync_ptsz)
+            rc = gm_real.cuMemAllocFromPoolAsync_ptsz(p, (size_t)r->size,
+                                                      r->pool, r->stream);
+        break;
+    }
+    gm_depth--;
+    return rc;
+}
+
+/* Refused but spillable: serve as managed memory, recorded, not charged. */
+static CUresult spill(int dev, struct gm_dev *d, const struct req *r,
+                      CUdeviceptr *p)
+{
+    if (gm_real.cuMemAllocManaged == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    gm_depth++;
+    CUresult rc = gm_real.cuMemAllocManaged(p, (size_t)r->size,
+                                            CU_MEM_ATTACH_GLOBAL);
+    gm_depth--;
+    if (rc != CUDA_SUCCESS)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    gm_acct_commit(dev, d, GM_NS_PTR, *p, r->size, r->api,
+                   GM_AF_SPILL | GM_AF_UNCHARGED, 0);
+    return CUDA_SUCCESS;
+}
+
+static CUresult alloc_ptr(const struct req *r)
+{
+    int dev = gm_current_device();
+    struct gm_dev *d = gm_dev_get(dev);
+    CUdeviceptr p = 0;
+    if (d == NULL) { /* no context: let the driver say so */
+        CUresult rc = call_real(r, &p);
+        if (rc == CUDA_SUCCESS)
+            *r->out = p;
+        return rc;
+    }
+    bool spillable = r->kind == K_V2;
+    if (r->kind == K_V2 || r->kind == K_V1) {
+        CUresult rc;
+        if (gm_arena_try_alloc(dev, d, r->size, r->api, &p, &rc)) {
+            if (rc == CUDA_SUCCESS)
+                *r->out = p;
+            return rc;
+        }
+    }
+    switch (gm_acct_reserve(dev, d, r->size, r->api, spillable)) {
+    case GM_ADMIT_REFUSED:
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    case GM_ADMIT_SPILL: {
+        CUresult rc = spill(dev, d, r, &p);
+        if (rc == CUDA_SUCCESS)
+            *r->out = p;
+        return rc;
+    }
+    case GM_ADMIT_OK:
+        break;
+    }
+    uint64_t t0 = gm_hook_now();
+    CUresult rc = call_real(r, &p);
+    uint64_t lat = gm_hook_now() - t0;
+    if (rc != CUDA_SUCCESS) {
+        gm_acct_rollback(d, r->size);
+        return rc;
+    }
+    *r->out = p;
+    unsigned flags = (r->kind >= K_ASYNC) ? GM_AF_ASYNC : 0;
+    gm_acct_commit(dev, d, GM_NS_PTR, p, r->size, r->api, flags, lat);
+    return rc;
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    GM_NEED_REAL(cuMemAlloc_v2);
+    if (!gm_active() || dptr == NULL || bytesize == 0)
+        return gm_real.cuMemAlloc_v2(dptr, bytesize);
+    struct req r = { .kind = K_V2, .api = GM_API_MEM_ALLOC, .out = dptr,
+                     .size = bytesize };
+    return alloc_ptr(&r);
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemAlloc(CUdeviceptr_v1 *dptr,
+                                      unsigned int bytesize)
+{
+    GM_NEED_REAL(cuMemAlloc);
+    if (!gm_active() || dptr == NULL || bytesize == 0)
+        return gm_real.cuMemAlloc(dptr, bytesize);
+    CUdeviceptr p = 0;
+    struct req r = { .kind = K_V1, .api = GM_API_MEM_ALLOC, .out = &p,
+                     .size = bytesize };
+    CUresult rc = alloc_ptr(&r);
+    if (rc == CUDA_SUCCESS)
+        *dptr = (CUdeviceptr_v1)p;
+    return rc;
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr,
+                                             size_t bytesize,
+                                             unsigned int flags)
+{
+    GM_NEED_REAL(cuMemAllocManaged);
+    if (!gm_active() || dptr == NULL || bytesize == 0)
+        return gm_real.cuMemAllocManaged(dptr, bytesize, flags);
+    struct req r = { .kind = K_MANAGED, .api = GM_API_MEM_ALLOC_MANAGED,
+                     .out = dptr, .size = bytesize, .flags = flags };
+    return alloc_ptr(&r);
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize,
+                                           CUstream hStream)
+{
+    GM_NEED_REAL(cuMemAllocAsync);
+    if (!gm_active() || dptr == NULL || bytesize == 0)
+        return gm_real.cuMemAllocAsync(dptr, bytesize, hStream);
+    struct req r = { .kind = K_ASYNC, .api = GM_API_MEM_ALLOC_ASYNC,
+                     .out = dptr, .size = bytesize, .stream = hStream };
+    return alloc_ptr(&r);
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr,
+                                                size_t bytesize,
+                                                CUstream hStream)
+{
+    GM_NEED_REAL(cuMemAllocAsync_ptsz);
+    if (!gm_active() || dptr == NULL || bytesize == 0)
+        return gm_real.cuMemAllocAsync_ptsz(dptr, bytesize, hStream);
+    struct req r = { .kind = K_ASYNC_PTSZ, .api = GM_API_MEM_ALLOC_ASYNC,
+                     .out = dptr, .size = bytesize, .stream = hStream };
+    return alloc_ptr(&r);
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr,
+                                                   size_t bytesize,
+                                                   CUmemoryPool pool,
+                                                   CUstream hStream)
+{
+    GM_NEED_REAL(cuMemAllocFromPoolAsync);
+    if (!gm_active() || dptr == NULL || bytesize == 0)
+        return gm_real.cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream);
+    struct req r = { .kind = K_POOL, .api = GM_API_MEM_ALLOC_FROM_POOL,
+                     .out = dptr, .size = bytesize, .stream = hStream,
+                     .pool = pool };
+    return alloc_ptr(&r);
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr,
+                                                        size_t bytesize,
+                                                        CUmemoryPool pool,
+                                                        CUstream hStream)
+{
+    GM_NEED_REAL(cuMemAllocFromPoolAsync_ptsz);
+    if (!gm_active() || dptr == NULL || bytesize == 0)
+        return gm_real.cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool,
+                                                    hStream);
+    struct req r = { .kind = K_POOL_PTSZ, .api = GM_API_MEM_ALLOC_FROM_POOL,
+                     .out = dptr, .size = bytesize, .stream = hStream,
+                     .pool = pool };
+    return alloc_ptr(&r);
+}
+
+/* ---- pitch ------------------------------------------------------------ */
+
+static CUresult pitch_common(CUdeviceptr *dptr, size_t *pitch, size_t width,
+                             size_t height, unsigned elem, int v1)
+{
+    int dev = gm_current_device();
+    struct gm_dev *d = gm_dev_get(dev);
+    uint64_t rw = ((uint64_t)width + 511u) & ~(uint64_t)511u;
+    uint64_t est = height != 0 && rw > UINT64_MAX / height ? 0 : rw * height;
+    CUdeviceptr p = 0;
+    size_t pp = 0;
+    CUresult rc;
+    if (d == NULL || est == 0) {
+        d = NULL;
+    } else {
+        switch (gm_acct_reserve(dev, d, est, GM_API_MEM_ALLOC_PITCH, false)) {
+        case GM_ADMIT_OK:
+            break;
+        default:
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    }
+    uint64_t t0 = gm_hook_now();
+    gm_depth++;
+    if (v1) {
+        CUdeviceptr_v1 q = 0;
+        unsigned int qp = 0;
+        rc = gm_real.cuMemAllocPitch(&q, &qp, (unsigned)width,
+                                     (unsigned)height, elem);
+        p = q;
+        pp = qp;
+    } else {
+        rc = gm_real.cuMemAllocPitch_v2(&p, &pp, width, height, elem);
+    }
+    gm_depth--;
+    uint64_t lat = gm_hook_now() - t0;
+    if (d == NULL) {
+        if (rc == CUDA_SUCCESS) {
+            *dptr = p;
+            *pitch = pp;
+        }
+        return rc;
+    }
+    if (rc != CUDA_SUCCESS) {
+        gm_acct_rollback(d, est);
+        return rc;
+    }
+    uint64_t actual = (uint64_t)pp * height;
+    if (!gm_acct_adjust(d, est, actual)) {
+        gm_depth++;
+        if (v1)
+            gm_real.cuMemFree((CUdeviceptr_v1)p);
+        else
+            gm_real.cuMemFree_v2(p);
+        gm_depth--;
+        gm_acct_rollback(d, est);
+        gm_tel_refuse(&gm_st.tel, (unsigned)dev, GM_API_MEM_ALLOC_PITCH,
+                      actual, gm_budget_used(&d->budget),
+                      gm_budget_limit(&d->budget));
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *dptr = p;
+    *pitch = pp;
+    gm_acct_commit(dev, d, GM_NS_PTR, p, actual, GM_API_MEM_ALLOC_PITCH, 0,
+                   lat);
+    return CUDA_SUCCESS;
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr,
+                                              size_t *pPitch,
+                                              size_t WidthInBytes,
+                                              size_t Height,
+                                              unsigned int ElementSizeBytes)
+{
+    GM_NEED_REAL(cuMemAllocPitch_v2);
+    if (!gm_active() || dptr == NULL || pPitch == NULL || WidthInBytes == 0 ||
+        Height == 0)
+        return gm_real.cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height,
+                                          ElementSizeBytes);
+    return pitch_common(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes,
+                        0);
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr_v1 *dptr,
+                                           unsigned int *pPitch,
+                                           unsigned int WidthInBytes,
+                                           unsigned int Height,
+                                           unsigned int ElementSizeBytes)
+{
+    GM_NEED_REAL(cuMemAllocPitch);
+    if (!gm_active() || dptr == NULL || pPitch == NULL || WidthInBytes == 0 ||
+        Height == 0 || gm_real.cuMemFree == NULL)
+        return gm_real.cuMemAllocPitch(dptr, pPitch, WidthInBytes, Height,
+                                       ElementSizeBytes);
+    CUdeviceptr p = 0;
+    size_t pp = 0;
+    CUresult rc = pitch_common(&p, &pp, WidthInBytes, Height,
+                               ElementSizeBytes, 1);
+    if (rc == CUDA_SUCCESS) {
+        *dptr = (CUdeviceptr_v1)p;
+        *pPitch = (unsigned int)pp;
+    }
+    return rc;
+}
+
+/* ---- frees ------------------------------------------------------------ */
+
+enum fkind { F_V2, F_V1, F_ASYNC, F_ASYNC_PTSZ };
+
+static CUresult free_real(enum fkind k, CUdeviceptr p, CUstream s)
+{
+    CUresult rc = CUDA_ERROR_NOT_FOUND;
+    gm_depth++;
+    switch (k) {
+    case F_V2:
+        if (gm_real.cuMemFree_v2)
+            rc = gm_real.cuMemFree_v2(p);
+        break;
+    case F_V1:
+        if (gm_real.cuMemFree)
+            rc = gm_real.cuMemFree((CUdeviceptr_v1)p);
+        break;
+    case F_ASYNC:
+        if (gm_real.cuMemFreeAsync)
+            rc = gm_real.cuMemFreeAsync(p, s);
+        break;
+    case F_ASYNC_PTSZ:
+        if (gm_real.cuMemFreeAsync_ptsz)
+            rc = gm_real.cuMemFreeAsync_ptsz(p, s);
+        break;
+    }
+    gm_depth--;
+    return rc;
+}
+
+static CUresult free_ptr(enum fkind k, unsigned api, CUdeviceptr p,
+                         CUstream s)
+{
+    if (!gm_active() || p == 0)
+        return free_real(k, p, s);
+    if (k == F_V2 || k == F_V1) {
+        CUresult rc;
+        if (gm_arena_try_free(p, api, &rc))
+            return rc;
+    }
+    struct gm_alloc a;
+    bool known = gm_track_remove(GM_NS_PTR, p, &a);
+    uint64_t t0 = gm_hook_now();
+    CUresult rc = free_real(k, p, s);
+    uint64_t lat = gm_hook_now() - t0;
+    if (rc != CUDA_SUCCESS) {
+        if (known)
+            gm_track_insert(&a, NULL);
+        return rc;
+    }
+    if (known)
+        gm_acct_released(&a, api, lat);
+    return rc;
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
+{
+    return free_ptr(F_V2, GM_API_MEM_FREE, dptr, NULL);
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemFree(CUdeviceptr_v1 dptr)
+{
+    return free_ptr(F_V1, GM_API_MEM_FREE, dptr, NULL);
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+{
+    return free_ptr(F_ASYNC, GM_API_MEM_FREE_ASYNC, dptr, hStream);
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr,
+                                               CUstream hStream)
+{
+    return free_ptr(F_ASYNC_PTSZ, GM_API_MEM_FREE_ASYNC, dptr, hStream);
+}

@@ -1,0 +1,194 @@
+/*
+ * shim/hooks_info.c — what the program sees of the device, and context
+ * creation. With a limit, cuMemGetInfo reports total = min(limit, physical)
+ * and free = min(real free, limit - used) clamped at 0, and
+ * cuDeviceTotalMem reports min(limit, physical); without one both pass
+ * through. Output pointers are handed to the driver as given (a NULL one
+ * gets the driver's own answer) and adjusted only on success.
+ * Context creators measure and charge the first context on each device.
+ */
+#include "shim/abi.h"
+#include "shim/account.h"
+#include "shim/real.h"
+#include "shim/state.h"
+
+static uint64_t min64(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* Virtualise (free, total) for the current device; false = unchanged. */
+static bool virt_info(uint64_t *f, uint64_t *t)
+{
+    struct gm_dev *d = gm_dev_get(gm_current_device());
+    if (d == NULL)
+        return false;
+    uint64_t limit = gm_budget_limit(&d->budget);
+    if (limit == 0)
+        return false;
+    *t = min64(limit, *t);
+    *f = min64(*f, gm_budget_room(&d->budget));
+    *f = min64(*f, *t);
+    return true;
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t *free, size_t *total)
+{
+    GM_NEED_REAL(cuMemGetInfo_v2);
+    bool on = gm_active();
+    gm_depth++;
+    CUresult rc = gm_real.cuMemGetInfo_v2(free, total);
+    gm_depth--;
+    if (rc != CUDA_SUCCESS || !on)
+        return rc;
+    uint64_t f = free ? *free : UINT64_MAX, t = total ? *total : UINT64_MAX;
+    if (virt_info(&f, &t)) {
+        if (free)
+            *free = (size_t)f;
+        if (total)
+            *total = (size_t)t;
+    }
+    return rc;
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemGetInfo(unsigned int *free,
+                                        unsigned int *total)
+{
+    GM_NEED_REAL(cuMemGetInfo);
+    bool on = gm_active();
+    gm_depth++;
+    CUresult rc = gm_real.cuMemGetInfo(free, total);
+    gm_depth--;
+    if (rc != CUDA_SUCCESS || !on)
+        return rc;
+    uint64_t f = free ? *free : UINT64_MAX, t = total ? *total : UINT64_MAX;
+    if (virt_info(&f, &t)) {
+        if (free)
+            *free = (unsigned int)f;
+        if (total)
+            *total = (unsigned int)t;
+    }
+    return rc;
+}
+
+static uint64_t device_limit(CUdevice dev)
+{
+    struct gm_dev *d = gm_dev_get((int)dev);
+    return d ? gm_budget_limit(&d->budget) : 0;
+}
+
+GM_EXPORT CUresult CUDAAPI cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+    GM_NEED_REAL(cuDeviceTotalMem_v2);
+    bool on = gm_active();
+    gm_depth++;
+    CUresult rc = gm_real.cuDeviceTotalMem_v2(bytes, dev);
+    gm_depth--;
+    if (rc != CUDA_SUCCESS || !on || bytes == NULL)
+        return rc;
+    uint64_t limit = device_limit(dev);
+    if (limit != 0)
+        *bytes = (size_t)min64(limit, *bytes);
+    return rc;
+}
+
+GM_EXPORT CUresult CUDAAPI cuDeviceTotalMem(unsigned int *bytes, CUdevice dev)
+{
+    GM_NEED_REAL(cuDeviceTotalMem);
+    bool on = gm_active();
+    gm_depth++;
+    CUresult rc = gm_real.cuDeviceTotalMem(bytes, dev);
+    gm_depth--;
+    if (rc != CUDA_SUCCESS || !on || bytes == NULL)
+        return rc;
+    uint64_t limit = device_limit(dev);
+    if (limit != 0)
+        *bytes = (unsigned int)min64(limit, *bytes);
+    return rc;
+}
+
+/* ---- contexts ------------------------------------------------------------ */
+
+/* Before/after a context creator on `dev`. */
+static uint64_t ctx_before(bool on, CUdevice dev)
+{
+    uint64_t before = UINT64_MAX;
+    if (on)
+        gm_dev_context_before((int)dev, &before);
+    return before;
+}
+
+static void ctx_after(bool on, CUresult rc, CUdevice dev, CUcontext *pctx,
+                      unsigned api, uint64_t before)
+{
+    if (on && rc == CUDA_SUCCESS && pctx != NULL)
+        gm_dev_context_created((int)dev, *pctx, api, before);
+}
+
+GM_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx,
+                                                    CUdevice dev)
+{
+    GM_NEED_REAL(cuDevicePrimaryCtxRetain);
+    bool on = gm_active();
+    uint64_t before = ctx_before(on, dev);
+    gm_depth++;
+    CUresult rc = gm_real.cuDevicePrimaryCtxRetain(pctx, dev);
+    gm_depth--;
+    ctx_after(on, rc, dev, pctx, GM_API_PRIMARY_CTX_RETAIN, before);
+    return rc;
+}
+
+GM_EXPORT CUresult CUDAAPI cuCtxCreate(CUcontext *pctx, unsigned int flags,
+                                       CUdevice dev)
+{
+    GM_NEED_REAL(cuCtxCreate);
+    bool on = gm_active();
+    uint64_t before = ctx_before(on, dev);
+    gm_depth++;
+    CUresult rc = gm_real.cuCtxCreate(pctx, flags, dev);
+    gm_depth--;
+    ctx_after(on, rc, dev, pctx, GM_API_CTX_CREATE, before);
+    return rc;
+}
+
+GM_EXPORT CUresult CUDAAPI cuCtxCreate_v2(CUcontext *pctx, unsigned int flags,
+                                          CUdevice dev)
+{
+    GM_NEED_REAL(cuCtxCreate_v2);
+    bool on = gm_active();
+    uint64_t before = ctx_before(on, dev);
+    gm_depth++;
+    CUresult rc = gm_real.cuCtxCreate_v2(pctx, flags, dev);
+    gm_depth--;
+    ctx_after(on, rc, dev, pctx, GM_API_CTX_CREATE, before);
+    return rc;
+}
+
+GM_EXPORT CUresult CUDAAPI cuCtxCreate_v3(CUcontext *pctx,
+                                          CUexecAffinityParam *params,
+                                          int numParams, unsigned int flags,
+                                          CUdevice dev)
+{
+    GM_NEED_REAL(cuCtxCreate_v3);
+    bool on = gm_active();
+    uint64_t before = ctx_before(on, dev);
+    gm_depth++;
+    CUresult rc = gm_real.cuCtxCreate_v3(pctx, params, numParams, flags, dev);
+    gm_depth--;
+    ctx_after(on, rc, dev, pctx, GM_API_CTX_CREATE, before);
+    return rc;
+}
+
+GM_EXPORT CUresult CUDAAPI cuCtxCreate_v4(CUcontext *pctx,
+                                          CUctxCreateParams *params,
+                                          unsigned int flags, CUdevice dev)
+{
+    GM_NEED_REAL(cuCtxCreate_v4);
+    bool on = gm_active();
+    uint64_t before = ctx_before(on, dev);
+    gm_depth++;
+    CUresult rc = gm_real.cuCtxCreate_v4(pctx, params, flags, dev);
+    gm_depth--;
+    ctx_after(on, rc, dev, pctx, GM_API_CTX_CREATE, before);
+    return rc;
+}

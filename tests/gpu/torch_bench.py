@@ -1,0 +1,64 @@
+"""tests/gpu/torch_bench.py — time one PyTorch training step of a small
+transformer (6 encoder layers, d=512, 8 heads, batch 32 x 256 tokens,
+AdamW), synchronizing after every step. run.sh runs it alternately with
+and without the shim. Appends one CSV line to --out:
+  label,repeat,median_ms,mean_ms,min_ms,max_reserved_bytes
+"""
+import argparse
+import statistics
+import sys
+import time
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--label", required=True)
+    ap.add_argument("--repeat", type=int, default=0)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--steps", type=int, default=50)
+    args = ap.parse_args()
+    try:
+        import torch
+        from torch import nn
+    except Exception as e:
+        print(f"SKIP torch_step: torch does not import: {e}")
+        sys.exit(77)
+    if not torch.cuda.is_available():
+        print("SKIP torch_step: torch sees no CUDA device")
+        sys.exit(77)
+    torch.manual_seed(0)
+    dev = torch.device("cuda", 0)
+    layer = nn.TransformerEncoderLayer(d_model=512, nhead=8, dim_feedforward=2048,
+                                       dropout=0.0, batch_first=True)
+    model = nn.Sequential(nn.TransformerEncoder(layer, num_layers=6,
+                                                enable_nested_tensor=False),
+                          nn.Linear(512, 512)).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    x = torch.randn(32, 256, 512, device=dev)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = model(x).float().pow(2).mean()
+        loss.backward()
+        opt.step()
+
+    for _ in range(args.warmup):
+        step()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(args.steps):
+        t0 = time.perf_counter()
+        step()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) * 1e3)
+    line = (f"{args.label},{args.repeat},{statistics.median(times):.3f},"
+            f"{statistics.fmean(times):.3f},{min(times):.3f},"
+            f"{torch.cuda.max_memory_reserved()}")
+    with open(args.out, "a", encoding="ascii") as f:
+        f.write(line + "\n")
+    print(f"torch_step {line}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,218 @@
+"""tests/gpu/torch_check.py — PyTorch under the shim.
+
+Cases (run.sh runs each without the shim first, then with it):
+  oom   256 MiB tensors until the limit: torch.OutOfMemoryError is raised
+        (not another error, not a crash) after about the free memory the
+        shim reports, and below the limit; mem_get_info() and
+        get_device_properties().total_memory report the limit; allocation
+        works again after the refusal; no drift once the cache is emptied.
+        Run once per allocator (PYTORCH_CUDA_ALLOC_CONF: default,
+        expandable_segments:True, backend:cudaMallocAsync).
+  ps    `gpumem ps --json` lists this process with the peak PyTorch itself
+        reports (max_memory_reserved) plus what was in use before PyTorch
+        allocated (the context), within 2 MiB.
+  nccl  a 1-rank all_reduce through torch.distributed (NCCL backend) works
+        under the shim, and NCCL's own device memory is counted.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpucase  # noqa: E402
+
+MIB = gpucase.MIB
+BLOCK = 256 * MIB
+
+
+def start(c):
+    try:
+        import torch
+    except Exception as e:  # any import failure means: no usable torch here
+        c.skip(f"torch does not import: {e}")
+    if not torch.cuda.is_available():
+        c.skip("torch sees no CUDA device")
+    torch.cuda.set_device(0)
+    return torch
+
+
+def check_totals(c, torch):
+    """mem_get_info and the device properties show the limit; returns free."""
+    free, total = torch.cuda.mem_get_info(0)
+    prop = torch.cuda.get_device_properties(0).total_memory
+    if c.limit:
+        c.check(total == c.limit,
+                f"torch.cuda.mem_get_info() total is the limit {c.limit} (got {total})")
+        c.check(prop == c.limit,
+                f"get_device_properties(0).total_memory is the limit (got {prop})")
+        c.check(0 < free < c.limit, f"free {free} is within (0, limit)")
+    else:
+        c.check(total > 0 and prop > 0 and free <= total,
+                f"mem_get_info() = ({free}, {total}), total_memory = {prop}")
+    return free
+
+
+def tensor(torch, nbytes):
+    t = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+    t.fill_(1)
+    return t
+
+
+def case_oom(c):
+    torch = start(c)
+    c.note(f"torch {torch.__version__}, PYTORCH_CUDA_ALLOC_CONF="
+           f"{os.environ.get('PYTORCH_CUDA_ALLOC_CONF', '')!r}")
+    free0 = check_totals(c, torch)
+    t = tensor(torch, BLOCK)
+    torch.cuda.synchronize()
+    c.check(int(t[-1].item()) == 1, "a 256 MiB tensor is usable")
+    del t
+    torch.cuda.empty_cache()
+    if not c.limit:
+        c.check(hasattr(torch, "OutOfMemoryError"), "torch.OutOfMemoryError exists")
+        return
+    held, raised, other = [], None, None
+    try:
+        for _ in range(64):  # 16 GiB: far past any limit this suite sets
+            held.append(tensor(torch, BLOCK))
+        torch.cuda.synchronize()
+    except torch.OutOfMemoryError as e:
+        raised = e
+    except Exception as e:  # the wrong kind of failure is a finding
+        other = e
+    got = len(held) * BLOCK
+    c.check(other is None,
+            f"no error other than OutOfMemoryError ({type(other).__name__}: {other})"
+            if other else "no error other than OutOfMemoryError")
+    c.check(raised is not None, f"torch.OutOfMemoryError raised after {got >> 20} MiB")
+    c.check(got < c.limit, f"held {got >> 20} MiB < limit {c.limit >> 20} MiB at the refusal")
+    c.check(got + 2 * BLOCK > free0,
+            f"refused only near the reported free memory ({got >> 20} of {free0 >> 20} MiB)")
+    c.check(torch.cuda.memory_reserved() <= c.limit,
+            f"reserved {torch.cuda.memory_reserved() >> 20} MiB <= limit")
+    if held:
+        held.pop()
+        torch.cuda.empty_cache()
+        try:
+            held.append(tensor(torch, BLOCK))
+            torch.cuda.synchronize()
+            c.check(True, "allocation works again after freeing one tensor")
+        except Exception as e:
+            c.check(False, f"allocation after freeing one tensor raised {type(e).__name__}")
+    held.clear()
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    free1 = torch.cuda.mem_get_info(0)[0]
+    c.check(abs(free1 - free0) <= 2 * MIB,
+            f"no drift once the cache is emptied: free {free1}, was {free0}")
+
+
+def gpumem_ps(c, tool):
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    try:
+        out = subprocess.run([tool, "ps", "--json"], env=env, capture_output=True,
+                             text=True, timeout=30)
+    except Exception as e:
+        c.check(False, f"gpumem ps --json runs ({e})")
+        return None
+    if not c.check(out.returncode == 0, f"gpumem ps --json exits 0 (got {out.returncode}: "
+                                        f"{out.stderr.strip()[:200]})"):
+        return None
+    try:
+        return json.loads(out.stdout)
+    except ValueError as e:
+        c.check(False, f"gpumem ps --json prints JSON ({e}): {out.stdout[:300]!r}")
+        return None
+
+
+def is_peak_key(k):
+    k = k.lower()
+    return "peak" in k and not any(s in k for s in ("time", "when", "_at", "ts", "sec",
+                                                      "_ns", "_ms", "frag", "rate"))
+
+
+def case_ps(c, tool):
+    torch = start(c)
+    free0, total = torch.cuda.mem_get_info(0)  # creates the context
+    used0 = total - free0
+    torch.cuda.reset_peak_memory_stats()
+    a = tensor(torch, 300 * MIB)
+    b = tensor(torch, 100 * MIB)
+    del a
+    torch.cuda.empty_cache()
+    d = tensor(torch, 50 * MIB)
+    torch.cuda.synchronize()
+    expected = used0 + torch.cuda.max_memory_reserved()
+    if not c.limit:
+        c.check(expected > 0, f"max_memory_reserved {torch.cuda.max_memory_reserved()}")
+        return
+    c.note(f"in use before PyTorch allocated: {used0} bytes; max_memory_reserved "
+           f"{torch.cuda.max_memory_reserved()}")
+    doc = gpumem_ps(c, tool)
+    if doc is None:
+        return
+    mine = gpucase.objects_with(doc, "pid", os.getpid())
+    if not c.check(bool(mine), f"gpumem ps --json lists this process (pid {os.getpid()})"):
+        c.note(json.dumps(doc)[:1500])
+        return
+    peaks = gpucase.numbers_under(mine[0], is_peak_key)
+    if not c.check(bool(peaks), "its entry has a numeric peak"):
+        c.note(json.dumps(mine[0])[:1500])
+        return
+    peak = max(peaks)
+    c.check(abs(peak - expected) <= 2 * MIB,
+            f"peak {peak} = max_memory_reserved + context {expected} within 2 MiB "
+            f"(off by {peak - expected})")
+    del b, d
+
+
+def case_nccl(c):
+    torch = start(c)
+    import torch.distributed as dist
+    if not dist.is_available() or not dist.is_nccl_available():
+        c.skip("this torch has no NCCL backend")
+    x = torch.full((1 << 20,), 2.0, device="cuda")
+    torch.cuda.synchronize()
+    free0, r0 = torch.cuda.mem_get_info(0)[0], torch.cuda.memory_reserved()
+    with tempfile.TemporaryDirectory() as d:
+        dist.init_process_group("nccl", init_method=f"file://{d}/store", rank=0,
+                                world_size=1)
+        try:
+            dist.all_reduce(x)
+            torch.cuda.synchronize()
+            c.check(bool(torch.all(x == 2.0).item()), "1-rank all_reduce keeps the values")
+            y = torch.arange(1024, device="cuda", dtype=torch.float32)
+            dist.all_reduce(y, op=dist.ReduceOp.MAX)
+            torch.cuda.synchronize()
+            c.check(float(y[-1].item()) == 1023.0, "a second all_reduce works")
+            free1, r1 = torch.cuda.mem_get_info(0)[0], torch.cuda.memory_reserved()
+        finally:
+            dist.destroy_process_group()
+    nccl = (free0 - free1) - (r1 - r0)
+    if c.limit:
+        c.check(nccl > 0, f"NCCL's own device memory is counted ({nccl} bytes beyond "
+                          f"PyTorch's allocator)")
+    else:
+        c.note(f"free memory fell by {nccl} bytes beyond PyTorch's allocator")
+
+
+def main():
+    args = gpucase.parse(__doc__, ["oom", "ps", "nccl"])
+    conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
+    name = f"torch_{args.case}" + (f"[{conf}]" if conf and args.case == "oom" else "")
+    c = gpucase.Case(name, args.expect_limit)
+    if args.case == "oom":
+        case_oom(c)
+    elif args.case == "ps":
+        if not args.gpumem:
+            c.skip("no --gpumem PATH given")
+        case_ps(c, args.gpumem)
+    else:
+        case_nccl(c)
+    c.finish()
+
+
+if __name__ == "__main__":
+    main()

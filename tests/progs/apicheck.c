@@ -1,0 +1,484 @@
+/*
+ * tests/progs/apicheck.c — exercises every allocation API the shim wraps,
+ * reached through one lookup path, and checks what the shim must make true.
+ * Run by tests/integ/test_shim.c under LD_PRELOAD with a GPUMEM_LIMIT.
+ *
+ *   apicheck --via link|dlsym|gpa SCENARIO [ARG]
+ *
+ * link:  functions bound by the dynamic linker (direct_apicheck, linked
+ *        against libcuda); dlsym: dlsym on a dlopen handle of libcuda (what
+ *        XLA and Triton do); gpa: only cuGetProcAddress_v2 is looked up,
+ *        everything else comes from it, the way cudart does.
+ * Scenarios print "ok ..." lines and exit 0, or print "FAIL ..." and exit 1.
+ * Figures are read back through the (virtualised) cuMemGetInfo, so "used"
+ * below means limit - free as the program sees it.
+ */
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define FNS(X)                                                            \
+    X(cuInit) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDevicePrimaryCtxRetain) \
+    X(cuCtxSetCurrent) X(cuCtxCreate_v2) X(cuCtxDestroy_v2)               \
+    X(cuMemGetInfo_v2) X(cuDeviceTotalMem_v2) X(cuMemAlloc_v2)            \
+    X(cuMemFree_v2) X(cuMemAllocPitch_v2) X(cuMemAllocManaged)            \
+    X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuMemAllocFromPoolAsync)       \
+    X(cuMemPoolCreate) X(cuMemPoolDestroy) X(cuStreamCreate)              \
+    X(cuStreamSynchronize) X(cuStreamDestroy_v2) X(cuMemCreate)           \
+    X(cuMemRelease) X(cuMemRetainAllocationHandle) X(cuMemAddressReserve) \
+    X(cuMemAddressFree) X(cuMemMap) X(cuMemUnmap)                         \
+    X(cuMemGetAllocationGranularity) X(cuArrayCreate_v2)                  \
+    X(cuArray3DCreate_v2) X(cuArrayDestroy) X(cuArrayGetMemoryRequirements) \
+    X(cuMipmappedArrayCreate) X(cuMipmappedArrayDestroy)                  \
+    X(cuMipmappedArrayGetMemoryRequirements) X(cuMemHostAlloc)            \
+    X(cuMemFreeHost) X(cuMemAllocHost_v2)
+
+static struct {
+#define FIELD(n) __typeof__(n) *n;
+    FNS(FIELD)
+#undef FIELD
+} F;
+
+static const char *via = "gpa";
+static int failures;
+
+#define CHECK(cond, ...)                                                  \
+    do {                                                                  \
+        if (!(cond)) {                                                    \
+            printf("FAIL %s:%d: ", __func__, __LINE__);                   \
+            printf(__VA_ARGS__);                                          \
+            printf("\n");                                                 \
+            fflush(stdout);                                               \
+            exit(1);                                                      \
+        }                                                                 \
+    } while (0)
+
+#define CU(call)                                                          \
+    do {                                                                  \
+        CUresult rc_ = (call);                                            \
+        CHECK(rc_ == CUDA_SUCCESS, "%s returned %d", #call, (int)rc_);    \
+    } while (0)
+
+typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t,
+                           CUdriverProcAddressQueryResult *);
+
+static void resolve(void)
+{
+#ifdef APICHECK_LINK
+    if (strcmp(via, "link") == 0) {
+#define LINKED(n) F.n = &n;
+        FNS(LINKED)
+#undef LINKED
+        return;
+    }
+#endif
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    CHECK(h != NULL, "dlopen libcuda.so.1: %s", dlerror());
+    if (strcmp(via, "dlsym") == 0) {
+#define BYDLSYM(n) F.n = (__typeof__(F.n))dlsym(h, #n);
+        FNS(BYDLSYM)
+#undef BYDLSYM
+        return;
+    }
+    CHECK(strcmp(via, "gpa") == 0, "unknown --via %s", via);
+    gpa_fn gpa = (gpa_fn)dlsym(h, "cuGetProcAddress_v2");
+    CHECK(gpa != NULL, "no cuGetProcAddress_v2");
+    void *p = NULL;
+    CU(gpa("cuGetProcAddress", &p, 12000, 0, NULL));
+    gpa = (gpa_fn)p;
+    /* Base names: strip the _v2 suffix the way cudart asks. */
+#define BYGPA(n)                                                          \
+    do {                                                                  \
+        char base[64];                                                    \
+        snprintf(base, sizeof base, "%s", #n);                            \
+        char *v = strstr(base, "_v2");                                    \
+        if (v && v[3] == '\0')                                            \
+            *v = '\0';                                                    \
+        void *q = NULL;                                                   \
+        CUdriverProcAddressQueryResult st;                                \
+        if (gpa(base, &q, 13000, 0, &st) == CUDA_SUCCESS)                 \
+            F.n = (__typeof__(F.n))q;                                     \
+    } while (0);
+    FNS(BYGPA)
+#undef BYGPA
+}
+
+static CUdevice dev0;
+static CUcontext ctx0;
+
+static void setup(void)
+{
+    resolve();
+    CU(F.cuInit(0));
+    CU(F.cuDeviceGet(&dev0, 0));
+    CU(F.cuDevicePrimaryCtxRetain(&ctx0, dev0));
+    CU(F.cuCtxSetCurrent(ctx0));
+}
+
+static uint64_t free_now(void)
+{
+    size_t f = 0, t = 0;
+    CU(F.cuMemGetInfo_v2(&f, &t));
+    return f;
+}
+
+static uint64_t total_now(void)
+{
+    size_t f = 0, t = 0;
+    CU(F.cuMemGetInfo_v2(&f, &t));
+    return t;
+}
+
+/* ---- scenarios ------------------------------------------------------- */
+
+/* limit LIMIT: the program sees LIMIT as the device size; the last byte
+ * fits, one more is refused with 2; freeing restores everything. */
+static void s_edge(uint64_t limit)
+{
+    size_t tot = 0;
+    CU(F.cuDeviceTotalMem_v2(&tot, dev0));
+    CHECK(tot == limit, "cuDeviceTotalMem %zu != limit %llu", tot,
+          (unsigned long long)limit);
+    CHECK(total_now() == limit, "cuMemGetInfo total %llu != %llu",
+          (unsigned long long)total_now(), (unsigned long long)limit);
+    uint64_t f0 = free_now();
+    CHECK(f0 > 0 && f0 < limit, "free %llu", (unsigned long long)f0);
+    CUdeviceptr a = 0, b = 0;
+    CU(F.cuMemAlloc_v2(&a, f0));
+    CHECK(free_now() == 0, "free after filling: %llu",
+          (unsigned long long)free_now());
+    CUresult rc = F.cuMemAlloc_v2(&b, 1);
+    CHECK(rc == CUDA_ERROR_OUT_OF_MEMORY, "one byte past the limit: rc %d",
+          (int)rc);
+    CU(F.cuMemFree_v2(a));
+    CHECK(free_now() == f0, "free after release %llu != %llu",
+          (unsigned long long)free_now(), (unsigned long long)f0);
+    printf("ok edge via %s: %llu bytes fit, 1 more refused\n", via,
+           (unsigned long long)f0);
+}
+
+/* Every wrapped API is charged and released. */
+static void expect_used(uint64_t f0, uint64_t bytes, const char *what)
+{
+    uint64_t f = free_now();
+    CHECK(f0 - f == bytes, "%s: charged %llu, expected %llu", what,
+          (unsigned long long)(f0 - f), (unsigned long long)bytes);
+}
+
+static void s_apis(void)
+{
+    uint64_t f0 = free_now();
+    CUdeviceptr p = 0;
+    /* plain */
+    CU(F.cuMemAlloc_v2(&p, 1000000));
+    expect_used(f0, 1000000, "cuMemAlloc_v2");
+    CU(F.cuMemFree_v2(p));
+    expect_used(f0, 0, "cuMemFree_v2");
+    /* pitch: pitch x height */
+    size_t pitch = 0;
+    CU(F.cuMemAllocPitch_v2(&p, &pitch, 1000, 300, 4));
+    CHECK(pitch >= 1000, "pitch %zu", pitch);
+    expect_used(f0, (uint64_t)pitch * 300, "cuMemAllocPitch_v2");
+    CU(F.cuMemFree_v2(p));
+    expect_used(f0, 0, "pitch free");
+    /* managed */
+    CU(F.cuMemAllocManaged(&p, 3 << 20, CU_MEM_ATTACH_GLOBAL));
+    expect_used(f0, 3 << 20, "cuMemAllocManaged");
+    CU(F.cuMemFree_v2(p));
+    expect_used(f0, 0, "managed free");
+    /* async on the default pool and on a created pool */
+    CUstream s;
+    CU(F.cuStreamCreate(&s, 0));
+    CU(F.cuMemAllocAsync(&p, 5 << 20, s));
+    expect_used(f0, 5 << 20, "cuMemAllocAsync");
+    CU(F.cuMemFreeAsync(p, s));
+    CU(F.cuStreamSynchronize(s));
+    expect_used(f0, 0, "cuMemFreeAsync");
+    CUmemPoolProps pp;
+    memset(&pp, 0, sizeof pp);
+    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    pp.location.id = dev0;
+    CUmemoryPool pool;
+    CU(F.cuMemPoolCreate(&pool, &pp));
+    CU(F.cuMemAllocFromPoolAsync(&p, 7 << 20, pool, s));
+    expect_used(f0, 7 << 20, "cuMemAllocFromPoolAsync");
+    CU(F.cuMemFreeAsync(p, s));
+    CU(F.cuStreamSynchronize(s));
+    CU(F.cuMemPoolDestroy(pool));
+    expect_used(f0, 0, "pool free");
+    CU(F.cuStreamDestroy_v2(s));
+    /* VMM with reference counts */
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = dev0;
+    size_t gran = 0;
+    CU(F.cuMemGetAllocationGranularity(&gran, &prop,
+                                       CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    size_t sz = gran * 4;
+    CUmemGenericAllocationHandle h, h2;
+    CU(F.cuMemCreate(&h, sz, &prop, 0));
+    expect_used(f0, sz, "cuMemCreate");
+    CUdeviceptr va;
+    CU(F.cuMemAddressReserve(&va, sz, 0, 0, 0));
+    CU(F.cuMemMap(va, sz, 0, h, 0));
+    CU(F.cuMemRetainAllocationHandle(&h2, (void *)(uintptr_t)va));
+    CHECK(h2 == h, "retained handle differs");
+    CU(F.cuMemRelease(h));
+    expect_used(f0, sz, "after first release (one reference left)");
+    CU(F.cuMemUnmap(va, sz));
+    CU(F.cuMemRelease(h2));
+    expect_used(f0, 0, "after last release");
+    CU(F.cuMemAddressFree(va, sz));
+    /* arrays: charged what the driver's memory requirements say */
+    CUDA_ARRAY_DESCRIPTOR ad = { 1024, 512, CU_AD_FORMAT_FLOAT, 4 };
+    CUarray arr;
+    CU(F.cuArrayCreate_v2(&arr, &ad));
+    CUDA_ARRAY_MEMORY_REQUIREMENTS req;
+    CU(F.cuArrayGetMemoryRequirements(&req, arr, dev0));
+    expect_used(f0, req.size, "cuArrayCreate_v2");
+    CU(F.cuArrayDestroy(arr));
+    expect_used(f0, 0, "cuArrayDestroy");
+    CUDA_ARRAY3D_DESCRIPTOR a3 = { 64, 64, 32, CU_AD_FORMAT_HALF, 2, 0 };
+    CU(F.cuArray3DCreate_v2(&arr, &a3));
+    CU(F.cuArrayGetMemoryRequirements(&req, arr, dev0));
+    expect_used(f0, req.size, "cuArray3DCreate_v2");
+    CU(F.cuArrayDestroy(arr));
+    CUmipmappedArray mm;
+    CU(F.cuMipmappedArrayCreate(&mm, &a3, 4));
+    CU(F.cuMipmappedArrayGetMemoryRequirements(&req, mm, dev0));
+    expect_used(f0, req.size, "cuMipmappedArrayCreate");
+    CU(F.cuMipmappedArrayDestroy(mm));
+    expect_used(f0, 0, "cuMipmappedArrayDestroy");
+    /* pinned host memory is never charged to the device */
+    void *hp;
+    CU(F.cuMemHostAlloc(&hp, 8 << 20, 0));
+    expect_used(f0, 0, "cuMemHostAlloc");
+    CU(F.cuMemFreeHost(hp));
+    CU(F.cuMemAllocHost_v2(&hp, 1 << 20));
+    expect_used(f0, 0, "cuMemAllocHost_v2");
+    CU(F.cuMemFreeHost(hp));
+    /* unknown pointers go to the driver and change nothing */
+    CUresult rc = F.cuMemFree_v2((CUdeviceptr)0x1234);
+    CHECK(rc != CUDA_SUCCESS, "free of an unknown pointer succeeded");
+    expect_used(f0, 0, "unknown free");
+    /* NULL output pointers: the driver's answer, no crash */
+    rc = F.cuMemAlloc_v2(NULL, 100);
+    CHECK(rc != CUDA_SUCCESS, "NULL dptr accepted");
+    rc = F.cuMemGetInfo_v2(NULL, NULL);
+    (void)rc;
+    printf("ok apis via %s\n", via);
+}
+
+/* Each API is refused at the limit: fill, then try each kind. */
+static void s_limit_all(void)
+{
+    uint64_t f0 = free_now();
+    CUdeviceptr fill = 0, p = 0;
+    CU(F.cuMemAlloc_v2(&fill, f0 - (1 << 20))); /* 1 MiB left */
+    CUresult rc;
+    size_t pitch;
+    rc = F.cuMemAlloc_v2(&p, 2 << 20);
+    CHECK(rc == CUDA_ERROR_OUT_OF_MEMORY, "alloc rc %d", rc);
+    rc = F.cuMemAllocPitch_v2(&p, &pitch, 4096, 1024, 4);
+    CHECK(rc == CUDA_ERROR_OUT_OF_MEMORY, "pitch rc %d", rc);
+    rc = F.cuMemAllocManaged(&p, 2 << 20, CU_MEM_ATTACH_GLOBAL);
+    CHECK(rc == CUDA_ERROR_OUT_OF_MEMORY, "managed rc %d", rc);
+    rc = F.cuMemAllocAsync(&p, 2 << 20, NULL);
+    CHECK(rc == CUDA_ERROR_OUT_OF_MEMORY, "async rc %d", rc);
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = dev0;
+    CUmemGenericAllocationHandle h;
+    rc = F.cuMemCreate(&h, 2 << 20, &prop, 0);
+    CHECK(rc == CUDA_ERROR_OUT_OF_MEMORY, "cuMemCreate rc %d", rc);
+    CUDA_ARRAY_DESCRIPTOR ad = { 1024, 1024, CU_AD_FORMAT_FLOAT, 4 };
+    CUarray arr;
+    rc = F.cuArrayCreate_v2(&arr, &ad);
+    CHECK(rc == CUDA_ERROR_OUT_OF_MEMORY, "array rc %d", rc);
+    expect_used(f0, f0 - (1 << 20), "after refusals");
+    CU(F.cuMemFree_v2(fill));
+    expect_used(f0, 0, "after free");
+    printf("ok every API refused at the limit via %s\n", via);
+}
+
+struct thr {
+    unsigned seed;
+    int iters;
+};
+
+static void *thread_main(void *arg)
+{
+    struct thr *t = arg;
+    CU(F.cuCtxSetCurrent(ctx0));
+    CUdeviceptr live[64] = { 0 };
+    unsigned s = t->seed;
+    for (int i = 0; i < t->iters; i++) {
+        s = s * 1103515245u + 12345u;
+        unsigned k = (s >> 16) % 64;
+        if (live[k]) {
+            CU(F.cuMemFree_v2(live[k]));
+            live[k] = 0;
+        } else {
+            size_t sz = 512 + ((s >> 8) % 65536);
+            CUresult rc = F.cuMemAlloc_v2(&live[k], sz);
+            CHECK(rc == CUDA_SUCCESS || rc == CUDA_ERROR_OUT_OF_MEMORY,
+                  "alloc rc %d", rc);
+            if (rc != CUDA_SUCCESS)
+                live[k] = 0;
+        }
+    }
+    for (int k = 0; k < 64; k++)
+        if (live[k])
+            CU(F.cuMemFree_v2(live[k]));
+    return NULL;
+}
+
+static void s_threads(int iters)
+{
+    uint64_t f0 = free_now();
+    pthread_t th[8];
+    struct thr a[8];
+    for (int i = 0; i < 8; i++) {
+        a[i].seed = 1234u + (unsigned)i;
+        a[i].iters = iters;
+        pthread_create(&th[i], NULL, thread_main, &a[i]);
+    }
+    for (int i = 0; i < 8; i++)
+        pthread_join(th[i], NULL);
+    expect_used(f0, 0, "after 8 threads");
+    printf("ok 8 threads x %d alloc/free, no drift via %s\n", iters, via);
+}
+
+/* Two devices: each sees its own limit. */
+static void s_two(uint64_t l0, uint64_t l1)
+{
+    CUdevice d1;
+    CUcontext c1;
+    CU(F.cuDeviceGet(&d1, 1));
+    CU(F.cuDevicePrimaryCtxRetain(&c1, d1));
+    CHECK(total_now() == l0, "dev0 total %llu", (unsigned long long)total_now());
+    CU(F.cuCtxSetCurrent(c1));
+    CHECK(total_now() == l1, "dev1 total %llu", (unsigned long long)total_now());
+    uint64_t f1 = free_now();
+    CUdeviceptr p;
+    CU(F.cuMemAlloc_v2(&p, f1));
+    CHECK(F.cuMemAlloc_v2(&p, 1) == CUDA_ERROR_OUT_OF_MEMORY, "dev1 edge");
+    CU(F.cuCtxSetCurrent(ctx0));
+    CHECK(free_now() > 0, "dev0 unaffected");
+    printf("ok two devices: %llu and %llu\n", (unsigned long long)l0,
+           (unsigned long long)l1);
+}
+
+/* Fork: the child's accounting starts empty and its segment is its own. */
+static void s_fork(void)
+{
+    uint64_t f0 = free_now();
+    CUdeviceptr p;
+    CU(F.cuMemAlloc_v2(&p, 100 << 20));
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork");
+    if (pid == 0) {
+        CUdeviceptr q;
+        CU(F.cuMemAlloc_v2(&q, 10 << 20));
+        size_t f = 0, t = 0;
+        CU(F.cuMemGetInfo_v2(&f, &t));
+        /* No context and none of the parent's 100 MiB in the child. */
+        if (t - f != (10u << 20)) {
+            printf("FAIL child sees %llu used\n", (unsigned long long)(t - f));
+            _exit(1);
+        }
+        printf("ok child: own accounting (pid %d)\n", (int)getpid());
+        fflush(stdout);
+        _exit(0);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child failed");
+    expect_used(f0, 100 << 20, "parent after child");
+    CU(F.cuMemFree_v2(p));
+    printf("ok fork\n");
+}
+
+/* Print the pointer a cuGetProcAddress_v2 lookup returns next to the one
+ * RTLD_DEFAULT finds for an exported variant name. */
+static void s_gpa(int argc, char **argv)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    CHECK(h != NULL, "dlopen");
+    gpa_fn gpa = (gpa_fn)dlsym(h, "cuGetProcAddress_v2");
+    CHECK(gpa != NULL, "no gpa");
+    /* argv: triples name version flags expected_variant */
+    for (int i = 0; i + 3 < argc; i += 4) {
+        void *p = NULL;
+        CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+        CUresult rc = gpa(argv[i], &p, atoi(argv[i + 1]),
+                          strtoull(argv[i + 2], NULL, 0), &st);
+        void *want = dlsym(RTLD_DEFAULT, argv[i + 3]);
+        CHECK(rc == CUDA_SUCCESS && st == CU_GET_PROC_ADDRESS_SUCCESS,
+              "%s@%s: rc %d status %d", argv[i], argv[i + 1], rc, (int)st);
+        CHECK(want != NULL && p == want, "%s@%s flags %s: got %p, %s is %p",
+              argv[i], argv[i + 1], argv[i + 2], p, argv[i + 3], want);
+    }
+    /* Unknown names keep the driver's status. */
+    void *p = (void *)1;
+    CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SUCCESS;
+    CUresult rc = gpa("cuNoSuchFunction", &p, 13000, 0, &st);
+    CHECK(rc == CUDA_SUCCESS && p == NULL &&
+              st == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND,
+          "unknown name: rc %d p %p st %d", rc, p, (int)st);
+    printf("ok %d cuGetProcAddress variants\n", argc / 4);
+}
+
+int main(int argc, char **argv)
+{
+    int i = 1;
+    if (i + 1 < argc && strcmp(argv[i], "--via") == 0) {
+        via = argv[i + 1];
+        i += 2;
+    }
+    if (i >= argc) {
+        fprintf(stderr, "usage: apicheck [--via link|dlsym|gpa] SCENARIO\n");
+        return 2;
+    }
+    const char *sc = argv[i++];
+    if (strcmp(sc, "gpa") == 0) {
+        s_gpa(argc - i, argv + i);
+        return 0;
+    }
+    setup();
+    uint64_t a1 = i < argc ? strtoull(argv[i], NULL, 0) : 0;
+    uint64_t a2 = i + 1 < argc ? strtoull(argv[i + 1], NULL, 0) : 0;
+    if (strcmp(sc, "edge") == 0)
+        s_edge(a1);
+    else if (strcmp(sc, "apis") == 0)
+        s_apis();
+    else if (strcmp(sc, "limit-all") == 0)
+        s_limit_all();
+    else if (strcmp(sc, "threads") == 0)
+        s_threads(a1 ? (int)a1 : 100000);
+    else if (strcmp(sc, "two") == 0)
+        s_two(a1, a2);
+    else if (strcmp(sc, "fork") == 0)
+        s_fork();
+    else if (strcmp(sc, "info") == 0) {
+        size_t f = 0, t = 0;
+        CU(F.cuMemGetInfo_v2(&f, &t));
+        printf("free %zu total %zu\n", f, t);
+    } else {
+        fprintf(stderr, "unknown scenario %s\n", sc);
+        return 2;
+    }
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,104 @@
+#!/bin/sh
+# tools/demo.sh — what `make demo` runs: gpumem-trainsim under the gpumem
+# shim, with a limit its peak fits under, ending with the shim's report.
+#
+# Uses the system driver when `nvidia-smi -L` lists a GPU, else the
+# simulated driver in $BUILD/sim, and says which. Builds nothing.
+# Environment: BUILD (default build), MODE (grow|static|staged, passed as
+# GPUMEM_MODE), GROUP=1 (two trainsim processes at once sharing the group
+# "demo" with a group limit of twice the per-process limit).
+# Arguments are passed on to gpumem-trainsim (after the demo's own options;
+# the limit is computed from both). Exit status: 0 when every trainsim run
+# succeeded, else the first failing run's status (1 when nothing could run).
+set -u
+
+BUILD=${BUILD:-build}
+MODE=${MODE:-}
+GROUP=${GROUP:-}
+TRAINSIM=$BUILD/gpumem-trainsim
+SHIM=$BUILD/libgpumem.so
+SIM_DIR=$BUILD/sim
+GIB=1073741824
+MIB=1048576
+WORKLOAD="--steps 200 --layers 12 --hidden 1024 --batch 32 --report-every 50"
+
+say() { echo "demo: $*"; }
+die() { echo "demo: $*" >&2; exit 1; }
+
+for f in "$TRAINSIM" "$SHIM"; do
+    [ -e "$f" ] || die "$f is missing; run 'make BUILD=$BUILD' first"
+done
+
+# Real GPU or the simulated driver; sets CTX_BYTES, the context allowance.
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+    say "GPU found ($(nvidia-smi -L 2>/dev/null | head -n 1)); using the system driver"
+    CTX_BYTES=$((512 * MIB))
+else
+    [ -e "$SIM_DIR/libcuda.so.1" ] || die "no GPU found and $SIM_DIR/libcuda.so.1 is missing"
+    say "no GPU found (nvidia-smi -L lists none); using the simulated driver" \
+        "$SIM_DIR/libcuda.so.1 (${SIMCUDA_MEMORY:-80 GiB})"
+    LD_LIBRARY_PATH=$SIM_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    SIMCUDA_LATENCY=${SIMCUDA_LATENCY:-20us}
+    export LD_LIBRARY_PATH SIMCUDA_LATENCY
+    CTX_BYTES=$((300 * MIB))
+fi
+
+# Limit: 1.5 x (planned peak + context), rounded up to whole GiB.
+# shellcheck disable=SC2086 # WORKLOAD is a list of words
+PEAK=$("$TRAINSIM" $WORKLOAD "$@" --print-peak) || die "gpumem-trainsim rejected its options"
+NEED=$(( (PEAK + CTX_BYTES) * 3 / 2 ))
+LIMIT_GIB=$(( (NEED + GIB - 1) / GIB ))
+LIMIT=${LIMIT_GIB}G
+say "workload peak $((PEAK / MIB)) MiB + context $((CTX_BYTES / MIB)) MiB;" \
+    "limit ${LIMIT} (1.5x, rounded up to GiB)"
+
+if [ -n "$MODE" ]; then
+    GPUMEM_MODE=$MODE
+    export GPUMEM_MODE
+    say "mode $MODE"
+fi
+if [ "$GROUP" = 1 ]; then
+    GPUMEM_GROUP=demo
+    GPUMEM_GROUP_LIMIT=$((LIMIT_GIB * 2))G
+    export GPUMEM_GROUP GPUMEM_GROUP_LIMIT
+    say "group demo, group limit $GPUMEM_GROUP_LIMIT, two processes"
+fi
+
+# One trainsim run under the shim, through `gpumem run` when it exists.
+run_one() {
+    if [ -x "$BUILD/gpumem" ] && "$BUILD/gpumem" help run >/dev/null 2>&1; then
+        # shellcheck disable=SC2086
+        "$BUILD/gpumem" run --limit "$LIMIT" --report -- "$TRAINSIM" $WORKLOAD "$@"
+    else
+        # shellcheck disable=SC2086
+        LD_PRELOAD=$SHIM GPUMEM_LIMIT=$LIMIT GPUMEM_REPORT=1 "$TRAINSIM" $WORKLOAD "$@"
+    fi
+}
+
+if [ "$GROUP" != 1 ]; then
+    say "running gpumem-trainsim $WORKLOAD $*"
+    run_one "$@"
+    rc=$?
+    [ "$rc" -eq 0 ] || say "gpumem-trainsim failed (exit $rc)"
+    exit "$rc"
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-demo.XXXXXX") || die "cannot create a temporary directory"
+trap 'rm -rf "$tmp"' EXIT
+say "running two gpumem-trainsim $WORKLOAD $* at once"
+run_one "$@" >"$tmp/a.log" 2>&1 &
+pid_a=$!
+run_one "$@" >"$tmp/b.log" 2>&1 &
+pid_b=$!
+wait "$pid_a"
+rc_a=$?
+wait "$pid_b"
+rc_b=$?
+for p in a b; do
+    say "--- process $p ---"
+    cat "$tmp/$p.log"
+done
+rc=0
+[ "$rc_a" -eq 0 ] || { say "process a failed (exit $rc_a)"; rc=$rc_a; }
+[ "$rc_b" -eq 0 ] || { say "process b failed (exit $rc_b)"; [ "$rc" -ne 0 ] || rc=$rc_b; }
+exit "$rc"

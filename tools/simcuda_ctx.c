@@ -1,0 +1,556 @@
+/*
+ * tools/simcuda_ctx.c — contexts and streams of the simulated driver:
+ * primary contexts (retain/release/reset/state/flags), cuCtxCreate v1-_v4,
+ * cuCtxDestroy, the per-thread context stack (set/get/push/pop), device of
+ * the current context, synchronisation, and cuStreamCreate/Destroy/
+ * Synchronize.
+ *
+ * Context memory: the first live context of a device (an active primary
+ * context counts as one, every created context as one) charges
+ * SIMCUDA_CONTEXT bytes; the last one to go returns them. Destroying a
+ * context (or the primary context's last release or a reset) frees the
+ * allocations, arrays and streams made in it, as the real driver does.
+ * Invariants: a created context is registered (SIM_H_CTX) exactly while it
+ * lives; a primary context is alive while its reference count is > 0;
+ * context counts and charges change only under the device lock.
+ */
+#include "tools/simcuda.h"
+
+#include <stdlib.h>
+
+#define SIM_CTX_STACK 128
+
+static __thread CUcontext tls_stack[SIM_CTX_STACK];
+static __thread int tls_depth;
+
+/* ---- helpers --------------------------------------------------------------- */
+
+int gm_sim_ctx_dev(CUcontext c)
+{
+    int dev;
+    if (c == NULL)
+        return -1;
+    for (int i = 0; i < gm_sim.cfg.ndev; i++)
+        if ((void *)c == (void *)&gm_sim.dev[i].primary)
+            return atomic_load(&gm_sim.dev[i].primary_refs) > 0 ? i : -1;
+    return gm_sim_reg_find(SIM_H_CTX, (uintptr_t)c, &dev) != NULL ? dev : -1;
+}
+
+CUresult gm_sim_current(int *dev, const void **ctx)
+{
+    CUresult rc = gm_sim_ready();
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (tls_depth == 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    CUcontext c = tls_stack[tls_depth - 1];
+    int d = gm_sim_ctx_dev(c);
+    if (d < 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *dev = d;
+    if (ctx != NULL)
+        *ctx = c;
+    return CUDA_SUCCESS;
+}
+
+CUresult gm_sim_stream_dev(CUstream s, int *dev)
+{
+    if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
+        return gm_sim_current(dev, NULL);
+    return gm_sim_reg_find(SIM_H_STREAM, (uintptr_t)s, dev) != NULL
+               ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* First context on the device charges context memory. Device locked. */
+static CUresult ctx_open(struct gm_sim_dev *d)
+{
+    if (d->nctx == 0) {
+        if (!gm_sim_charge(d, gm_sim.cfg.context))
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        d->ctx_bytes = gm_sim.cfg.context;
+    }
+    d->nctx++;
+    return CUDA_SUCCESS;
+}
+
+/* A context goes away: its resources, then (last one) context memory.
+ * Device locked. */
+static void ctx_close(struct gm_sim_dev *d, const void *ctx)
+{
+    gm_sim_mem_drop_ctx(d, ctx);
+    gm_sim_objs_drop_ctx(d, ctx);
+    if (--d->nctx == 0) {
+        gm_sim_uncharge(d, d->ctx_bytes);
+        d->ctx_bytes = 0;
+    }
+}
+
+static void tls_pop_if_top(CUcontext c)
+{
+    if (tls_depth > 0 && tls_stack[tls_depth - 1] == c)
+        tls_depth--;
+}
+
+/* ---- primary contexts -------------------------------------------------------- */
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+    CUresult rc = gm_sim_ready();
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (pctx == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!gm_sim_valid_dev(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    struct gm_sim_dev *d = &gm_sim.dev[dev];
+    pthread_mutex_lock(&d->lock);
+    if (atomic_load(&d->primary_refs) == 0)
+        rc = ctx_open(d);
+    if (rc == CUDA_SUCCESS)
+        atomic_fetch_add(&d->primary_refs, 1);
+    pthread_mutex_unlock(&d->lock);
+    if (rc == CUDA_SUCCESS)
+        *pctx = (CUcontext)(void *)&d->primary;
+    return rc;
+}
+
+static CUresult primary_release(CUdevice dev, bool reset)
+{
+    CUresult rc = gm_sim_ready();
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (!gm_sim_valid_dev(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    struct gm_sim_dev *d = &gm_sim.dev[dev];
+    pthread_mutex_lock(&d->lock);
+    int refs = atomic_load(&d->primary_refs);
+    if (refs == 0) {
+        rc = reset ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+    } else if (reset || refs == 1) {
+        atomic_store(&d->primary_refs, 0);
+        ctx_close(d, &d->primary);
+    } else {
+        atomic_store(&d->primary_refs, refs - 1);
+    }
+    if (reset)
+        d->primary_flags = 0;
+    pthread_mutex_unlock(&d->lock);
+    return rc;
+}
+
+CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+    return primary_release(dev, false);
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    return primary_release(dev, false);
+}
+
+CUresult cuDevicePrimaryCtxReset(CUdevice dev)
+{
+    return primary_release(dev, true);
+}
+
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+    return primary_release(dev, true);
+}
+
+CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+{
+    CUresult rc = gm_sim_ready();
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (flags == NULL || active == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!gm_sim_valid_dev(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    struct gm_sim_dev *d = &gm_sim.dev[dev];
+    pthread_mutex_lock(&d->lock);
+    *flags = d->primary_flags;
+    *active = atomic_load(&d->primary_refs) > 0;
+    pthread_mutex_unlock(&d->lock);
+    return CUDA_SUCCESS;
+}
+
+static CUresult primary_set_flags(CUdevice dev, unsigned int flags)
+{
+    CUresult rc = gm_sim_ready();
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (!gm_sim_valid_dev(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (flags & ~(unsigned)CU_CTX_FLAGS_MASK)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct gm_sim_dev *d = &gm_sim.dev[dev];
+    pthread_mutex_lock(&d->lock);
+    d->primary_flags = flags;
+    pthread_mutex_unlock(&d->lock);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags)
+{
+    return primary_set_flags(dev, flags);
+}
+
+CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
+{
+    return primary_set_flags(dev, flags);
+}
+
+/* ---- created contexts ----------------------------------------------------- */
+
+static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    CUresult rc = gm_sim_ready();
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (pctx == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!gm_sim_valid_dev(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (tls_depth == SIM_CTX_STACK)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    struct gm_sim_ctx *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    c->dev = dev;
+    c->flags = flags;
+    struct gm_sim_dev *d = &gm_sim.dev[dev];
+    pthread_mutex_lock(&d->lock);
+    rc = ctx_open(d);
+    if (rc == CUDA_SUCCESS && gm_sim_reg_add(SIM_H_CTX, (uintptr_t)c, dev, c) != 0) {
+        ctx_close(d, c);
+        rc = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    pthread_mutex_unlock(&d->lock);
+    if (rc != CUDA_SUCCESS) {
+        free(c);
+        return rc;
+    }
+    *pctx = (CUcontext)(void *)c;
+    tls_stack[tls_depth++] = *pctx;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    return ctx_create(pctx, flags, dev);
+}
+
+CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    return ctx_create(pctx, flags, dev);
+}
+
+CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams,
+                        unsigned int flags, CUdevice dev)
+{
+    if (numParams < 0 || (numParams > 0 && paramsArray == NULL))
+        return CUDA_ERROR_INVALID_VALUE;
+    return ctx_create(pctx, flags, dev);
+}
+
+CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams,
+                        unsigned int flags, CUdevice dev)
+{
+    if (ctxCreateParams != NULL && ctxCreateParams->numExecAffinityParams < 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return ctx_create(pctx, flags, dev);
+}
+
+static CUresult ctx_destroy(CUcontext ctx)
+{
+    CUresult rc = gm_sim_ready();
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (ctx == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct gm_sim_dev *d;
+    struct gm_sim_ctx *c = gm_sim_lock_handle(SIM_H_CTX, (uintptr_t)ctx, &d);
+    if (c == NULL)
+        return CUDA_ERROR_INVALID_CONTEXT;   /* unknown, or a primary context */
+    gm_sim_reg_del(SIM_H_CTX, (uintptr_t)ctx);
+    ctx_close(d, c);
+    pthread_mutex_unlock(&d->lock);
+    free(c);
+    tls_pop_if_top(ctx);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxDestroy(CUcontext ctx)
+{
+    return ctx_destroy(ctx);
+}
+
+CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+    return ctx_destroy(ctx);
+}
+
+/* ---- the context stack ----------------------------------------------------- */
+
+CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+    CUresult rc = gm_sim_ready();
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (ctx == NULL) {
+        if (tls_depth > 0)
+            tls_depth--;
+        return CUDA_SUCCESS;
+    }
+    if (gm_sim_ctx_dev(ctx) < 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (tls_depth == 0)
+        tls_depth = 1;
+    tls_stack[tls_depth - 1] = ctx;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetCurrent(CUcontext *pctx)
+{
+    CUresult rc = gm_sim_ready();
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (pctx == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pctx = tls_depth > 0 ? tls_stack[tls_depth - 1] : NULL;
+    return CUDA_SUCCESS;
+}
+
+static CUresult ctx_push(CUcontext ctx)
+{
+    CUresult rc = gm_sim_ready();
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (ctx == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (gm_sim_ctx_dev(ctx) < 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (tls_depth == SIM_CTX_STACK)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    tls_stack[tls_depth++] = ctx;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPushCurrent(CUcontext ctx)
+{
+    return ctx_push(ctx);
+}
+
+CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+    return ctx_push(ctx);
+}
+
+static CUresult ctx_pop(CUcontext *pctx)
+{
+    CUresult rc = gm_sim_ready();
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (tls_depth == 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    CUcontext c = tls_stack[--tls_depth];
+    if (pctx != NULL)
+        *pctx = c;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPopCurrent(CUcontext *pctx)
+{
+    return ctx_pop(pctx);
+}
+
+CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
+{
+    return ctx_pop(pctx);
+}
+
+static CUresult ctx_get_device(CUdevice *device, CUcontext ctx)
+{
+    int dev;
+    CUresult rc = gm_sim_ready();
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (device == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (ctx == NULL) {
+        rc = gm_sim_current(&dev, NULL);
+        if (rc != CUDA_SUCCESS)
+            return rc;
+    } else if ((dev = gm_sim_ctx_dev(ctx)) < 0) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    *device = dev;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetDevice(CUdevice *device)
+{
+    return ctx_get_device(device, NULL);
+}
+
+CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
+{
+    return ctx_get_device(device, ctx);
+}
+
+/* A synchronisation point of ctx (NULL: the current context). */
+static CUresult ctx_sync(CUcontext ctx)
+{
+    int dev;
+    CUresult rc = gm_sim_ready();
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (ctx == NULL) {
+        rc = gm_sim_current(&dev, NULL);
+        if (rc != CUDA_SUCCESS)
+            return rc;
+    } else if ((dev = gm_sim_ctx_dev(ctx)) < 0) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    gm_sim_pools_sync(dev);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSynchronize(void)
+{
+    return ctx_sync(NULL);
+}
+
+CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+    return ctx_sync(ctx);
+}
+
+/* ---- streams ---------------------------------------------------------------- */
+
+static void obj_link(struct gm_sim_dev *d, struct gm_sim_obj *o)
+{
+    o->prev = NULL;
+    o->next = d->objs;
+    if (d->objs != NULL)
+        d->objs->prev = o;
+    d->objs = o;
+}
+
+static void obj_unlink(struct gm_sim_dev *d, struct gm_sim_obj *o)
+{
+    if (o->prev != NULL)
+        o->prev->next = o->next;
+    else
+        d->objs = o->next;
+    if (o->next != NULL)
+        o->next->prev = o->prev;
+}
+
+CUresult gm_sim_obj_add(struct gm_sim_dev *d, struct gm_sim_obj *o)
+{
+    if (gm_sim_reg_add(o->kind, (uintptr_t)o, d->ordinal, o) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    obj_link(d, o);
+    return CUDA_SUCCESS;
+}
+
+void gm_sim_obj_del(struct gm_sim_dev *d, struct gm_sim_obj *o)
+{
+    gm_sim_reg_del(o->kind, (uintptr_t)o);
+    if (o->kind == SIM_H_ARRAY || o->kind == SIM_H_MIPMAP) {
+        gm_sim_uncharge(d, o->bytes);
+        d->array_bytes -= o->bytes;
+    }
+    obj_unlink(d, o);
+    free(o);
+}
+
+void gm_sim_objs_drop_ctx(struct gm_sim_dev *d, const void *ctx)
+{
+    struct gm_sim_obj *o = d->objs;
+    while (o != NULL) {
+        struct gm_sim_obj *next = o->next;
+        if (o->ctx == ctx)
+            gm_sim_obj_del(d, o);
+        o = next;
+    }
+}
+
+CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
+{
+    int dev;
+    const void *ctx;
+    CUresult rc = gm_sim_ready();
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (phStream == NULL || (Flags & ~(unsigned)CU_STREAM_NON_BLOCKING) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = gm_sim_current(&dev, &ctx);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    struct gm_sim_obj *o = calloc(1, sizeof *o);
+    if (o == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    o->kind = SIM_H_STREAM;
+    o->dev = dev;
+    o->ctx = ctx;
+    o->flags = Flags;
+    struct gm_sim_dev *d = &gm_sim.dev[dev];
+    pthread_mutex_lock(&d->lock);
+    rc = gm_sim_obj_add(d, o);
+    pthread_mutex_unlock(&d->lock);
+    if (rc != CUDA_SUCCESS) {
+        free(o);
+        return rc;
+    }
+    *phStream = (CUstream)(void *)o;
+    return CUDA_SUCCESS;
+}
+
+static CUresult stream_destroy(CUstream s)
+{
+    CUresult rc = gm_sim_ready();
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    struct gm_sim_dev *d;
+    struct gm_sim_obj *o = gm_sim_lock_handle(SIM_H_STREAM, (uintptr_t)s, &d);
+    if (o == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    gm_sim_obj_del(d, o);
+    pthread_mutex_unlock(&d->lock);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamDestroy(CUstream hStream)
+{
+    return stream_destroy(hStream);
+}
+
+CUresult cuStreamDestroy_v2(CUstream hStream)
+{
+    return stream_destroy(hStream);
+}
+
+static CUresult stream_sync(CUstream s)
+{
+    int dev;
+    CUresult rc = gm_sim_ready();
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    rc = gm_sim_stream_dev(s, &dev);
+    if (rc == CUDA_SUCCESS)
+        gm_sim_pools_sync(dev);
+    return rc;
+}
+
+CUresult cuStreamSynchronize(CUstream hStream)
+{
+    return stream_sync(hStream);
+}
+
+CUresult cuStreamSynchronize_ptsz(CUstream hStream)
+{
+    return stream_sync(hStream);
+}
