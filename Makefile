@@ -50,12 +50,16 @@ CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 CURSES_LIBS  := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw)
 SYSLIBS      := -ldl -lpthread -lm -lrt
+# Shared objects resolve everything at link time, except in sanitizer
+# builds, where the executable brings the sanitizer runtime.
+NO_UNDEF     := $(if $(SANFLAGS),,-Wl,--no-undefined)
 
 # ---- sources -------------------------------------------------------------
 POLICY_SRC := $(wildcard policy/*.c)
 SHIM_SRC   := $(wildcard shim/*.c)
 SHIM_PURE  := $(wildcard shim/ring.c shim/frag.c shim/arena.c shim/track.c \
                          shim/clock.c shim/report.c)
+SHIM_PURE  += $(wildcard shim/group.c)
 TOOLLIB_SRC := $(wildcard tools/reader.c tools/util.c tools/svg.c tools/jsonw.c)
 CORE_SRC   := $(POLICY_SRC) $(SHIM_PURE) $(TOOLLIB_SRC)
 GPUMEM_SRC := $(wildcard tools/gpumem.c tools/cmd_*.c)
@@ -111,13 +115,13 @@ $(SHIM_SO): $(SHIM_OBJ) shim/exports.map
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -shared -o $@ $(SHIM_OBJ) -Wl,--version-script=shim/exports.map \
-	    -Wl,-z,now -Wl,-z,relro -Wl,--no-undefined $(SYSLIBS)
+	    -Wl,-z,now -Wl,-z,relro $(NO_UNDEF) $(SYSLIBS)
 
 $(SIM_SO): $(call obj,tools/simcuda.c) $(call obj,$(wildcard tools/simcuda_*.c)) $(LIBCORE)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) -shared -o $@ $(filter %.o,$^) $(LIBCORE) -Wl,-soname,libcuda.so.1 \
-	    -Wl,-Bsymbolic -Wl,--no-undefined $(SYSLIBS)
+	$(Q)$(CC) $(LDFLAGS_ALL) -shared -o $@ $(filter %.o,$^) $(LIBCORE) -Wl,-soname,libcuda.so.1 \
+	    -Wl,-Bsymbolic $(NO_UNDEF) $(SYSLIBS)
 	$(Q)ln -sf libcuda.so.1 $(BUILD)/sim/libcuda.so
 
 $(TRAINSIM): $(call obj,tools/trainsim.c) $(LIBCORE)

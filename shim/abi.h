@@ -116,7 +116,7 @@ struct gm_abi_header {
     uint32_t header_size;        /*   12  sizeof(struct gm_abi_header) */
     uint32_t dev_size;           /*   16  sizeof(struct gm_abi_dev) */
     uint32_t record_size;        /*   20  GM_ABI_RECORD_SIZE */
-    uint32_t dev_slots;          /*   24  device blocks, 1..GM_ABI_MAX_DEVICES */
+    uint32_t dev_slots;          /*   24  device blocks, 1..64 */
     uint32_t ring_capacity;      /*   28  records, power of two */
     uint64_t dev_offset;         /*   32  = header_size */
     uint64_t ring_offset;        /*   40  = dev_offset + dev_slots*dev_size */
@@ -125,13 +125,13 @@ struct gm_abi_header {
     uint32_t mode;               /*   60  enum gm_mode (policy/policy.h) */
     uint32_t on_oom;             /*   64  enum gm_on_oom */
     uint32_t flags;              /*   68  atomic: GM_ABI_F_* */
-    uint64_t start_ticks;        /*   72  /proc/<pid>/stat field 22 (0: unknown) */
+    uint64_t start_ticks;        /*   72  /proc/<pid>/stat field 22 (or 0) */
     uint64_t start_realtime_ns;  /*   80  process start, CLOCK_REALTIME ns */
     uint64_t created_ns;         /*   88  segment creation, CLOCK_REALTIME ns */
     uint64_t closed_ns;          /*   96  atomic: when closed (0: open) */
     uint64_t dev_seen;           /*  104  atomic: 1 + highest device written */
     uint64_t host_pinned;        /*  112  atomic: pinned host bytes, process */
-    uint64_t ring_dropped;       /*  120  atomic: records dropped by producers */
+    uint64_t ring_dropped;       /*  120  atomic: records producers dropped */
     char cmdline[GM_ABI_CMDLINE_LEN]; /* 128 /proc/self/cmdline, NULs -> ' ' */
     char policy[GM_ABI_POLICY_LEN];   /* 640 effective policy summary */
     uint64_t ring_head;          /* 1152  atomic: events claimed so far */
@@ -147,7 +147,7 @@ struct gm_abi_dev {
     uint64_t limit;              /*   32  bytes, 0 = no limit */
     uint64_t used;               /*   40  bytes charged now */
     uint64_t peak;               /*   48  high-water mark of used */
-    uint64_t peak_ns;            /*   56  CLOCK_REALTIME ns when peak last rose */
+    uint64_t peak_ns;            /*   56  CLOCK_REALTIME ns, peak last rose */
     uint64_t context_bytes;      /*   64  context memory measured and charged */
     uint64_t pool_reserve;       /*   72  bytes held by stream-ordered pools */
     uint64_t allocs;             /*   80  allocations charged */
@@ -159,14 +159,14 @@ struct gm_abi_dev {
     uint64_t total_bytes;        /*  128  bytes allocated since start */
     uint64_t live_allocs;        /*  136  allocations not yet released */
     uint64_t live_bytes;         /*  144  their bytes */
-    uint64_t frag_ppm;           /*  152  fragmentation now, parts per million */
+    uint64_t frag_ppm;           /*  152  fragmentation now, ppm */
     uint64_t frag_peak_ppm;      /*  160  fragmentation when peak was reached */
     uint64_t waits;              /*  168  on_oom=wait waits begun */
     uint64_t trims;              /*  176  pool trims */
     uint64_t trimmed_bytes;      /*  184 */
     uint64_t reclaims;           /*  192  group charges reclaimed */
     uint64_t reclaimed_bytes;    /*  200 */
-    uint64_t last_ns;            /*  208  CLOCK_REALTIME ns of the last update */
+    uint64_t last_ns;            /*  208  CLOCK_REALTIME ns, last update */
     uint64_t lat_sum_ns;         /*  216  sum of allocation latencies */
     uint64_t reserved0[4];       /*  224  zero */
     uint64_t size_hist[GM_ABI_SIZE_BUCKETS]; /* 256 allocation sizes, log2 */

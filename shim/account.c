@@ -13,6 +13,7 @@
 #include "shim/abi.h"
 #include "shim/frag.h"
 #include "shim/oomwait.h"
+#include "shim/pools.h"
 
 static const char *const api_labels[GM_API_COUNT] = {
     [GM_API_NONE] = "?",
@@ -67,6 +68,11 @@ enum gm_admit gm_acct_reserve(int dev, struct gm_dev *d, uint64_t size,
 {
     uint64_t used;
     if (GM_LIKELY(gm_budget_reserve(&d->budget, size, &used)))
+        return GM_ADMIT_OK;
+    /* Reclaim before refusing: give back what this process's pools hold
+     * but do not use, then try once more. */
+    if (gm_pool_trim_device(dev, d) > 0 &&
+        gm_budget_reserve(&d->budget, size, &used))
         return GM_ADMIT_OK;
     switch (gm_st.policy.on_oom) {
     case GM_OOM_WARN:
@@ -147,7 +153,13 @@ void gm_acct_commit(int dev, struct gm_dev *d, enum gm_ns ns, uint64_t key,
         .key = key, .size = size, .dev = (uint32_t)dev, .ns = (uint8_t)ns,
         .api = (uint8_t)api, .flags = (uint8_t)flags, .refs = 1,
     };
-    struct gm_alloc old;
+    gm_acct_commit_entry(d, &a, lat_ns);
+}
+
+void gm_acct_commit_entry(struct gm_dev *d, const struct gm_alloc *e,
+                          uint64_t lat_ns)
+{
+    struct gm_alloc a = *e, old;
     int r = gm_track_insert(&a, &old);
     if (r == 1) {
         /* The driver reused a key whose free we never saw (e.g. memory
@@ -157,9 +169,9 @@ void gm_acct_commit(int dev, struct gm_dev *d, enum gm_ns ns, uint64_t key,
         gm_log(GM_LOG_ERROR, "out of memory for the allocation table; "
                "this allocation is not tracked");
     }
-    if (ns == GM_NS_PTR && !(flags & GM_AF_ARENA))
-        frag_insert(d, (unsigned)dev, key, size);
-    gm_tel_alloc(&gm_st.tel, (unsigned)dev, api, key, size, lat_ns,
+    if (a.ns == GM_NS_PTR && !(a.flags & GM_AF_ARENA))
+        frag_insert(d, a.dev, a.key, a.size);
+    gm_tel_alloc(&gm_st.tel, a.dev, a.api, a.key, a.size, lat_ns,
                  gm_budget_used(&d->budget), gm_budget_peak(&d->budget));
 }
 

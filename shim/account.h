@@ -31,6 +31,9 @@ void gm_acct_rollback(struct gm_dev *d, uint64_t size);
 void gm_acct_commit(int dev, struct gm_dev *d, enum gm_ns ns, uint64_t key,
                     uint64_t size, unsigned api, unsigned flags,
                     uint64_t lat_ns);
+/* The same for a prepared entry (flags, aux set by the caller). */
+void gm_acct_commit_entry(struct gm_dev *d, const struct gm_alloc *a,
+                          uint64_t lat_ns);
 /* Adjust a reservation to the size the driver actually used (pitch,
  * arrays). Returns false (and keeps the original charge) when growing it
  * would pass the limit. */

@@ -31,6 +31,7 @@
 #include "shim/arena.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -52,6 +53,38 @@ struct gm_arena_slab {
     struct gm_arena_slab *next;
     size_t bytes;
 };
+
+/* ---- lock -------------------------------------------------------------- */
+
+/* Test-and-test-and-set with a bounded spin, then yielding the CPU: the
+ * critical sections are a few hundred instructions, so a waiter normally
+ * gets in while spinning; if the holder was preempted, waiters yield
+ * instead of burning their time slice. Memory order: the acquire exchange
+ * pairs with the release store in arena_unlock; together they publish
+ * everything written under the lock. */
+static void arena_lock(struct gm_arena *a)
+{
+    for (unsigned spins = 0;; spins++) {
+        if (!atomic_exchange_explicit(&a->lock, 1, memory_order_acquire))
+            return;
+        while (atomic_load_explicit(&a->lock, memory_order_relaxed)) {
+            if (++spins < 128) {
+#if defined(__x86_64__) || defined(__i386__)
+                __builtin_ia32_pause();
+#elif defined(__aarch64__)
+                __asm__ __volatile__("yield");
+#endif
+            } else {
+                sched_yield();
+            }
+        }
+    }
+}
+
+static void arena_unlock(struct gm_arena *a)
+{
+    atomic_store_explicit(&a->lock, 0, memory_order_release);
+}
 
 /* ---- host memory ------------------------------------------------------- */
 
@@ -172,41 +205,52 @@ static void free_insert(struct gm_arena *a, struct gm_arena_blk *b)
     a->cls_map |= 1ull << c;
 }
 
-static void free_remove(struct gm_arena *a, struct gm_arena_blk *b)
+/* Unlinks the free block *link (a link inside class c's treap). */
+static void free_unlink(struct gm_arena *a, struct gm_arena_blk **link,
+                        unsigned c)
 {
-    unsigned c = size_class(b->size);
-    struct gm_arena_blk **p = &a->cls[c];
-    while (*p != b)
-        p = key_less(b, *p) ? &(*p)->l : &(*p)->r;
-    *p = join(b->l, b->r);
+    struct gm_arena_blk *b = *link;
+    *link = join(b->l, b->r);
     if (!a->cls[c])
         a->cls_map &= ~(1ull << c);
     b->is_free = 0;
     b->l = b->r = NULL;
 }
 
-/* The smallest free block of at least need bytes, or NULL. */
-static struct gm_arena_blk *best_fit(const struct gm_arena *a, uint64_t need)
+static void free_remove(struct gm_arena *a, struct gm_arena_blk *b)
+{
+    unsigned c = size_class(b->size);
+    struct gm_arena_blk **p = &a->cls[c];
+    while (*p != b)
+        p = key_less(b, *p) ? &(*p)->l : &(*p)->r;
+    free_unlink(a, p, c);
+}
+
+/* The link to the smallest free block of at least need bytes (lowest
+ * offset among equals), or NULL; *cls_out is that block's class. */
+static struct gm_arena_blk **best_fit(struct gm_arena *a, uint64_t need,
+                                      unsigned *cls_out)
 {
     unsigned c = size_class(need);
-    struct gm_arena_blk *best = NULL, *t = a->cls[c];
-    while (t) {
-        if (t->size >= need) {
-            best = t;
-            t = t->l;
+    struct gm_arena_blk **best = NULL, **p = &a->cls[c];
+    while (*p) {
+        if ((*p)->size >= need) {
+            best = p;
+            p = &(*p)->l;
         } else {
-            t = t->r;
+            p = &(*p)->r;
         }
     }
-    if (best)
-        return best;
-    uint64_t above = c >= 63 ? 0 : a->cls_map & ~((2ull << c) - 1);
-    if (!above)
-        return NULL;
-    t = a->cls[__builtin_ctzll(above)];
-    while (t->l)
-        t = t->l;
-    return t;
+    if (!best) {
+        uint64_t above = c >= 63 ? 0 : a->cls_map & ~((2ull << c) - 1);
+        if (!above)
+            return NULL;
+        c = (unsigned)__builtin_ctzll(above);
+        for (best = &a->cls[c]; (*best)->l; best = &(*best)->l)
+            ;
+    }
+    *cls_out = c;
+    return best;
 }
 
 /* ---- used-block hash --------------------------------------------------- */
@@ -267,6 +311,7 @@ static struct gm_arena_blk *hash_take(struct gm_arena *a, uint64_t off)
 
 /* ---- figures ----------------------------------------------------------- */
 
+/* The largest free block's size: the rightmost of the top class. */
 static uint64_t largest_free(const struct gm_arena *a)
 {
     if (!a->cls_map)
@@ -279,15 +324,17 @@ static uint64_t largest_free(const struct gm_arena *a)
 
 static uint32_t frag_of(uint64_t free_bytes, uint64_t largest)
 {
+    uint64_t rest = free_bytes - largest;
     if (free_bytes == 0)
         return 0;
-    return (uint32_t)((unsigned __int128)(free_bytes - largest) * 1000000u /
-                      free_bytes);
+    if (rest < (1ull << 44))   /* rest * 1e6 fits in 64 bits */
+        return (uint32_t)(rest * 1000000u / free_bytes);
+    return (uint32_t)((unsigned __int128)rest * 1000000u / free_bytes);
 }
 
 static void publish(struct gm_arena *a)
 {
-    uint64_t largest = largest_free(a);
+    uint64_t largest = a->largest;
     atomic_store_explicit(&a->pub_used, a->used_bytes, memory_order_relaxed);
     atomic_store_explicit(&a->pub_largest, largest, memory_order_relaxed);
     atomic_store_explicit(&a->pub_live, a->nused, memory_order_relaxed);
@@ -323,7 +370,7 @@ int gm_arena_init(struct gm_arena *a, uint64_t base, uint64_t size)
     a->hash_mask = (1ull << HASH_FIRST_BITS) - 1;
     a->hash = map_bytes((a->hash_mask + 1) * sizeof *a->hash);
     struct gm_arena_blk *b = a->hash ? blk_get(a) : NULL;
-    if (!b || pthread_mutex_init(&a->lock, NULL) != 0) {
+    if (!b) {
         release_maps(a);
         memset(a, 0, sizeof *a);
         return -ENOMEM;
@@ -331,6 +378,7 @@ int gm_arena_init(struct gm_arena *a, uint64_t base, uint64_t size)
     memset(b, 0, sizeof *b);
     b->size = size;
     a->head = b;
+    a->largest = size;
     free_insert(a, b);
     publish(a);
     return 0;
@@ -341,7 +389,6 @@ void gm_arena_destroy(struct gm_arena *a)
     if (!a->hash)
         return;   /* never initialised, or destroyed already */
     release_maps(a);
-    pthread_mutex_destroy(&a->lock);
     memset(a, 0, sizeof *a);
 }
 
@@ -354,15 +401,20 @@ int gm_arena_alloc(struct gm_arena *a, uint64_t size, uint64_t *addr_out,
         return -ENOMEM;
     uint64_t need = (size + GM_ARENA_ALIGN - 1) & ~(uint64_t)(GM_ARENA_ALIGN - 1);
 
-    pthread_mutex_lock(&a->lock);
-    struct gm_arena_blk *b = best_fit(a, need), *rest = NULL;
-    if (b && b->size > need && !(rest = blk_get(a)))
-        b = NULL;
+    arena_lock(a);
+    unsigned c = 0;
+    struct gm_arena_blk **link = best_fit(a, need, &c), *b = NULL, *rest = NULL;
+    if (link) {
+        b = *link;
+        if (b->size > need && !(rest = blk_get(a)))
+            b = NULL;
+    }
     if (!b) {
-        pthread_mutex_unlock(&a->lock);
+        arena_unlock(a);
         return -ENOMEM;
     }
-    free_remove(a, b);
+    uint64_t was = b->size;
+    free_unlink(a, link, c);
     if (rest) {
         rest->off = b->off + need;
         rest->size = b->size - need;
@@ -374,11 +426,13 @@ int gm_arena_alloc(struct gm_arena *a, uint64_t size, uint64_t *addr_out,
         b->size = need;
         free_insert(a, rest);
     }
+    if (was == a->largest)
+        a->largest = largest_free(a);   /* only when the largest was cut */
     hash_insert(a, b);
     a->used_bytes += need;
     uint64_t addr = a->base + b->off;
     publish(a);
-    pthread_mutex_unlock(&a->lock);
+    arena_unlock(a);
 
     *addr_out = addr;
     if (charged_out)
@@ -403,10 +457,10 @@ int gm_arena_free(struct gm_arena *a, uint64_t addr, uint64_t *size_out)
     if (off >= a->size || off % GM_ARENA_ALIGN)
         return -ENOENT;
 
-    pthread_mutex_lock(&a->lock);
+    arena_lock(a);
     struct gm_arena_blk *b = hash_take(a, off);
     if (!b) {
-        pthread_mutex_unlock(&a->lock);
+        arena_unlock(a);
         return -ENOENT;
     }
     uint64_t size = b->size;
@@ -421,8 +475,10 @@ int gm_arena_free(struct gm_arena *a, uint64_t addr, uint64_t *size_out)
         absorb_next(a, b);
     }
     free_insert(a, b);
+    if (b->size > a->largest)
+        a->largest = b->size;   /* merging only ever grows the maximum */
     publish(a);
-    pthread_mutex_unlock(&a->lock);
+    arena_unlock(a);
 
     if (size_out)
         *size_out = size;
@@ -527,7 +583,8 @@ static int check_locked(const struct gm_arena *a)
         a->used_bytes != used.bytes || used.bytes + freeb.bytes != a->size)
         return -1;
     if (gm_arena_used(a) != used.bytes || gm_arena_live(a) != used.blocks ||
-        largest_free(a) != maxfree || gm_arena_largest_free(a) != maxfree ||
+        largest_free(a) != maxfree || a->largest != maxfree ||
+        gm_arena_largest_free(a) != maxfree ||
         gm_arena_frag_ppm(a) != frag_of(freeb.bytes, maxfree))
         return -1;
     return 0;
@@ -535,8 +592,8 @@ static int check_locked(const struct gm_arena *a)
 
 int gm_arena_check(struct gm_arena *a)
 {
-    pthread_mutex_lock(&a->lock);
+    arena_lock(a);
     int rc = check_locked(a);
-    pthread_mutex_unlock(&a->lock);
+    arena_unlock(a);
     return rc;
 }

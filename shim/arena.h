@@ -17,8 +17,9 @@
  * no two free blocks are adjacent; used + free bytes == size.
  *
  * Thread safety: every call may run concurrently. alloc and free hold the
- * arena's mutex for the O(log n) work only (no syscall on the fast path,
- * never a driver call). The figures (used, free, largest, frag) are
+ * arena's lock (a spinlock that yields the CPU after a short spin) for the
+ * O(log n) work only: no syscall except a rare mmap when the metadata
+ * grows, never a driver call. The figures (used, free, largest, frag) are
  * published in atomics at the end of each alloc/free and read without the
  * lock; gm_arena_owns reads fields fixed at init.
  *
@@ -27,7 +28,6 @@
 #ifndef GM_ARENA_H
 #define GM_ARENA_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -41,7 +41,7 @@ struct gm_arena_slab;
 struct gm_arena {
     uint64_t base;                /* fixed at init */
     uint64_t size;                /* usable bytes, a multiple of 512 */
-    pthread_mutex_t lock;
+    _Atomic int lock;             /* see arena_lock() in arena.c */
     /* Guarded by lock. */
     struct gm_arena_blk *head;    /* block at offset 0 (never released) */
     struct gm_arena_blk *cls[GM_ARENA_CLASSES]; /* free blocks per class */
@@ -51,6 +51,7 @@ struct gm_arena {
     unsigned hash_shift;          /* 64 - log2(buckets) */
     uint64_t nused;               /* used blocks */
     uint64_t used_bytes;
+    uint64_t largest;             /* largest free block */
     uint64_t rng;                 /* tree priorities */
     struct gm_arena_blk *spare;   /* recycled block records */
     char *bump, *bump_end;

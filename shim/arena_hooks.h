@@ -6,12 +6,16 @@
 #ifndef GM_ARENA_HOOKS_H
 #define GM_ARENA_HOOKS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "shim/cuda_api.h"
 
 struct gm_dev;
+
+/* Bit d set: device d has an arena (checked inline on every free). */
+extern _Atomic uint64_t gm_arena_bits;
 
 /* At the first context on `dev` in static mode: reserve the arena. */
 void gm_static_setup(int dev, struct gm_dev *d, CUcontext ctx);

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static __thread uint32_t cached_tid __attribute__((tls_model("initial-exec")));
+__thread uint32_t gm_clock_tid __attribute__((tls_model("initial-exec")));
 
 static uint64_t clock_ns(clockid_t id)
 {
@@ -36,19 +36,16 @@ uint64_t gm_clock_monotonic_ns(void)
     return clock_ns(CLOCK_MONOTONIC);
 }
 
-uint32_t gm_thread_id(void)
+uint32_t gm_thread_id_slow(void)
 {
-    uint32_t t = cached_tid;
-    if (__builtin_expect(t == 0, 0)) {
-        t = (uint32_t)syscall(SYS_gettid);
-        cached_tid = t;
-    }
+    uint32_t t = (uint32_t)syscall(SYS_gettid);
+    gm_clock_tid = t;
     return t;
 }
 
 void gm_thread_id_reset(void)
 {
-    cached_tid = 0;
+    gm_clock_tid = 0;
 }
 
 /* Reads /proc/<pid>/stat (pid 0: self) into buf; returns bytes read. */

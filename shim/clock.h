@@ -20,8 +20,15 @@ uint64_t gm_clock_realtime_ns(void);
 uint64_t gm_clock_monotonic_ns(void);
 
 /* The calling thread's kernel id (gettid), cached in an initial-exec TLS
- * variable: one syscall per thread. */
-uint32_t gm_thread_id(void);
+ * variable: one syscall per thread, then a TLS load (inline). */
+extern __thread uint32_t gm_clock_tid
+    __attribute__((tls_model("initial-exec")));
+uint32_t gm_thread_id_slow(void);
+static inline uint32_t gm_thread_id(void)
+{
+    uint32_t t = gm_clock_tid;
+    return __builtin_expect(t != 0, 1) ? t : gm_thread_id_slow();
+}
 /* Forget the cached id; call in a fork child (gm_tel_forget does). */
 void gm_thread_id_reset(void);
 

@@ -17,8 +17,17 @@
 #include "shim/real.h"
 #include "shim/state.h"
 
+/* Devices on which a context was created through our wrappers. While
+ * there is exactly one, the current context (if any) is on it, and the
+ * driver need not be asked; a call without any current context fails in
+ * the driver anyway, and its reservation is rolled back. */
+static _Atomic uint64_t ctx_devices;
+
 int gm_current_device(void)
 {
+    uint64_t m = atomic_load_explicit(&ctx_devices, memory_order_relaxed);
+    if (GM_LIKELY(m != 0 && (m & (m - 1)) == 0))
+        return __builtin_ctzll(m);
     CUdevice d = -1;
     if (gm_real.cuCtxGetDevice == NULL)
         return -1;
@@ -81,6 +90,11 @@ static uint64_t driver_in_use(CUcontext ctx)
     return rc == CUDA_SUCCESS && t >= f ? (uint64_t)(t - f) : 0;
 }
 
+void gm_dev_reset(void)
+{
+    atomic_store(&ctx_devices, 0);
+}
+
 void gm_dev_context_before(int dev, uint64_t *nvml_used)
 {
     *nvml_used = UINT64_MAX;
@@ -98,6 +112,7 @@ void gm_dev_context_created(int dev, CUcontext ctx, unsigned api,
     struct gm_dev *d = gm_dev_get(dev);
     if (d == NULL || atomic_exchange(&d->ctx_measured, 1) != 0)
         return;
+    atomic_fetch_or(&ctx_devices, 1ull << dev);
     gm_depth++;
     uint64_t bytes = 0;
     uint64_t after = nvml_before != UINT64_MAX ? gm_nvml_used(dev)

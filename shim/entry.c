@@ -24,6 +24,7 @@
 #include "shim/report.h"
 #include "shim/state.h"
 #include "shim/oomwait.h"
+#include "shim/pools.h"
 #include "shim/track.h"
 
 struct gm_state gm_st = { .dev_lock = PTHREAD_MUTEX_INITIALIZER };
@@ -99,6 +100,12 @@ static void at_exit(void)
     if (atomic_load_explicit(&gm_init_state, memory_order_acquire) != 2)
         return;
     gm_depth++;
+    for (unsigned i = 0; i < GM_MAX_DEVICES; i++) {
+        struct gm_dev *d = &gm_st.dev[i];
+        if (atomic_load(&d->ready) == 2)
+            gm_tel_sync(&gm_st.tel, i, gm_budget_used(&d->budget),
+                        gm_budget_peak(&d->budget));
+    }
     exit_report();
     gm_tel_close(&gm_st.tel, gm_st.policy.keep);
     gm_depth--;
@@ -126,6 +133,8 @@ static void fork_child(void)
     }
     gm_oomwait_reset();
     gm_static_reset();
+    gm_dev_reset();
+    gm_pools_reset();
     pthread_mutex_init(&gm_st.dev_lock, NULL);
     pthread_mutex_init(&init_lock, NULL);
     atomic_store(&gm_init_state, 0);

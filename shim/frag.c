@@ -2,23 +2,30 @@
  * shim/frag.c — incremental external-fragmentation tracker (see frag.h for
  * the definition of the figure).
  *
- * Structure: an AVL tree of live intervals keyed by start address. Each
- * node stores the gap it owns (free bytes between its in-order
- * predecessor's end and its start, clamped at 0) and the largest gap in its
- * subtree, so the largest free gap is root->maxgap. The tracker keeps the
- * sum of all gaps. Invariants, checked by gm_frag_check:
- *   - in-order starts strictly increase; |height(l) - height(r)| <= 1;
+ * Structure: a treap of live intervals keyed by start address (binary
+ * search tree order on start, max-heap order on a random priority drawn at
+ * insertion), with parent links. Each node stores the gap it owns (free
+ * bytes between its in-order predecessor's end and its start, clamped at
+ * 0) and the largest gap in its subtree, so the largest free gap is
+ * root->maxgap; the tracker keeps the sum of all gaps. Invariants, checked
+ * by gm_frag_check:
+ *   - in-order starts strictly increase; parent prio >= child prio;
+ *   - child->parent points back; root->parent == NULL;
  *   - node->gap == clamp(node->start - pred->end), 0 for the leftmost;
  *   - node->maxgap == max(node->gap, maxgap(l), maxgap(r));
  *   - total_gap == sum of gaps, count == number of nodes.
  *
- * Insert and remove walk down once, remembering the path (an AVL tree of
- * n nodes is at most 1.44 log2(n + 2) high, so 64 entries are enough for
- * any n that fits in memory), change at most two gaps (the new or removed
- * node's, and its successor's, which always lies on that path), then walk
- * back up recomputing heights and maxima and rotating where needed. The
- * walk stops early once it is above the successor and a subtree's height
- * and maximum came out unchanged: nothing above can change then.
+ * An insert or remove changes at most two gaps: the new or removed node's,
+ * and its successor's. Insert descends to where the new node's priority
+ * puts it, splits the subtree there by key under the new node, recomputes
+ * the maxima of the split chains bottom-up, then walks up the ancestors.
+ * Remove joins the node's two subtrees in its place. The upward walk stops
+ * as soon as a subtree's maximum came out unchanged and the successor (when
+ * it is an ancestor) has been passed: nothing above can change then. The
+ * split and join chains have expected constant length, the depth is
+ * expected O(log n), so both operations take expected O(log n) and usually
+ * touch only a few nodes besides the search path. No heights or colours:
+ * nothing else has to be walked.
  */
 #include "shim/frag.h"
 
@@ -26,7 +33,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define MAX_HEIGHT 64
 #define SLAB_FIRST ((size_t)64 << 10)
 #define SLAB_MAX ((size_t)8 << 20)
 
@@ -36,7 +42,9 @@ struct gm_frag_node {
     uint64_t gap;
     uint64_t maxgap;
     struct gm_frag_node *c[2];    /* c[0] doubles as the spare-list link */
-    int32_t height;
+    struct gm_frag_node *parent;
+    struct gm_frag_node *prev, *next;   /* in-order neighbours */
+    uint32_t prio;
 };
 
 struct gm_frag_slab {
@@ -86,11 +94,6 @@ static void node_put(struct gm_frag *f, struct gm_frag_node *n)
 
 /* ---- tree helpers ------------------------------------------------------ */
 
-static inline int32_t ht(const struct gm_frag_node *n)
-{
-    return n ? n->height : 0;
-}
-
 static inline uint64_t mg(const struct gm_frag_node *n)
 {
     return n ? n->maxgap : 0;
@@ -109,73 +112,47 @@ static inline uint64_t gap_between(uint64_t end, uint64_t start)
 
 static inline void pull(struct gm_frag_node *n)
 {
-    int32_t hl = ht(n->c[0]), hr = ht(n->c[1]);
-    n->height = 1 + (hl > hr ? hl : hr);
     n->maxgap = max_u64(n->gap, max_u64(mg(n->c[0]), mg(n->c[1])));
 }
 
-/* Lift n->c[d] into n's place; returns the new subtree root. */
-static struct gm_frag_node *rotate(struct gm_frag_node *n, int d)
+static uint32_t next_prio(struct gm_frag *f)
 {
-    struct gm_frag_node *c = n->c[d];
-    n->c[d] = c->c[!d];
-    c->c[!d] = n;
-    pull(n);
-    pull(c);
-    return c;
+    uint64_t x = f->rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    f->rng = x;
+    return (uint32_t)((x * 2685821657736338717ull) >> 32);
 }
 
-/* Recompute n from its (already correct) children and restore the AVL
- * balance; returns the subtree's root. */
-static struct gm_frag_node *rebalance(struct gm_frag_node *n)
+/* Recompute maxima from t up to the root. `pending` is a node above t
+ * whose own gap changed (or NULL): until it has been recomputed the walk
+ * must go on; after that it stops at the first subtree whose maximum came
+ * out unchanged. */
+static void fix_up(struct gm_frag_node *t, const struct gm_frag_node *pending)
 {
-    int32_t hl = ht(n->c[0]), hr = ht(n->c[1]);
-    int d;
-    if (hl > hr + 1)
-        d = 0;
-    else if (hr > hl + 1)
-        d = 1;
-    else {
-        pull(n);
-        return n;
-    }
-    struct gm_frag_node *c = n->c[d];
-    if (ht(c->c[!d]) > ht(c->c[d]))
-        n->c[d] = rotate(c, !d);
-    return rotate(n, d);
-}
-
-static inline void relink(struct gm_frag *f, struct gm_frag_node **path,
-                          const int *dir, int i, struct gm_frag_node *n)
-{
-    if (i == 0)
-        f->root = n;
-    else
-        path[i - 1]->c[dir[i - 1]] = n;
-}
-
-/* Walk path[top..0] upwards. Stop after index i once the subtree there kept
- * its height and maximum and i <= settle (nothing changed above it). */
-static void fix_path(struct gm_frag *f, struct gm_frag_node **path,
-                     const int *dir, int top, int settle)
-{
-    for (int i = top; i >= 0; i--) {
-        struct gm_frag_node *n = path[i];
-        int32_t oh = n->height;
-        uint64_t om = n->maxgap;
-        struct gm_frag_node *r = rebalance(n);
-        if (r != n)
-            relink(f, path, dir, i, r);
-        if (i <= settle && r->height == oh && r->maxgap == om)
+    for (; t; t = t->parent) {
+        uint64_t old = t->maxgap;
+        pull(t);
+        if (t == pending)
+            pending = NULL;
+        if (!pending && t->maxgap == old)
             return;
     }
 }
 
-static struct gm_frag_node *extreme(struct gm_frag_node *n, int d)
+/* Recompute maxima from t up to (not including) stop, unconditionally. */
+static void pull_chain(struct gm_frag_node *t, const struct gm_frag_node *stop)
 {
-    while (n->c[d])
-        n = n->c[d];
-    return n;
+    for (; t != stop; t = t->parent)
+        pull(t);
+}
+
+static inline struct gm_frag_node **link_of(struct gm_frag *f,
+                                            struct gm_frag_node *n)
+{
+    struct gm_frag_node *p = n->parent;
+    return p ? &p->c[p->c[1] == n] : &f->root;
 }
 
 /* ---- public API -------------------------------------------------------- */
@@ -183,6 +160,7 @@ static struct gm_frag_node *extreme(struct gm_frag_node *n, int d)
 int gm_frag_init(struct gm_frag *f)
 {
     memset(f, 0, sizeof *f);
+    f->rng = 0x2545f4914f6cdd1dull;
     return 0;
 }
 
@@ -194,130 +172,138 @@ void gm_frag_destroy(struct gm_frag *f)
         munmap(s, s->bytes);
         s = next;
     }
-    memset(f, 0, sizeof *f);
+    gm_frag_init(f);
 }
 
 int gm_frag_insert(struct gm_frag *f, uint64_t addr, uint64_t size)
 {
-    struct gm_frag_node *path[MAX_HEIGHT];
-    int dir[MAX_HEIGHT];
-    struct gm_frag_node *pred = NULL, *succ = NULL, *t = f->root;
-    int n = 0, succ_i = 0;
-
     if (size == 0 || size > UINT64_MAX - addr)
         return -EINVAL;
-    while (t) {
-        if (addr == t->start)
-            return -EEXIST;
-        int d = addr > t->start;
-        path[n] = t;
-        dir[n] = d;
-        if (d)
-            pred = t;
-        else {
-            succ = t;
-            succ_i = n;
-        }
-        n++;
-        t = t->c[d];
+    uint32_t prio = next_prio(f);
+    struct gm_frag_node **link, *parent = NULL, *t, *u;
+
+    /* Down to the insertion point: the first node of lower priority. An
+     * equal start steers left, so a duplicate, if any, ends up as the
+     * successor found below (one test instead of one per level). */
+    int right = 0;
+    for (t = f->root; t && t->prio >= prio; t = t->c[right]) {
+        parent = t;
+        right = addr > t->start;
     }
+    link = parent ? &parent->c[right] : &f->root;
+    /* On along the search path (the nodes the split will visit) to the
+     * leaf level: the last node passed is the neighbour on one side, the
+     * in-order list gives the other. */
+    struct gm_frag_node *last = parent;
+    for (u = t; u; u = u->c[right]) {
+        last = u;
+        right = addr > u->start;
+    }
+    struct gm_frag_node *pred = NULL, *succ = NULL;
+    if (last) {
+        pred = right ? last : last->prev;
+        succ = right ? last->next : last;
+    }
+    if (succ && succ->start == addr)
+        return -EEXIST;
     struct gm_frag_node *x = node_get(f);
     if (!x)
         return -ENOMEM;
     x->start = addr;
     x->end = addr + size;
-    x->c[0] = x->c[1] = NULL;
-    x->height = 1;
+    x->prio = prio;
+    x->parent = parent;
+    x->prev = pred;
+    x->next = succ;
     x->gap = pred ? gap_between(pred->end, addr) : 0;
-    x->maxgap = x->gap;
     f->total_gap += x->gap;
+    if (pred)
+        pred->next = x;
     if (succ) {
         uint64_t g = gap_between(x->end, succ->start);
         f->total_gap = f->total_gap - succ->gap + g;
         succ->gap = g;
-    } else {
-        succ_i = n;   /* no other gap changed: may settle anywhere */
+        succ->prev = x;
     }
-    relink(f, path, dir, n, x);
-    f->count++;
-    fix_path(f, path, dir, n - 1, succ_i);
-    return 0;
-}
 
-/* Unlink x (at path index xi, whose in-order successor lies in its right
- * subtree) by moving that successor into its place. Extends the path down
- * to the successor's old parent; returns the new top index. */
-static int unlink_two(struct gm_frag *f, struct gm_frag_node **path,
-                      int *dir, int xi)
-{
-    struct gm_frag_node *x = path[xi], *s = x->c[1];
-    int n = xi;
-    dir[n++] = 1;
-    while (s->c[0]) {
-        path[n] = s;
-        dir[n++] = 0;
-        s = s->c[0];
+    /* Split t by addr into x's left (keys below) and right subtrees. */
+    struct gm_frag_node **l = &x->c[0], **r = &x->c[1], *lp = x, *rp = x;
+    while (t) {
+        if (t->start < addr) {
+            *l = t;
+            t->parent = lp;
+            lp = t;
+            l = &t->c[1];
+            t = t->c[1];
+        } else {
+            *r = t;
+            t->parent = rp;
+            rp = t;
+            r = &t->c[0];
+            t = t->c[0];
+        }
     }
-    path[n - 1]->c[dir[n - 1]] = s->c[1];
-    s->c[0] = x->c[0];
-    s->c[1] = x->c[1];
-    s->height = x->height;   /* old subtree figures, for the settle test */
-    s->maxgap = x->maxgap;
-    path[xi] = s;
-    relink(f, path, dir, xi, s);
-    return n - 1;
+    *l = NULL;
+    *r = NULL;
+    *link = x;
+    pull_chain(lp, x);
+    pull_chain(rp, x);
+    pull(x);
+    /* The successor lies in the split subtree exactly when the right chain
+     * is not empty (that subtree spans every key next to addr); otherwise
+     * it is an ancestor, or absent. */
+    fix_up(parent, rp == x ? succ : NULL);
+    f->count++;
+    return 0;
 }
 
 int gm_frag_remove(struct gm_frag *f, uint64_t addr)
 {
-    struct gm_frag_node *path[MAX_HEIGHT];
-    int dir[MAX_HEIGHT];
-    struct gm_frag_node *pred = NULL, *succ = NULL, *x = f->root;
-    int n = 0, succ_i = 0;
-
-    while (x && x->start != addr) {
-        int d = addr > x->start;
-        path[n] = x;
-        dir[n] = d;
-        if (d)
-            pred = x;
-        else {
-            succ = x;
-            succ_i = n;
-        }
-        n++;
-        x = x->c[d];
-    }
+    struct gm_frag_node *x = f->root;
+    while (x && x->start != addr)
+        x = x->c[addr > x->start];
     if (!x)
         return -ENOENT;
-    int xi = n;
-    if (x->c[0])
-        pred = extreme(x->c[0], 1);
-    if (x->c[1]) {
-        succ = extreme(x->c[1], 0);
-        succ_i = xi;   /* it ends up at x's position */
-    }
+    struct gm_frag_node *pred = x->prev, *succ = x->next;
+    /* The successor is the leftmost node of x's right subtree when there is
+     * one, an ancestor of x otherwise. */
+    const struct gm_frag_node *pending = x->c[1] ? NULL : succ;
     f->total_gap -= x->gap;
+    if (pred)
+        pred->next = succ;
     if (succ) {
         uint64_t g = pred ? gap_between(pred->end, succ->start) : 0;
         f->total_gap = f->total_gap - succ->gap + g;
         succ->gap = g;
-    } else {
-        succ_i = xi;
+        succ->prev = pred;
+        if (!pending)
+            pull_chain(succ, x);   /* the left spine of x's right subtree */
     }
 
-    int top;
-    if (x->c[0] && x->c[1]) {
-        path[xi] = x;
-        top = unlink_two(f, path, dir, xi);
-    } else {
-        struct gm_frag_node *c = x->c[0] ? x->c[0] : x->c[1];
-        if (c)
-            pull(c);   /* c may be the successor, whose gap changed */
-        relink(f, path, dir, xi, c);
-        top = xi - 1;
+    /* Join x's subtrees in its place. */
+    struct gm_frag_node **link = link_of(f, x), *top = x->parent, *p = top;
+    struct gm_frag_node *a = x->c[0], *b = x->c[1];
+    while (a && b) {
+        if (a->prio > b->prio) {
+            *link = a;
+            a->parent = p;
+            p = a;
+            link = &a->c[1];
+            a = a->c[1];
+        } else {
+            *link = b;
+            b->parent = p;
+            p = b;
+            link = &b->c[0];
+            b = b->c[0];
+        }
     }
-    fix_path(f, path, dir, top, succ_i);
+    struct gm_frag_node *rest = a ? a : b;
+    *link = rest;
+    if (rest)
+        rest->parent = p;
+    pull_chain(p, top);
+    fix_up(top, pending);
     f->count--;
     node_put(f, x);
     return 0;
@@ -356,32 +342,39 @@ struct walk {
     int bad;
 };
 
-static int32_t check_node(const struct gm_frag_node *n, struct walk *w)
+static void check_node(const struct gm_frag_node *n, struct walk *w)
 {
     if (!n || w->bad)
-        return 0;
-    int32_t hl = check_node(n->c[0], w);
+        return;
+    for (int d = 0; d < 2; d++) {
+        const struct gm_frag_node *c = n->c[d];
+        if (c && (c->parent != n || c->prio > n->prio))
+            w->bad = 1;
+    }
+    check_node(n->c[0], w);
     if (w->prev && w->prev->start >= n->start)
+        w->bad = 1;
+    if (n->prev != w->prev || (w->prev && w->prev->next != n))
         w->bad = 1;
     uint64_t want = w->prev ? gap_between(w->prev->end, n->start) : 0;
     if (n->gap != want || n->end <= n->start)
         w->bad = 1;
+    if (n->maxgap != max_u64(n->gap, max_u64(mg(n->c[0]), mg(n->c[1]))))
+        w->bad = 1;
     w->prev = n;
     w->sum += n->gap;
     w->count++;
-    int32_t hr = check_node(n->c[1], w);
-    int32_t h = 1 + (hl > hr ? hl : hr);
-    if (hl > hr + 1 || hr > hl + 1 || n->height != h)
-        w->bad = 1;
-    if (n->maxgap != max_u64(n->gap, max_u64(mg(n->c[0]), mg(n->c[1]))))
-        w->bad = 1;
-    return h;
+    check_node(n->c[1], w);
 }
 
 int gm_frag_check(const struct gm_frag *f)
 {
     struct walk w = { NULL, 0, 0, 0 };
+    if (f->root && f->root->parent)
+        return -1;
     check_node(f->root, &w);
+    if (w.prev && w.prev->next)
+        return -1;
     if (w.bad || w.sum != f->total_gap || w.count != f->count)
         return -1;
     return 0;

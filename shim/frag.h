@@ -14,11 +14,12 @@
  *                  i.e. 1 - largest/total; 0 when total_free == 0 (which
  *                  includes fewer than two intervals).
  *
- * Insert and remove are O(log n) (an AVL tree whose nodes carry their
- * subtree's largest gap); every query is O(1). Nodes come from mmap'd slabs
- * recycled through a free list, never from malloc; slabs are kept until
- * gm_frag_destroy. gm_frag_init maps nothing, so an unused tracker costs
- * nothing.
+ * Insert and remove take expected O(log n) time (a treap whose nodes carry
+ * their subtree's largest gap; its shape depends on internal random
+ * priorities, never on the caller's address pattern); every query is O(1).
+ * Nodes come from mmap'd slabs recycled through a free list, never from
+ * malloc; slabs are kept until gm_frag_destroy. gm_frag_init maps nothing,
+ * so an unused tracker costs nothing.
  *
  * Thread safety: none inside. The caller serialises every call on one
  * tracker (the shim holds the device's frag lock); queries may run under
@@ -46,6 +47,7 @@ struct gm_frag {
     size_t next_slab;             /* bytes of the next slab to map */
     uint64_t count;               /* live intervals */
     uint64_t total_gap;           /* sum of the gaps */
+    uint64_t rng;                 /* priority generator state */
 };
 
 int gm_frag_init(struct gm_frag *f);
@@ -60,8 +62,9 @@ uint64_t gm_frag_total_free(const struct gm_frag *f);
 uint64_t gm_frag_largest_free(const struct gm_frag *f);
 uint64_t gm_frag_count(const struct gm_frag *f);
 
-/* Walks the whole tree and checks every invariant (order, balance, heights,
- * gaps, subtree maxima, totals). O(n); for tests. 0 when sound, -1 not. */
+/* Walks the whole tree and checks every invariant (key and priority order,
+ * parent links, gaps, subtree maxima, totals). O(n) time, recursion as deep
+ * as the tree; for tests. 0 when sound, -1 not. */
 int gm_frag_check(const struct gm_frag *f);
 
 #endif

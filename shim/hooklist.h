@@ -53,6 +53,17 @@
     X(cuCtxCreate_v2, cuCtxCreate, 3020, 0)                             \
     X(cuCtxCreate, cuCtxCreate, 0, 0)                                   \
     X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, 0, 0)         \
+    X(cuMemPoolCreate, cuMemPoolCreate, 0, 0)                           \
+    X(cuMemPoolDestroy, cuMemPoolDestroy, 0, 0)                         \
+    X(cuMemPoolTrimTo, cuMemPoolTrimTo, 0, 0)                           \
+    X(cuMemPoolImportFromShareableHandle,                               \
+      cuMemPoolImportFromShareableHandle, 0, 0)                         \
+    X(cuDeviceSetMemPool, cuDeviceSetMemPool, 0, 0)                     \
+    X(cuCtxSynchronize_v2, cuCtxSynchronize, 13000, 0)                  \
+    X(cuCtxSynchronize, cuCtxSynchronize, 0, 0)                         \
+    X(cuStreamSynchronize_ptsz, cuStreamSynchronize, 0, 1)              \
+    X(cuStreamSynchronize, cuStreamSynchronize, 0, 0)                   \
+    X(cuEventSynchronize, cuEventSynchronize, 0, 0)                     \
     X(cuGetProcAddress_v2, cuGetProcAddress, 12000, 0)                  \
     X(cuGetProcAddress, cuGetProcAddress, 0, 0)
 
@@ -64,6 +75,8 @@
     X(cuDeviceGetUuid_v2)                                               \
     X(cuArrayGetMemoryRequirements)                                     \
     X(cuMipmappedArrayGetMemoryRequirements)                            \
-    X(cuGetErrorName)
+    X(cuGetErrorName)                                                   \
+    X(cuMemPoolGetAttribute)                                            \
+    X(cuDeviceGetMemPool)
 
 #endif

@@ -15,6 +15,7 @@
 #include "shim/abi.h"
 #include "shim/account.h"
 #include "shim/arena_hooks.h"
+#include "shim/pools.h"
 #include "shim/real.h"
 #include "shim/state.h"
 
@@ -93,6 +94,71 @@ static CUresult spill(int dev, struct gm_dev *d, const struct req *r,
     return CUDA_SUCCESS;
 }
 
+/* Undo an async allocation that grew its pool past the limit: free it on
+ * its stream, trim the pool back, recharge. */
+static void async_undo(int dev, struct gm_dev *d, const struct req *r,
+                       CUdeviceptr p, CUmemoryPool pool)
+{
+    gm_depth++;
+    if (r->kind == K_ASYNC_PTSZ || r->kind == K_POOL_PTSZ) {
+        if (gm_real.cuMemFreeAsync_ptsz)
+            gm_real.cuMemFreeAsync_ptsz(p, r->stream);
+    } else if (gm_real.cuMemFreeAsync) {
+        gm_real.cuMemFreeAsync(p, r->stream);
+    }
+    gm_depth--;
+    gm_pool_trim_device(dev, d);
+    gm_pool_refresh(dev, d, pool);
+}
+
+/* Stream-ordered allocation: the device is charged what the pool holds.
+ * A provisional reservation of the request keeps concurrent admissions
+ * from passing the limit together; a request that does not fit may still
+ * be served from memory the pool already holds. */
+static CUresult alloc_async(int dev, struct gm_dev *d, const struct req *r,
+                            CUmemoryPool pool)
+{
+    uint64_t used;
+    uint64_t prov = r->size;
+    if (!gm_budget_reserve(&d->budget, prov, &used)) {
+        prov = 0;
+        if (gm_pool_idle(pool) < r->size) {
+            if (gm_acct_reserve(dev, d, r->size, r->api, false) !=
+                GM_ADMIT_OK)
+                return CUDA_ERROR_OUT_OF_MEMORY;
+            prov = r->size;
+        }
+    }
+    CUdeviceptr p = 0;
+    uint64_t t0 = gm_hook_now();
+    CUresult rc = call_real(r, &p);
+    uint64_t lat = gm_hook_now() - t0;
+    if (rc != CUDA_SUCCESS) {
+        if (prov)
+            gm_acct_rollback(d, prov);
+        return rc;
+    }
+    gm_pool_refresh(dev, d, pool);
+    if (prov)
+        gm_budget_release(&d->budget, prov);
+    uint64_t limit = gm_budget_limit(&d->budget);
+    if (limit != 0 && gm_budget_used(&d->budget) > limit &&
+        gm_st.policy.on_oom != GM_OOM_WARN) {
+        async_undo(dev, d, r, p, pool);
+        gm_tel_refuse(&gm_st.tel, (unsigned)dev, r->api, r->size,
+                      gm_budget_used(&d->budget), limit);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *r->out = p;
+    struct gm_alloc a = {
+        .key = p, .size = r->size, .dev = (uint32_t)dev, .ns = GM_NS_PTR,
+        .api = (uint8_t)r->api, .flags = GM_AF_ASYNC | GM_AF_UNCHARGED,
+        .refs = 1, .aux = (uint64_t)(uintptr_t)pool,
+    };
+    gm_acct_commit_entry(d, &a, lat);
+    return CUDA_SUCCESS;
+}
+
 static CUresult alloc_ptr(const struct req *r)
 {
     int dev = gm_current_device();
@@ -104,10 +170,17 @@ static CUresult alloc_ptr(const struct req *r)
             *r->out = p;
         return rc;
     }
+    if (r->kind >= K_ASYNC) {
+        CUmemoryPool pool = gm_pool_for(dev, r->kind >= K_POOL ? r->pool
+                                                               : NULL);
+        if (pool != NULL)
+            return alloc_async(dev, d, r, pool);
+    }
     bool spillable = r->kind == K_V2;
     if (r->kind == K_V2 || r->kind == K_V1) {
         CUresult rc;
-        if (gm_arena_try_alloc(dev, d, r->size, r->api, &p, &rc)) {
+        if (GM_UNLIKELY(__atomic_load_n(&d->arena, __ATOMIC_ACQUIRE) != NULL) &&
+            gm_arena_try_alloc(dev, d, r->size, r->api, &p, &rc)) {
             if (rc == CUDA_SUCCESS)
                 *r->out = p;
             return rc;
@@ -369,21 +442,27 @@ static CUresult free_ptr(enum fkind k, unsigned api, CUdeviceptr p,
         return free_real(k, p, s);
     if (k == F_V2 || k == F_V1) {
         CUresult rc;
-        if (gm_arena_try_free(p, api, &rc))
+        if (GM_UNLIKELY(atomic_load_explicit(&gm_arena_bits,
+                                             memory_order_relaxed) != 0) &&
+            gm_arena_try_free(p, api, &rc))
             return rc;
     }
     struct gm_alloc a;
     bool known = gm_track_remove(GM_NS_PTR, p, &a);
-    uint64_t t0 = gm_hook_now();
     CUresult rc = free_real(k, p, s);
-    uint64_t lat = gm_hook_now() - t0;
     if (rc != CUDA_SUCCESS) {
         if (known)
             gm_track_insert(&a, NULL);
         return rc;
     }
-    if (known)
-        gm_acct_released(&a, api, lat);
+    if (known) {
+        gm_acct_released(&a, api, 0); /* latency is measured on allocs */
+        if (a.aux != 0 && a.dev < GM_MAX_DEVICES) {
+            gm_pool_refresh((int)a.dev, &gm_st.dev[a.dev],
+                            (CUmemoryPool)(uintptr_t)a.aux);
+            gm_pool_freed();
+        }
+    }
     return rc;
 }
 

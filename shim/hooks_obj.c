@@ -104,13 +104,21 @@ static uint64_t mul_sat(uint64_t a, uint64_t b)
     return a != 0 && b > UINT64_MAX / a ? UINT64_MAX : a * b;
 }
 
+/* One level's bytes by the driver's layout: rows of width x element size
+ * rounded up to 512 bytes, times height and depth. */
 static uint64_t extent_bytes(uint64_t w, uint64_t h, uint64_t dp,
                              CUarray_format f, unsigned ch)
 {
-    uint64_t n = mul_sat(w ? w : 1, h ? h : 1);
-    n = mul_sat(n, dp ? dp : 1);
-    n = mul_sat(n, format_bytes(f));
-    return mul_sat(n, ch ? ch : 1);
+    uint64_t row = mul_sat(mul_sat(w ? w : 1, format_bytes(f)), ch ? ch : 1);
+    row = row > UINT64_MAX - 511 ? UINT64_MAX : (row + 511) & ~(uint64_t)511;
+    return mul_sat(mul_sat(row, h ? h : 1), dp ? dp : 1);
+}
+
+/* Arrays are laid out in 64 KiB units. */
+static uint64_t array_round(uint64_t n)
+{
+    const uint64_t a = 64u << 10;
+    return n > UINT64_MAX - (a - 1) ? UINT64_MAX : (n + a - 1) & ~(a - 1);
 }
 
 /* What the driver says the array takes, or `est` when it cannot say. */
@@ -222,8 +230,9 @@ GM_EXPORT CUresult CUDAAPI cuArrayCreate_v2(
         gm_real.cuArrayDestroy == NULL)
         return gm_real.cuArrayCreate_v2(pHandle, desc);
     struct areq r = { A_V2, desc, 0,
-                      extent_bytes(desc->Width, desc->Height, 1, desc->Format,
-                                   desc->NumChannels),
+                      array_round(extent_bytes(desc->Width, desc->Height, 1,
+                                               desc->Format,
+                                               desc->NumChannels)),
                       GM_API_ARRAY_CREATE };
     return array_create(&r, (void **)pHandle);
 }
@@ -236,8 +245,9 @@ GM_EXPORT CUresult CUDAAPI cuArrayCreate(
         gm_real.cuArrayDestroy == NULL)
         return gm_real.cuArrayCreate(pHandle, desc);
     struct areq r = { A_V1, desc, 0,
-                      extent_bytes(desc->Width, desc->Height, 1, desc->Format,
-                                   desc->NumChannels),
+                      array_round(extent_bytes(desc->Width, desc->Height, 1,
+                                               desc->Format,
+                                               desc->NumChannels)),
                       GM_API_ARRAY_CREATE };
     return array_create(&r, (void **)pHandle);
 }
@@ -246,12 +256,16 @@ GM_EXPORT CUresult CUDAAPI cuArray3DCreate_v2(
     CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *desc)
 {
     GM_NEED_REAL(cuArray3DCreate_v2);
+    /* Deferred-mapping arrays take no memory: what is mapped into them
+     * later comes from cuMemCreate, which is charged. */
     if (!gm_active() || pHandle == NULL || desc == NULL ||
+        (desc->Flags & CUDA_ARRAY3D_DEFERRED_MAPPING) ||
         gm_real.cuArrayDestroy == NULL)
         return gm_real.cuArray3DCreate_v2(pHandle, desc);
     struct areq r = { A_3D_V2, desc, 0,
-                      extent_bytes(desc->Width, desc->Height, desc->Depth,
-                                   desc->Format, desc->NumChannels),
+                      array_round(extent_bytes(desc->Width, desc->Height,
+                                               desc->Depth, desc->Format,
+                                               desc->NumChannels)),
                       GM_API_ARRAY3D_CREATE };
     return array_create(&r, (void **)pHandle);
 }
@@ -264,8 +278,9 @@ GM_EXPORT CUresult CUDAAPI cuArray3DCreate(
         gm_real.cuArrayDestroy == NULL)
         return gm_real.cuArray3DCreate(pHandle, desc);
     struct areq r = { A_3D_V1, desc, 0,
-                      extent_bytes(desc->Width, desc->Height, desc->Depth,
-                                   desc->Format, desc->NumChannels),
+                      array_round(extent_bytes(desc->Width, desc->Height,
+                                               desc->Depth, desc->Format,
+                                               desc->NumChannels)),
                       GM_API_ARRAY3D_CREATE };
     return array_create(&r, (void **)pHandle);
 }
@@ -279,9 +294,10 @@ static uint64_t mipmap_estimate(const CUDA_ARRAY3D_DESCRIPTOR *d,
         sum = b > UINT64_MAX - sum ? UINT64_MAX : sum + b;
         w = w > 1 ? w / 2 : w;
         h = h > 1 ? h / 2 : h;
-        dp = dp > 1 ? dp / 2 : dp;
+        if (!(d->Flags & CUDA_ARRAY3D_LAYERED))
+            dp = dp > 1 ? dp / 2 : dp;
     }
-    return sum;
+    return array_round(sum);
 }
 
 GM_EXPORT CUresult CUDAAPI cuMipmappedArrayCreate(
@@ -290,7 +306,8 @@ GM_EXPORT CUresult CUDAAPI cuMipmappedArrayCreate(
 {
     GM_NEED_REAL(cuMipmappedArrayCreate);
     if (!gm_active() || pHandle == NULL || desc == NULL ||
-        numMipmapLevels == 0 || gm_real.cuMipmappedArrayDestroy == NULL)
+        numMipmapLevels == 0 || (desc->Flags & CUDA_ARRAY3D_DEFERRED_MAPPING) ||
+        gm_real.cuMipmappedArrayDestroy == NULL)
         return gm_real.cuMipmappedArrayCreate(pHandle, desc, numMipmapLevels);
     struct areq r = { A_MIPMAP, desc, numMipmapLevels,
                       mipmap_estimate(desc, numMipmapLevels),

@@ -55,7 +55,7 @@ static size_t finish(struct out *o)
     return o->len;
 }
 
-/* ---- figures -------------------------------------------------------------- */
+/* ---- figures ------------------------------------------------------------- */
 
 uint64_t gm_hist_quantile(const uint64_t *hist, unsigned nbuckets,
                           unsigned per_mille)
@@ -122,7 +122,7 @@ static uint64_t since_start_ms(const struct gm_snapshot *s, uint64_t ns)
                                      : 0;
 }
 
-/* ---- text ----------------------------------------------------------------- */
+/* ---- text ---------------------------------------------------------------- */
 
 static void text_device(struct out *o, const struct gm_snapshot *s,
                         unsigned i, unsigned flags)
@@ -193,7 +193,7 @@ size_t gm_report_text(const struct gm_snapshot *s, unsigned flags, char *buf,
     return finish(&o);
 }
 
-/* ---- JSON ----------------------------------------------------------------- */
+/* ---- JSON ---------------------------------------------------------------- */
 
 /* Length of the valid UTF-8 sequence at p (1..4), 0 if invalid. */
 static size_t utf8_len(const unsigned char *p)
@@ -312,7 +312,7 @@ size_t gm_report_json(const struct gm_snapshot *s, unsigned flags, char *buf,
     return finish(&o);
 }
 
-/* ---- the shim's exit report ----------------------------------------------- */
+/* ---- the shim's exit report ---------------------------------------------- */
 
 size_t gm_report_from_segment(const struct gm_abi_header *hdr, bool json,
                               char *buf, size_t cap)

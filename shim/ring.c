@@ -97,10 +97,24 @@ static inline void put(uint64_t *f, uint64_t v)
     ST_REL(f, v); /* ordered after the odd seq store (stats_begin) */
 }
 
+/* Counts go up by one per event: 2^64 events cannot happen. */
+static inline void inc(uint64_t *f)
+{
+    put(f, get(f) + 1);
+}
+
+/* Cumulative byte sums saturate instead of wrapping. */
 static inline void add(uint64_t *f, uint64_t v)
 {
     uint64_t o = get(f);
     put(f, o + v < o ? UINT64_MAX : o + v);
+}
+
+/* Sums bounded by what exists (live bytes: memory held; latencies: 2^64
+ * ns is 584 years) add plainly. */
+static inline void add_bounded(uint64_t *f, uint64_t v)
+{
+    put(f, get(f) + v);
 }
 
 static inline void sub(uint64_t *f, uint64_t v)
@@ -111,12 +125,35 @@ static inline void sub(uint64_t *f, uint64_t v)
 
 static inline unsigned log2_bucket(uint64_t v, unsigned n)
 {
-    unsigned b = v ? 63u - (unsigned)__builtin_clzll(v) : 0u;
+    unsigned b = 63u - (unsigned)__builtin_clzll(v | 1); /* 0, 1 -> 0 */
     return b < n ? b : n - 1;
 }
 
-static void mark_seen(struct gm_abi_header *h, unsigned dev)
+static inline uint64_t now_ns(void)
 {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts); /* vDSO: no syscall */
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static __attribute__((noinline, cold)) void lock_slow(uint64_t *lock)
+{
+    for (unsigned spins = 0;;) {
+        while (LD_RLX(lock) != 0) {
+            gm_cpu_relax();
+            if (++spins % 4096 == 0)
+                sched_yield(); /* the holder was preempted */
+        }
+        if (__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE) == 0)
+            return;
+    }
+}
+
+/* First use of a device: present = 1, dev_seen = max(dev_seen, dev+1). */
+static __attribute__((noinline, cold)) void mark_present(
+    struct gm_abi_header *h, struct gm_abi_dev *d, unsigned dev)
+{
+    put(&d->present, 1);
     uint64_t want = (uint64_t)dev + 1, cur = LD_RLX(&h->dev_seen);
     while (cur < want &&
            !__atomic_compare_exchange_n(&h->dev_seen, &cur, want, true,
@@ -124,29 +161,21 @@ static void mark_seen(struct gm_abi_header *h, unsigned dev)
         ;
 }
 
-static struct gm_abi_dev *stats_begin(struct gm_abi_header *h, unsigned dev,
-                                      uint64_t now)
+static inline __attribute__((always_inline)) struct gm_abi_dev *
+stats_begin(struct gm_abi_header *h, unsigned dev, uint64_t now)
 {
     if (dev >= h->dev_slots)
         return NULL;
     struct gm_abi_dev *d =
         (struct gm_abi_dev *)((char *)h + sizeof *h) + dev;
     /* Test-and-test-and-set; the acquire pairs with stats_end's release. */
-    for (unsigned spins = 0;;) {
-        if (__atomic_exchange_n(&d->lock, 1, __ATOMIC_ACQUIRE) == 0)
-            break;
-        while (LD_RLX(&d->lock) != 0) {
-            gm_cpu_relax();
-            if (++spins % 4096 == 0)
-                sched_yield(); /* the holder was preempted */
-        }
-    }
+    if (__builtin_expect(__atomic_exchange_n(&d->lock, 1, __ATOMIC_ACQUIRE)
+                         != 0, 0))
+        lock_slow(&d->lock);
     /* Odd: readers retry. The release stores that follow keep it first. */
     ST_RLX(&d->seq, LD_RLX(&d->seq) + 1);
-    if (get(&d->present) == 0) {
-        put(&d->present, 1);
-        mark_seen(h, dev);
-    }
+    if (__builtin_expect(get(&d->present) == 0, 0))
+        mark_present(h, d, dev);
     put(&d->last_ns, now);
     return d;
 }
@@ -157,8 +186,8 @@ static void stats_end(struct gm_abi_dev *d)
     __atomic_store_n(&d->lock, 0, __ATOMIC_RELEASE);
 }
 
-static void set_used_peak(struct gm_abi_dev *d, uint64_t used, uint64_t peak,
-                          uint64_t now)
+static inline void set_used_peak(struct gm_abi_dev *d, uint64_t used,
+                                 uint64_t peak, uint64_t now)
 {
     put(&d->used, used);
     if (peak < used)
@@ -172,9 +201,10 @@ static void set_used_peak(struct gm_abi_dev *d, uint64_t used, uint64_t peak,
 
 /* ---- writer: ring ------------------------------------------------------- */
 
-static void ring_push(struct gm_abi_header *h, unsigned kind, unsigned api,
-                      uint32_t dev, uint64_t now, uint64_t lat, uint64_t size,
-                      uint64_t addr, uint64_t used, uint64_t extra)
+static inline __attribute__((always_inline)) void
+ring_push(struct gm_abi_header *h, unsigned kind, unsigned api,
+          uint32_t dev, uint64_t now, uint64_t lat, uint64_t size,
+          uint64_t addr, uint64_t used, uint64_t extra)
 {
     struct gm_abi_record *ring =
         (struct gm_abi_record *)((char *)h + h->ring_offset);
@@ -213,7 +243,7 @@ void gm_tel_device(struct gm_tel *t, unsigned dev, uint64_t physical,
     struct gm_abi_header *h = tel_hdr(t);
     if (h == NULL)
         return;
-    struct gm_abi_dev *d = stats_begin(h, dev, gm_clock_realtime_ns());
+    struct gm_abi_dev *d = stats_begin(h, dev, now_ns());
     if (d == NULL)
         return;
     put(&d->physical, physical);
@@ -228,16 +258,16 @@ void gm_tel_alloc(struct gm_tel *t, unsigned dev, unsigned api, uint64_t addr,
     struct gm_abi_header *h = tel_hdr(t);
     if (h == NULL)
         return;
-    uint64_t now = gm_clock_realtime_ns();
+    uint64_t now = now_ns();
     struct gm_abi_dev *d = stats_begin(h, dev, now);
     if (d != NULL) {
-        add(&d->allocs, 1);
+        inc(&d->allocs);
         add(&d->total_bytes, size);
-        add(&d->live_allocs, 1);
-        add(&d->live_bytes, size);
-        add(&d->size_hist[log2_bucket(size, GM_ABI_SIZE_BUCKETS)], 1);
-        add(&d->lat_hist[log2_bucket(lat_ns, GM_ABI_LAT_BUCKETS)], 1);
-        add(&d->lat_sum_ns, lat_ns);
+        inc(&d->live_allocs);
+        add_bounded(&d->live_bytes, size);
+        inc(&d->size_hist[log2_bucket(size, GM_ABI_SIZE_BUCKETS)]);
+        inc(&d->lat_hist[log2_bucket(lat_ns, GM_ABI_LAT_BUCKETS)]);
+        add_bounded(&d->lat_sum_ns, lat_ns);
         set_used_peak(d, used_after, peak, now);
         stats_end(d);
     }
@@ -251,10 +281,10 @@ void gm_tel_free(struct gm_tel *t, unsigned dev, unsigned api, uint64_t addr,
     struct gm_abi_header *h = tel_hdr(t);
     if (h == NULL)
         return;
-    uint64_t now = gm_clock_realtime_ns();
+    uint64_t now = now_ns();
     struct gm_abi_dev *d = stats_begin(h, dev, now);
     if (d != NULL) {
-        add(&d->frees, 1);
+        inc(&d->frees);
         sub(&d->live_allocs, 1);
         sub(&d->live_bytes, size);
         set_used_peak(d, used_after, 0, now);
@@ -269,10 +299,10 @@ void gm_tel_refuse(struct gm_tel *t, unsigned dev, unsigned api,
     struct gm_abi_header *h = tel_hdr(t);
     if (h == NULL)
         return;
-    uint64_t now = gm_clock_realtime_ns();
+    uint64_t now = now_ns();
     struct gm_abi_dev *d = stats_begin(h, dev, now);
     if (d != NULL) {
-        add(&d->refusals, 1);
+        inc(&d->refusals);
         set_used_peak(d, used, 0, now);
         stats_end(d);
     }
@@ -285,7 +315,7 @@ void gm_tel_context(struct gm_tel *t, unsigned dev, uint64_t bytes,
     struct gm_abi_header *h = tel_hdr(t);
     if (h == NULL)
         return;
-    uint64_t now = gm_clock_realtime_ns();
+    uint64_t now = now_ns();
     struct gm_abi_dev *d = stats_begin(h, dev, now);
     if (d != NULL) {
         add(&d->context_bytes, bytes);
@@ -301,7 +331,7 @@ void gm_tel_limit(struct gm_tel *t, unsigned dev, uint64_t new_limit)
     struct gm_abi_header *h = tel_hdr(t);
     if (h == NULL)
         return;
-    uint64_t now = gm_clock_realtime_ns(), old = 0, used = 0;
+    uint64_t now = now_ns(), old = 0, used = 0;
     struct gm_abi_dev *d = stats_begin(h, dev, now);
     if (d != NULL) {
         old = get(&d->limit);
@@ -318,7 +348,7 @@ void gm_tel_frag(struct gm_tel *t, unsigned dev, uint32_t frag_ppm)
     struct gm_abi_header *h = tel_hdr(t);
     if (h == NULL)
         return;
-    struct gm_abi_dev *d = stats_begin(h, dev, gm_clock_realtime_ns());
+    struct gm_abi_dev *d = stats_begin(h, dev, now_ns());
     if (d == NULL)
         return;
     uint64_t v = frag_ppm > 1000000u ? 1000000u : frag_ppm;
@@ -342,7 +372,7 @@ void gm_tel_host(struct gm_tel *t, unsigned api, uint64_t addr, int64_t delta)
             next = cur + mag < cur ? UINT64_MAX : cur + mag;
     } while (!__atomic_compare_exchange_n(&h->host_pinned, &cur, next, true,
                                           __ATOMIC_RELEASE, __ATOMIC_RELAXED));
-    ring_push(h, GM_EV_HOST, api, GM_ABI_NO_DEVICE, gm_clock_realtime_ns(), 0,
+    ring_push(h, GM_EV_HOST, api, GM_ABI_NO_DEVICE, now_ns(), 0,
               mag, (uint64_t)delta, next, addr);
 }
 
@@ -352,26 +382,26 @@ void gm_tel_event(struct gm_tel *t, unsigned kind, unsigned dev, unsigned api,
     struct gm_abi_header *h = tel_hdr(t);
     if (h == NULL)
         return;
-    uint64_t now = gm_clock_realtime_ns();
+    uint64_t now = now_ns();
     struct gm_abi_dev *d = stats_begin(h, dev, now);
     if (d != NULL) {
         switch (kind) {
         case GM_EV_SPILL:
-            add(&d->spills, 1);
+            inc(&d->spills);
             add(&d->spilled_bytes, size);
             break;
         case GM_EV_OVER_LIMIT:
-            add(&d->over_limit, 1);
+            inc(&d->over_limit);
             break;
         case GM_EV_WAIT_BEGIN:
-            add(&d->waits, 1);
+            inc(&d->waits);
             break;
         case GM_EV_TRIM:
-            add(&d->trims, 1);
+            inc(&d->trims);
             add(&d->trimmed_bytes, size);
             break;
         case GM_EV_RECLAIM:
-            add(&d->reclaims, 1);
+            inc(&d->reclaims);
             add(&d->reclaimed_bytes, size);
             break;
         default:
@@ -388,7 +418,7 @@ void gm_tel_pool(struct gm_tel *t, unsigned dev, uint64_t reserve_bytes)
     struct gm_abi_header *h = tel_hdr(t);
     if (h == NULL)
         return;
-    struct gm_abi_dev *d = stats_begin(h, dev, gm_clock_realtime_ns());
+    struct gm_abi_dev *d = stats_begin(h, dev, now_ns());
     if (d == NULL)
         return;
     put(&d->pool_reserve, reserve_bytes);
@@ -400,7 +430,7 @@ void gm_tel_sync(struct gm_tel *t, unsigned dev, uint64_t used, uint64_t peak)
     struct gm_abi_header *h = tel_hdr(t);
     if (h == NULL)
         return;
-    uint64_t now = gm_clock_realtime_ns();
+    uint64_t now = now_ns();
     struct gm_abi_dev *d = stats_begin(h, dev, now);
     if (d == NULL)
         return;
@@ -473,11 +503,12 @@ static void init_image(struct gm_abi_header *h, uint32_t cap, uint32_t slots,
     h->ring_capacity = cap;
     h->dev_offset = sizeof *h;
     h->ring_offset = sizeof *h + (uint64_t)slots * sizeof(struct gm_abi_dev);
-    h->total_size = h->ring_offset + (uint64_t)cap * sizeof(struct gm_abi_record);
+    h->total_size =
+        h->ring_offset + (uint64_t)cap * sizeof(struct gm_abi_record);
     h->pid = (uint32_t)getpid();
     h->mode = p->mode;
     h->on_oom = p->on_oom;
-    h->created_ns = gm_clock_realtime_ns();
+    h->created_ns = now_ns();
     uint64_t ticks;
     if (gm_proc_start_ticks(0, &ticks) == 0) {
         h->start_ticks = ticks;
@@ -672,14 +703,17 @@ void gm_tel_close(struct gm_tel *t, bool keep)
     struct gm_abi_header *h = tel_hdr(t);
     if (h == NULL)
         return;
-    ST_REL(&h->closed_ns, gm_clock_realtime_ns());
+    ST_REL(&h->closed_ns, now_ns());
     __atomic_fetch_or(&h->flags, GM_ABI_F_CLOSED | (keep ? GM_ABI_F_KEPT : 0u),
                       __ATOMIC_RELEASE);
     if (t->shared) {
         if (!keep)
             unlink(t->path);
-        if (t->fd >= 0)
-            close(t->fd); /* releases the lock: readers see it closed */
+        if (t->fd >= 0) {
+            /* Explicitly: the mapping we leave keeps the file open. */
+            flock(t->fd, LOCK_UN);
+            close(t->fd);
+        }
     }
     t->fd = -1;
     __atomic_store_n(&t->hdr, NULL, __ATOMIC_RELEASE);
@@ -687,8 +721,14 @@ void gm_tel_close(struct gm_tel *t, bool keep)
 
 void gm_tel_forget(struct gm_tel *t)
 {
+    /* Our copies only: the lock belongs to the open file that parent and
+     * child share, so it is never unlocked here (that would unlock the
+     * parent's); closing our descriptor and unmapping our copy of the
+     * mapping drops our references, so the lock ends with the parent. */
     if (t->hdr != NULL && t->shared && t->fd >= 0)
-        close(t->fd); /* the parent's descriptor keeps its lock */
+        close(t->fd);
+    if (t->hdr != NULL && t->map_len > 0)
+        munmap(t->hdr, t->map_len);
     t->fd = -1;
     t->shared = false;
     t->path[0] = '\0';
@@ -798,7 +838,7 @@ int gm_tel_read(const struct gm_abi_header *h, uint32_t slots, uint32_t cap,
     out->start_realtime_ns = h->start_realtime_ns;
     out->created_ns = h->created_ns;
     out->closed_ns = LD_ACQ(&h->closed_ns);
-    out->taken_ns = gm_clock_realtime_ns();
+    out->taken_ns = now_ns();
     out->host_pinned = LD_ACQ(&h->host_pinned);
     out->ring_capacity = cap;
     out->ring_head = LD_ACQ(&h->ring_head);

@@ -85,6 +85,8 @@ static inline bool gm_active(void)
 
 /* The device of the current context, -1 if none (or no driver function). */
 int gm_current_device(void);
+/* Fork child: forget which devices have contexts. */
+void gm_dev_reset(void);
 /* The device's record with its limit resolved; NULL for a bad ordinal. */
 struct gm_dev *gm_dev_get(int dev);
 /* Context memory, measured once per device: call _before just before the

@@ -24,7 +24,7 @@
 #include "shim/state.h"
 
 static struct gm_arena arenas[GM_MAX_DEVICES];
-static _Atomic uint64_t arena_bits;  /* devices that have an arena */
+_Atomic uint64_t gm_arena_bits;  /* devices that have an arena */
 
 static uint64_t arena_size(struct gm_dev *d)
 {
@@ -73,7 +73,7 @@ void gm_static_setup(int dev, struct gm_dev *d, CUcontext ctx)
                  size, base, used);
     gm_log(GM_LOG_INFO, "device %d: static arena of %s reserved", dev, s);
     __atomic_store_n(&d->arena, &arenas[dev], __ATOMIC_RELEASE);
-    atomic_fetch_or(&arena_bits, 1ull << dev);
+    atomic_fetch_or(&gm_arena_bits, 1ull << dev);
 }
 
 bool gm_arena_try_alloc(int dev, struct gm_dev *d, uint64_t size,
@@ -108,7 +108,7 @@ bool gm_arena_try_alloc(int dev, struct gm_dev *d, uint64_t size,
 
 bool gm_arena_try_free(CUdeviceptr p, unsigned api, CUresult *rc)
 {
-    uint64_t bits = atomic_load_explicit(&arena_bits, memory_order_acquire);
+    uint64_t bits = atomic_load_explicit(&gm_arena_bits, memory_order_acquire);
     while (GM_UNLIKELY(bits != 0)) {
         unsigned dev = (unsigned)__builtin_ctzll(bits);
         bits &= bits - 1;
@@ -135,5 +135,5 @@ bool gm_arena_try_free(CUdeviceptr p, unsigned api, CUresult *rc)
 
 void gm_static_reset(void)
 {
-    atomic_store(&arena_bits, 0);
+    atomic_store(&gm_arena_bits, 0);
 }

@@ -66,9 +66,12 @@ int gm_tel_open(struct gm_tel *t, const struct gm_tel_params *p,
  * later calls no-op. The mapping itself is left in place: a thread still
  * inside a gm_tel_* call at exit keeps writing into valid memory. */
 void gm_tel_close(struct gm_tel *t, bool keep);
-/* After fork in the child: forget the parent's segment without unmapping
- * or unlinking anything the parent owns (closes the child's copy of the
- * lock descriptor, resets the cached thread id). */
+/* After fork in the child: forget the parent's segment without unlinking
+ * or unlocking anything the parent owns: closes the child's copy of the
+ * descriptor and unmaps the child's copy of the mapping (both would keep
+ * the parent's lock alive after the parent dies), resets the cached
+ * thread id. Call only while no other thread of the child can be inside a
+ * gm_tel_* call (the atfork child handler). */
 void gm_tel_forget(struct gm_tel *t);
 
 /* Bytes a segment with this geometry occupies (after the same rounding

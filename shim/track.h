@@ -40,6 +40,7 @@ struct gm_alloc {
     uint8_t pad;
     uint32_t refs;     /* VMM handles: reference count */
     uint32_t pad2;
+    uint64_t aux;      /* async allocations: the pool they came from */
 };
 
 /* Insert a new entry. If the key is already present (a free we never saw),

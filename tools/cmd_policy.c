@@ -83,6 +83,8 @@ const char gm_help_policy[] =
     "EXAMPLES\n"
     "    GPUMEM_LIMIT=4G gpumem policy\n"
     "        GPUMEM_LIMIT           4.0 GiB (4294967296 B)             env\n"
+    "        GPUMEM_LIMIT_<N>       (unset)                            "
+    "default\n"
     "        GPUMEM_MODE            grow                               "
     "default\n"
     "        ...\n"

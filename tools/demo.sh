@@ -9,7 +9,8 @@
 # "demo" with a group limit of twice the per-process limit).
 # Arguments are passed on to gpumem-trainsim (after the demo's own options;
 # the limit is computed from both). Exit status: 0 when every trainsim run
-# succeeded, else the first failing run's status (1 when nothing could run).
+# succeeded, else the first failing run's status (2 for options trainsim
+# rejects, 1 when nothing could run).
 set -u
 
 BUILD=${BUILD:-build}
@@ -23,6 +24,7 @@ MIB=1048576
 WORKLOAD="--steps 200 --layers 12 --hidden 1024 --batch 32 --report-every 50"
 
 say() { echo "demo: $*"; }
+warn() { echo "demo: $*" >&2; }
 die() { echo "demo: $*" >&2; exit 1; }
 
 for f in "$TRAINSIM" "$SHIM"; do
@@ -32,7 +34,7 @@ done
 # Real GPU or the simulated driver; sets CTX_BYTES, the context allowance.
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
     say "GPU found ($(nvidia-smi -L 2>/dev/null | head -n 1)); using the system driver"
-    CTX_BYTES=$((512 * MIB))
+    CTX_BYTES=$((640 * MIB)) # measured 520-560 MiB on an H200 with CUDA 13
 else
     [ -e "$SIM_DIR/libcuda.so.1" ] || die "no GPU found and $SIM_DIR/libcuda.so.1 is missing"
     say "no GPU found (nvidia-smi -L lists none); using the simulated driver" \
@@ -45,7 +47,12 @@ fi
 
 # Limit: 1.5 x (planned peak + context), rounded up to whole GiB.
 # shellcheck disable=SC2086 # WORKLOAD is a list of words
-PEAK=$("$TRAINSIM" $WORKLOAD "$@" --print-peak) || die "gpumem-trainsim rejected its options"
+PEAK=$("$TRAINSIM" $WORKLOAD "$@" --print-peak)
+rc=$?
+if [ "$rc" -ne 0 ]; then
+    echo "demo: gpumem-trainsim rejected its options" >&2
+    exit "$rc"
+fi
 NEED=$(( (PEAK + CTX_BYTES) * 3 / 2 ))
 LIMIT_GIB=$(( (NEED + GIB - 1) / GIB ))
 LIMIT=${LIMIT_GIB}G
@@ -65,8 +72,15 @@ if [ "$GROUP" = 1 ]; then
 fi
 
 # One trainsim run under the shim, through `gpumem run` when it exists.
+if [ -x "$BUILD/gpumem" ] && "$BUILD/gpumem" help run >/dev/null 2>&1; then
+    VIA_RUN=1
+    HOW="$BUILD/gpumem run --limit $LIMIT --report --"
+else
+    VIA_RUN=0
+    HOW="LD_PRELOAD=$SHIM GPUMEM_LIMIT=$LIMIT GPUMEM_REPORT=1"
+fi
 run_one() {
-    if [ -x "$BUILD/gpumem" ] && "$BUILD/gpumem" help run >/dev/null 2>&1; then
+    if [ "$VIA_RUN" = 1 ]; then
         # shellcheck disable=SC2086
         "$BUILD/gpumem" run --limit "$LIMIT" --report -- "$TRAINSIM" $WORKLOAD "$@"
     else
@@ -76,16 +90,16 @@ run_one() {
 }
 
 if [ "$GROUP" != 1 ]; then
-    say "running gpumem-trainsim $WORKLOAD $*"
+    say "running: $HOW $TRAINSIM $WORKLOAD${*:+ $*}"
     run_one "$@"
     rc=$?
-    [ "$rc" -eq 0 ] || say "gpumem-trainsim failed (exit $rc)"
+    [ "$rc" -eq 0 ] || warn "gpumem-trainsim failed (exit $rc)"
     exit "$rc"
 fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-demo.XXXXXX") || die "cannot create a temporary directory"
 trap 'rm -rf "$tmp"' EXIT
-say "running two gpumem-trainsim $WORKLOAD $* at once"
+say "running twice at once: $HOW $TRAINSIM $WORKLOAD${*:+ $*}"
 run_one "$@" >"$tmp/a.log" 2>&1 &
 pid_a=$!
 run_one "$@" >"$tmp/b.log" 2>&1 &
@@ -99,6 +113,6 @@ for p in a b; do
     cat "$tmp/$p.log"
 done
 rc=0
-[ "$rc_a" -eq 0 ] || { say "process a failed (exit $rc_a)"; rc=$rc_a; }
-[ "$rc_b" -eq 0 ] || { say "process b failed (exit $rc_b)"; [ "$rc" -ne 0 ] || rc=$rc_b; }
+[ "$rc_a" -eq 0 ] || { warn "process a failed (exit $rc_a)"; rc=$rc_a; }
+[ "$rc_b" -eq 0 ] || { warn "process b failed (exit $rc_b)"; [ "$rc" -ne 0 ] || rc=$rc_b; }
 exit "$rc"

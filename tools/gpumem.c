@@ -15,8 +15,14 @@
 
 static const struct gm_cmd cmds[] = {
     { "policy", gm_cmd_policy,
-      "print the policy the current environment yields, or why it is invalid",
+      "explain the policy this environment yields, or why it is invalid",
       gm_help_policy },
+    { "run", gm_cmd_run, "run a program under a policy", gm_help_run },
+    { "ps", gm_cmd_ps, "list the processes under gpumem", gm_help_ps },
+    { "log", gm_cmd_log, "print or follow their event streams", gm_help_log },
+    { "report", gm_cmd_report, "memory figures of a process or a trace",
+      gm_help_report },
+    { "gc", gm_cmd_gc, "remove the segments of exited processes", gm_help_gc },
 };
 #define NCMDS (sizeof cmds / sizeof cmds[0])
 

@@ -24,5 +24,20 @@ struct gm_cmd {
 /* gpumem policy [--json] */
 int gm_cmd_policy(int argc, char **argv);
 extern const char gm_help_policy[];
+/* gpumem run [OPTIONS] -- CMD ARGS... */
+int gm_cmd_run(int argc, char **argv);
+extern const char gm_help_run[];
+/* gpumem ps [--json] [--all] [--prefix P] */
+int gm_cmd_ps(int argc, char **argv);
+extern const char gm_help_ps[];
+/* gpumem log [-f] [--format F] [--kinds K,...] [--prefix P] [PID...] */
+int gm_cmd_log(int argc, char **argv);
+extern const char gm_help_log[];
+/* gpumem report [PID | --from TRACE] [--json] [--svg FILE] */
+int gm_cmd_report(int argc, char **argv);
+extern const char gm_help_report[];
+/* gpumem gc [--dry-run] [--prefix P] */
+int gm_cmd_gc(int argc, char **argv);
+extern const char gm_help_gc[];
 
 #endif

@@ -157,7 +157,7 @@ static int cfg_load(struct gm_sim_config *c)
     memset(c, 0, sizeof *c);
     c->ndev = 1;
     c->context = 300ULL << 20;
-    c->release = SIM_RELEASE_FREE;
+    c->release = SIM_RELEASE_SYNC;
     cfg_warn_unknown();
 
     if ((v = getenv("SIMCUDA_DEVICES")) != NULL) {
@@ -207,6 +207,7 @@ static int dev_init(struct gm_sim_dev *d, int i)
     d->primary.dev = i;
     d->primary.primary = true;
     atomic_init(&d->primary_refs, 0);
+    atomic_init(&d->primary_active, false);
     if (gm_sim_ext_init(&d->va, SIM_DEV_BASE + (uint64_t)i * SIM_DEV_SPAN,
                         SIM_DEV_BASE + (uint64_t)(i + 1) * SIM_DEV_SPAN) != 0)
         return -1;

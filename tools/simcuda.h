@@ -130,9 +130,13 @@ int gm_sim_reg_add(int kind, uint64_t key, int dev, void *obj);
 void *gm_sim_reg_find(int kind, uint64_t key, int *dev);
 void gm_sim_reg_del(int kind, uint64_t key);
 
-/* Contexts. The primary context of a device is dev->primary. */
+/* Contexts. The primary context of a device is dev->primary. `api` is 1
+ * for contexts made by the v1 cuCtxCreate, 2 for all others: as on a real
+ * driver, the v1 memory calls work only in v1 contexts and their _v2
+ * counterparts only in the others. */
 struct gm_sim_ctx {
     int dev;
+    int api;
     bool primary;
     unsigned flags;
 };
@@ -143,8 +147,9 @@ struct gm_sim_obj {
     int kind;               /* SIM_H_STREAM, SIM_H_ARRAY, SIM_H_MIPMAP */
     int dev;
     const void *ctx;
-    uint64_t bytes;         /* charged (arrays) */
-    unsigned flags;
+    uint64_t bytes;         /* charged (arrays; 0 for deferred-mapping ones) */
+    uint64_t reqs;          /* memory requirement (arrays) */
+    unsigned flags;         /* creation flags */
 };
 
 struct gm_sim_pool;
@@ -157,6 +162,7 @@ struct gm_sim_dev {
     uint64_t array_bytes, managed_bytes;
     int nctx;                       /* live contexts (an active primary = 1) */
     atomic_int primary_refs;
+    atomic_bool primary_active;     /* refs survive a reset; activity does not */
     unsigned primary_flags;
     struct gm_sim_ctx primary;
     struct gm_sim_extents va;       /* this device's free address space */
@@ -204,7 +210,7 @@ bool gm_sim_valid_dev(CUdevice d);
 /* The allocation-call gate: counts the call (SIMCUDA_FAIL) and spins for
  * SIMCUDA_LATENCY. Returns the injected error or CUDA_SUCCESS. */
 CUresult gm_sim_alloc_gate(void);
-/* Spins for SIMCUDA_LATENCY (frees). */
+/* Spins for SIMCUDA_LATENCY (frees and the like). */
 void gm_sim_latency(void);
 
 /* Finds a registered handle and returns it with its device locked (and
@@ -217,8 +223,10 @@ bool gm_sim_charge(struct gm_sim_dev *d, uint64_t bytes);
 void gm_sim_uncharge(struct gm_sim_dev *d, uint64_t bytes);
 
 /* The current context of the calling thread, validated: its device and
- * context (CUDA_ERROR_INVALID_CONTEXT when none or destroyed). */
-CUresult gm_sim_current(int *dev, const void **ctx);
+ * context. CUDA_ERROR_INVALID_CONTEXT when there is none or when `api`
+ * (1 or 2; 0: any) does not match its API version,
+ * CUDA_ERROR_CONTEXT_IS_DESTROYED when it is gone. */
+CUresult gm_sim_current(int api, int *dev, const void **ctx);
 /* Device of a context handle if it is alive; -1 otherwise. */
 int gm_sim_ctx_dev(CUcontext c);
 /* Device of a stream (NULL/legacy/per-thread: the current context's). */

@@ -4,13 +4,18 @@
  * cuMipmappedArrayCreate/Destroy, cuArrayGetMemoryRequirements,
  * cuMipmappedArrayGetMemoryRequirements.
  *
- * Size rule: width x max(height,1) x max(depth,1) x element size x channels,
- * rounded up to 512 bytes (the reported alignment). A mipmapped array is the
- * sum of its levels, each level halving every non-zero dimension (layers of
- * a layered array are not halved), each level rounded up to 512 bytes.
- * Arrays have no device address; they charge the current context's device
- * and are freed with that context. Supported formats: the 8/16/32-bit
- * integer, half and float formats with 1, 2 or 4 channels.
+ * Size rule (it reproduces what a real driver reports for deferred-mapping
+ * arrays): each level takes rows of width x element size x channels rounded
+ * up to 512 bytes, times max(height,1) x max(depth,1); a mipmapped array
+ * sums its levels (each level halves every non-zero dimension, except the
+ * layers of a layered array); the total is rounded up to 64 KiB, the
+ * reported alignment. 0 levels count as 1, more than the full chain as the
+ * full chain. Arrays have no device address; they charge that size to the
+ * current context's device and are freed with the context. Arrays created
+ * with CUDA_ARRAY3D_DEFERRED_MAPPING take no memory (it is mapped later)
+ * and are the only ones whose memory requirements can be queried, as on a
+ * real driver. Supported formats: 8/16/32-bit integers, half, float, with
+ * 1, 2 or 4 channels.
  * Invariants: an array is registered (SIM_H_ARRAY / SIM_H_MIPMAP) and
  * charged exactly while it lives; its size never changes.
  */
@@ -18,6 +23,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+#define ARRAY_ALIGN (64ULL << 10)
 
 static unsigned fmt_bytes(CUarray_format f)
 {
@@ -38,15 +45,16 @@ static unsigned fmt_bytes(CUarray_format f)
     }
 }
 
-/* Bytes of one level, rounded to 512; 0 when invalid or overflowing. */
-static uint64_t level_bytes(uint64_t w, uint64_t h, uint64_t d, CUarray_format f, unsigned ch)
+__extension__ typedef unsigned __int128 u128;
+
+/* Bytes of one level (not rounded to the alignment); 0 when invalid. */
+static u128 level_bytes(uint64_t w, uint64_t h, uint64_t d, CUarray_format f, unsigned ch)
 {
     unsigned eb = fmt_bytes(f);
     if (w == 0 || eb == 0 || (ch != 1 && ch != 2 && ch != 4) || (d != 0 && h == 0))
         return 0;
-    __extension__ unsigned __int128 b = (unsigned __int128)w * (h ? h : 1) * (d ? d : 1) * eb * ch;
-    b = (b + SIM_ALIGN - 1) / SIM_ALIGN * SIM_ALIGN;
-    return b > (unsigned __int128)UINT64_MAX ? 0 : (uint64_t)b;
+    u128 row = ((u128)w * eb * ch + SIM_ALIGN - 1) / SIM_ALIGN * SIM_ALIGN;
+    return row * (h ? h : 1) * (d ? d : 1);
 }
 
 static uint64_t halve(uint64_t v, unsigned l)
@@ -57,38 +65,39 @@ static uint64_t halve(uint64_t v, unsigned l)
     return v ? v : 1;
 }
 
-/* Sum of the levels; 0 when invalid. */
-static uint64_t mipmap_bytes(const CUDA_ARRAY3D_DESCRIPTOR *a, unsigned levels)
+/* Total of `levels` levels rounded to ARRAY_ALIGN; 0 when invalid. */
+static uint64_t array_bytes(uint64_t w, uint64_t h, uint64_t d, CUarray_format f,
+                            unsigned ch, unsigned flags, unsigned levels)
 {
-    bool layered = (a->Flags & CUDA_ARRAY3D_LAYERED) != 0;
-    uint64_t big = a->Width, total = 0;
+    bool layered = (flags & CUDA_ARRAY3D_LAYERED) != 0;
+    uint64_t big = w > h ? w : h;
     unsigned max_levels = 0;
+    u128 total = 0;
 
-    if (a->Height > big)
-        big = a->Height;
-    if (!layered && a->Depth > big)
-        big = a->Depth;
+    if (!layered && d > big)
+        big = d;
     for (; big != 0; big >>= 1)
         max_levels++;
-    if (levels == 0 || levels > max_levels)
-        return 0;
+    if (levels == 0)
+        levels = 1;
+    if (levels > max_levels)
+        levels = max_levels;
     for (unsigned l = 0; l < levels; l++) {
-        uint64_t b = level_bytes(halve(a->Width, l), halve(a->Height, l),
-                                 layered ? a->Depth : halve(a->Depth, l),
-                                 a->Format, a->NumChannels);
-        if (b == 0 || total + b < total)
+        u128 b = level_bytes(halve(w, l), halve(h, l), layered ? d : halve(d, l), f, ch);
+        if (b == 0)
             return 0;
         total += b;
     }
-    return total;
+    total = (total + ARRAY_ALIGN - 1) / ARRAY_ALIGN * ARRAY_ALIGN;
+    return total > (u128)UINT64_MAX ? 0 : (uint64_t)total;
 }
 
-/* Creates an array object of `bytes` in the current context. */
-static CUresult array_new(void **out, uint64_t bytes, int kind)
+/* Creates an array object of `size` bytes in the current context. */
+static CUresult array_new(void **out, uint64_t size, unsigned flags, int kind)
 {
     int dev;
     const void *ctx;
-    CUresult rc = gm_sim_current(&dev, &ctx);
+    CUresult rc = gm_sim_current(0, &dev, &ctx);
     if (rc != CUDA_SUCCESS)
         return rc;
     if ((rc = gm_sim_alloc_gate()) != CUDA_SUCCESS)
@@ -99,15 +108,17 @@ static CUresult array_new(void **out, uint64_t bytes, int kind)
     o->kind = kind;
     o->dev = dev;
     o->ctx = ctx;
-    o->bytes = bytes;
+    o->flags = flags;
+    o->reqs = size;
+    o->bytes = (flags & CUDA_ARRAY3D_DEFERRED_MAPPING) ? 0 : size;
     struct gm_sim_dev *d = &gm_sim.dev[dev];
     pthread_mutex_lock(&d->lock);
-    if (!gm_sim_charge(d, bytes)) {
+    if (!gm_sim_charge(d, o->bytes)) {
         rc = CUDA_ERROR_OUT_OF_MEMORY;
     } else if ((rc = gm_sim_obj_add(d, o)) != CUDA_SUCCESS) {
-        gm_sim_uncharge(d, bytes);
+        gm_sim_uncharge(d, o->bytes);
     } else {
-        d->array_bytes += bytes;
+        d->array_bytes += o->bytes;
     }
     pthread_mutex_unlock(&d->lock);
     if (rc != CUDA_SUCCESS) {
@@ -118,63 +129,57 @@ static CUresult array_new(void **out, uint64_t bytes, int kind)
     return CUDA_SUCCESS;
 }
 
-static CUresult array_create(CUarray *h, const void *desc, uint64_t bytes)
+static CUresult array_create(void *h, int kind, uint64_t size, unsigned flags)
 {
     void *o;
     CUresult rc = gm_sim_ready();
     if (rc != CUDA_SUCCESS)
         return rc;
-    if (h == NULL || desc == NULL || bytes == 0)
+    if (h == NULL || size == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = array_new(&o, bytes, SIM_H_ARRAY)) == CUDA_SUCCESS)
-        *h = (CUarray)o;
+    if ((rc = array_new(&o, size, flags, kind)) == CUDA_SUCCESS)
+        memcpy(h, &o, sizeof o);
     return rc;
 }
 
 CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray)
 {
     const CUDA_ARRAY_DESCRIPTOR *a = pAllocateArray;
-    uint64_t b = a ? level_bytes(a->Width, a->Height, 0, a->Format, a->NumChannels) : 0;
-    return array_create(pHandle, a, b);
+    uint64_t b = a ? array_bytes(a->Width, a->Height, 0, a->Format, a->NumChannels, 0, 1) : 0;
+    return array_create(pHandle, SIM_H_ARRAY, b, 0);
 }
 
 CUresult cuArrayCreate(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR_v1 *pAllocateArray)
 {
     const CUDA_ARRAY_DESCRIPTOR_v1 *a = pAllocateArray;
-    uint64_t b = a ? level_bytes(a->Width, a->Height, 0, a->Format, a->NumChannels) : 0;
-    return array_create(pHandle, a, b);
+    uint64_t b = a ? array_bytes(a->Width, a->Height, 0, a->Format, a->NumChannels, 0, 1) : 0;
+    return array_create(pHandle, SIM_H_ARRAY, b, 0);
 }
 
 CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray)
 {
     const CUDA_ARRAY3D_DESCRIPTOR *a = pAllocateArray;
-    uint64_t b = a ? level_bytes(a->Width, a->Height, a->Depth, a->Format, a->NumChannels) : 0;
-    return array_create(pHandle, a, b);
+    uint64_t b = a ? array_bytes(a->Width, a->Height, a->Depth, a->Format, a->NumChannels,
+                                 a->Flags, 1) : 0;
+    return array_create(pHandle, SIM_H_ARRAY, b, a ? a->Flags : 0);
 }
 
 CUresult cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v1 *pAllocateArray)
 {
     const CUDA_ARRAY3D_DESCRIPTOR_v1 *a = pAllocateArray;
-    uint64_t b = a ? level_bytes(a->Width, a->Height, a->Depth, a->Format, a->NumChannels) : 0;
-    return array_create(pHandle, a, b);
+    uint64_t b = a ? array_bytes(a->Width, a->Height, a->Depth, a->Format, a->NumChannels,
+                                 a->Flags, 1) : 0;
+    return array_create(pHandle, SIM_H_ARRAY, b, a ? a->Flags : 0);
 }
 
 CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
                                 const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc,
                                 unsigned int numMipmapLevels)
 {
-    void *o;
-    CUresult rc = gm_sim_ready();
-    if (rc != CUDA_SUCCESS)
-        return rc;
-    if (pHandle == NULL || pMipmappedArrayDesc == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    uint64_t b = mipmap_bytes(pMipmappedArrayDesc, numMipmapLevels);
-    if (b == 0)
-        return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = array_new(&o, b, SIM_H_MIPMAP)) == CUDA_SUCCESS)
-        *pHandle = (CUmipmappedArray)o;
-    return rc;
+    const CUDA_ARRAY3D_DESCRIPTOR *a = pMipmappedArrayDesc;
+    uint64_t b = a ? array_bytes(a->Width, a->Height, a->Depth, a->Format, a->NumChannels,
+                                 a->Flags, numMipmapLevels) : 0;
+    return array_create(pHandle, SIM_H_MIPMAP, b, a ? a->Flags : 0);
 }
 
 static CUresult array_destroy(const void *h, int kind)
@@ -216,11 +221,15 @@ static CUresult array_reqs(CUDA_ARRAY_MEMORY_REQUIREMENTS *req, const void *h, i
     struct gm_sim_obj *o = gm_sim_lock_handle(kind, (uintptr_t)h, &d);
     if (o == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    memset(req, 0, sizeof *req);
-    req->size = o->bytes;
-    req->alignment = SIM_ALIGN;
+    if (!(o->flags & CUDA_ARRAY3D_DEFERRED_MAPPING))
+        rc = CUDA_ERROR_INVALID_VALUE;      /* only deferred-mapping arrays answer */
+    else {
+        memset(req, 0, sizeof *req);
+        req->size = o->reqs;
+        req->alignment = ARRAY_ALIGN;
+    }
     pthread_mutex_unlock(&d->lock);
-    return CUDA_SUCCESS;
+    return rc;
 }
 
 CUresult cuArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS *memoryRequirements,

@@ -20,32 +20,71 @@
 
 #define SIM_CTX_STACK 128
 
-static __thread CUcontext tls_stack[SIM_CTX_STACK];
+/* The calling thread's context stack. Each entry keeps the device and API
+ * version the context had when it was made current, so a stale entry can
+ * still answer cuCtxGetDevice, as on a real driver. */
+struct tls_ent {
+    CUcontext ctx;
+    int dev;
+    int api;
+};
+static __thread struct tls_ent tls_stack[SIM_CTX_STACK];
 static __thread int tls_depth;
 
 /* ---- helpers --------------------------------------------------------------- */
 
-int gm_sim_ctx_dev(CUcontext c)
+static struct gm_sim_dev *primary_of(CUcontext c)
 {
-    int dev;
-    if (c == NULL)
-        return -1;
     for (int i = 0; i < gm_sim.cfg.ndev; i++)
         if ((void *)c == (void *)&gm_sim.dev[i].primary)
-            return atomic_load(&gm_sim.dev[i].primary_refs) > 0 ? i : -1;
-    return gm_sim_reg_find(SIM_H_CTX, (uintptr_t)c, &dev) != NULL ? dev : -1;
+            return &gm_sim.dev[i];
+    return NULL;
 }
 
-CUresult gm_sim_current(int *dev, const void **ctx)
+/* Device and API version of a live context; -1 when it is unknown or gone
+ * (*gone set when it is a primary context that is inactive). */
+static int ctx_lookup(CUcontext c, int *api, bool *gone)
 {
+    int dev;
+    struct gm_sim_dev *d = primary_of(c);
+    *gone = false;
+    if (c == NULL)
+        return -1;
+    if (d != NULL) {
+        *api = 2;
+        if (atomic_load(&d->primary_active))
+            return d->ordinal;
+        *gone = true;
+        return -1;
+    }
+    struct gm_sim_ctx *x = gm_sim_reg_find(SIM_H_CTX, (uintptr_t)c, &dev);
+    if (x == NULL)
+        return -1;
+    *api = x->api;
+    return dev;
+}
+
+int gm_sim_ctx_dev(CUcontext c)
+{
+    int api;
+    bool gone;
+    return ctx_lookup(c, &api, &gone);
+}
+
+CUresult gm_sim_current(int api, int *dev, const void **ctx)
+{
+    int cur_api;
+    bool gone;
     CUresult rc = gm_sim_ready();
     if (rc != CUDA_SUCCESS)
         return rc;
     if (tls_depth == 0)
         return CUDA_ERROR_INVALID_CONTEXT;
-    CUcontext c = tls_stack[tls_depth - 1];
-    int d = gm_sim_ctx_dev(c);
+    CUcontext c = tls_stack[tls_depth - 1].ctx;
+    int d = ctx_lookup(c, &cur_api, &gone);
     if (d < 0)
+        return CUDA_ERROR_CONTEXT_IS_DESTROYED;   /* it was alive when made current */
+    if (api != 0 && api != cur_api)
         return CUDA_ERROR_INVALID_CONTEXT;
     *dev = d;
     if (ctx != NULL)
@@ -56,7 +95,7 @@ CUresult gm_sim_current(int *dev, const void **ctx)
 CUresult gm_sim_stream_dev(CUstream s, int *dev)
 {
     if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
-        return gm_sim_current(dev, NULL);
+        return gm_sim_current(0, dev, NULL);
     return gm_sim_reg_find(SIM_H_STREAM, (uintptr_t)s, dev) != NULL
                ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
@@ -87,8 +126,15 @@ static void ctx_close(struct gm_sim_dev *d, const void *ctx)
 
 static void tls_pop_if_top(CUcontext c)
 {
-    if (tls_depth > 0 && tls_stack[tls_depth - 1] == c)
+    if (tls_depth > 0 && tls_stack[tls_depth - 1].ctx == c)
         tls_depth--;
+}
+
+static void tls_set(int i, CUcontext c, int dev, int api)
+{
+    tls_stack[i].ctx = c;
+    tls_stack[i].dev = dev;
+    tls_stack[i].api = api;
 }
 
 /* ---- primary contexts -------------------------------------------------------- */
@@ -104,8 +150,8 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
         return CUDA_ERROR_INVALID_DEVICE;
     struct gm_sim_dev *d = &gm_sim.dev[dev];
     pthread_mutex_lock(&d->lock);
-    if (atomic_load(&d->primary_refs) == 0)
-        rc = ctx_open(d);
+    if (!atomic_load(&d->primary_active) && (rc = ctx_open(d)) == CUDA_SUCCESS)
+        atomic_store(&d->primary_active, true);
     if (rc == CUDA_SUCCESS)
         atomic_fetch_add(&d->primary_refs, 1);
     pthread_mutex_unlock(&d->lock);
@@ -114,6 +160,8 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
     return rc;
 }
 
+/* Release: one reference less; the last one ends the context. Reset: the
+ * context ends now (its references stay counted, as on a real driver). */
 static CUresult primary_release(CUdevice dev, bool reset)
 {
     CUresult rc = gm_sim_ready();
@@ -124,13 +172,17 @@ static CUresult primary_release(CUdevice dev, bool reset)
     struct gm_sim_dev *d = &gm_sim.dev[dev];
     pthread_mutex_lock(&d->lock);
     int refs = atomic_load(&d->primary_refs);
-    if (refs == 0) {
-        rc = reset ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
-    } else if (reset || refs == 1) {
-        atomic_store(&d->primary_refs, 0);
+    bool end = reset;
+    if (!reset) {
+        if (refs == 0)
+            rc = CUDA_ERROR_INVALID_CONTEXT;
+        else
+            atomic_store(&d->primary_refs, refs - 1);
+        end = refs == 1;
+    }
+    if (end && atomic_load(&d->primary_active)) {
+        atomic_store(&d->primary_active, false);
         ctx_close(d, &d->primary);
-    } else {
-        atomic_store(&d->primary_refs, refs - 1);
     }
     if (reset)
         d->primary_flags = 0;
@@ -170,7 +222,7 @@ CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *acti
     struct gm_sim_dev *d = &gm_sim.dev[dev];
     pthread_mutex_lock(&d->lock);
     *flags = d->primary_flags;
-    *active = atomic_load(&d->primary_refs) > 0;
+    *active = atomic_load(&d->primary_active);
     pthread_mutex_unlock(&d->lock);
     return CUDA_SUCCESS;
 }
@@ -203,7 +255,7 @@ CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
 
 /* ---- created contexts ----------------------------------------------------- */
 
-static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
+static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev, int api)
 {
     CUresult rc = gm_sim_ready();
     if (rc != CUDA_SUCCESS)
@@ -218,6 +270,7 @@ static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
     if (c == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     c->dev = dev;
+    c->api = api;
     c->flags = flags;
     struct gm_sim_dev *d = &gm_sim.dev[dev];
     pthread_mutex_lock(&d->lock);
@@ -232,18 +285,18 @@ static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
         return rc;
     }
     *pctx = (CUcontext)(void *)c;
-    tls_stack[tls_depth++] = *pctx;
+    tls_set(tls_depth++, *pctx, dev, api);
     return CUDA_SUCCESS;
 }
 
 CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
-    return ctx_create(pctx, flags, dev);
+    return ctx_create(pctx, flags, dev, 1);
 }
 
 CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
-    return ctx_create(pctx, flags, dev);
+    return ctx_create(pctx, flags, dev, 2);
 }
 
 CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams,
@@ -251,7 +304,7 @@ CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int n
 {
     if (numParams < 0 || (numParams > 0 && paramsArray == NULL))
         return CUDA_ERROR_INVALID_VALUE;
-    return ctx_create(pctx, flags, dev);
+    return ctx_create(pctx, flags, dev, 2);
 }
 
 CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams,
@@ -259,7 +312,7 @@ CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams,
 {
     if (ctxCreateParams != NULL && ctxCreateParams->numExecAffinityParams < 0)
         return CUDA_ERROR_INVALID_VALUE;
-    return ctx_create(pctx, flags, dev);
+    return ctx_create(pctx, flags, dev, 2);
 }
 
 static CUresult ctx_destroy(CUcontext ctx)
@@ -270,9 +323,11 @@ static CUresult ctx_destroy(CUcontext ctx)
     if (ctx == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     struct gm_sim_dev *d;
+    if (primary_of(ctx) != NULL)
+        return CUDA_ERROR_INVALID_CONTEXT;  /* primary contexts are released, not destroyed */
     struct gm_sim_ctx *c = gm_sim_lock_handle(SIM_H_CTX, (uintptr_t)ctx, &d);
     if (c == NULL)
-        return CUDA_ERROR_INVALID_CONTEXT;   /* unknown, or a primary context */
+        return CUDA_ERROR_CONTEXT_IS_DESTROYED;
     gm_sim_reg_del(SIM_H_CTX, (uintptr_t)ctx);
     ctx_close(d, c);
     pthread_mutex_unlock(&d->lock);
@@ -295,6 +350,8 @@ CUresult cuCtxDestroy_v2(CUcontext ctx)
 
 CUresult cuCtxSetCurrent(CUcontext ctx)
 {
+    int api;
+    bool gone;
     CUresult rc = gm_sim_ready();
     if (rc != CUDA_SUCCESS)
         return rc;
@@ -303,11 +360,12 @@ CUresult cuCtxSetCurrent(CUcontext ctx)
             tls_depth--;
         return CUDA_SUCCESS;
     }
-    if (gm_sim_ctx_dev(ctx) < 0)
-        return CUDA_ERROR_INVALID_CONTEXT;
+    int dev = ctx_lookup(ctx, &api, &gone);
+    if (dev < 0)
+        return gone ? CUDA_ERROR_CONTEXT_IS_DESTROYED : CUDA_ERROR_INVALID_CONTEXT;
     if (tls_depth == 0)
         tls_depth = 1;
-    tls_stack[tls_depth - 1] = ctx;
+    tls_set(tls_depth - 1, ctx, dev, api);
     return CUDA_SUCCESS;
 }
 
@@ -318,22 +376,25 @@ CUresult cuCtxGetCurrent(CUcontext *pctx)
         return rc;
     if (pctx == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    *pctx = tls_depth > 0 ? tls_stack[tls_depth - 1] : NULL;
+    *pctx = tls_depth > 0 ? tls_stack[tls_depth - 1].ctx : NULL;
     return CUDA_SUCCESS;
 }
 
 static CUresult ctx_push(CUcontext ctx)
 {
+    int api;
+    bool gone;
     CUresult rc = gm_sim_ready();
     if (rc != CUDA_SUCCESS)
         return rc;
     if (ctx == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    if (gm_sim_ctx_dev(ctx) < 0)
-        return CUDA_ERROR_INVALID_CONTEXT;
+    int dev = ctx_lookup(ctx, &api, &gone);
+    if (dev < 0)
+        return gone ? CUDA_ERROR_CONTEXT_IS_DESTROYED : CUDA_ERROR_INVALID_CONTEXT;
     if (tls_depth == SIM_CTX_STACK)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    tls_stack[tls_depth++] = ctx;
+    tls_set(tls_depth++, ctx, dev, api);
     return CUDA_SUCCESS;
 }
 
@@ -354,7 +415,7 @@ static CUresult ctx_pop(CUcontext *pctx)
         return rc;
     if (tls_depth == 0)
         return CUDA_ERROR_INVALID_CONTEXT;
-    CUcontext c = tls_stack[--tls_depth];
+    CUcontext c = tls_stack[--tls_depth].ctx;
     if (pctx != NULL)
         *pctx = c;
     return CUDA_SUCCESS;
@@ -370,21 +431,26 @@ CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
     return ctx_pop(pctx);
 }
 
+/* The device of ctx, or (NULL) of the current context. The current
+ * context is not validated: a real driver answers with the device it had. */
 static CUresult ctx_get_device(CUdevice *device, CUcontext ctx)
 {
-    int dev;
+    int api;
+    bool gone;
     CUresult rc = gm_sim_ready();
     if (rc != CUDA_SUCCESS)
         return rc;
     if (device == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     if (ctx == NULL) {
-        rc = gm_sim_current(&dev, NULL);
-        if (rc != CUDA_SUCCESS)
-            return rc;
-    } else if ((dev = gm_sim_ctx_dev(ctx)) < 0) {
-        return CUDA_ERROR_INVALID_CONTEXT;
+        if (tls_depth == 0)
+            return CUDA_ERROR_INVALID_CONTEXT;
+        *device = tls_stack[tls_depth - 1].dev;
+        return CUDA_SUCCESS;
     }
+    int dev = ctx_lookup(ctx, &api, &gone);
+    if (dev < 0)
+        return gone ? CUDA_ERROR_CONTEXT_IS_DESTROYED : CUDA_ERROR_INVALID_CONTEXT;
     *device = dev;
     return CUDA_SUCCESS;
 }
@@ -407,7 +473,7 @@ static CUresult ctx_sync(CUcontext ctx)
     if (rc != CUDA_SUCCESS)
         return rc;
     if (ctx == NULL) {
-        rc = gm_sim_current(&dev, NULL);
+        rc = gm_sim_current(0, &dev, NULL);
         if (rc != CUDA_SUCCESS)
             return rc;
     } else if ((dev = gm_sim_ctx_dev(ctx)) < 0) {
@@ -487,7 +553,7 @@ CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
         return rc;
     if (phStream == NULL || (Flags & ~(unsigned)CU_STREAM_NON_BLOCKING) != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    rc = gm_sim_current(&dev, &ctx);
+    rc = gm_sim_current(0, &dev, &ctx);
     if (rc != CUDA_SUCCESS)
         return rc;
     struct gm_sim_obj *o = calloc(1, sizeof *o);

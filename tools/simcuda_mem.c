@@ -57,9 +57,11 @@ static void va_give(struct gm_sim_dev *d, uint64_t base, uint64_t span)
     pthread_mutex_unlock(&gm_sim.low_lock);
 }
 
-/* The one allocation path for ALLOC and MANAGED records. */
-static CUresult mem_alloc(uint64_t *out, uint64_t size, int kind, bool low)
+/* The one allocation path for ALLOC and MANAGED records. api: the context
+ * API version the call needs (0: any). v1 calls (api 1) get low addresses. */
+static CUresult mem_alloc(uint64_t *out, uint64_t size, int kind, int api)
 {
+    bool low = api == 1;
     int dev;
     const void *ctx;
     CUresult rc = gm_sim_ready();
@@ -67,7 +69,7 @@ static CUresult mem_alloc(uint64_t *out, uint64_t size, int kind, bool low)
         return rc;
     if (out == NULL || size == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = gm_sim_current(&dev, &ctx)) != CUDA_SUCCESS)
+    if ((rc = gm_sim_current(api, &dev, &ctx)) != CUDA_SUCCESS)
         return rc;
     if ((rc = gm_sim_alloc_gate()) != CUDA_SUCCESS)
         return rc;
@@ -160,7 +162,7 @@ struct gm_sim_rec *gm_sim_lock_rec(uint64_t addr, bool exact, struct gm_sim_dev 
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
     uint64_t a;
-    CUresult rc = mem_alloc(dptr ? &a : NULL, bytesize, SIM_K_ALLOC, false);
+    CUresult rc = mem_alloc(dptr ? &a : NULL, bytesize, SIM_K_ALLOC, 2);
     if (rc == CUDA_SUCCESS)
         *dptr = a;
     return rc;
@@ -169,7 +171,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)
 {
     uint64_t a;
-    CUresult rc = mem_alloc(dptr ? &a : NULL, bytesize, SIM_K_ALLOC, true);
+    CUresult rc = mem_alloc(dptr ? &a : NULL, bytesize, SIM_K_ALLOC, 1);
     if (rc == CUDA_SUCCESS)
         *dptr = (CUdeviceptr_v1)a;
     return rc;
@@ -200,7 +202,7 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInByt
         return CUDA_ERROR_INVALID_VALUE;
     if ((rc = pitch_size(WidthInBytes, Height, ElementSizeBytes, &pitch, &bytes)) != CUDA_SUCCESS)
         return rc;
-    if ((rc = mem_alloc(&a, bytes, SIM_K_ALLOC, false)) != CUDA_SUCCESS)
+    if ((rc = mem_alloc(&a, bytes, SIM_K_ALLOC, 2)) != CUDA_SUCCESS)
         return rc;
     *dptr = a;
     *pPitch = pitch;
@@ -220,7 +222,7 @@ CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch, unsigned in
         return rc;
     if (bytes > 0xffffffffULL)
         return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = mem_alloc(&a, bytes, SIM_K_ALLOC, true)) != CUDA_SUCCESS)
+    if ((rc = mem_alloc(&a, bytes, SIM_K_ALLOC, 1)) != CUDA_SUCCESS)
         return rc;
     *dptr = (CUdeviceptr_v1)a;
     *pPitch = (unsigned int)pitch;
@@ -235,7 +237,7 @@ CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flag
         return rc;
     if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)
         return CUDA_ERROR_INVALID_VALUE;
-    rc = mem_alloc(dptr ? &a : NULL, bytesize, SIM_K_MANAGED, false);
+    rc = mem_alloc(dptr ? &a : NULL, bytesize, SIM_K_MANAGED, 0);
     if (rc == CUDA_SUCCESS)
         *dptr = a;
     return rc;
@@ -243,11 +245,13 @@ CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flag
 
 /* ---- frees --------------------------------------------------------------- */
 
+/* Frees a plain, managed or pool allocation; 0 is a no-op, as on a real
+ * driver. No current context is needed. */
 static CUresult mem_free(uint64_t addr)
 {
     struct gm_sim_dev *d;
     CUresult rc = gm_sim_ready();
-    if (rc != CUDA_SUCCESS)
+    if (rc != CUDA_SUCCESS || addr == 0)
         return rc;
     gm_sim_latency();
     struct gm_sim_rec *r = gm_sim_lock_rec(addr, true, &d);
@@ -270,10 +274,10 @@ CUresult cuMemFree(CUdeviceptr_v1 dptr)
 
 /* ---- queries ---------------------------------------------------------------- */
 
-static CUresult mem_info(uint64_t *free_b, uint64_t *total_b)
+static CUresult mem_info(int api, uint64_t *free_b, uint64_t *total_b)
 {
     int dev;
-    CUresult rc = gm_sim_current(&dev, NULL);
+    CUresult rc = gm_sim_current(api, &dev, NULL);
     if (rc != CUDA_SUCCESS)
         return rc;
     struct gm_sim_dev *d = &gm_sim.dev[dev];
@@ -292,7 +296,7 @@ CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
         return rc;
     if (free == NULL || total == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = mem_info(&f, &t)) == CUDA_SUCCESS) {
+    if ((rc = mem_info(2, &f, &t)) == CUDA_SUCCESS) {
         *free = f;
         *total = t;
     }
@@ -312,7 +316,7 @@ CUresult cuMemGetInfo(unsigned int *free, unsigned int *total)
         return rc;
     if (free == NULL || total == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = mem_info(&f, &t)) == CUDA_SUCCESS) {
+    if ((rc = mem_info(1, &f, &t)) == CUDA_SUCCESS) {
         *free = clamp32(f);
         *total = clamp32(t);
     }
@@ -383,18 +387,24 @@ CUresult cuMemGetAddressRange(CUdeviceptr_v1 *pbase, unsigned int *psize, CUdevi
 
 /* ---- pinned host memory ---------------------------------------------------- */
 
-static CUresult host_alloc(void **pp, uint64_t size, unsigned int flags)
+/* Pinned host memory; 0 bytes gives NULL and success, as on a real driver.
+ * api: as for mem_alloc. */
+static CUresult host_alloc(void **pp, uint64_t size, unsigned int flags, int api)
 {
     int dev;
     CUresult rc = gm_sim_ready();
     if (rc != CUDA_SUCCESS)
         return rc;
-    if (pp == NULL || size == 0 ||
+    if (pp == NULL ||
         (flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
                              CU_MEMHOSTALLOC_WRITECOMBINED)) != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = gm_sim_current(&dev, NULL)) != CUDA_SUCCESS)
+    if ((rc = gm_sim_current(api, &dev, NULL)) != CUDA_SUCCESS)
         return rc;
+    if (size == 0) {
+        *pp = NULL;
+        return CUDA_SUCCESS;
+    }
     if ((rc = gm_sim_alloc_gate()) != CUDA_SUCCESS)
         return rc;
     uint64_t span = sim_round(size, HOST_ALIGN);
@@ -417,23 +427,23 @@ static CUresult host_alloc(void **pp, uint64_t size, unsigned int flags)
 
 CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
 {
-    return host_alloc(pp, bytesize, Flags);
+    return host_alloc(pp, bytesize, Flags, 0);
 }
 
 CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
 {
-    return host_alloc(pp, bytesize, 0);
+    return host_alloc(pp, bytesize, 0, 2);
 }
 
 CUresult cuMemAllocHost(void **pp, unsigned int bytesize)
 {
-    return host_alloc(pp, bytesize, 0);
+    return host_alloc(pp, bytesize, 0, 1);
 }
 
 CUresult cuMemFreeHost(void *p)
 {
     CUresult rc = gm_sim_ready();
-    if (rc != CUDA_SUCCESS)
+    if (rc != CUDA_SUCCESS || p == NULL)
         return rc;
     gm_sim_latency();
     pthread_mutex_lock(&gm_sim.host_lock);
@@ -443,7 +453,7 @@ CUresult cuMemFreeHost(void *p)
         gm_sim_rmap_del(&gm_sim.host, r);
     }
     pthread_mutex_unlock(&gm_sim.host_lock);
-    if (r == NULL || p == NULL)
+    if (r == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     free(p);
     return CUDA_SUCCESS;

@@ -4,32 +4,43 @@
  * Get/SetAttribute/TrimTo, cuMemAllocAsync(_ptsz),
  * cuMemAllocFromPoolAsync(_ptsz), cuMemFreeAsync(_ptsz).
  *
- * Model: a pool reserves device memory in chunks (each a multiple of 2 MiB,
- * at least the request, charged to the device's capacity) and hands out
- * 512-byte-aligned blocks from them first-fit. `reserved` is the sum of its
- * chunks, `used` the sum of its live blocks. A free returns the block to its
- * chunk (used drops, reserved stays); then, right away (SIMCUDA_POOL_RELEASE
- * =free, the default) or at the next stream/context synchronisation (=sync),
- * the pool returns wholly free chunks to the device while it holds more than
- * its release threshold. cuMemPoolTrimTo returns wholly free chunks while at
- * least minBytesToKeep stays reserved. A destroyed pool is unusable at once;
- * its free chunks go back immediately and the others as their last blocks
- * are freed (as on a real GPU).
- * Invariants (device locked): pool->reserved = sum of chunk sizes;
- * pool->used = sum of block spans; chunk->nblocks counts its live blocks;
- * device pool_reserved/pool_used are the sums over its pools; a pool is
- * registered exactly while it is not destroyed.
+ * Model (shaped after what a real driver reports): a pool holds chunks of
+ * address space, each backed by 32 MiB units of device memory (a chunk's
+ * last unit may be smaller: when the device cannot fit a 32 MiB-rounded
+ * growth, the pool grows by the request rounded up to 2 MiB). A growth
+ * first tries to extend the newest chunk in place, so a block can span its
+ * free tail and the new units. Blocks are carved first-fit at 512-byte
+ * alignment, preferring space that is still backed. RESERVED is the size of the units
+ * that are backed; USED is the sum of the requested sizes of live blocks.
+ * A free returns the block to its chunk (used drops, reserved stays); the
+ * pool gives back units that hold no live block, while it keeps at least
+ * its release threshold, at the next synchronisation (stream or context;
+ * SIMCUDA_POOL_RELEASE=sync, the default) or right away (=free).
+ * cuMemPoolTrimTo does the same down to minBytesToKeep. A block that lands
+ * on units given back re-backs them (charging the device again). A pool
+ * grows only while it holds less than its maxSize (when set). A destroyed
+ * pool is unusable at once; its idle units go back immediately and the
+ * rest as their last blocks are freed.
+ * Invariants (device locked): pool->reserved = sum of backed unit sizes;
+ * pool->used = sum of live block sizes; unit live counts = number of live
+ * blocks touching the unit; device pool_reserved/pool_used are the sums
+ * over its pools; a pool is registered exactly while it is not destroyed.
  */
 #include "tools/simcuda.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#define POOL_UNIT (32ULL << 20)
+
 struct gm_sim_chunk {
     struct gm_sim_chunk *next;
     uint64_t base, size;
+    size_t nunits;
+    uint32_t *live;                 /* live blocks touching each unit */
+    bool *backed;                   /* unit holds device memory */
     uint64_t nblocks;
-    struct gm_sim_extents free;
+    struct gm_sim_extents free;     /* free addresses inside the chunk */
 };
 
 struct gm_sim_pool {
@@ -78,64 +89,196 @@ static void pool_unlink_free(struct gm_sim_dev *d, struct gm_sim_pool *p)
     free(p);
 }
 
-static void chunk_release(struct gm_sim_dev *d, struct gm_sim_pool *p, struct gm_sim_chunk *c)
+static uint64_t unit_size(const struct gm_sim_chunk *c, size_t i)
 {
-    gm_sim_ext_give(&d->va, c->base, c->size);
-    gm_sim_uncharge(d, c->size);
-    p->reserved -= c->size;
-    d->pool_reserved -= c->size;
+    uint64_t off = (uint64_t)i * POOL_UNIT;
+    return c->size - off < POOL_UNIT ? c->size - off : POOL_UNIT;
+}
+
+/* Units [*first, *last] touched by [a, a + span). */
+static void unit_span(const struct gm_sim_chunk *c, uint64_t a, uint64_t span,
+                      size_t *first, size_t *last)
+{
+    *first = (size_t)((a - c->base) / POOL_UNIT);
+    *last = (size_t)((a + span - 1 - c->base) / POOL_UNIT);
+}
+
+static void chunk_free(struct gm_sim_chunk *c)
+{
     gm_sim_ext_fini(&c->free);
+    free(c->live);
+    free(c->backed);
     free(c);
 }
 
-/* Returns wholly free chunks to the device. at_least: keep >= keep bytes
- * reserved (trim); otherwise release while more than keep is reserved
- * (release threshold). Device locked. */
-static void pool_release(struct gm_sim_dev *d, struct gm_sim_pool *p, uint64_t keep, bool at_least)
+static void pool_account(struct gm_sim_dev *d, struct gm_sim_pool *p, uint64_t bytes, bool add)
+{
+    if (add) {
+        p->reserved += bytes;
+        d->pool_reserved += bytes;
+        if (p->reserved > p->reserved_high)
+            p->reserved_high = p->reserved;
+    } else {
+        gm_sim_uncharge(d, bytes);
+        p->reserved -= bytes;
+        d->pool_reserved -= bytes;
+    }
+}
+
+/* Gives back idle units while at least `keep` bytes stay reserved; frees
+ * chunks left with neither blocks nor backed units. Device locked. */
+static void pool_release(struct gm_sim_dev *d, struct gm_sim_pool *p, uint64_t keep)
 {
     struct gm_sim_chunk **cp = &p->chunks;
-    while (*cp != NULL && p->reserved > keep) {
+    while (*cp != NULL) {
         struct gm_sim_chunk *c = *cp;
-        bool go = c->nblocks == 0 && (!at_least || p->reserved - c->size >= keep);
-        if (go) {
+        bool any_backed = false;
+        for (size_t i = c->nunits; i-- > 0;) {
+            uint64_t us = unit_size(c, i);
+            if (c->backed[i] && c->live[i] == 0 && p->reserved - us >= keep) {
+                c->backed[i] = false;
+                pool_account(d, p, us, false);
+            }
+            any_backed |= c->backed[i];
+        }
+        if (!any_backed && c->nblocks == 0) {
             *cp = c->next;
-            chunk_release(d, p, c);
+            gm_sim_ext_give(&d->va, c->base, c->size);
+            chunk_free(c);
         } else {
             cp = &c->next;
         }
     }
 }
 
-/* A new chunk of at least `need` bytes; NULL when the device (or the pool's
- * maximum size) has no room. Device locked. */
-static struct gm_sim_chunk *pool_grow(struct gm_sim_dev *d, struct gm_sim_pool *p, uint64_t need)
+/* Charges a growth of `want` bytes (a multiple of 32 MiB) or, when the
+ * device cannot fit it, of `span` rounded up to 2 MiB; returns the size
+ * charged or 0. Device locked. */
+static uint64_t grow_charge(struct gm_sim_dev *d, uint64_t want, uint64_t span)
 {
-    uint64_t size = sim_round(need, SIM_GRAN);
-    if (size < need || (p->max_size != 0 && size > p->max_size - p->reserved))
+    if (gm_sim_charge(d, want))
+        return want;
+    uint64_t small = sim_round(span, SIM_GRAN);
+    return small < want && gm_sim_charge(d, small) ? small : 0;
+}
+
+/* Grows the newest chunk in place when the address space after it is free
+ * and its free tail plus the growth fits the block, as a real pool extends
+ * its mapping. Returns the chunk or NULL. Device locked. */
+static struct gm_sim_chunk *pool_extend(struct gm_sim_dev *d, struct gm_sim_pool *p, uint64_t span)
+{
+    struct gm_sim_chunk *c = p->chunks;
+    if (c == NULL || c->size % POOL_UNIT != 0)
         return NULL;
-    struct gm_sim_chunk *c = calloc(1, sizeof *c);
-    if (c == NULL)
+    uint64_t end = c->base + c->size, tail = 0;
+    const struct gm_sim_extents *f = &c->free;
+    if (f->n > 0 && f->v[f->n - 1].hi == end)
+        tail = end - f->v[f->n - 1].lo;
+    if (tail == 0 || tail >= span)
         return NULL;
-    if (!gm_sim_charge(d, size)) {
-        free(c);
+    uint64_t grow = sim_round(span - tail, POOL_UNIT);
+    size_t n = c->nunits + (size_t)(grow / POOL_UNIT);
+    uint32_t *live = realloc(c->live, n * sizeof *live);
+    if (live != NULL)
+        c->live = live;
+    bool *backed = live ? realloc(c->backed, n * sizeof *backed) : NULL;
+    if (backed != NULL)
+        c->backed = backed;
+    if (live == NULL || backed == NULL || gm_sim_ext_take_at(&d->va, end, grow) != 0)
+        return NULL;
+    if (!gm_sim_charge(d, grow)) {
+        gm_sim_ext_give(&d->va, end, grow);
         return NULL;
     }
-    c->base = gm_sim_ext_take(&d->va, size, SIM_GRAN);
-    if (c->base == 0 || gm_sim_ext_init(&c->free, c->base, c->base + size) != 0) {
-        if (c->base != 0)
+    for (size_t i = c->nunits; i < n; i++) {
+        c->live[i] = 0;
+        c->backed[i] = true;
+    }
+    c->nunits = n;
+    c->size += grow;
+    gm_sim_ext_give(&c->free, end, grow);
+    pool_account(d, p, grow, true);
+    return c;
+}
+
+/* Room for a block of `span` bytes: the newest chunk grown in place, or a
+ * new, fully backed chunk; NULL when the device has no room or the pool is
+ * at its maximum size. Device locked. */
+static struct gm_sim_chunk *pool_grow(struct gm_sim_dev *d, struct gm_sim_pool *p, uint64_t span)
+{
+    uint64_t want = sim_round(span, POOL_UNIT), size;
+    if (want < span || (p->max_size != 0 && p->reserved >= p->max_size))
+        return NULL;
+    struct gm_sim_chunk *c = pool_extend(d, p, span);
+    if (c != NULL)
+        return c;
+    if ((size = grow_charge(d, want, span)) == 0)
+        return NULL;
+    c = calloc(1, sizeof *c);
+    size_t n = (size_t)((size + POOL_UNIT - 1) / POOL_UNIT);
+    if (c != NULL) {
+        c->live = calloc(n, sizeof *c->live);
+        c->backed = calloc(n, sizeof *c->backed);
+        c->base = gm_sim_ext_take(&d->va, size, SIM_GRAN);
+    }
+    if (c == NULL || c->live == NULL || c->backed == NULL || c->base == 0 ||
+        gm_sim_ext_init(&c->free, c->base, c->base + size) != 0) {
+        if (c != NULL && c->base != 0)
             gm_sim_ext_give(&d->va, c->base, size);
+        if (c != NULL)
+            chunk_free(c);
         gm_sim_uncharge(d, size);
-        free(c);
         return NULL;
     }
     c->size = size;
+    c->nunits = n;
+    for (size_t i = 0; i < n; i++)
+        c->backed[i] = true;
     c->next = p->chunks;
     p->chunks = c;
-    p->reserved += size;
-    d->pool_reserved += size;
-    if (p->reserved > p->reserved_high)
-        p->reserved_high = p->reserved;
+    pool_account(d, p, size, true);
     return c;
+}
+
+/* Bytes of unbacked units under [a, a + span). */
+static uint64_t unbacked(const struct gm_sim_chunk *c, uint64_t a, uint64_t span)
+{
+    size_t first, last;
+    uint64_t n = 0;
+    unit_span(c, a, span, &first, &last);
+    for (size_t i = first; i <= last; i++)
+        if (!c->backed[i])
+            n += unit_size(c, i);
+    return n;
+}
+
+/* Places a block in an existing chunk. Pass 0 takes only backed space;
+ * pass 1 may re-back idle units (charging the device). Returns the chunk
+ * or NULL. Device locked. */
+static struct gm_sim_chunk *pool_place(struct gm_sim_dev *d, struct gm_sim_pool *p,
+                                       uint64_t span, int pass, uint64_t *out)
+{
+    for (struct gm_sim_chunk *c = p->chunks; c != NULL; c = c->next) {
+        uint64_t a = gm_sim_ext_take(&c->free, span, SIM_ALIGN);
+        if (a == 0)
+            continue;
+        uint64_t need = unbacked(c, a, span);
+        if (need != 0 && (pass == 0 || (p->max_size != 0 && p->reserved >= p->max_size) ||
+                          !gm_sim_charge(d, need))) {
+            gm_sim_ext_give(&c->free, a, span);
+            continue;
+        }
+        if (need != 0) {
+            size_t first, last;
+            unit_span(c, a, span, &first, &last);
+            for (size_t i = first; i <= last; i++)
+                c->backed[i] = true;
+            pool_account(d, p, need, true);
+        }
+        *out = a;
+        return c;
+    }
+    return NULL;
 }
 
 /* A block of `size` bytes from pool p; device locked. */
@@ -146,10 +289,7 @@ static CUresult pool_alloc(struct gm_sim_dev *d, struct gm_sim_pool *p, uint64_t
 
     if (span < size)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    for (c = p->chunks; c != NULL; c = c->next)
-        if ((a = gm_sim_ext_take(&c->free, span, SIM_ALIGN)) != 0)
-            break;
-    if (c == NULL) {
+    if ((c = pool_place(d, p, span, 0, &a)) == NULL && (c = pool_place(d, p, span, 1, &a)) == NULL) {
         c = pool_grow(d, p, span);
         if (c == NULL || (a = gm_sim_ext_take(&c->free, span, SIM_ALIGN)) == 0)
             return CUDA_ERROR_OUT_OF_MEMORY;
@@ -157,12 +297,15 @@ static CUresult pool_alloc(struct gm_sim_dev *d, struct gm_sim_pool *p, uint64_t
     struct gm_sim_rec r = { a, size, span, SIM_K_BLOCK, p, c, NULL };
     if (gm_sim_rmap_add(&d->live, &r) != 0) {
         gm_sim_ext_give(&c->free, a, span);
-        pool_release(d, p, p->threshold, false);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    size_t first, last;
+    unit_span(c, a, span, &first, &last);
+    for (size_t i = first; i <= last; i++)
+        c->live[i]++;
     c->nblocks++;
-    p->used += span;
-    d->pool_used += span;
+    p->used += size;
+    d->pool_used += size;
     if (p->used > p->used_high)
         p->used_high = p->used;
     *out = a;
@@ -173,18 +316,22 @@ void gm_sim_pool_free_block(struct gm_sim_dev *d, struct gm_sim_rec *r)
 {
     struct gm_sim_pool *p = r->owner;
     struct gm_sim_chunk *c = r->aux;
+    size_t first, last;
 
+    unit_span(c, r->base, r->span, &first, &last);
+    for (size_t i = first; i <= last; i++)
+        c->live[i]--;
     gm_sim_ext_give(&c->free, r->base, r->span);
     c->nblocks--;
-    p->used -= r->span;
-    d->pool_used -= r->span;
+    p->used -= r->size;
+    d->pool_used -= r->size;
     gm_sim_rmap_del(&d->live, r);
     if (p->destroyed) {
-        pool_release(d, p, 0, false);
+        pool_release(d, p, 0);
         if (p->chunks == NULL)
             pool_unlink_free(d, p);
     } else if (gm_sim.cfg.release == SIM_RELEASE_FREE) {
-        pool_release(d, p, p->threshold, false);
+        pool_release(d, p, p->threshold);
     }
 }
 
@@ -196,7 +343,7 @@ void gm_sim_pools_sync(int dev)
     pthread_mutex_lock(&d->lock);
     for (struct gm_sim_pool *p = d->pools; p != NULL; p = p->next)
         if (!p->destroyed)
-            pool_release(d, p, p->threshold, false);
+            pool_release(d, p, p->threshold);
     pthread_mutex_unlock(&d->lock);
 }
 
@@ -213,7 +360,7 @@ CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
     if (poolProps->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
         return CUDA_ERROR_NOT_SUPPORTED;
     if (!gm_sim_valid_dev(poolProps->location.id))
-        return CUDA_ERROR_INVALID_DEVICE;
+        return CUDA_ERROR_INVALID_VALUE;
     struct gm_sim_dev *d = &gm_sim.dev[poolProps->location.id];
     pthread_mutex_lock(&d->lock);
     struct gm_sim_pool *p = pool_new(d, poolProps->maxSize, false);
@@ -241,7 +388,7 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool)
         d->cur_pool = d->default_pool;
     gm_sim_reg_del(SIM_H_POOL, (uintptr_t)p);
     p->destroyed = true;
-    pool_release(d, p, 0, false);
+    pool_release(d, p, 0);
     if (p->chunks == NULL)
         pool_unlink_free(d, p);
     pthread_mutex_unlock(&d->lock);
@@ -391,7 +538,7 @@ CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
     struct gm_sim_pool *p = gm_sim_lock_handle(SIM_H_POOL, (uintptr_t)pool, &d);
     if (p == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    pool_release(d, p, minBytesToKeep, true);
+    pool_release(d, p, minBytesToKeep);
     pthread_mutex_unlock(&d->lock);
     return CUDA_SUCCESS;
 }
@@ -407,6 +554,7 @@ static CUresult stream_ok(CUstream s)
                ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
+/* 0 bytes: success and a NULL pointer, as on a real driver. */
 static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream s)
 {
     int dev;
@@ -414,10 +562,14 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream s)
     CUresult rc = gm_sim_ready();
     if (rc != CUDA_SUCCESS)
         return rc;
-    if (dptr == NULL || bytesize == 0)
+    if (dptr == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     if ((rc = gm_sim_stream_dev(s, &dev)) != CUDA_SUCCESS)
         return rc;
+    if (bytesize == 0) {
+        *dptr = 0;
+        return CUDA_SUCCESS;
+    }
     if ((rc = gm_sim_alloc_gate()) != CUDA_SUCCESS)
         return rc;
     struct gm_sim_dev *d = &gm_sim.dev[dev];
@@ -439,19 +591,25 @@ CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStre
     return alloc_async(dptr, bytesize, hStream);
 }
 
+/* The pool's device serves the block, whatever the stream's device. */
 static CUresult alloc_from_pool(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream s)
 {
+    int dev;
     struct gm_sim_dev *d;
     uint64_t a = 0;
     CUresult rc = gm_sim_ready();
     if (rc != CUDA_SUCCESS)
         return rc;
-    if (dptr == NULL || bytesize == 0 || pool == NULL)
+    if (dptr == NULL || pool == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = stream_ok(s)) != CUDA_SUCCESS)
+    if ((rc = gm_sim_stream_dev(s, &dev)) != CUDA_SUCCESS)
         return rc;
     if (gm_sim_reg_find(SIM_H_POOL, (uintptr_t)pool, NULL) == NULL)
         return CUDA_ERROR_INVALID_VALUE;
+    if (bytesize == 0) {
+        *dptr = 0;
+        return CUDA_SUCCESS;
+    }
     if ((rc = gm_sim_alloc_gate()) != CUDA_SUCCESS)
         return rc;
     struct gm_sim_pool *p = gm_sim_lock_handle(SIM_H_POOL, (uintptr_t)pool, &d);
@@ -476,13 +634,14 @@ CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemo
     return alloc_from_pool(dptr, bytesize, pool, hStream);
 }
 
+/* Frees a pool block (or a plain allocation); 0 is a no-op. */
 static CUresult free_async(CUdeviceptr dptr, CUstream s)
 {
     struct gm_sim_dev *d;
     CUresult rc = gm_sim_ready();
     if (rc != CUDA_SUCCESS)
         return rc;
-    if ((rc = stream_ok(s)) != CUDA_SUCCESS)
+    if ((rc = stream_ok(s)) != CUDA_SUCCESS || dptr == 0)
         return rc;
     gm_sim_latency();
     struct gm_sim_rec *r = gm_sim_lock_rec(dptr, true, &d);

@@ -143,31 +143,33 @@ static CUresult proc_lookup(const char *symbol, void **pfn, int cudaVersion,
                             cuuint64_t flags, CUdriverProcAddressQueryResult *status)
 {
     const struct proc_ent *legacy = NULL, *per_thread = NULL;
-    bool known = false;
+    bool known = false, has_pt = false;
+    bool want_pt = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
 
     if (symbol == NULL || pfn == NULL || cudaVersion > SIM_DRIVER_VERSION ||
-        flags > CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)
+        flags > (CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
         return CUDA_ERROR_INVALID_VALUE;
+    if (cudaVersion < 0)
+        cudaVersion = SIM_DRIVER_VERSION;
     for (size_t i = 0; i < sizeof proc_tab / sizeof proc_tab[0]; i++) {
         const struct proc_ent *e = &proc_tab[i];
         if (strcmp(e->name, symbol) != 0)
             continue;
         known = true;
+        has_pt |= e->ptsz;
         if (e->version > cudaVersion)
             continue;
         const struct proc_ent **best = e->ptsz ? &per_thread : &legacy;
         if (*best == NULL || e->version > (*best)->version)
             *best = e;
     }
-    const struct proc_ent *pick = legacy;
-    if (flags == CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM && per_thread != NULL)
-        pick = per_thread;
+    const struct proc_ent *pick = (want_pt && has_pt) ? per_thread : legacy;
     *pfn = pick != NULL ? pick->fn : NULL;
     if (status != NULL)
         *status = pick != NULL ? CU_GET_PROC_ADDRESS_SUCCESS
                   : known      ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
                                : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-    return (pick == NULL && known) ? CUDA_ERROR_NOT_FOUND : CUDA_SUCCESS;
+    return CUDA_SUCCESS;
 }
 
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,

@@ -11,9 +11,11 @@
  * when both the count and the number of mappings are 0. A handle whose
  * count is 0 is invalid for the caller even while a mapping keeps it alive
  * (retaining it through a mapped address makes it valid again).
- * Address reservations come from one shared range; mappings lie inside
- * reservations and never overlap. cuMemAddressFree unmaps what is still
- * mapped in the range.
+ * Address reservations come from one shared range (an address hint is
+ * honoured when that range is free); mappings lie inside reservations and
+ * never overlap; cuMemMap takes offset 0 only (CUDA_ERROR_NOT_SUPPORTED
+ * otherwise) and cuMemAddressFree refuses a range that is still mapped, as
+ * on a real driver.
  * Invariants: all of this is under vmm_lock (taken before any device lock);
  * a handle is registered (SIM_H_VMM) until its memory is returned.
  */
@@ -171,7 +173,7 @@ CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
     if (prop == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&gm_sim.vmm_lock);
-    struct gm_sim_vmh *v = vmh_get(handle);
+    struct gm_sim_vmh *v = gm_sim_reg_find(SIM_H_VMM, handle, NULL);  /* mapped counts */
     if (v != NULL)
         *prop = v->prop;
     else
@@ -227,13 +229,11 @@ CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
         return rc;
     pthread_mutex_lock(&gm_sim.vmm_lock);
     struct gm_sim_rec *res = gm_sim_rmap_find(&gm_sim.vmm_res, ptr);
-    if (res == NULL || res->size != size) {
+    struct gm_sim_rec *m = gm_sim_rmap_from(&gm_sim.vmm_map, ptr);
+    if (res == NULL || res->size != size || (m != NULL && m->base < ptr + size)) {
         rc = CUDA_ERROR_INVALID_VALUE;
     } else {
         gm_sim_rmap_del(&gm_sim.vmm_res, res);
-        struct gm_sim_rec *m;
-        while ((m = gm_sim_rmap_from(&gm_sim.vmm_map, ptr)) != NULL && m->base < ptr + size)
-            unmap_rec(m);
         gm_sim_ext_give(&gm_sim.vmm_va, ptr, size);
     }
     pthread_mutex_unlock(&gm_sim.vmm_lock);
@@ -246,14 +246,16 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     CUresult rc = gm_sim_ready();
     if (rc != CUDA_SUCCESS)
         return rc;
-    if (flags != 0 || size == 0 || size % SIM_GRAN != 0 || offset % SIM_GRAN != 0)
+    if (flags != 0 || size == 0 || size % SIM_GRAN != 0)
         return CUDA_ERROR_INVALID_VALUE;
+    if (offset != 0)
+        return CUDA_ERROR_NOT_SUPPORTED;
     rc = CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&gm_sim.vmm_lock);
     struct gm_sim_vmh *v = vmh_get(handle);
     struct gm_sim_rec *res = gm_sim_rmap_covering(&gm_sim.vmm_res, ptr);
     struct gm_sim_rec *next = gm_sim_rmap_from(&gm_sim.vmm_map, ptr);
-    if (v != NULL && offset <= v->size && size <= v->size - offset && res != NULL &&
+    if (v != NULL && size <= v->size && res != NULL &&
         size <= res->base + res->size - ptr &&
         gm_sim_rmap_covering(&gm_sim.vmm_map, ptr) == NULL &&
         (next == NULL || next->base >= ptr + size)) {

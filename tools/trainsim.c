@@ -26,6 +26,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -70,10 +71,10 @@ struct drv {
     DRV_FN(cuDevicePrimaryCtxRetain);
     DRV_FN(cuDevicePrimaryCtxRelease_v2);
     DRV_FN(cuCtxSetCurrent);
-    DRV_FN(cuCtxSynchronize);
     DRV_FN(cuMemAlloc_v2);
     DRV_FN(cuMemFree_v2);
     DRV_FN(cuStreamCreate);
+    DRV_FN(cuStreamSynchronize);
     DRV_FN(cuStreamDestroy_v2);
     DRV_FN(cuMemAllocAsync);
     DRV_FN(cuMemFreeAsync);
@@ -196,10 +197,14 @@ static const char help_text[] =
     "    LD_LIBRARY_PATH=build/sim build/gpumem-trainsim --steps 100 --leak 1M\n"
     "    LD_PRELOAD=build/libgpumem.so GPUMEM_LIMIT=2G build/gpumem-trainsim\n";
 
-static int usage_error(const char *fmt, const char *a, const char *b)
+__attribute__((format(printf, 1, 2)))
+static int usage_error(const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
     fputs("trainsim: ", stderr);
-    fprintf(stderr, fmt, a, b);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
     fputc('\n', stderr);
     fputs(usage_line, stderr);
     fputs("Try 'gpumem-trainsim --help' for more.\n", stderr);
@@ -217,7 +222,7 @@ static int parse_count(const char *opt, const char *val, uint64_t lo, uint64_t h
     char what[160];
     snprintf(what, sizeof what, "--%s '%s' is not an integer from %" PRIu64 " to %" PRIu64,
              opt, val, lo, hi);
-    return usage_error("%s%s", what, "");
+    return usage_error("%s", what);
 }
 
 static int parse_via(const char *val, enum via *out)
@@ -228,7 +233,7 @@ static int parse_via(const char *val, enum via *out)
             *out = (enum via)i;
             return 0;
         }
-    return usage_error("--via '%s' is not one of direct, dlsym, gpa%s", val, "");
+    return usage_error("--via '%s' is not one of direct, dlsym, gpa", val);
 }
 
 static int parse_api(const char *val, enum api *out)
@@ -239,7 +244,7 @@ static int parse_api(const char *val, enum api *out)
             *out = (enum api)i;
             return 0;
         }
-    return usage_error("--api '%s' is not one of alloc, async, vmm, mixed%s", val, "");
+    return usage_error("--api '%s' is not one of alloc, async, vmm, mixed", val);
 }
 
 static void opts_default(struct opts *o)
@@ -303,7 +308,7 @@ static int apply_opt(struct opts *o, int c, const char *v)
         if (gm_parse_size(v, &o->leak) == 0)
             return 0;
         return usage_error("--leak '%s' is not a size; use bytes or a number with "
-                           "K/M/G/T (binary units)%s", v, "");
+                           "K/M/G/T (binary units)", v);
     default: return EX_USAGE;
     }
 }
@@ -332,8 +337,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     int c;
     while ((c = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
         if (c == '?' || c == ':')
-            return usage_error("unknown option, or option without its value: '%s'%s",
-                               argv[optind - 1 < argc ? optind - 1 : argc - 1], "");
+            return usage_error("unknown option, or option without its value: '%s'",
+                               argv[optind - 1 < argc ? optind - 1 : argc - 1]);
         int rc = apply_opt(o, c, optarg ? optarg : "");
         if (rc == -1) {
             fputs(help_text, stdout);
@@ -343,16 +348,16 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             return rc;
     }
     if (optind < argc)
-        return usage_error("unexpected argument '%s'%s", argv[optind], "");
+        return usage_error("unexpected argument '%s'", argv[optind]);
     if (o->threads > o->layers)
-        return usage_error("--threads must not exceed --layers%s%s", "", "");
+        return usage_error("--threads must not exceed --layers");
     struct sizes s;
     uint64_t leaks;
     if (!mul_ok(o->steps, o->leak, &leaks) || leaks > SIZE_MAX / 4)
-        return usage_error("--leak times --steps is too large to represent%s%s", "", "");
+        return usage_error("--leak times --steps is too large to represent");
     if (sizes_of(o, &s) != 0)
         return usage_error("--layers, --hidden, --batch and --seq give buffers too "
-                           "large to represent%s%s", "", "");
+                           "large to represent");
     return -1;
 }
 
@@ -428,7 +433,9 @@ static const char *api_name(enum api a)
 }
 
 /* One function by the chosen path: base name for cuGetProcAddress, the
- * exported symbol otherwise (alt: an equivalent older export, or NULL). */
+ * exported symbol otherwise (alt: an equivalent older export, or NULL).
+ * gpa asks every name at 13000, so no function whose 13000 variant changed
+ * its signature (cuCtxSynchronize, cuCtxGetDevice) is used here. */
 static void *find_fn(const struct drv *d, const char *base, const char *sym, const char *alt)
 {
     void *p = NULL;
@@ -473,10 +480,10 @@ static int bind_all(struct drv *d, enum api api)
     BIND(d, cuDevicePrimaryCtxRelease_v2, "cuDevicePrimaryCtxRelease",
          "cuDevicePrimaryCtxRelease", 1, &m);
     BIND(d, cuCtxSetCurrent, "cuCtxSetCurrent", NULL, 1, &m);
-    BIND(d, cuCtxSynchronize, "cuCtxSynchronize", NULL, 1, &m);
     BIND(d, cuMemAlloc_v2, "cuMemAlloc", NULL, 1, &m);
     BIND(d, cuMemFree_v2, "cuMemFree", NULL, 1, &m);
     BIND(d, cuStreamCreate, "cuStreamCreate", NULL, async, &m);
+    BIND(d, cuStreamSynchronize, "cuStreamSynchronize", NULL, async, &m);
     BIND(d, cuStreamDestroy_v2, "cuStreamDestroy", "cuStreamDestroy", async, &m);
     BIND(d, cuMemAllocAsync, "cuMemAllocAsync", NULL, async, &m);
     BIND(d, cuMemFreeAsync, "cuMemFreeAsync", NULL, async, &m);
@@ -787,7 +794,7 @@ static void worker_finish(struct worker *w)
     const struct drv *d = w->run->d;
     if (!w->stream)
         return;
-    CUresult r = d->cuCtxSynchronize();
+    CUresult r = d->cuStreamSynchronize(w->stream);
     if (r == CUDA_SUCCESS)
         r = d->cuStreamDestroy_v2(w->stream);
     if (r != CUDA_SUCCESS) {

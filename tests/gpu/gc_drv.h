@@ -10,6 +10,7 @@
 #define GC_DRV_H
 
 #include <cuda.h>
+#include <dlfcn.h>
 
 #include "gc.h"
 
@@ -27,6 +28,13 @@ struct gc_drv {
 };
 
 static const struct gc_drv *drv; /* the table the wrappers below use */
+
+/* A global lookup (through the preload's dlsym, if any) of an optional
+ * driver function; NULL when no loaded library has it. */
+static inline void *drv_optional(const char *name)
+{
+    return dlsym(RTLD_DEFAULT, name);
+}
 
 static inline int drv_meminfo(size_t *free_b, size_t *total_b)
 {
@@ -48,15 +56,16 @@ static inline int drv_release(void *h)
 
 static const struct gc_api drv_alloc_api = {"cuMemAlloc", drv_alloc, drv_release};
 
-/* Check the table is complete, init the driver, make device 0's primary
- * context current. Skips when the driver finds no device. */
+/* Check the table is complete (memset_d8 and memcpy_dtoh may be NULL: a
+ * driver without them, such as the simulated one, skips the check that
+ * memory is real), init the driver, make device 0's primary context
+ * current. Skips when the driver finds no device. */
 static inline CUdevice drv_start(const struct gc_drv *d)
 {
     const void *need[] = {(const void *)d->init,         (const void *)d->device_get,
                           (const void *)d->primary_retain, (const void *)d->ctx_set_current,
                           (const void *)d->mem_alloc,    (const void *)d->mem_free,
-                          (const void *)d->mem_get_info, (const void *)d->total_mem,
-                          (const void *)d->memset_d8,    (const void *)d->memcpy_dtoh};
+                          (const void *)d->mem_get_info, (const void *)d->total_mem};
     for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
         if (!need[i])
             gc_abort("resolving driver entry point (NULL pointer)", (int)i);
@@ -98,6 +107,10 @@ static inline void drv_check_usable(void)
     const size_t bytes = 64 * GC_MIB;
     unsigned char host[4096];
     CUdeviceptr p = 0;
+    if (!drv->memset_d8 || !drv->memcpy_dtoh) {
+        gc_note("the driver lacks cuMemsetD8/cuMemcpyDtoH: memory use not checked");
+        return;
+    }
     int rc = (int)drv->mem_alloc(&p, bytes);
     if (!gc_check(rc == 0, "cuMemAlloc(64 MiB) succeeds (got %d)", rc))
         return;

@@ -47,8 +47,8 @@ py_limit=4G
 py_bytes=4294967296
 
 # Nothing of the caller's shim settings leaks into a run.
-unset LD_PRELOAD GPUMEM_LIMIT GPUMEM_MODE GPUMEM_ON_OOM GPUMEM_REPORT GPUMEM_STATIC_SIZE \
-    GPUMEM_WARMUP GPUMEM_HEADROOM GPUMEM_GROUP GPUMEM_PRIORITY GPUMEM_KEEP
+unset LD_PRELOAD PYTORCH_CUDA_ALLOC_CONF PYTORCH_ALLOC_CONF
+for v in $(env | sed -n 's/^\(GPUMEM_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
 export PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 
 # ---- gates -----------------------------------------------------------------
@@ -100,10 +100,12 @@ log_of() { echo "$gdir/log/$(echo "$1" | tr -c 'A-Za-z0-9_.-' '_').log"; }
 
 # The detail of a case's closing line ("PASS name: detail" -> "detail").
 detail_of() {
-    grep -E '^(PASS|FAIL|SKIP) ' "$1" | tail -n 1 | sed -E 's/^(PASS|FAIL|SKIP) [^:]*: //'
+    grep -E '^(PASS|FAIL|SKIP) ' "$1" | tail -n 1 | sed -E 's/^(PASS|FAIL|SKIP) [^ ]*: //'
 }
 
-show_log() { sed 's/^/    /' "$1" | tail -n "${2:-40}"; }
+# A failing case's log without its passing checks (the whole log stays in
+# $BUILD/gpu/log).
+show_log() { grep -v '^  ok  ' "$1" | sed 's/^/    /' | tail -n "${2:-40}"; }
 
 # run_case NAME SECONDS CMD...: run, print the result line, count it.
 run_case() {
@@ -157,9 +159,13 @@ run_py() {
         echo "SKIP $name: the time budget of ${budget}s is spent"
         return 0
     fi
+    if [ -n "$conf" ]; then
+        set -- env PYTORCH_CUDA_ALLOC_CONF="$conf" "$PYTHON" "$script" "$@"
+    else
+        set -- env "$PYTHON" "$script" "$@"
+    fi
     log=$(log_of "$name-noshim")
-    limited "$py_timeout" env PYTORCH_CUDA_ALLOC_CONF="$conf" \
-        "$PYTHON" "$script" "$@" >"$log" 2>&1
+    limited "$py_timeout" "$@" >"$log" 2>&1
     rc=$?
     if [ "$rc" -eq 77 ]; then
         skipped=$((skipped + 1))
@@ -172,9 +178,8 @@ run_py() {
         show_log "$log" 30
         return 0
     fi
-    run_case "$name" "$py_timeout" env PYTORCH_CUDA_ALLOC_CONF="$conf" \
-        LD_PRELOAD="$SO" GPUMEM_LIMIT="$py_limit" \
-        "$PYTHON" "$script" "$@" --expect-limit "$py_bytes"
+    run_case "$name" "$py_timeout" env LD_PRELOAD="$SO" GPUMEM_LIMIT="$py_limit" \
+        "$@" --expect-limit "$py_bytes"
 }
 
 # The machine, for the record (docs/benchmarks.md wants it with the results).
@@ -192,7 +197,7 @@ for n in names:
         have.append(f"{n} {m.version(n)}")
     except Exception:
         pass
-print("python:", platform.python_version() + (", " if have else ""), ", ".join(have))
+print("python: " + ", ".join([platform.python_version()] + have))
 EOF
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 }
@@ -263,12 +268,12 @@ c_cases() {
     done
 }
 
-# The JSON exit report of a run that filled its limit exactly: peak = limit.
-# report_check.py runs the program under the shim (only the child).
+# The JSON exit report of a run that filled its limit exactly (drv_direct's
+# edge check): peak = limit. report_check.py runs it under the shim.
 report_case() {
     run_case "exit_report" "$case_timeout" "$PYTHON" "$here/report_check.py" \
         --so "$SO" --limit "$c_limit" --bytes "$c_bytes" --report "$gdir/log/report.json" \
-        -- "$gdir/rt_malloc_static" --expect-limit "$c_bytes"
+        -- "$gdir/drv_direct" --expect-limit "$c_bytes"
 }
 
 py_cases() {
@@ -364,6 +369,10 @@ bench_summary() {
 torch_summary() {
     awk -F, '
     { v[$1] = ($1 in v) ? v[$1] " " $3 : $3; res[$1] = $6 }
+    function show(l, d) {
+        printf "torch step  %-8s median of %d runs: %.3f ms%s, max reserved %.0f MiB\n", \
+            l, runs[l], m[l], d, res[l] / 1048576
+    }
     END {
         for (l in v) {
             n = split(v[l], a, " ")
@@ -374,11 +383,12 @@ torch_summary() {
             m[l] = n % 2 ? a[(n + 1) / 2] + 0 : (a[n / 2] + a[n / 2 + 1]) / 2
             runs[l] = n
         }
+        if ("driver" in m) show("driver", "")
         for (l in m) {
-            d = ("driver" in m && l != "driver") ? \
+            if (l == "driver") continue
+            d = ("driver" in m) ? \
                 sprintf(" (%+.2f%% vs driver)", (m[l] - m["driver"]) * 100 / m["driver"]) : ""
-            printf "torch step  %-8s median of %d runs: %.3f ms%s, max reserved %.0f MiB\n", \
-                l, runs[l], m[l], d, res[l] / 1048576
+            show(l, d)
         }
     }' "$OUT_DIR/torch_raw.csv"
 }

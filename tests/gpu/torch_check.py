@@ -157,14 +157,19 @@ def case_ps(c, tool):
     if not c.check(bool(mine), f"gpumem ps --json lists this process (pid {os.getpid()})"):
         c.note(json.dumps(doc)[:1500])
         return
-    peaks = gpucase.numbers_under(mine[0], is_peak_key)
+    peaks = gpucase.numbers_under(mine, is_peak_key)
     if not c.check(bool(peaks), "its entry has a numeric peak"):
-        c.note(json.dumps(mine[0])[:1500])
+        c.note(json.dumps(mine)[:1500])
         return
     peak = max(peaks)
     c.check(abs(peak - expected) <= 2 * MIB,
             f"peak {peak} = max_memory_reserved + context {expected} within 2 MiB "
             f"(off by {peak - expected})")
+    ctx = gpucase.numbers_under(mine, lambda k: k.lower() in ("context", "context_bytes"))
+    if ctx:
+        c.check(abs(max(ctx) - used0) <= 2 * MIB,
+                f"its context {max(ctx)} is what was in use before PyTorch allocated "
+                f"({used0}) within 2 MiB")
     del b, d
 
 
@@ -200,9 +205,7 @@ def case_nccl(c):
 
 def main():
     args = gpucase.parse(__doc__, ["oom", "ps", "nccl"])
-    conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
-    name = f"torch_{args.case}" + (f"[{conf}]" if conf and args.case == "oom" else "")
-    c = gpucase.Case(name, args.expect_limit)
+    c = gpucase.Case(f"torch_{args.case}", args.expect_limit)
     if args.case == "oom":
         case_oom(c)
     elif args.case == "ps":

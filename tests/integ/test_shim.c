@@ -139,6 +139,22 @@ START_TEST(two_devices_two_limits)
 }
 END_TEST
 
+START_TEST(pools_charge_their_reserve)
+{
+    const char *env[] = { "GPUMEM_LIMIT=2G", "GPUMEM_LOG_LEVEL=error", NULL };
+    RUN_OK(env, apicheck(vias[_i]), "--via", vias[_i], "pools", "2147483648");
+    ck_assert_ptr_nonnull(strstr(out, "ok pools"));
+}
+END_TEST
+
+START_TEST(pool_threads_no_drift)
+{
+    const char *env[] = { "GPUMEM_LIMIT=4G", NULL };
+    RUN_OK(env, apicheck("gpa"), "--via", "gpa", "pool-threads");
+    ck_assert_ptr_nonnull(strstr(out, "ok pool threads"));
+}
+END_TEST
+
 START_TEST(fork_child_is_clean)
 {
     const char *env[] = { "GPUMEM_LIMIT=4G", NULL };
@@ -338,6 +354,8 @@ static Suite *suite(void)
     tcase_add_test(a, limit_above_physical_clamps);
     tcase_add_test(a, two_devices_two_limits);
     tcase_add_test(a, fork_child_is_clean);
+    tcase_add_loop_test(a, pools_charge_their_reserve, 0, 3);
+    tcase_add_test(a, pool_threads_no_drift);
     suite_add_tcase(s, a);
     TCase *l = tcase_create("lifecycle");
     tcase_set_timeout(l, 60);

@@ -20,13 +20,12 @@
 
 #include "policy/parse.h"
 
-#define OUT_CAP 65536
 #define MAX_ARGS 40
 
 struct result {
     int status; /* exit code, or 128 + signal */
-    char out[OUT_CAP];
-    char err[OUT_CAP];
+    char *out;  /* all of stdout, NUL-terminated (malloc) */
+    char *err;  /* all of stderr */
 };
 
 static const char *build_dir(void)
@@ -35,12 +34,18 @@ static const char *build_dir(void)
     return b && *b ? b : "build";
 }
 
-static void slurp(FILE *f, char *buf)
+static char *slurp(FILE *f)
 {
+    ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+    long len = ftell(f);
+    ck_assert_int_ge(len, 0);
     rewind(f);
-    size_t n = fread(buf, 1, OUT_CAP - 1, f);
+    char *buf = malloc((size_t)len + 1);
+    ck_assert_ptr_nonnull(buf);
+    size_t n = fread(buf, 1, (size_t)len, f);
     buf[n] = '\0';
     fclose(f);
+    return buf;
 }
 
 static void child_env(const char *const *env)
@@ -81,8 +86,10 @@ static void run_env(const char *const *env, const char *const *args, struct resu
     int st;
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
     r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    slurp(out, r->out);
-    slurp(err, r->err);
+    free(r->out);
+    free(r->err);
+    r->out = slurp(out);
+    r->err = slurp(err);
 }
 
 static void run(const char *const *args, struct result *r)
@@ -98,7 +105,7 @@ struct done {
 static void parse_done(const struct result *r, struct done *d)
 {
     const char *p = strstr(r->out, "trainsim: done: ");
-    ck_assert_msg(p, "no final line; stdout:\n%s\nstderr:\n%s", r->out, r->err);
+    ck_assert_msg(p, "no final line; stdout:\n%.1500s\nstderr:\n%.1500s", r->out, r->err);
     const char *b = strstr(p, " (");
     ck_assert(b);
     ck_assert_int_eq(sscanf(p, "trainsim: done: %" SCNu64 " steps, %" SCNu64 " allocs, %" SCNu64
@@ -109,13 +116,21 @@ static void parse_done(const struct result *r, struct done *d)
 static struct result *res(void)
 {
     static struct result r;
+    free(r.out);
+    free(r.err);
     memset(&r, 0, sizeof r);
     return &r;
 }
 
+static void assert_exit(const struct result *r, int want)
+{
+    ck_assert_msg(r->status == want, "exit %d, want %d; stderr:\n%.1500s", r->status, want,
+                  r->err);
+}
+
 static void assert_ok(const struct result *r)
 {
-    ck_assert_msg(r->status == 0, "exit %d; stderr:\n%s", r->status, r->err);
+    assert_exit(r, 0);
 }
 
 /* "in use 8.0 MiB" -> bytes, for the n-th progress line (0-based). */
@@ -124,7 +139,7 @@ static uint64_t in_use_at(const struct result *r, int n)
     const char *p = r->out;
     for (int i = 0; i <= n; i++) {
         p = strstr(p, "  in use ");
-        ck_assert_msg(p, "progress line %d missing:\n%s", n, r->out);
+        ck_assert_msg(p, "progress line %d missing:\n%.1500s", n, r->out);
         p += strlen("  in use ");
     }
     char num[32] = "", unit[8] = "", joined[48];
@@ -189,6 +204,50 @@ START_TEST(test_via_api)
 }
 END_TEST
 
+/* The lookup path is visible in the dynamic linker's binding trace: direct
+ * binds cuMemAlloc_v2 from the program's scope, dlsym within libcuda's own
+ * handle, gpa never looks it up (only cuGetProcAddress_v2). */
+static const char *binding_of(const char *err, const char *sym)
+{
+    char needle[64];
+    snprintf(needle, sizeof needle, "symbol `%s'", sym);
+    const char *hit = strstr(err, needle);
+    if (!hit)
+        return NULL;
+    while (hit > err && hit[-1] != '\n')
+        hit--;
+    return hit;
+}
+
+START_TEST(test_lookup_path)
+{
+    const char *env[] = { "LD_DEBUG=bindings", NULL };
+    const char *args[] = { "--via", vias[_i], "--steps", "1", "--quiet", NULL };
+    struct result *r = res();
+    run_env(env, args, r);
+    assert_ok(r);
+    ck_assert_msg(strstr(r->err, "binding file "), "no binding trace:\n%.1500s", r->err);
+    const char *line = binding_of(r->err, "cuMemAlloc_v2");
+    const char *gpa = binding_of(r->err, "cuGetProcAddress_v2");
+    if (_i == 0) {
+        ck_assert_ptr_nonnull(line);
+        const char *to = strstr(line, " to ");
+        const char *prog = strstr(line, "gpumem-trainsim [");
+        ck_assert_msg(prog && to && prog < to, "%.200s", line);
+    } else if (_i == 1) {
+        ck_assert_ptr_nonnull(line);
+        const char *to = strstr(line, " to ");
+        const char *own = strstr(line, "libcuda.so.1 [");
+        ck_assert_msg(own && to && own < to, "%.200s", line);
+    } else {
+        ck_assert_ptr_null(line);
+        ck_assert_ptr_nonnull(gpa);
+    }
+    if (_i != 2)
+        ck_assert_ptr_null(gpa);
+}
+END_TEST
+
 /* ---- the measured peak is the documented formula ------------------------- */
 
 static const char *const *plan_case(int i)
@@ -238,9 +297,9 @@ START_TEST(test_oom_in_setup)
     const char *args[] = { "--quiet", NULL };
     struct result *r = res();
     run_env(env, args, r);
-    ck_assert_int_eq(r->status, 3);
+    assert_exit(r, 3);
     ck_assert_msg(strstr(r->err, "trainsim: step 0: cuMemAlloc_v2 of 4.0 MiB failed: "
-                                 "CUDA_ERROR_OUT_OF_MEMORY (2)\n"), "stderr:\n%s", r->err);
+                                 "CUDA_ERROR_OUT_OF_MEMORY (2)\n"), "stderr:\n%.1500s", r->err);
     ck_assert_ptr_null(strstr(r->out, "trainsim: done"));
 }
 END_TEST
@@ -255,12 +314,39 @@ START_TEST(test_oom_in_step)
     const char *args[] = { "--api", apis[_i], "--layers", "4", NULL };
     struct result *r = res();
     run_env(env, args, r);
-    ck_assert_int_eq(r->status, 3);
+    assert_exit(r, 3);
     char want[160];
     snprintf(want, sizeof want,
              "trainsim: step 1: %s of 8.0 MiB failed: CUDA_ERROR_OUT_OF_MEMORY (2)\n", fn[_i]);
-    ck_assert_msg(strstr(r->err, want), "want '%s'; stderr:\n%s", want, r->err);
+    ck_assert_msg(strstr(r->err, want), "want '%s'; stderr:\n%.1500s", want, r->err);
     ck_assert_int_eq(count_lines(r->err, "failed"), 1);
+}
+END_TEST
+
+/* The primary context itself does not fit: exit 3, not a setup failure. */
+START_TEST(test_oom_context)
+{
+    const char *env[] = { "SIMCUDA_MEMORY=64M", "SIMCUDA_CONTEXT=300M", NULL };
+    const char *args[] = { NULL };
+    struct result *r = res();
+    run_env(env, args, r);
+    assert_exit(r, 3);
+    ck_assert_msg(strstr(r->err, "trainsim: cuDevicePrimaryCtxRetain failed: "
+                                 "CUDA_ERROR_OUT_OF_MEMORY (2)\n"), "stderr:\n%.1500s", r->err);
+}
+END_TEST
+
+/* Any failed allocation exits 3 and names the driver's error: the 40th
+ * allocation call is step 1's fourth activation (36 made in setup). */
+START_TEST(test_injected_failure)
+{
+    const char *env[] = { "SIMCUDA_FAIL=40:CUDA_ERROR_INVALID_VALUE", NULL };
+    const char *args[] = { "--quiet", NULL };
+    struct result *r = res();
+    run_env(env, args, r);
+    assert_exit(r, 3);
+    ck_assert_msg(strstr(r->err, "trainsim: step 1: cuMemAlloc_v2 of 8.0 MiB failed: "
+                                 "CUDA_ERROR_INVALID_VALUE (1)\n"), "stderr:\n%.1500s", r->err);
 }
 END_TEST
 
@@ -318,7 +404,7 @@ START_TEST(test_help)
     const char *args[] = { "--help", NULL };
     struct result *r = res();
     run(args, r);
-    ck_assert_int_eq(r->status, 0);
+    assert_ok(r);
     ck_assert_ptr_nonnull(strstr(r->out, "SYNOPSIS"));
     ck_assert_ptr_nonnull(strstr(r->out, "EXIT STATUS"));
 }
@@ -354,9 +440,9 @@ START_TEST(test_device_choice)
     assert_ok(r);
     const char *three[] = { "--device", "3", NULL };
     run_env(env, three, r);
-    ck_assert_int_eq(r->status, 1);
+    assert_exit(r, 1);
     ck_assert_msg(strstr(r->err, "trainsim: cuDeviceGet(3) failed: CUDA_ERROR_INVALID_DEVICE"),
-                  "stderr:\n%s", r->err);
+                  "stderr:\n%.1500s", r->err);
 }
 END_TEST
 
@@ -371,7 +457,7 @@ START_TEST(test_no_driver)
     const char *args[] = { NULL };
     struct result *r = res();
     run_env(env, args, r);
-    ck_assert_int_eq(r->status, 1);
+    assert_exit(r, 1);
     ck_assert_ptr_nonnull(strstr(r->err, "trainsim: cannot load libcuda.so.1"));
 }
 END_TEST
@@ -384,7 +470,10 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, test_via_api, 0, 12);
     tcase_add_loop_test(tc, test_peak_is_planned, 0, 4);
     tcase_add_test(tc, test_plan_formula);
+    tcase_add_loop_test(tc, test_lookup_path, 0, 3);
     tcase_add_test(tc, test_oom_in_setup);
+    tcase_add_test(tc, test_oom_context);
+    tcase_add_test(tc, test_injected_failure);
     tcase_add_loop_test(tc, test_oom_in_step, 0, 4);
     tcase_add_test(tc, test_leak_grows);
     tcase_add_test(tc, test_no_leak_steady);

@@ -38,7 +38,9 @@
     X(cuArray3DCreate_v2) X(cuArrayDestroy) X(cuArrayGetMemoryRequirements) \
     X(cuMipmappedArrayCreate) X(cuMipmappedArrayDestroy)                  \
     X(cuMipmappedArrayGetMemoryRequirements) X(cuMemHostAlloc)            \
-    X(cuMemFreeHost) X(cuMemAllocHost_v2)
+    X(cuMemFreeHost) X(cuMemAllocHost_v2) X(cuMemPoolGetAttribute)      \
+    X(cuMemPoolSetAttribute) X(cuDeviceGetMemPool) X(cuMemPoolTrimTo)     \
+    X(cuStreamSynchronize_ptsz) X(cuMemAllocAsync_ptsz) X(cuMemFreeAsync_ptsz)
 
 static struct {
 #define FIELD(n) __typeof__(n) *n;
@@ -164,6 +166,37 @@ static void s_edge(uint64_t limit)
            (unsigned long long)f0);
 }
 
+static uint64_t pool_attr(CUmemoryPool p, CUmemPool_attribute a)
+{
+    cuuint64_t v = 0;
+    CU(F.cuMemPoolGetAttribute(p, a, &v));
+    return v;
+}
+
+static uint64_t reserved(CUmemoryPool p)
+{
+    return pool_attr(p, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
+}
+
+/* What the simulated driver itself holds for arrays on device 0 (the
+ * ground truth an array's charge is compared with). */
+struct sim_stats {
+    uint64_t capacity, used, context, alloc, pool_reserved, pool_used, vmm,
+        arrays, managed, host, live, alloc_calls;
+    int contexts, primary_refs;
+};
+
+static uint64_t sim_arrays(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    int (*st)(int, struct sim_stats *) =
+        h ? (int (*)(int, struct sim_stats *))dlsym(h, "gm_simcuda_stats")
+          : NULL;
+    struct sim_stats s;
+    CHECK(st != NULL && st(0, &s) == 0, "not the simulated driver");
+    return s.arrays;
+}
+
 /* Every wrapped API is charged and released. */
 static void expect_used(uint64_t f0, uint64_t bytes, const char *what)
 {
@@ -193,14 +226,21 @@ static void s_apis(void)
     expect_used(f0, 3 << 20, "cuMemAllocManaged");
     CU(F.cuMemFree_v2(p));
     expect_used(f0, 0, "managed free");
-    /* async on the default pool and on a created pool */
+    /* async on the default pool and on a created pool: charged what the
+     * pool holds */
     CUstream s;
     CU(F.cuStreamCreate(&s, 0));
+    CUmemoryPool dpool;
+    CU(F.cuDeviceGetMemPool(&dpool, dev0));
     CU(F.cuMemAllocAsync(&p, 5 << 20, s));
-    expect_used(f0, 5 << 20, "cuMemAllocAsync");
+    CHECK(reserved(dpool) >= (5u << 20), "pool reserve %llu",
+          (unsigned long long)reserved(dpool));
+    expect_used(f0, reserved(dpool), "cuMemAllocAsync");
     CU(F.cuMemFreeAsync(p, s));
     CU(F.cuStreamSynchronize(s));
-    expect_used(f0, 0, "cuMemFreeAsync");
+    expect_used(f0, reserved(dpool), "cuMemFreeAsync");
+    CHECK(reserved(dpool) == 0, "threshold 0 keeps %llu",
+          (unsigned long long)reserved(dpool));
     CUmemPoolProps pp;
     memset(&pp, 0, sizeof pp);
     pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -209,7 +249,7 @@ static void s_apis(void)
     CUmemoryPool pool;
     CU(F.cuMemPoolCreate(&pool, &pp));
     CU(F.cuMemAllocFromPoolAsync(&p, 7 << 20, pool, s));
-    expect_used(f0, 7 << 20, "cuMemAllocFromPoolAsync");
+    expect_used(f0, reserved(pool), "cuMemAllocFromPoolAsync");
     CU(F.cuMemFreeAsync(p, s));
     CU(F.cuStreamSynchronize(s));
     CU(F.cuMemPoolDestroy(pool));
@@ -240,25 +280,33 @@ static void s_apis(void)
     expect_used(f0, 0, "after last release");
     CU(F.cuMemAddressFree(va, sz));
     /* arrays: charged what the driver's memory requirements say */
-    CUDA_ARRAY_DESCRIPTOR ad = { 1024, 512, CU_AD_FORMAT_FLOAT, 4 };
+    CUDA_ARRAY_DESCRIPTOR ad = { 1000, 512, CU_AD_FORMAT_FLOAT, 4 };
     CUarray arr;
     CU(F.cuArrayCreate_v2(&arr, &ad));
-    CUDA_ARRAY_MEMORY_REQUIREMENTS req;
-    CU(F.cuArrayGetMemoryRequirements(&req, arr, dev0));
-    expect_used(f0, req.size, "cuArrayCreate_v2");
+    CHECK(sim_arrays() > 0, "array took nothing");
+    expect_used(f0, sim_arrays(), "cuArrayCreate_v2");
     CU(F.cuArrayDestroy(arr));
     expect_used(f0, 0, "cuArrayDestroy");
-    CUDA_ARRAY3D_DESCRIPTOR a3 = { 64, 64, 32, CU_AD_FORMAT_HALF, 2, 0 };
+    CUDA_ARRAY3D_DESCRIPTOR a3 = { 60, 64, 32, CU_AD_FORMAT_HALF, 2, 0 };
     CU(F.cuArray3DCreate_v2(&arr, &a3));
-    CU(F.cuArrayGetMemoryRequirements(&req, arr, dev0));
-    expect_used(f0, req.size, "cuArray3DCreate_v2");
+    expect_used(f0, sim_arrays(), "cuArray3DCreate_v2");
     CU(F.cuArrayDestroy(arr));
     CUmipmappedArray mm;
     CU(F.cuMipmappedArrayCreate(&mm, &a3, 4));
-    CU(F.cuMipmappedArrayGetMemoryRequirements(&req, mm, dev0));
-    expect_used(f0, req.size, "cuMipmappedArrayCreate");
+    expect_used(f0, sim_arrays(), "cuMipmappedArrayCreate");
     CU(F.cuMipmappedArrayDestroy(mm));
     expect_used(f0, 0, "cuMipmappedArrayDestroy");
+    /* Deferred mapping: no memory until VMM memory is mapped into it. */
+    CUDA_ARRAY3D_DESCRIPTOR dd = { 256, 256, 0, CU_AD_FORMAT_FLOAT, 1,
+                                   CUDA_ARRAY3D_DEFERRED_MAPPING };
+    CU(F.cuArray3DCreate_v2(&arr, &dd));
+    CUDA_ARRAY_MEMORY_REQUIREMENTS req;
+    CU(F.cuArrayGetMemoryRequirements(&req, arr, dev0));
+    CHECK(req.size > 0, "no requirement");
+    expect_used(f0, sim_arrays(), "deferred-mapping array");
+    expect_used(f0, 0, "deferred-mapping array");
+    CU(F.cuArrayDestroy(arr));
+    expect_used(f0, 0, "deferred array destroyed");
     /* pinned host memory is never charged to the device */
     void *hp;
     CU(F.cuMemHostAlloc(&hp, 8 << 20, 0));
@@ -311,6 +359,132 @@ static void s_limit_all(void)
     CU(F.cuMemFree_v2(fill));
     expect_used(f0, 0, "after free");
     printf("ok every API refused at the limit via %s\n", via);
+}
+
+/* Stream-ordered pools (limit LIMIT): the device is charged what the
+ * pools hold, never more than the limit, trims reclaim, destroy releases,
+ * threads leave no drift. */
+static void s_pools(uint64_t limit)
+{
+    uint64_t f0 = free_now(), ctx = limit - f0;
+    CUmemoryPool dp;
+    CU(F.cuDeviceGetMemPool(&dp, dev0));
+    cuuint64_t never = ~0ull;
+    CU(F.cuMemPoolSetAttribute(dp, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &never));
+    CUstream s;
+    CU(F.cuStreamCreate(&s, 0));
+    /* A PyTorch-like pattern: cycles of varying sizes, threshold = max. */
+    CUdeviceptr p[8];
+    unsigned seed = 7;
+    for (int step = 0; step < 200; step++) {
+        int n = 1 + step % 8;
+        for (int i = 0; i < n; i++) {
+            seed = seed * 1103515245u + 12345u;
+            size_t sz = ((size_t)1 << 20) * (1 + (seed >> 16) % 24);
+            CUresult rc = F.cuMemAllocAsync(&p[i], sz, s);
+            CHECK(rc == CUDA_SUCCESS, "step %d alloc %zu: %d", step, sz, rc);
+            expect_used(f0, reserved(dp), "pool reserve after alloc");
+        }
+        for (int i = 0; i < n; i++)
+            CU(F.cuMemFreeAsync(p[i], s));
+        CU(F.cuStreamSynchronize(s));
+        expect_used(f0, reserved(dp), "pool reserve after free");
+    }
+    CHECK(reserved(dp) > 0, "threshold max keeps memory");
+    /* The limit is never passed by pool growth. */
+    int n = 0;
+    CUdeviceptr q[4096];
+    for (; n < 4096; n++) {
+        if (F.cuMemAllocAsync(&q[n], 64u << 20, s) != CUDA_SUCCESS)
+            break;
+        CHECK(limit - free_now() <= limit, "over the limit");
+        CHECK(reserved(dp) + ctx <= limit, "pool %llu + ctx %llu > limit",
+              (unsigned long long)reserved(dp), (unsigned long long)ctx);
+    }
+    CHECK(n > 0 && n < 4096, "filled with %d", n);
+    for (int i = 0; i < n; i++)
+        CU(F.cuMemFreeAsync(q[i], s));
+    CU(F.cuStreamSynchronize(s));
+    uint64_t held = reserved(dp);
+    CHECK(held > (limit - ctx) / 2, "pool keeps %llu", (unsigned long long)held);
+    expect_used(f0, held, "pool holds its memory after frees");
+    /* A refused allocation that trimming can satisfy succeeds. */
+    CUdeviceptr big;
+    CU(F.cuMemAlloc_v2(&big, held));
+    CHECK(reserved(dp) < held, "trimmed: %llu", (unsigned long long)reserved(dp));
+    CU(F.cuMemFree_v2(big));
+    /* Created pool: destroy releases its charge. */
+    CUmemPoolProps pp;
+    memset(&pp, 0, sizeof pp);
+    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    pp.location.id = dev0;
+    CUmemoryPool cp;
+    CU(F.cuMemPoolCreate(&cp, &pp));
+    CU(F.cuMemPoolSetAttribute(cp, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &never));
+    CUdeviceptr c;
+    CU(F.cuMemAllocFromPoolAsync(&c, 40u << 20, cp, s));
+    CU(F.cuMemFreeAsync(c, s));
+    CU(F.cuStreamSynchronize(s));
+    uint64_t before = free_now();
+    CHECK(reserved(cp) >= (40u << 20), "created pool keeps its memory");
+    CU(F.cuMemPoolDestroy(cp));
+    CHECK(free_now() > before, "destroy released nothing");
+    CU(F.cuMemPoolTrimTo(dp, 0));
+    expect_used(f0, reserved(dp), "after trim");
+    printf("ok pools\n");
+}
+
+struct athr {
+    unsigned seed;
+    CUstream s;
+};
+
+static void *async_main(void *arg)
+{
+    struct athr *t = arg;
+    CU(F.cuCtxSetCurrent(ctx0));
+    CUdeviceptr live[32] = { 0 };
+    unsigned s = t->seed;
+    for (int i = 0; i < 20000; i++) {
+        s = s * 1103515245u + 12345u;
+        unsigned k = (s >> 16) % 32;
+        if (live[k]) {
+            CU(F.cuMemFreeAsync(live[k], t->s));
+            live[k] = 0;
+        } else if (F.cuMemAllocAsync(&live[k], 4096 + (s >> 8) % (4u << 20),
+                                     t->s) != CUDA_SUCCESS) {
+            live[k] = 0;
+        }
+    }
+    for (int k = 0; k < 32; k++)
+        if (live[k])
+            CU(F.cuMemFreeAsync(live[k], t->s));
+    CU(F.cuStreamSynchronize(t->s));
+    return NULL;
+}
+
+/* 4 threads on 2 streams: at the end, with the pool trimmed, no drift. */
+static void s_pool_threads(void)
+{
+    uint64_t f0 = free_now();
+    CUstream st[2];
+    CU(F.cuStreamCreate(&st[0], 0));
+    CU(F.cuStreamCreate(&st[1], 0));
+    pthread_t th[4];
+    struct athr a[4];
+    for (int i = 0; i < 4; i++) {
+        a[i].seed = 99u + (unsigned)i;
+        a[i].s = st[i % 2];
+        pthread_create(&th[i], NULL, async_main, &a[i]);
+    }
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    CUmemoryPool dp;
+    CU(F.cuDeviceGetMemPool(&dp, dev0));
+    CU(F.cuMemPoolTrimTo(dp, 0));
+    expect_used(f0, 0, "after 4 threads and a trim");
+    printf("ok pool threads\n");
 }
 
 struct thr {
@@ -470,6 +644,10 @@ int main(int argc, char **argv)
         s_threads(a1 ? (int)a1 : 100000);
     else if (strcmp(sc, "two") == 0)
         s_two(a1, a2);
+    else if (strcmp(sc, "pools") == 0)
+        s_pools(a1);
+    else if (strcmp(sc, "pool-threads") == 0)
+        s_pool_threads();
     else if (strcmp(sc, "fork") == 0)
         s_fork();
     else if (strcmp(sc, "info") == 0) {

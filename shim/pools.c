@@ -1,0 +1,338 @@
+/*
+ * shim/pools.c — stream-ordered pool accounting and the pool wrappers
+ * (cuMemPoolCreate, cuMemPoolDestroy, cuMemPoolTrimTo,
+ * cuMemPoolImportFromShareableHandle, cuDeviceSetMemPool), and the
+ * synchronisation points after which a pool may have released memory
+ * (cuCtxSynchronize(_v2), cuStreamSynchronize(_ptsz), cuEventSynchronize).
+ *
+ * Pools are few: a fixed open-addressing table of POOLS slots, keys
+ * claimed with compare-and-swap and never removed (a destroyed pool is
+ * marked dead and its slot revived if the driver reuses the handle).
+ * Reading a pool's reserve is a driver call, so no lock is held around it:
+ * the new figure is exchanged into `charged` and the difference applied to
+ * the budget, which keeps the budget equal to the sum of the figures last
+ * exchanged whatever the interleaving.
+ */
+#include "shim/pools.h"
+
+#include <stdatomic.h>
+
+#include "shim/abi.h"
+#include "shim/account.h"
+#include "shim/oomwait.h"
+#include "shim/real.h"
+#include "shim/state.h"
+
+#define POOLS 256u
+
+struct pool {
+    _Atomic uint64_t key;      /* CUmemoryPool; 0 = free slot */
+    _Atomic uint64_t charged;  /* bytes of this pool in the budget */
+    _Atomic int dev;
+    _Atomic int imported;      /* 1: belongs to another process */
+    _Atomic int dead;          /* destroyed */
+};
+
+static struct pool pools[POOLS];
+static _Atomic int pools_dirty; /* an async free since the last refresh */
+static _Atomic uint64_t dev_reserve[GM_MAX_DEVICES]; /* sum of charged */
+static _Atomic(CUmemoryPool) current[GM_MAX_DEVICES];
+
+static struct pool *slot(CUmemoryPool p, int dev, int create)
+{
+    uint64_t k = (uint64_t)(uintptr_t)p;
+    if (k == 0)
+        return NULL;
+    uint64_t h = (k * 0x9e3779b97f4a7c15ull) >> 56;
+    for (unsigned i = 0; i < POOLS; i++) {
+        struct pool *s = &pools[(h + i) % POOLS];
+        uint64_t cur = atomic_load_explicit(&s->key, memory_order_acquire);
+        if (cur == k)
+            return s;
+        if (cur == 0) {
+            if (!create)
+                return NULL;
+            atomic_store(&s->dev, dev);
+            if (atomic_compare_exchange_strong(&s->key, &cur, k))
+                return s;
+            if (cur == k)
+                return s;
+        }
+    }
+    return NULL; /* table full: that pool's live bytes are charged */
+}
+
+static uint64_t pool_attr(CUmemoryPool p, CUmemPool_attribute a)
+{
+    cuuint64_t v = 0;
+    if (gm_real.cuMemPoolGetAttribute == NULL)
+        return 0;
+    gm_depth++;
+    CUresult rc = gm_real.cuMemPoolGetAttribute(p, a, &v);
+    gm_depth--;
+    return rc == CUDA_SUCCESS ? (uint64_t)v : 0;
+}
+
+CUmemoryPool gm_pool_for(int dev, CUmemoryPool pool)
+{
+    if (pool != NULL || dev < 0 || dev >= GM_MAX_DEVICES)
+        return pool;
+    CUmemoryPool p = atomic_load_explicit(&current[dev], memory_order_relaxed);
+    if (GM_LIKELY(p != NULL) || gm_real.cuDeviceGetMemPool == NULL ||
+        gm_real.cuMemPoolGetAttribute == NULL)
+        return p;
+    gm_depth++;
+    CUresult rc = gm_real.cuDeviceGetMemPool(&p, (CUdevice)dev);
+    gm_depth--;
+    if (rc != CUDA_SUCCESS)
+        return NULL;
+    atomic_store_explicit(&current[dev], p, memory_order_relaxed);
+    return p;
+}
+
+uint64_t gm_pool_idle(CUmemoryPool pool)
+{
+    uint64_t r = pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
+    uint64_t u = pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT);
+    return r > u ? r - u : 0;
+}
+
+static void publish(int dev, int64_t delta)
+{
+    if (dev < 0 || dev >= GM_MAX_DEVICES)
+        return;
+    uint64_t v;
+    if (delta >= 0) {
+        v = atomic_fetch_add(&dev_reserve[dev], (uint64_t)delta) +
+            (uint64_t)delta;
+    } else {
+        uint64_t o = atomic_load(&dev_reserve[dev]);
+        do {
+            v = (uint64_t)-delta > o ? 0 : o - (uint64_t)-delta;
+        } while (!atomic_compare_exchange_weak(&dev_reserve[dev], &o, v));
+    }
+    gm_tel_pool(&gm_st.tel, (unsigned)dev, v);
+}
+
+/* Set the pool's charge to `now`, applying the difference. */
+static uint64_t recharge(struct pool *s, struct gm_dev *d, uint64_t now)
+{
+    uint64_t old = atomic_exchange(&s->charged, now);
+    int dev = atomic_load(&s->dev);
+    uint64_t used;
+    if (now >= old)
+        used = gm_budget_force(&d->budget, now - old);
+    else
+        used = gm_budget_release(&d->budget, old - now);
+    if (now != old) {
+        publish(dev, (int64_t)(now - old));
+        if (now < old)
+            gm_oomwait_wake();
+    }
+    return used;
+}
+
+uint64_t gm_pool_refresh(int dev, struct gm_dev *d, CUmemoryPool pool)
+{
+    struct pool *s = slot(pool, dev, 1);
+    if (s == NULL || atomic_load(&s->imported))
+        return gm_budget_used(&d->budget);
+    int pdev = atomic_load(&s->dev);
+    struct gm_dev *pd = pdev == dev ? d : gm_dev_get(pdev);
+    if (pd == NULL)
+        return gm_budget_used(&d->budget);
+    atomic_store(&s->dead, 0);
+    return recharge(s, pd,
+                    pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT));
+}
+
+uint64_t gm_pool_trim_device(int dev, struct gm_dev *d)
+{
+    if (gm_real.cuMemPoolTrimTo == NULL)
+        return 0;
+    uint64_t freed = 0;
+    bool synced = false;
+    for (unsigned i = 0; i < POOLS; i++) {
+        struct pool *s = &pools[i];
+        uint64_t k = atomic_load_explicit(&s->key, memory_order_acquire);
+        if (k == 0 || atomic_load(&s->dev) != dev || atomic_load(&s->dead) ||
+            atomic_load(&s->imported))
+            continue;
+        CUmemoryPool p = (CUmemoryPool)(uintptr_t)k;
+        uint64_t used = pool_attr(p, CU_MEMPOOL_ATTR_USED_MEM_CURRENT);
+        uint64_t before = atomic_load(&s->charged);
+        if (before <= used)
+            continue;
+        gm_depth++;
+        if (!synced && gm_real.cuCtxSynchronize) {
+            gm_real.cuCtxSynchronize(); /* frees must land before a trim */
+            synced = true;
+        }
+        gm_real.cuMemPoolTrimTo(p, (size_t)used);
+        gm_depth--;
+        uint64_t after = pool_attr(p, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
+        recharge(s, d, after);
+        if (after < before) {
+            freed += before - after;
+            gm_tel_event(&gm_st.tel, GM_EV_TRIM, (unsigned)dev,
+                         GM_API_POOL_TRIM, before - after, k,
+                         gm_budget_used(&d->budget));
+        }
+    }
+    return freed;
+}
+
+void gm_pool_freed(void)
+{
+    atomic_store_explicit(&pools_dirty, 1, memory_order_relaxed);
+}
+
+/* After a synchronisation the driver may have released pool memory down
+ * to each pool's release threshold: refresh every pool once. */
+static void after_sync(void)
+{
+    if (GM_LIKELY(atomic_load_explicit(&pools_dirty, memory_order_relaxed) ==
+                  0) ||
+        !atomic_exchange(&pools_dirty, 0))
+        return;
+    for (unsigned i = 0; i < POOLS; i++) {
+        struct pool *s = &pools[i];
+        uint64_t k = atomic_load_explicit(&s->key, memory_order_acquire);
+        if (k == 0 || atomic_load(&s->dead) || atomic_load(&s->imported) ||
+            atomic_load(&s->charged) == 0)
+            continue;
+        int dev = atomic_load(&s->dev);
+        struct gm_dev *d = gm_dev_get(dev);
+        if (d)
+            gm_pool_refresh(dev, d, (CUmemoryPool)(uintptr_t)k);
+    }
+}
+
+void gm_pools_reset(void)
+{
+    atomic_store(&pools_dirty, 0);
+    for (unsigned i = 0; i < POOLS; i++) {
+        atomic_store(&pools[i].key, 0);
+        atomic_store(&pools[i].charged, 0);
+        atomic_store(&pools[i].dead, 0);
+        atomic_store(&pools[i].imported, 0);
+    }
+    for (unsigned i = 0; i < GM_MAX_DEVICES; i++) {
+        atomic_store(&dev_reserve[i], 0);
+        atomic_store(&current[i], NULL);
+    }
+}
+
+/* ---- wrappers ------------------------------------------------------------ */
+
+GM_EXPORT CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool *pool,
+                                           const CUmemPoolProps *props)
+{
+    GM_NEED_REAL(cuMemPoolCreate);
+    bool on = gm_active();
+    gm_depth++;
+    CUresult rc = gm_real.cuMemPoolCreate(pool, props);
+    gm_depth--;
+    if (on && rc == CUDA_SUCCESS && pool != NULL && props != NULL &&
+        props->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+        slot(*pool, props->location.id, 1);
+    return rc;
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemPoolImportFromShareableHandle(
+    CUmemoryPool *pool, void *handle, CUmemAllocationHandleType type,
+    unsigned long long flags)
+{
+    GM_NEED_REAL(cuMemPoolImportFromShareableHandle);
+    bool on = gm_active();
+    gm_depth++;
+    CUresult rc = gm_real.cuMemPoolImportFromShareableHandle(pool, handle,
+                                                            type, flags);
+    gm_depth--;
+    if (on && rc == CUDA_SUCCESS && pool != NULL) {
+        struct pool *s = slot(*pool, gm_current_device(), 1);
+        if (s)
+            atomic_store(&s->imported, 1);
+    }
+    return rc;
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool)
+{
+    GM_NEED_REAL(cuMemPoolDestroy);
+    bool on = gm_active();
+    gm_depth++;
+    CUresult rc = gm_real.cuMemPoolDestroy(pool);
+    gm_depth--;
+    if (!on || rc != CUDA_SUCCESS)
+        return rc;
+    struct pool *s = slot(pool, 0, 0);
+    if (s == NULL)
+        return rc;
+    atomic_store(&s->dead, 1);
+    struct gm_dev *d = gm_dev_get(atomic_load(&s->dev));
+    if (d != NULL && !atomic_load(&s->imported)) {
+        uint64_t before = atomic_load(&s->charged);
+        uint64_t used = recharge(s, d, 0);
+        if (before)
+            gm_tel_event(&gm_st.tel, GM_EV_FREE, (unsigned)atomic_load(&s->dev),
+                         GM_API_POOL_DESTROY, before,
+                         (uint64_t)(uintptr_t)pool, used);
+    }
+    for (unsigned i = 0; i < GM_MAX_DEVICES; i++) {
+        CUmemoryPool cur = pool;
+        atomic_compare_exchange_strong(&current[i], &cur, NULL);
+    }
+    return rc;
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemPoolTrimTo(CUmemoryPool pool,
+                                           size_t minBytesToKeep)
+{
+    GM_NEED_REAL(cuMemPoolTrimTo);
+    bool on = gm_active();
+    gm_depth++;
+    CUresult rc = gm_real.cuMemPoolTrimTo(pool, minBytesToKeep);
+    gm_depth--;
+    if (on && rc == CUDA_SUCCESS) {
+        struct pool *s = slot(pool, 0, 0);
+        if (s != NULL) {
+            int dev = atomic_load(&s->dev);
+            struct gm_dev *d = gm_dev_get(dev);
+            if (d)
+                gm_pool_refresh(dev, d, pool);
+        }
+    }
+    return rc;
+}
+
+GM_EXPORT CUresult CUDAAPI cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
+{
+    GM_NEED_REAL(cuDeviceSetMemPool);
+    bool on = gm_active();
+    gm_depth++;
+    CUresult rc = gm_real.cuDeviceSetMemPool(dev, pool);
+    gm_depth--;
+    if (on && rc == CUDA_SUCCESS && dev >= 0 && dev < GM_MAX_DEVICES)
+        atomic_store(&current[dev], pool);
+    return rc;
+}
+
+#define SYNC_WRAPPER(name, params, args)                                  \
+    GM_EXPORT CUresult CUDAAPI name params                               \
+    {                                                                     \
+        GM_NEED_REAL(name);                                               \
+        bool on = gm_active();                                            \
+        gm_depth++;                                                       \
+        CUresult rc = gm_real.name args;                                  \
+        gm_depth--;                                                       \
+        if (on && rc == CUDA_SUCCESS)                                     \
+            after_sync();                                                 \
+        return rc;                                                        \
+    }
+
+SYNC_WRAPPER(cuCtxSynchronize, (void), ())
+SYNC_WRAPPER(cuCtxSynchronize_v2, (CUcontext ctx), (ctx))
+SYNC_WRAPPER(cuStreamSynchronize, (CUstream s), (s))
+SYNC_WRAPPER(cuStreamSynchronize_ptsz, (CUstream s), (s))
+SYNC_WRAPPER(cuEventSynchronize, (CUevent e), (e))

@@ -1,0 +1,89 @@
+#!/bin/sh
+# tests/bench/run.sh — `make bench`: what the shim adds to a call, measured.
+#
+# 1. Instructions added per alloc+free pair of 1 MiB, for each lookup path
+#    and API, by callgrind: the marginal count between a loop of N1 and one
+#    of N2 pairs (start-up cancels), with the shim minus without it.
+# 2. Nanoseconds per pair, native, same loops, median of 5 runs.
+# 3. The data-structure and telemetry benchmarks in build/tests/bench/.
+# Prints tables; asserts nothing.
+set -u
+B=${BUILD:-build}
+ABS=$(cd "$B" && pwd)
+export LD_LIBRARY_PATH="$ABS/sim"
+export GPUMEM_SHM_PREFIX="gmbench$$"
+SHIM="$ABS/libgpumem.so"
+N1=2000
+N2=12000
+SIZE=1048576
+prog() { if [ "$1" = link ]; then echo "$ABS/tests/progs/direct_allocloop"; else echo "$ABS/tests/progs/allocloop"; fi; }
+
+instr() { # via api n preload(0|1) [extra env...]
+    via=$1; api=$2; n=$3; pre=$4; shift 4
+    out=$(mktemp)
+    if [ "$pre" = 1 ]; then
+        env "$@" LD_PRELOAD="$SHIM" valgrind --tool=callgrind \
+            --callgrind-out-file=/dev/null \
+            "$(prog "$via")" --via "$via" --api "$api" "$n" "$SIZE" >/dev/null 2>"$out"
+    else
+        env "$@" valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+            "$(prog "$via")" --via "$via" --api "$api" "$n" "$SIZE" >/dev/null 2>"$out"
+    fi
+    sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$out" | tail -n 1
+    rm -f "$out"
+}
+
+marginal() { # via api preload [env...]
+    via=$1; api=$2; pre=$3; shift 3
+    a=$(instr "$via" "$api" $N1 "$pre" "$@"); b=$(instr "$via" "$api" $N2 "$pre" "$@")
+    echo $(( (b - a) / (N2 - N1) ))
+}
+
+nsper() { # via api preload [env...]
+    via=$1; api=$2; pre=$3; shift 3
+    for r in 1 2 3 4 5; do
+        if [ "$pre" = 1 ]; then
+            env "$@" LD_PRELOAD="$SHIM" "$(prog "$via")" --via "$via" --api "$api" 200000 "$SIZE"
+        else
+            env "$@" "$(prog "$via")" --via "$via" --api "$api" 200000 "$SIZE"
+        fi
+    done | sed 's/ ns.*//' | sort -n | sed -n 3p
+}
+
+if command -v valgrind >/dev/null 2>&1; then
+    echo "Instructions per alloc+free pair of 1 MiB (callgrind, marginal over $N1..$N2 pairs)"
+    printf '%-8s %-7s %-10s %12s %12s %12s\n' path api mode driver with-shim added
+    for via in link dlsym gpa; do
+        for api in alloc async; do
+            d=$(marginal "$via" "$api" 0)
+            s=$(marginal "$via" "$api" 1 GPUMEM_LIMIT=64G)
+            printf '%-8s %-7s %-10s %12s %12s %12s\n' "$via" "$api" grow "$d" "$s" $((s - d))
+        done
+    done
+    d=$(marginal gpa alloc 0)
+    s=$(marginal gpa alloc 1 GPUMEM_LIMIT=8G GPUMEM_MODE=static)
+    printf '%-8s %-7s %-10s %12s %12s %12s\n' gpa alloc static "$d" "$s" $((s - d))
+    echo
+else
+    echo "valgrind not found: instruction counts skipped"
+fi
+
+echo "Nanoseconds per alloc+free pair of 1 MiB (native, median of 5 x 200000 pairs)"
+printf '%-8s %-7s %-10s %12s %12s %12s\n' path api mode driver with-shim added
+for via in link dlsym gpa; do
+    for api in alloc async; do
+        d=$(nsper "$via" "$api" 0); s=$(nsper "$via" "$api" 1 GPUMEM_LIMIT=64G)
+        printf '%-8s %-7s %-10s %12s %12s %12s\n' "$via" "$api" grow "$d" "$s" "$(echo "$s - $d" | bc 2>/dev/null || echo "?")"
+    done
+done
+d=$(nsper gpa alloc 0); s=$(nsper gpa alloc 1 GPUMEM_LIMIT=8G GPUMEM_MODE=static)
+printf '%-8s %-7s %-10s %12s %12s %12s\n' gpa alloc static "$d" "$s" "$(echo "$s - $d" | bc 2>/dev/null || echo "?")"
+echo
+for b in "$ABS"/tests/bench/*; do
+    [ -x "$b" ] || continue
+    echo "== $(basename "$b")"
+    "$b"
+    echo
+done
+rm -f /dev/shm/"$GPUMEM_SHM_PREFIX".* 2>/dev/null
+exit 0

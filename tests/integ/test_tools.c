@@ -1,0 +1,566 @@
+/*
+ * tests/integ/test_tools.c — the `gpumem` subcommands (run, ps, log,
+ * report, gc) and `gpumem-top --once/--json` against gpumem-trainsim
+ * running under the shim on the simulated driver.
+ *
+ * Each case uses its own segment prefix (GPUMEM_SHM_PREFIX), so cases and
+ * other programs never see each other's segments; every segment a case
+ * made is removed at its end. Figures printed by the tools are compared
+ * with what the reader library reads from the same segment, and with the
+ * counts trainsim itself prints. BUILD (default "build") names the build
+ * directory.
+ */
+#include <check.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gm_spawn.h"
+#include "tools/reader.h"
+
+#define OUT_CAP (4 << 20)
+
+static char out[OUT_CAP];
+static char prefix[64];
+static char prefix_env[96];
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+static void new_prefix(const char *tag)
+{
+    static int n;
+    snprintf(prefix, sizeof prefix, "gmtt%s%d_%d", tag, (int)getpid(), n++);
+    snprintf(prefix_env, sizeof prefix_env, "GPUMEM_SHM_PREFIX=%s", prefix);
+}
+
+static void cleanup(void)
+{
+    int pids[256];
+    int n = gm_reader_list(GM_READER_DEFAULT_DIR, prefix, pids, 256);
+    for (int i = 0; i < n && i < 256; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/%s.%d", GM_READER_DEFAULT_DIR, prefix,
+                 pids[i]);
+        unlink(path);
+    }
+}
+
+static const char *gpumem(void) { return gm_bpath("gpumem"); }
+static const char *trainsim(void) { return gm_bpath("gpumem-trainsim"); }
+
+/* gpumem (or another tool) without the shim; output in `out`. */
+static int tool(const char *const *argv)
+{
+    const char *env[] = { prefix_env, NULL };
+    return gm_run(env, 0, argv, out, OUT_CAP);
+}
+
+/* trainsim under the shim, segment kept; returns its pid (from the only
+ * segment of the prefix) and the allocation/free counts it printed. */
+static int kept_trainsim(const char *limit, const char *steps,
+                         uint64_t *allocs, uint64_t *frees, int *status)
+{
+    char lim[64];
+    snprintf(lim, sizeof lim, "GPUMEM_LIMIT=%s", limit);
+    const char *env[] = { prefix_env, "GPUMEM_KEEP=1", lim, "SIMCUDA_LATENCY",
+                          "GPUMEM_REPORT", NULL };
+    const char *argv[] = { trainsim(), "--steps", steps, "--quiet", NULL };
+    int st = gm_run(env, 1, argv, out, OUT_CAP);
+    if (status)
+        *status = st;
+    else
+        ck_assert_msg(st == 0, "trainsim: %d: %s", st, out);
+    const char *d = strstr(out, "done:");
+    unsigned long long a = 0, f = 0;
+    if (d && allocs)
+        ck_assert_int_eq(sscanf(d, "done: %*d steps, %llu allocs, %llu frees",
+                                &a, &f), 2);
+    if (allocs)
+        *allocs = a;
+    if (frees)
+        *frees = f;
+    int pids[4];
+    ck_assert_int_eq(gm_reader_list(GM_READER_DEFAULT_DIR, prefix, pids, 4),
+                     1);
+    return pids[0];
+}
+
+/* A long trainsim under the shim in the background. */
+static pid_t live_trainsim(void)
+{
+    char abs[2048], lib[2200], sim[2200];
+    ck_assert_ptr_nonnull(realpath(gm_build_dir(), abs));
+    snprintf(lib, sizeof lib, "%s/libgpumem.so", abs);
+    snprintf(sim, sizeof sim, "%s/sim", abs);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int fd = open("/dev/null", O_WRONLY);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        setenv("LD_PRELOAD", lib, 1);
+        setenv("LD_LIBRARY_PATH", sim, 1);
+        setenv("GPUMEM_SHM_PREFIX", prefix, 1);
+        setenv("GPUMEM_LIMIT", "3G", 1);
+        setenv("SIMCUDA_LATENCY", "2ms", 1);
+        unsetenv("GPUMEM_KEEP");
+        execl(trainsim(), trainsim(), "--steps", "100000", "--quiet",
+              (char *)NULL);
+        _exit(127);
+    }
+    struct gm_seg s;
+    char err[256];
+    for (int i = 0; i < 500; i++) {
+        if (gm_seg_open(&s, GM_READER_DEFAULT_DIR, prefix, pid, err,
+                        sizeof err) == 0) {
+            struct gm_snapshot *snap = malloc(sizeof *snap);
+            int ok = gm_seg_snapshot(&s, snap) >= 0 && snap->dev_count > 0 &&
+                     snap->dev[0].allocs > 0;
+            free(snap);
+            gm_seg_close(&s);
+            if (ok)
+                return pid;
+        }
+        usleep(10000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    ck_abort_msg("no segment from the live trainsim");
+    return -1;
+}
+
+static void stop(pid_t pid)
+{
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+static struct gm_snapshot *snap_of(int pid)
+{
+    static struct gm_snapshot snap;
+    struct gm_seg s;
+    char err[256];
+    ck_assert_msg(gm_seg_open(&s, GM_READER_DEFAULT_DIR, prefix, pid, err,
+                              sizeof err) == 0, "%s", err);
+    ck_assert_int_ge(gm_seg_snapshot(&s, &snap), 0);
+    gm_seg_close(&s);
+    return &snap;
+}
+
+/* The value of "key": after `from` in text; asserts it exists. */
+static uint64_t num_after(const char *from, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(from, pat);
+    ck_assert_msg(p != NULL, "no %s in %.300s", key, from);
+    return strtoull(p + strlen(pat), NULL, 10);
+}
+
+/* The JSON object of pid in a ps/top document. */
+static const char *obj_of(const char *doc, int pid)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "{\"pid\":%d,", pid);
+    const char *p = strstr(doc, pat);
+    ck_assert_msg(p != NULL, "pid %d not in %.400s", pid, doc);
+    return p;
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++)
+        n++;
+    return n;
+}
+
+static bool exists(int pid)
+{
+    char path[256];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s.%d", GM_READER_DEFAULT_DIR, prefix,
+             pid);
+    return stat(path, &st) == 0;
+}
+
+/* ---- ps / top -------------------------------------------------------------------- */
+
+START_TEST(ps_json_matches_kept_segment)
+{
+    new_prefix("ps");
+    int pid = kept_trainsim("2G", "5", NULL, NULL, NULL);
+    const struct gm_snapshot *s = snap_of(pid);
+    const char *argv[] = { gpumem(), "ps", "--json", NULL };
+    ck_assert_int_eq(tool(argv), 0);
+    const char *o = obj_of(out, pid);
+    ck_assert_uint_eq(num_after(o, "used"), s->dev[0].used);
+    ck_assert_uint_eq(num_after(o, "peak"), s->dev[0].peak);
+    ck_assert_uint_eq(num_after(o, "limit"), 2ull << 30);
+    ck_assert_uint_eq(num_after(o, "limit"), s->dev[0].limit);
+    ck_assert_uint_eq(num_after(o, "context"), s->dev[0].context_bytes);
+    ck_assert_uint_eq(num_after(o, "allocs"), s->dev[0].allocs);
+    ck_assert_ptr_nonnull(strstr(o, "\"state\":\"kept\""));
+    /* text form: one row with the pid and the state */
+    const char *argt[] = { gpumem(), "ps", "--prefix", prefix, NULL };
+    ck_assert_int_eq(gm_run(NULL, 0, argt, out, OUT_CAP), 0);
+    char pat[32];
+    snprintf(pat, sizeof pat, "%7d ", pid);
+    ck_assert_ptr_nonnull(strstr(out, "PID"));
+    ck_assert_ptr_nonnull(strstr(out, pat));
+    ck_assert_ptr_nonnull(strstr(out, " kept "));
+    cleanup();
+}
+END_TEST
+
+START_TEST(ps_and_top_show_live_process)
+{
+    new_prefix("live");
+    pid_t pid = live_trainsim();
+    const char *argv[] = { gpumem(), "ps", "--json", NULL };
+    ck_assert_int_eq(tool(argv), 0);
+    const char *o = obj_of(out, pid);
+    ck_assert_ptr_nonnull(strstr(o, "\"state\":\"live\""));
+    ck_assert_uint_eq(num_after(o, "limit"), 3ull << 30);
+    uint64_t used = num_after(o, "used"), peak = num_after(o, "peak");
+    ck_assert_uint_gt(used, 0);
+    ck_assert_uint_ge(peak, used);
+    const char *argt[] = { gm_bpath("gpumem-top"), "--json", "-n", "1",
+                           NULL };
+    ck_assert_int_eq(tool(argt), 0);
+    o = obj_of(out, pid);
+    ck_assert_uint_eq(num_after(o, "limit"), 3ull << 30);
+    ck_assert_ptr_nonnull(strstr(out, "\"devices\":[{\"device\":0"));
+    const char *argo[] = { gm_bpath("gpumem-top"), "--once", NULL };
+    ck_assert_int_eq(tool(argo), 0);
+    char pat[32];
+    snprintf(pat, sizeof pat, "%7d ", (int)pid);
+    ck_assert_ptr_nonnull(strstr(out, pat));
+    ck_assert_ptr_nonnull(strstr(out, " live "));
+    stop(pid);
+    cleanup();
+}
+END_TEST
+
+/* ---- log ------------------------------------------------------------------------- */
+
+START_TEST(log_jsonl_has_every_allocation)
+{
+    new_prefix("log");
+    uint64_t allocs, frees;
+    int pid = kept_trainsim("2G", "8", &allocs, &frees, NULL);
+    ck_assert_uint_gt(allocs, 0);
+    char spid[16];
+    snprintf(spid, sizeof spid, "%d", pid);
+    const char *argv[] = { gpumem(), "log", "--format", "jsonl", spid, NULL };
+    ck_assert_int_eq(tool(argv), 0);
+    ck_assert_uint_eq(count(out, "\"kind\":\"alloc\""), allocs);
+    ck_assert_uint_eq(count(out, "\"kind\":\"free\""), frees);
+    ck_assert_uint_eq(count(out, "\"kind\":\"lost\""), 0);
+    ck_assert_uint_eq(count(out, "\"kind\":\"process\""), 1);
+    const char *argk[] = { gpumem(), "log", "--kinds", "free", "--format=csv",
+                           NULL };
+    ck_assert_int_eq(tool(argk), 0);
+    ck_assert_uint_eq(count(out, ",alloc,"), 0);
+    ck_assert_uint_eq(count(out, ",free,"), frees);
+    const char *argb[] = { gpumem(), "log", "--kinds", "bogus", NULL };
+    ck_assert_int_eq(tool(argb), 2);
+    cleanup();
+}
+END_TEST
+
+START_TEST(log_follow_waits_for_process)
+{
+    new_prefix("fol");
+    char path[] = "/tmp/gmtt_followXXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    pid_t lp = fork();
+    ck_assert_int_ge(lp, 0);
+    if (lp == 0) {
+        dup2(fd, 1);
+        setenv("GPUMEM_SHM_PREFIX", prefix, 1);
+        unsetenv("LD_PRELOAD");
+        execl(gpumem(), gpumem(), "log", "-f", "--format", "jsonl",
+              (char *)NULL);
+        _exit(127);
+    }
+    close(fd);
+    usleep(150000);
+    uint64_t allocs, frees;
+    kept_trainsim("2G", "6", &allocs, &frees, NULL);
+    int st = -1;
+    for (int i = 0; i < 300 && waitpid(lp, &st, WNOHANG) == 0; i++)
+        usleep(10000);
+    if (st == -1) {
+        stop(lp);
+        ck_abort_msg("log -f did not end after the process exited");
+    }
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    FILE *f = fopen(path, "r");
+    size_t n = fread(out, 1, OUT_CAP - 1, f);
+    out[n] = '\0';
+    fclose(f);
+    unlink(path);
+    ck_assert_uint_eq(count(out, "\"kind\":\"alloc\""), allocs);
+    ck_assert_uint_eq(count(out, "\"kind\":\"free\""), frees);
+    cleanup();
+}
+END_TEST
+
+/* ---- report ---------------------------------------------------------------------- */
+
+START_TEST(report_json_and_trace_agree)
+{
+    new_prefix("rep");
+    uint64_t allocs, frees;
+    int pid = kept_trainsim("2G", "7", &allocs, &frees, NULL);
+    const struct gm_snapshot *s = snap_of(pid);
+    char spid[16];
+    snprintf(spid, sizeof spid, "%d", pid);
+    const char *argv[] = { gpumem(), "report", "--json", spid, NULL };
+    ck_assert_int_eq(tool(argv), 0);
+    static char seg_json[OUT_CAP];
+    memcpy(seg_json, out, strlen(out) + 1);
+    ck_assert_uint_eq(num_after(seg_json, "allocs"), allocs);
+    ck_assert_uint_eq(num_after(seg_json, "frees"), frees);
+    ck_assert_uint_eq(num_after(seg_json, "peak_bytes"), s->dev[0].peak);
+    ck_assert_uint_eq(num_after(seg_json, "limit_bytes"), 2ull << 30);
+
+    char trace[] = "/tmp/gmtt_traceXXXXXX";
+    int fd = mkstemp(trace);
+    ck_assert_int_ge(fd, 0);
+    const char *argl[] = { gpumem(), "log", "--format", "jsonl", spid, NULL };
+    ck_assert_int_eq(tool(argl), 0);
+    ck_assert_int_eq(write(fd, out, strlen(out)), (ssize_t)strlen(out));
+    close(fd);
+    const char *argf[] = { gpumem(), "report", "--from", trace, "--json",
+                           NULL };
+    ck_assert_int_eq(tool(argf), 0);
+    unlink(trace);
+    static const char *const keys[] = { "allocs", "frees", "peak_bytes",
+        "limit_bytes", "used_bytes", "context_bytes", "live_allocs",
+        "live_bytes", "total_allocated_bytes", "alloc_latency_p99_ns" };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        ck_assert_msg(num_after(out, keys[i]) == num_after(seg_json, keys[i]),
+                      "%s differs: trace %s vs segment %s", keys[i], out,
+                      seg_json);
+    const char *argt[] = { gpumem(), "report", spid, NULL };
+    ck_assert_int_eq(tool(argt), 0);
+    ck_assert_ptr_nonnull(strstr(out, "gpumem: device 0: peak"));
+    cleanup();
+}
+END_TEST
+
+/* Tags balance: every <x ...> has its </x>, in order; returns depth 0. */
+static bool balanced(const char *p)
+{
+    char stack[64][32];
+    int depth = 0;
+    while ((p = strchr(p, '<')) != NULL) {
+        bool close = p[1] == '/';
+        const char *n = p + 1 + close;
+        size_t len = strcspn(n, " \t\n/>");
+        const char *end = strchr(p, '>');
+        if (end == NULL || len == 0 || len >= 32)
+            return false;
+        bool self = end[-1] == '/';
+        if (close) {
+            if (depth == 0 || strncmp(stack[depth - 1], n, len) != 0 ||
+                stack[depth - 1][len] != '\0')
+                return false;
+            depth--;
+        } else if (!self) {
+            if (depth == 64)
+                return false;
+            memcpy(stack[depth], n, len);
+            stack[depth++][len] = '\0';
+        }
+        p = end + 1;
+    }
+    return depth == 0;
+}
+
+START_TEST(report_svg_is_well_formed)
+{
+    new_prefix("svg");
+    int st;
+    /* 520M: context + setup fit, the first step's activations do not. */
+    int pid = kept_trainsim("520M", "5", NULL, NULL, &st);
+    ck_assert_int_eq(st, 3);
+    char spid[16], svg[] = "/tmp/gmtt_svgXXXXXX";
+    snprintf(spid, sizeof spid, "%d", pid);
+    int fd = mkstemp(svg);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    const char *argv[] = { gpumem(), "report", spid, "--svg", svg, NULL };
+    ck_assert_int_eq(tool(argv), 0);
+    ck_assert_ptr_nonnull(strstr(out, "1 refused"));
+    FILE *f = fopen(svg, "r");
+    size_t n = fread(out, 1, OUT_CAP - 1, f);
+    out[n] = '\0';
+    fclose(f);
+    unlink(svg);
+    ck_assert(strncmp(out, "<svg", 4) == 0);
+    ck_assert(n > 7 && strcmp(out + n - 7, "</svg>\n") == 0);
+    ck_assert(balanced(out));
+    ck_assert_ptr_nonnull(strstr(out, "class=\"limit\""));
+    ck_assert_ptr_nonnull(strstr(out, "limit 520.0 MiB"));
+    ck_assert_ptr_nonnull(strstr(out, "class=\"oom\""));
+    ck_assert_ptr_nonnull(strstr(out, "class=\"peak\""));
+    ck_assert_ptr_nonnull(strstr(out, "class=\"used\""));
+    ck_assert_ptr_nonnull(strstr(out, "time since process start (s)"));
+    ck_assert_ptr_nonnull(strstr(out, "device memory used (MiB)"));
+    cleanup();
+}
+END_TEST
+
+/* ---- run ----------------------------------------------------------------------- */
+
+START_TEST(run_passes_policy_and_status)
+{
+    new_prefix("run");
+    const char *argv[] = { gpumem(), "run", "--limit", "1G", "--", "sh",
+                           "-c", "echo $GPUMEM_LIMIT; exit 7", NULL };
+    ck_assert_int_eq(tool(argv), 7);
+    ck_assert_str_eq(out, "1G\n");
+    const char *argp[] = { gpumem(), "run", "--mode=staged", "--report",
+                           "--", "sh", "-c",
+                           "echo $GPUMEM_MODE $GPUMEM_REPORT $LD_PRELOAD",
+                           NULL };
+    const char *env[] = { "LD_PRELOAD=/nonexistent/libother.so", NULL };
+    ck_assert_int_eq(gm_run(env, 0, argp, out, OUT_CAP), 0);
+    ck_assert_ptr_nonnull(strstr(out, "staged 1 /"));
+    ck_assert_ptr_nonnull(strstr(out, "/libgpumem.so:/nonexistent/"
+                                      "libother.so"));
+}
+END_TEST
+
+START_TEST(run_refuses_bad_policy_and_usage)
+{
+    new_prefix("bad");
+    const char *argv[] = { gpumem(), "run", "--limit", "4gigs", "--", "sh",
+                           "-c", "echo RAN", NULL };
+    ck_assert_int_eq(tool(argv), 2);
+    ck_assert_ptr_null(strstr(out, "RAN"));
+    ck_assert_ptr_nonnull(strstr(out, "GPUMEM_LIMIT"));
+    const char *argn[] = { gpumem(), "run", "--limit", "1G", NULL };
+    ck_assert_int_eq(tool(argn), 2);
+    const char *argo[] = { gpumem(), "run", "--bogus", "--", "true", NULL };
+    ck_assert_int_eq(tool(argo), 2);
+    const char *argm[] = { gpumem(), "run", "--", "/nonexistent/prog", NULL };
+    ck_assert_int_eq(tool(argm), 127);
+}
+END_TEST
+
+START_TEST(run_preloads_the_shim)
+{
+    new_prefix("pre");
+    const char *argv[] = { gpumem(), "run", "--limit", "2G", "--keep",
+                           "--prefix", prefix, "--", trainsim(), "--steps",
+                           "2", "--quiet", NULL };
+    /* no LD_PRELOAD from the test: gpumem run must add it */
+    ck_assert_int_eq(gm_run(NULL, 0, argv, out, OUT_CAP), 0);
+    int pids[4];
+    ck_assert_int_eq(gm_reader_list(GM_READER_DEFAULT_DIR, prefix, pids, 4),
+                     1);
+    const struct gm_snapshot *s = snap_of(pids[0]);
+    ck_assert_uint_eq(s->dev[0].limit, 2ull << 30);
+    ck_assert_uint_gt(s->dev[0].allocs, 0);
+    cleanup();
+}
+END_TEST
+
+/* ---- gc -------------------------------------------------------------------------- */
+
+START_TEST(gc_removes_dead_keeps_live)
+{
+    new_prefix("gc");
+    int dead = kept_trainsim("2G", "2", NULL, NULL, NULL);
+    pid_t live = live_trainsim();
+    const char *argd[] = { gpumem(), "gc", "--dry-run", NULL };
+    ck_assert_int_eq(tool(argd), 0);
+    ck_assert(exists(dead) && exists(live));
+    char pat[160];
+    snprintf(pat, sizeof pat, "would remove %s/%s.%d", GM_READER_DEFAULT_DIR,
+             prefix, dead);
+    ck_assert_ptr_nonnull(strstr(out, pat));
+    const char *argv[] = { gpumem(), "gc", NULL };
+    ck_assert_int_eq(tool(argv), 0);
+    ck_assert(!exists(dead));
+    ck_assert(exists(live));
+    snprintf(pat, sizeof pat, ".%d", (int)live);
+    ck_assert_ptr_null(strstr(out, pat));
+    stop(live);
+    /* killed: now dead, so gc takes it too */
+    ck_assert_int_eq(tool(argv), 0);
+    ck_assert(!exists(live));
+    cleanup();
+}
+END_TEST
+
+/* ---- help and options ------------------------------------------------------------ */
+
+START_TEST(help_and_bad_options)
+{
+    new_prefix("opt");
+    static const char *const cmds[] = { "run", "ps", "log", "report", "gc" };
+    for (size_t i = 0; i < 5; i++) {
+        const char *argv[] = { gpumem(), cmds[i], "--help", NULL };
+        ck_assert_int_eq(tool(argv), 0);
+        ck_assert_ptr_nonnull(strstr(out, "NAME"));
+        ck_assert_ptr_nonnull(strstr(out, "SYNOPSIS"));
+        ck_assert_ptr_nonnull(strstr(out, "EXIT STATUS"));
+        ck_assert_ptr_nonnull(strstr(out, "EXAMPLES"));
+        const char *argb[] = { gpumem(), cmds[i], "--bogus-option", "--",
+                               "true", NULL };
+        ck_assert_int_eq(tool(argb), 2);
+        ck_assert_ptr_nonnull(strstr(out, "gpumem: "));
+    }
+    const char *argt[] = { gm_bpath("gpumem-top"), "--help", NULL };
+    ck_assert_int_eq(tool(argt), 0);
+    ck_assert_ptr_nonnull(strstr(out, "SYNOPSIS"));
+    const char *argb[] = { gm_bpath("gpumem-top"), "-d", "zero", NULL };
+    ck_assert_int_eq(tool(argb), 2);
+    const char *argp[] = { gpumem(), "ps", "--prefix", "bad/prefix", NULL };
+    ck_assert_int_eq(tool(argp), 2);
+    const char *argf[] = { gpumem(), "log", "--format", "xml", NULL };
+    ck_assert_int_eq(tool(argf), 2);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("tools");
+    TCase *t = tcase_create("tools");
+    tcase_set_timeout(t, 30);
+    tcase_add_test(t, ps_json_matches_kept_segment);
+    tcase_add_test(t, ps_and_top_show_live_process);
+    tcase_add_test(t, log_jsonl_has_every_allocation);
+    tcase_add_test(t, log_follow_waits_for_process);
+    tcase_add_test(t, report_json_and_trace_agree);
+    tcase_add_test(t, report_svg_is_well_formed);
+    tcase_add_test(t, run_passes_policy_and_status);
+    tcase_add_test(t, run_refuses_bad_policy_and_usage);
+    tcase_add_test(t, run_preloads_the_shim);
+    tcase_add_test(t, gc_removes_dead_keeps_live);
+    tcase_add_test(t, help_and_bad_options);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *r = srunner_create(suite());
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed == 0 ? 0 : 1;
+}

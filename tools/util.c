@@ -1,0 +1,383 @@
+/*
+ * tools/util.c — helpers shared by `gpumem` and `gpumem-top` (see
+ * tools/util.h): prefix choice, JSON strings, segment scans, the process
+ * table in text and JSON.
+ *
+ * Invariants: segments are opened read-only through the reader library and
+ * closed again before gm_scan returns (a scan holds copies, not mappings);
+ * every figure printed comes from a consistent snapshot copy.
+ */
+#include "tools/util.h"
+
+#include <errno.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "policy/parse.h"
+#include "policy/policy.h"
+
+#define SCAN_MAX 4096
+
+static bool prefix_ok(const char *p)
+{
+    size_t n = strlen(p);
+    if (n == 0 || n > GM_PREFIX_MAX)
+        return false;
+    for (; *p; p++) {
+        char c = *p;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+const char *gm_tool_prefix(const char *cmd, const char *opt)
+{
+    const char *p = opt;
+    const char *from = "--prefix";
+    if (p == NULL) {
+        p = getenv("GPUMEM_SHM_PREFIX");
+        from = "GPUMEM_SHM_PREFIX";
+        if (p == NULL || *p == '\0')
+            return "gpumem";
+    }
+    if (!prefix_ok(p)) {
+        fprintf(stderr, "gpumem: %s: %s '%s' is not a segment prefix; use "
+                "1 to %d characters of A-Z a-z 0-9 _ . -\n", cmd, from, p,
+                GM_PREFIX_MAX);
+        return NULL;
+    }
+    return p;
+}
+
+const char *gm_tool_shm_dir(void)
+{
+    return GM_READER_DEFAULT_DIR;
+}
+
+void gm_json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p == '\n')
+            fputs("\\n", f);
+        else if (*p == '\t')
+            fputs("\\t", f);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+const char *gm_user_name(uid_t uid, char *buf, size_t cap)
+{
+    struct passwd pw, *res = NULL;
+    char tmp[1024];
+    if (getpwuid_r(uid, &pw, tmp, sizeof tmp, &res) == 0 && res != NULL)
+        snprintf(buf, cap, "%s", res->pw_name);
+    else
+        snprintf(buf, cap, "%u", (unsigned)uid);
+    return buf;
+}
+
+/* ---- scanning ------------------------------------------------------------ */
+
+static bool want_proc(const struct gm_scan_proc *sp, unsigned flags)
+{
+    if (!(flags & GM_SCAN_ALL_USERS) && sp->p.uid != getuid())
+        return false;
+    if (!(flags & GM_SCAN_DEAD) && sp->p.state == GM_SEG_DEAD)
+        return false;
+    /* A writer that exited without GPUMEM_KEEP unlinks its segment; one
+     * seen closed but not kept is about to disappear. */
+    if (!(flags & GM_SCAN_DEAD) && sp->p.state == GM_SEG_EXITED && !sp->kept)
+        return false;
+    return true;
+}
+
+static int read_one(const char *prefix, int pid, struct gm_scan_proc *sp)
+{
+    struct gm_seg s;
+    char err[256];
+    if (gm_seg_open(&s, gm_tool_shm_dir(), prefix, pid, err, sizeof err) != 0)
+        return -1;
+    memset(sp, 0, sizeof *sp);
+    int r = gm_seg_summary(&s, &sp->p);
+    snprintf(sp->path, sizeof sp->path, "%s", s.path);
+    gm_seg_close(&s);
+    if (r < 0)
+        return -1;
+    sp->kept = (sp->p.snap.flags & GM_ABI_F_KEPT) != 0;
+    return 0;
+}
+
+int gm_scan(const char *prefix, unsigned flags, struct gm_scan *out)
+{
+    static int pids[SCAN_MAX];
+    out->procs = NULL;
+    out->n = 0;
+    int n = gm_reader_list(gm_tool_shm_dir(), prefix, pids, SCAN_MAX);
+    if (n < 0) {
+        fprintf(stderr, "gpumem: cannot read %s: %s\n", gm_tool_shm_dir(),
+                strerror(errno));
+        return -1;
+    }
+    if (n > SCAN_MAX)
+        n = SCAN_MAX;
+    if (n == 0)
+        return 0;
+    out->procs = calloc((size_t)n, sizeof *out->procs);
+    if (out->procs == NULL) {
+        fprintf(stderr, "gpumem: out of memory\n");
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        struct gm_scan_proc *sp = &out->procs[out->n];
+        if (read_one(prefix, pids[i], sp) == 0 && want_proc(sp, flags))
+            out->n++;
+    }
+    return (int)out->n;
+}
+
+void gm_scan_free(struct gm_scan *sc)
+{
+    free(sc->procs);
+    sc->procs = NULL;
+    sc->n = 0;
+}
+
+const char *gm_proc_state_word(const struct gm_scan_proc *sp)
+{
+    switch (sp->p.state) {
+    case GM_SEG_ALIVE: return "live";
+    case GM_SEG_EXITED: return sp->kept ? "kept" : "exited";
+    case GM_SEG_DEAD: return "dead";
+    }
+    return "?";
+}
+
+static bool dev_used(const struct gm_abi_dev *d)
+{
+    return d->present || d->allocs || d->used || d->refusals;
+}
+
+size_t gm_scan_rows(const struct gm_scan *sc, struct gm_row *rows,
+                    size_t max)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < sc->n && k < max; i++) {
+        const struct gm_snapshot *s = &sc->procs[i].p.snap;
+        size_t before = k;
+        for (unsigned d = 0; d < s->dev_count && d < GM_ABI_MAX_DEVICES &&
+                             k < max; d++) {
+            if (!dev_used(&s->dev[d]))
+                continue;
+            rows[k++] = (struct gm_row){ &sc->procs[i], (int)d, &s->dev[d] };
+        }
+        if (k == before && k < max)
+            rows[k++] = (struct gm_row){ &sc->procs[i], -1, NULL };
+    }
+    return k;
+}
+
+uint64_t gm_dev_lat_q(const struct gm_abi_dev *d, unsigned per_mille)
+{
+    return gm_hist_quantile(d->lat_hist, GM_ABI_LAT_BUCKETS, per_mille);
+}
+
+size_t gm_size_short(uint64_t bytes, char *buf, size_t cap)
+{
+    static const char units[] = "BKMGTPE";
+    unsigned u = 0;
+    uint64_t whole = bytes, rem = 0;
+    while (whole >= 1024 && u < 6) {
+        rem = whole % 1024;
+        whole /= 1024;
+        u++;
+    }
+    int n;
+    if (u == 0)
+        n = snprintf(buf, cap, "%lluB", (unsigned long long)bytes);
+    else
+        n = snprintf(buf, cap, "%llu.%llu%c", (unsigned long long)whole,
+                     (unsigned long long)(rem * 10 / 1024), units[u]);
+    return n < 0 ? 0 : (size_t)n;
+}
+
+/* ---- text table ---------------------------------------------------------- */
+
+static void pct_text(const struct gm_abi_dev *d, char *buf, size_t cap)
+{
+    if (d == NULL || d->limit == 0)
+        snprintf(buf, cap, "-");
+    else
+        snprintf(buf, cap, "%llu%%",
+                 (unsigned long long)(d->used * 100 / d->limit));
+}
+
+static void print_row(FILE *f, const struct gm_row *r)
+{
+    const struct gm_snapshot *s = &r->sp->p.snap;
+    const struct gm_abi_dev *d = r->d;
+    char user[64], used[32] = "-", peak[32] = "-", lim[32] = "-", pct[16];
+    char dev[16] = "-", frag[32] = "-", p99[32] = "-";
+    gm_user_name(r->sp->p.uid, user, sizeof user);
+    pct_text(d, pct, sizeof pct);
+    if (d != NULL) {
+        snprintf(dev, sizeof dev, "%d", r->dev);
+        gm_size_short(d->used, used, sizeof used);
+        gm_size_short(d->peak, peak, sizeof peak);
+        if (d->limit)
+            gm_size_short(d->limit, lim, sizeof lim);
+        snprintf(frag, sizeof frag, "%llu.%llu%%",
+                 (unsigned long long)(d->frag_ppm / 10000),
+                 (unsigned long long)(d->frag_ppm / 1000 % 10));
+        if (d->allocs)
+            gm_format_latency(gm_dev_lat_q(d, 990), p99, sizeof p99);
+    }
+    fprintf(f, "%7d %-8.8s %3s %8s %8s %8s %4s %8llu %8llu %5llu %6s %9s "
+            "%-6s %-6s %s\n", r->sp->p.pid, user, dev, used, peak, lim, pct,
+            (unsigned long long)(d ? d->allocs : 0),
+            (unsigned long long)(d ? d->frees : 0),
+            (unsigned long long)(d ? d->refusals : 0), frag, p99,
+            gm_mode_name((enum gm_mode)s->mode), gm_proc_state_word(r->sp),
+            s->cmdline);
+}
+
+void gm_rows_print_text(FILE *f, const struct gm_row *rows, size_t n)
+{
+    fprintf(f, "%7s %-8s %3s %8s %8s %8s %4s %8s %8s %5s %6s %9s %-6s %-6s "
+            "%s\n", "PID", "USER", "DEV", "USED", "PEAK", "LIMIT", "%",
+            "ALLOCS", "FREES", "OOMS", "FRAG", "P99", "MODE", "STATE",
+            "COMMAND");
+    for (size_t i = 0; i < n; i++)
+        print_row(f, &rows[i]);
+}
+
+/* ---- JSON ---------------------------------------------------------------- */
+
+static void ju(FILE *f, const char *key, uint64_t v)
+{
+    fprintf(f, ",\"%s\":%llu", key, (unsigned long long)v);
+}
+
+static void dev_json(FILE *f, const struct gm_snapshot *s, unsigned i)
+{
+    const struct gm_abi_dev *d = &s->dev[i];
+    fprintf(f, "{\"device\":%u,\"consistent\":%s", i,
+            s->dev_state[i] == GM_SNAP_OK ? "true" : "false");
+    ju(f, "physical", d->physical);
+    ju(f, "limit", d->limit);
+    ju(f, "used", d->used);
+    ju(f, "peak", d->peak);
+    ju(f, "context", d->context_bytes);
+    ju(f, "pool_reserve", d->pool_reserve);
+    ju(f, "allocs", d->allocs);
+    ju(f, "frees", d->frees);
+    ju(f, "ooms", d->refusals);
+    ju(f, "live_allocs", d->live_allocs);
+    ju(f, "live_bytes", d->live_bytes);
+    ju(f, "total_allocated", d->total_bytes);
+    ju(f, "frag_ppm", d->frag_ppm);
+    ju(f, "alloc_latency_p50_ns", gm_dev_lat_q(d, 500));
+    ju(f, "alloc_latency_p99_ns", gm_dev_lat_q(d, 990));
+    fputc('}', f);
+}
+
+void gm_proc_print_json(FILE *f, const struct gm_scan_proc *sp)
+{
+    const struct gm_snapshot *s = &sp->p.snap;
+    uint64_t used = 0, peak = 0, limit = 0, ctx = 0, allocs = 0, frees = 0;
+    uint64_t ooms = 0, live = 0, live_bytes = 0;
+    bool unlimited = false;
+    char user[64];
+    for (unsigned i = 0; i < s->dev_count && i < GM_ABI_MAX_DEVICES; i++) {
+        const struct gm_abi_dev *d = &s->dev[i];
+        if (!dev_used(d))
+            continue;
+        used += d->used;
+        peak += d->peak;
+        limit += d->limit;
+        unlimited |= d->limit == 0;
+        ctx += d->context_bytes;
+        allocs += d->allocs;
+        frees += d->frees;
+        ooms += d->refusals;
+        live += d->live_allocs;
+        live_bytes += d->live_bytes;
+    }
+    fprintf(f, "{\"pid\":%d,\"user\":", sp->p.pid);
+    gm_json_str(f, gm_user_name(sp->p.uid, user, sizeof user));
+    fprintf(f, ",\"uid\":%u,\"state\":\"%s\",\"command\":",
+            (unsigned)sp->p.uid, gm_proc_state_word(sp));
+    gm_json_str(f, s->cmdline);
+    fprintf(f, ",\"mode\":\"%s\",\"on_oom\":\"%s\",\"policy\":",
+            gm_mode_name((enum gm_mode)s->mode),
+            gm_on_oom_name((enum gm_on_oom)s->on_oom));
+    gm_json_str(f, s->policy);
+    ju(f, "used", used);
+    ju(f, "peak", peak);
+    ju(f, "limit", unlimited ? 0 : limit);
+    ju(f, "context", ctx);
+    ju(f, "allocs", allocs);
+    ju(f, "frees", frees);
+    ju(f, "ooms", ooms);
+    ju(f, "live_allocs", live);
+    ju(f, "live_bytes", live_bytes);
+    ju(f, "host_pinned", s->host_pinned);
+    ju(f, "events", s->ring_head);
+    ju(f, "events_lost", gm_snapshot_events_lost(s));
+    ju(f, "start_realtime_ns", s->start_realtime_ns);
+    fputs(",\"devices\":[", f);
+    unsigned shown = 0;
+    for (unsigned i = 0; i < s->dev_count && i < GM_ABI_MAX_DEVICES; i++) {
+        if (!dev_used(&s->dev[i]))
+            continue;
+        if (shown++)
+            fputc(',', f);
+        dev_json(f, s, i);
+    }
+    fputs("]}", f);
+}
+
+void gm_scan_print_json(FILE *f, const struct gm_scan *sc)
+{
+    fputc('[', f);
+    for (size_t i = 0; i < sc->n; i++) {
+        if (i)
+            fputc(',', f);
+        gm_proc_print_json(f, &sc->procs[i]);
+    }
+    fputc(']', f);
+}
+
+/* ---- options ------------------------------------------------------------- */
+
+int gm_opt_value(const char *cmd, int argc, char **argv, int *i,
+                 const char *name, const char **val)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0)
+        return 0;
+    if (a[n] == '=') {
+        *val = a + n + 1;
+        return 1;
+    }
+    if (a[n] != '\0')
+        return 0;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "gpumem: %s: option %s needs a value (gpumem %s "
+                "--help)\n", cmd, name, cmd);
+        return -1;
+    }
+    *val = argv[++*i];
+    return 1;
+}
