@@ -124,25 +124,24 @@ bool gm_acct_adjust(struct gm_dev *d, uint64_t reserved, uint64_t actual)
     return true;
 }
 
-static void frag_insert(struct gm_dev *d, unsigned dev, uint64_t addr,
-                        uint64_t size)
+/* Fragmentation after adding / removing a live interval (the figure is
+ * published with the allocation's own telemetry update). */
+static uint32_t frag_insert(struct gm_dev *d, uint64_t addr, uint64_t size)
 {
     gm_spin_lock(&d->frag_lock);
-    uint32_t ppm = 0;
-    if (gm_frag_insert(&d->fragset, addr, size) == 0)
-        ppm = gm_frag_ppm(&d->fragset);
+    gm_frag_insert(&d->fragset, addr, size);
+    uint32_t ppm = gm_frag_ppm(&d->fragset);
     gm_spin_unlock(&d->frag_lock);
-    gm_tel_frag(&gm_st.tel, dev, ppm);
+    return ppm;
 }
 
-static void frag_remove(struct gm_dev *d, unsigned dev, uint64_t addr)
+static uint32_t frag_remove(struct gm_dev *d, uint64_t addr)
 {
     gm_spin_lock(&d->frag_lock);
-    uint32_t ppm = 0;
-    if (gm_frag_remove(&d->fragset, addr) == 0)
-        ppm = gm_frag_ppm(&d->fragset);
+    gm_frag_remove(&d->fragset, addr);
+    uint32_t ppm = gm_frag_ppm(&d->fragset);
     gm_spin_unlock(&d->frag_lock);
-    gm_tel_frag(&gm_st.tel, dev, ppm);
+    return ppm;
 }
 
 void gm_acct_commit(int dev, struct gm_dev *d, enum gm_ns ns, uint64_t key,
@@ -169,10 +168,12 @@ void gm_acct_commit_entry(struct gm_dev *d, const struct gm_alloc *e,
         gm_log(GM_LOG_ERROR, "out of memory for the allocation table; "
                "this allocation is not tracked");
     }
-    if (a.ns == GM_NS_PTR && !(a.flags & GM_AF_ARENA))
-        frag_insert(d, a.dev, a.key, a.size);
-    gm_tel_alloc(&gm_st.tel, a.dev, a.api, a.key, a.size, lat_ns,
-                 gm_budget_used(&d->budget), gm_budget_peak(&d->budget));
+    uint32_t ppm = GM_TEL_FRAG_KEEP;
+    if (a.ns == GM_NS_PTR)
+        ppm = frag_insert(d, a.key, a.size);
+    gm_tel_alloc_frag(&gm_st.tel, a.dev, a.api, a.key, a.size, lat_ns,
+                      gm_budget_used(&d->budget), gm_budget_peak(&d->budget),
+                      ppm);
 }
 
 void gm_acct_released(const struct gm_alloc *a, unsigned api, uint64_t lat_ns)
@@ -183,8 +184,10 @@ void gm_acct_released(const struct gm_alloc *a, unsigned api, uint64_t lat_ns)
     uint64_t used = gm_budget_used(&d->budget);
     if (!(a->flags & GM_AF_UNCHARGED))
         used = gm_budget_release(&d->budget, a->size);
-    if (a->ns == GM_NS_PTR && !(a->flags & GM_AF_ARENA))
-        frag_remove(d, a->dev, a->key);
-    gm_tel_free(&gm_st.tel, a->dev, api, a->key, a->size, lat_ns, used);
+    uint32_t ppm = GM_TEL_FRAG_KEEP;
+    if (a->ns == GM_NS_PTR)
+        ppm = frag_remove(d, a->key);
+    gm_tel_free_frag(&gm_st.tel, a->dev, api, a->key, a->size, lat_ns, used,
+                     ppm);
     gm_oomwait_wake();
 }

@@ -58,12 +58,12 @@ static void resolve_device(int dev, struct gm_dev *d)
     }
 }
 
-struct gm_dev *gm_dev_get(int dev)
+struct gm_dev *gm_dev_get_slow(int dev)
 {
     if (dev < 0 || dev >= GM_MAX_DEVICES)
         return NULL;
     struct gm_dev *d = &gm_st.dev[dev];
-    if (GM_LIKELY(atomic_load_explicit(&d->ready, memory_order_acquire) == 2))
+    if (atomic_load_explicit(&d->ready, memory_order_acquire) == 2)
         return d;
     pthread_mutex_lock(&gm_st.dev_lock);
     if (atomic_load_explicit(&d->ready, memory_order_relaxed) != 2) {

@@ -444,7 +444,7 @@ static int check_file(int fd, const char *path, bool ours, char *msg,
     return 0;
 }
 
-/* Header checks once `initialised` reads 1. `name` NULL: any valid name. */
+/* Header checks once `initialised` reads 1; `name` is the file's. */
 static int check_hdr(const struct gm_group_hdr *h, const char *name,
                      const char *path, char *msg, size_t cap)
 {
@@ -477,7 +477,7 @@ static int check_hdr(const struct gm_group_hdr *h, const char *name,
     for (size_t i = 0; i < sizeof n; i++)
         n[i] = LD(&h->name[i]);
     if (memchr(n, '\0', sizeof n) == NULL || !name_ok(n, GM_NAME_MAX) ||
-        (name != NULL && strcmp(n, name) != 0)) {
+        strcmp(n, name) != 0) {
         set_msg(msg, cap, "%s does not hold the group it is named after; "
                 "refusing it", path);
         return -1;
@@ -606,6 +606,8 @@ static int open_existing(const char *path, const char *name, bool ours,
         if (errno == ELOOP)
             set_msg(msg, cap, "%s is a symbolic link; refusing to follow it",
                     path);
+        else if (errno == EISDIR)
+            set_msg(msg, cap, "%s is not a regular file; refusing it", path);
         else
             set_msg(msg, cap, "cannot open %s: %s", path, strerror(errno));
         return -1;
@@ -1225,6 +1227,22 @@ static void fill_view(const struct gm_group_seg *c, struct gm_group_view *v)
     }
 }
 
+/* The NAME of ".../<prefix>.group.<NAME>" into buf; false when the path
+ * is not named like a group segment. */
+static bool name_from_path(const char *path, char *buf, size_t cap)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *n = strstr(base, ".group.");
+    if (n == NULL || n == base)
+        return false;
+    n += strlen(".group.");
+    if (!name_ok(n, GM_NAME_MAX) || strlen(n) >= cap)
+        return false;
+    snprintf(buf, cap, "%s", n);
+    return true;
+}
+
 int gm_group_snapshot(const char *path, struct gm_group_view *out,
                       char *err, size_t cap)
 {
@@ -1255,7 +1273,12 @@ int gm_group_snapshot(const char *path, struct gm_group_view *out,
         set_msg(err, cap, "%s is not initialised (being created?)", path);
         return -1;
     }
-    if (check_hdr(&copy.hdr, NULL, path, err, cap) != 0)
+    char name[GM_NAME_MAX + 1];
+    if (!name_from_path(path, name, sizeof name)) {
+        set_msg(err, cap, "%s is not named like a group segment", path);
+        return -1;
+    }
+    if (check_hdr(&copy.hdr, name, path, err, cap) != 0)
         return -1;
     fill_view(&copy, out);
     out->consistent = consistent;
@@ -1296,9 +1319,15 @@ static int gc_mapped(struct gm_group_seg *s, int fd, const char *path,
 int gm_group_gc(const char *path, char *err, size_t cap)
 {
     set_msg(err, cap, "%s", "");
+    char name[GM_NAME_MAX + 1];
+    if (!name_from_path(path, name, sizeof name)) {
+        set_msg(err, cap, "%s is not named like a group segment; left alone",
+                path);
+        return -1;
+    }
     struct gm_group_seg *s = NULL;
     int fd = -1;
-    int rc = open_existing(path, NULL, true, &s, &fd, err, cap);
+    int rc = open_existing(path, name, true, &s, &fd, err, cap);
     if (rc == 1)
         return 1;  /* vanished, or an abandoned creation removed */
     if (rc < 0)

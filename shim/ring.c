@@ -251,9 +251,19 @@ void gm_tel_device(struct gm_tel *t, unsigned dev, uint64_t physical,
     stats_end(d);
 }
 
-void gm_tel_alloc(struct gm_tel *t, unsigned dev, unsigned api, uint64_t addr,
-                  uint64_t size, uint64_t lat_ns, uint64_t used_after,
-                  uint64_t peak)
+static void put_frag(struct gm_abi_dev *d, uint32_t frag_ppm)
+{
+    if (frag_ppm == GM_TEL_FRAG_KEEP)
+        return;
+    uint64_t v = frag_ppm > 1000000u ? 1000000u : frag_ppm;
+    put(&d->frag_ppm, v);
+    if (get(&d->used) == get(&d->peak))
+        put(&d->frag_peak_ppm, v);
+}
+
+void gm_tel_alloc_frag(struct gm_tel *t, unsigned dev, unsigned api,
+                       uint64_t addr, uint64_t size, uint64_t lat_ns,
+                       uint64_t used_after, uint64_t peak, uint32_t frag_ppm)
 {
     struct gm_abi_header *h = tel_hdr(t);
     if (h == NULL)
@@ -269,14 +279,24 @@ void gm_tel_alloc(struct gm_tel *t, unsigned dev, unsigned api, uint64_t addr,
         inc(&d->lat_hist[log2_bucket(lat_ns, GM_ABI_LAT_BUCKETS)]);
         add_bounded(&d->lat_sum_ns, lat_ns);
         set_used_peak(d, used_after, peak, now);
+        put_frag(d, frag_ppm);
         stats_end(d);
     }
     ring_push(h, GM_EV_ALLOC, api, dev, now, lat_ns, size, addr, used_after,
               0);
 }
 
-void gm_tel_free(struct gm_tel *t, unsigned dev, unsigned api, uint64_t addr,
-                 uint64_t size, uint64_t lat_ns, uint64_t used_after)
+void gm_tel_alloc(struct gm_tel *t, unsigned dev, unsigned api, uint64_t addr,
+                  uint64_t size, uint64_t lat_ns, uint64_t used_after,
+                  uint64_t peak)
+{
+    gm_tel_alloc_frag(t, dev, api, addr, size, lat_ns, used_after, peak,
+                      GM_TEL_FRAG_KEEP);
+}
+
+void gm_tel_free_frag(struct gm_tel *t, unsigned dev, unsigned api,
+                      uint64_t addr, uint64_t size, uint64_t lat_ns,
+                      uint64_t used_after, uint32_t frag_ppm)
 {
     struct gm_abi_header *h = tel_hdr(t);
     if (h == NULL)
@@ -288,9 +308,17 @@ void gm_tel_free(struct gm_tel *t, unsigned dev, unsigned api, uint64_t addr,
         sub(&d->live_allocs, 1);
         sub(&d->live_bytes, size);
         set_used_peak(d, used_after, 0, now);
+        put_frag(d, frag_ppm);
         stats_end(d);
     }
     ring_push(h, GM_EV_FREE, api, dev, now, lat_ns, size, addr, used_after, 0);
+}
+
+void gm_tel_free(struct gm_tel *t, unsigned dev, unsigned api, uint64_t addr,
+                 uint64_t size, uint64_t lat_ns, uint64_t used_after)
+{
+    gm_tel_free_frag(t, dev, api, addr, size, lat_ns, used_after,
+                     GM_TEL_FRAG_KEEP);
 }
 
 void gm_tel_refuse(struct gm_tel *t, unsigned dev, unsigned api,

@@ -88,7 +88,15 @@ int gm_current_device(void);
 /* Fork child: forget which devices have contexts. */
 void gm_dev_reset(void);
 /* The device's record with its limit resolved; NULL for a bad ordinal. */
-struct gm_dev *gm_dev_get(int dev);
+struct gm_dev *gm_dev_get_slow(int dev);
+static inline struct gm_dev *gm_dev_get(int dev)
+{
+    if (GM_LIKELY((unsigned)dev < GM_MAX_DEVICES &&
+                  atomic_load_explicit(&gm_st.dev[dev].ready,
+                                       memory_order_acquire) == 2))
+        return &gm_st.dev[dev];
+    return gm_dev_get_slow(dev);
+}
 /* Context memory, measured once per device: call _before just before the
  * real context creator (it samples NVML where available) and _created
  * after it succeeded, with the new context. The difference (or, without

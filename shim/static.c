@@ -100,9 +100,9 @@ bool gm_arena_try_alloc(int dev, struct gm_dev *d, uint64_t size,
     }
     *p = addr;
     *rc = CUDA_SUCCESS;
-    gm_tel_alloc(&gm_st.tel, (unsigned)dev, api, addr, charged, lat,
-                 gm_budget_used(&d->budget), gm_budget_peak(&d->budget));
-    gm_tel_frag(&gm_st.tel, (unsigned)dev, gm_arena_frag_ppm(a));
+    gm_tel_alloc_frag(&gm_st.tel, (unsigned)dev, api, addr, charged, lat,
+                      gm_budget_used(&d->budget), gm_budget_peak(&d->budget),
+                      gm_arena_frag_ppm(a));
     return true;
 }
 
@@ -124,9 +124,8 @@ bool gm_arena_try_free(CUdeviceptr p, unsigned api, CUresult *rc)
             return true;
         }
         struct gm_dev *d = &gm_st.dev[dev];
-        gm_tel_free(&gm_st.tel, dev, api, p, size, lat,
-                    gm_budget_used(&d->budget));
-        gm_tel_frag(&gm_st.tel, dev, gm_arena_frag_ppm(a));
+        gm_tel_free_frag(&gm_st.tel, dev, api, p, size, lat,
+                         gm_budget_used(&d->budget), gm_arena_frag_ppm(a));
         *rc = CUDA_SUCCESS;
         return true;
     }

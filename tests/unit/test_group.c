@@ -196,8 +196,11 @@ static struct kid spawn_gated(struct gm_group_params p, int gate)
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
-        close(down[1]);
-        close(up[0]);
+        /* Keep only our own pipes: other members' pipes held here would
+         * delay their end-of-file when this test process dies. */
+        for (int fd = 3; fd < 256; fd++)
+            if (fd != down[0] && fd != up[1] && fd != gate)
+                close(fd);
         kid_main(down[0], up[1], gate, p);
     }
     close(down[0]);
@@ -347,3 +350,844 @@ START_TEST(device_table_by_uuid)
 }
 END_TEST
 
+START_TEST(mismatched_limit_warns_and_uses_the_groups)
+{
+    struct gm_group g;
+    struct gm_group_params p = params("train", 1, 8ull << 30);
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    /* The same value, in bytes or as a percentage: silent. */
+    struct kid same = spawn(params("train", 1, 8ull << 30));
+    ck_assert_str_eq(same.join.msg, "");
+    kid_quit(&same);
+    struct gm_group_params pc = params("train", 1, 0);
+    pc.limit = (struct gm_limit){ .kind = GM_LIMIT_PERCENT, .fraction = 0.1 };
+    same = spawn(pc);
+    ck_assert_str_eq(same.join.msg, "");
+    kid_quit(&same);
+    /* Another value: a warning naming both, and the group's limit. */
+    struct kid k = spawn(params("train", 1, 4ull << 30));
+    ck_assert_str_eq(k.join.msg,
+                     "group 'train' already has a limit of 8.0 GiB on this "
+                     "device; ignoring GPUMEM_GROUP_LIMIT=4.0 GiB");
+    ck_assert_uint_eq(ask(&k, 'U', 0, 0).v, 8ull << 30);
+    ck_assert_int_eq(ask(&k, 'R', 6ull << 30, 0).ok, 1);
+    kid_quit(&k);
+    pc.limit.fraction = 0.05;
+    k = spawn(pc);
+    ck_assert_str_eq(k.join.msg,
+                     "group 'train' already has a limit of 8.0 GiB on this "
+                     "device; ignoring GPUMEM_GROUP_LIMIT=5% (4.0 GiB)");
+    kid_quit(&k);
+    gm_group_leave(&g);
+}
+END_TEST
+
+START_TEST(limit_edge_is_exact_and_release_is_clamped)
+{
+    struct gm_group g;
+    struct gm_group_params p = params("edge", 1, 1000);
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    uint64_t u = 0;
+    ck_assert(gm_group_reserve(&g, gdev, 600, &u));
+    ck_assert_uint_eq(u, 600);
+    ck_assert(!gm_group_reserve(&g, gdev, 401, &u));
+    ck_assert_uint_eq(u, 600);
+    ck_assert(!gm_group_reserve(&g, gdev, UINT64_MAX, &u));
+    ck_assert(gm_group_reserve(&g, gdev, 400, &u));
+    ck_assert_uint_eq(u, 1000);
+    ck_assert(!gm_group_reserve(&g, gdev, 1, &u));
+    struct gm_group_usage us;
+    ck_assert_int_eq(gm_group_query(&g, gdev, &us), 0);
+    ck_assert_uint_eq(us.used, 1000);
+    ck_assert_uint_eq(us.mine, 1000);
+    ck_assert_uint_eq(us.available, 0);
+    ck_assert_uint_eq(us.members, 1);
+    ck_assert_uint_eq(us.share, 1000);
+    gm_group_release(&g, gdev, 5000);   /* more than charged */
+    gm_group_release(&g, gdev, 5000);
+    ck_assert_int_eq(gm_group_query(&g, gdev, &us), 0);
+    ck_assert_uint_eq(us.used, 0);
+    ck_assert_uint_eq(us.mine, 0);
+    ck_assert_uint_eq(us.available, 1000);
+    ck_assert(!gm_group_broken(&g));
+    gm_group_leave(&g);
+    /* Without a limit everything is admitted and still counted. */
+    p = params("free", 1, 0);
+    p.limit.kind = GM_LIMIT_NONE;
+    join_ok(&g, &p, &gdev);
+    ck_assert(gm_group_reserve(&g, gdev, 1ull << 50, &u));
+    ck_assert(gm_group_reserve(&g, gdev, 1ull << 50, &u));
+    ck_assert_uint_eq(u, 2ull << 50);
+    gm_group_leave(&g);
+}
+END_TEST
+
+/* ---- priorities ---------------------------------------------------------- */
+
+START_TEST(low_cannot_take_high_share_high_takes_idle_low)
+{
+    const uint64_t L = 12000;
+    struct gm_group g;
+    struct gm_group_params p = params("prio", 0.7, L);  /* we are low */
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    struct kid h = spawn(params("prio", 1.5, L));
+    uint64_t sh = share(L, 1.5, 2.2), sl = share(L, 0.7, 2.2);
+    ck_assert_uint_eq(sh, 8181);
+    ck_assert_uint_eq(sl, 3818);
+    /* All 12000 are free, but 8181 are the high member's unused share:
+     * we get the rest, 3819 (our share plus the byte the floors leave). */
+    ck_assert(!gm_group_reserve(&g, gdev, L - sh + 1, NULL));
+    ck_assert(gm_group_reserve(&g, gdev, L - sh, NULL));
+    ck_assert_uint_le(L - sh - sl, 1);
+    struct gm_group_usage us;
+    ck_assert_int_eq(gm_group_query(&g, gdev, &us), 0);
+    ck_assert_uint_eq(us.share, sl);
+    ck_assert_uint_eq(us.reserved_above, sh);
+    ck_assert_uint_eq(us.available, 0);
+    /* The high member reaches its share, which is all that is left. */
+    ck_assert_uint_eq(ask(&h, 'U', 0, 0).v, sh);
+    ck_assert_int_eq(ask(&h, 'R', sh, 0).ok, 1);
+    ck_assert(!gm_group_reserve(&g, gdev, 1, NULL));
+    /* Memory the low member lets go is idle: the high one takes it. */
+    gm_group_release(&g, gdev, L - sh);
+    ck_assert_int_eq(ask(&h, 'R', L - sh, 0).ok, 1);
+    ck_assert_int_eq(ask(&h, 'R', 1, 0).ok, 0);
+    ck_assert(!gm_group_reserve(&g, gdev, 1, NULL));
+    kid_quit(&h);
+    /* Alone now: the whole limit is ours. */
+    ck_assert(gm_group_reserve(&g, gdev, L, NULL));
+    gm_group_leave(&g);
+}
+END_TEST
+
+START_TEST(low_uses_idle_memory_of_its_peers_not_of_higher_ones)
+{
+    const uint64_t L = 12000;
+    struct gm_group g;
+    struct gm_group_params p = params("prio3", 0.7, L);
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    struct kid h = spawn(params("prio3", 1.5, L));
+    struct kid b = spawn(params("prio3", 0.7, L));   /* idle low peer */
+    uint64_t sh = share(L, 1.5, 2.9), sl = share(L, 0.7, 2.9);
+    ck_assert_uint_eq(sh, 6206);
+    ck_assert_uint_eq(sl, 2896);
+    /* Our share plus the idle low peer's, never the high one's. */
+    ck_assert(!gm_group_reserve(&g, gdev, L - sh + 1, NULL));
+    ck_assert(gm_group_reserve(&g, gdev, L - sh, NULL));
+    ck_assert_uint_gt(L - sh, sl);
+    ck_assert_uint_eq(ask(&b, 'U', 0, 0).v, 0);
+    ck_assert_int_eq(ask(&h, 'R', sh, 0).ok, 1);
+    /* The high one leaves: its share is free for everyone. */
+    kid_quit(&h);
+    ck_assert(gm_group_reserve(&g, gdev, sh, NULL));
+    kid_quit(&b);
+    gm_group_leave(&g);
+}
+END_TEST
+
+START_TEST(equal_weights_borrow_freely)
+{
+    const uint64_t L = 12000;
+    struct gm_group g;
+    struct gm_group_params p = params("eq", 1.0, L);
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    struct kid k = spawn(params("eq", 1.0, L));
+    ck_assert(gm_group_reserve(&g, gdev, L, NULL));
+    ck_assert_int_eq(ask(&k, 'R', 1, 0).ok, 0);
+    kid_quit(&k);
+    gm_group_leave(&g);
+}
+END_TEST
+
+/* ---- the stress test ----------------------------------------------------- */
+
+#define STRESS_KIDS 4
+#define STRESS_NS (1200 * MS)
+
+struct stress_out { uint64_t ok, refused, violations; };
+
+static void stress_kid(double w, uint64_t L, int out)
+{
+    struct gm_group g;
+    struct gm_group_params p = params("stress", w, L);
+    struct stress_out r = { 0, 0, 0 };
+    char msg[256];
+    if (gm_group_join(&g, &p, msg, sizeof msg) != 0)
+        _exit(2);
+    int gdev = gm_group_device(&g, UUID0, PHYS, msg, sizeof msg);
+    uint64_t held[8] = { 0 }, mine = 0;
+    uint64_t seed = (uint64_t)getpid() * 2654435761u;
+    uint64_t end = gm_clock_monotonic_ns() + STRESS_NS;
+    for (unsigned it = 0; gm_clock_monotonic_ns() < end; it++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        unsigned k = (unsigned)(seed >> 60) & 7u;
+        if (held[k] == 0) {
+            uint64_t sz = 1 + (seed >> 20) % (L / 3), u = 0;
+            if (gm_group_reserve(&g, gdev, sz, &u)) {
+                r.ok++;
+                r.violations += u > L;
+                held[k] = sz;
+                mine += sz;
+            } else {
+                r.refused++;
+            }
+        } else {
+            gm_group_release(&g, gdev, held[k]);
+            mine -= held[k];
+            held[k] = 0;
+        }
+        if ((it & 255u) == 0) {
+            struct gm_group_usage us;
+            r.violations += gm_group_query(&g, gdev, &us) != 0 ||
+                            us.mine != mine || us.used > L;
+        }
+    }
+    for (int k = 0; k < 8; k++)
+        gm_group_release(&g, gdev, held[k]);
+    struct gm_group_usage us;
+    r.violations += gm_group_query(&g, gdev, &us) != 0 || us.mine != 0;
+    gm_group_leave(&g);
+    _exit(write(out, &r, sizeof r) == (ssize_t)sizeof r ? 0 : 2);
+}
+
+START_TEST(four_processes_never_pass_the_limit_and_end_at_zero)
+{
+    const uint64_t L = 1ull << 20;
+    const double w[STRESS_KIDS] = { 1.5, 1.0, 1.0, 0.7 };
+    struct gm_group g;
+    struct gm_group_params p = params("stress", 1.0, L);
+    int gdev;
+    join_ok(&g, &p, &gdev);   /* holds nothing; keeps the file */
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t pids[STRESS_KIDS];
+    for (int i = 0; i < STRESS_KIDS; i++) {
+        pids[i] = fork();
+        ck_assert_int_ge(pids[i], 0);
+        if (pids[i] == 0) {
+            close(fds[0]);
+            stress_kid(w[i], L, fds[1]);
+        }
+    }
+    close(fds[1]);
+    /* Watch from outside while they run: never above the limit, and
+     * every consistent copy adds up. */
+    char path[256], err[256];
+    seg_path(path, sizeof path, "stress");
+    static struct gm_group_view v;
+    unsigned consistent = 0;
+    uint64_t end = gm_clock_monotonic_ns() + STRESS_NS;
+    while (gm_clock_monotonic_ns() < end) {
+        ck_assert_int_eq(gm_group_snapshot(path, &v, err, sizeof err), 0);
+        if (!v.consistent)
+            continue;
+        consistent++;
+        uint64_t sum = 0;
+        for (unsigned i = 0; i < v.nmembers; i++)
+            sum += v.member[i].used[gdev];
+        ck_assert_uint_eq(sum, v.dev[gdev].used);
+        ck_assert_uint_le(v.dev[gdev].used, L);
+        usleep(2000);
+    }
+    struct stress_out tot = { 0, 0, 0 };
+    for (int i = 0; i < STRESS_KIDS; i++) {
+        struct stress_out r;
+        ck_assert(get(fds[0], &r, sizeof r));
+        tot.ok += r.ok;
+        tot.refused += r.refused;
+        tot.violations += r.violations;
+    }
+    for (int i = 0; i < STRESS_KIDS; i++) {
+        int st;
+        ck_assert_int_eq(waitpid(pids[i], &st, 0), pids[i]);
+        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    ck_assert_uint_eq(tot.violations, 0);
+    ck_assert_uint_gt(tot.ok, 1000);
+    ck_assert_uint_gt(tot.refused, 0);   /* the limit was really reached */
+    ck_assert_uint_gt(consistent, 0);
+    snap_ok("stress", &v);
+    ck_assert_uint_eq(v.dev[gdev].used, 0);
+    ck_assert_uint_le(v.dev[gdev].peak, L);
+    ck_assert_uint_ge(v.dev[gdev].peak, L / 2);
+    ck_assert_uint_eq(v.nmembers, 1);
+    ck_assert_uint_eq(v.reclaims, 0);
+    ck_assert_uint_eq(v.joins, 1 + STRESS_KIDS);
+    gm_group_leave(&g);
+}
+END_TEST
+
+/* ---- crashes ------------------------------------------------------------- */
+
+START_TEST(killed_member_reclaimed_on_refusal)
+{
+    const uint64_t L = 1000;
+    struct seen s = { 0, -1, 0, 0 };
+    struct gm_group g;
+    struct gm_group_params p = params("kill", 1.0, L);
+    p.on_reclaim = on_reclaim;
+    p.arg = &s;
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    struct kid k = spawn(params("kill", 1.0, L));
+    ck_assert_int_eq(ask(&k, 'R', L / 2, 0).ok, 1);
+    ck_assert(gm_group_reserve(&g, gdev, L / 2, NULL));
+    pid_t dead = k.pid;
+    kid_kill(&k, true);
+    uint64_t t0 = gm_clock_monotonic_ns(), u = 0;
+    ck_assert(gm_group_reserve(&g, gdev, L / 2, &u));
+    ck_assert_uint_lt(gm_clock_monotonic_ns() - t0, 1000 * MS);
+    ck_assert_uint_eq(u, L);
+    ck_assert_int_eq(s.calls, 1);
+    ck_assert_int_eq(s.pid, dead);
+    ck_assert_int_eq(s.gdev, gdev);
+    ck_assert_uint_eq(s.bytes, L / 2);
+    struct gm_group_view v;
+    snap_ok("kill", &v);
+    ck_assert_uint_eq(v.reclaims, 1);
+    ck_assert_uint_eq(v.reclaimed_bytes, L / 2);
+    ck_assert_uint_eq(v.dev[gdev].reclaimed_bytes, L / 2);
+    ck_assert_uint_eq(v.nmembers, 1);
+    ck_assert_uint_eq(v.dev[gdev].used, L);
+    gm_group_leave(&g);
+}
+END_TEST
+
+static bool is_zombie(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *q = strrchr(buf, ')');
+    return q != NULL && q[1] == ' ' && q[2] == 'Z';
+}
+
+START_TEST(unreaped_zombie_member_is_dead)
+{
+    const uint64_t L = 1000;
+    struct gm_group g;
+    struct gm_group_params p = params("zombie", 1.0, L);
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    struct kid k = spawn(params("zombie", 1.0, L));
+    ck_assert_int_eq(ask(&k, 'R', L, 0).ok, 1);
+    pid_t z = k.pid;
+    kid_kill(&k, false);
+    for (int i = 0; i < 1000 && !is_zombie(z); i++)
+        usleep(1000);
+    ck_assert(is_zombie(z));
+    ck_assert(gm_group_reserve(&g, gdev, L, NULL));
+    ck_assert_int_eq(waitpid(z, NULL, 0), z);
+    gm_group_leave(&g);
+}
+END_TEST
+
+START_TEST(reaper_reclaims_within_a_second)
+{
+    const uint64_t L = 1000;
+    struct seen s = { 0, -1, 0, 0 };
+    struct gm_group g;
+    struct gm_group_params p = params("reap", 1.0, L);
+    p.on_reclaim = on_reclaim;
+    p.arg = &s;
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    struct kid k = spawn(params("reap", 1.0, L));
+    ck_assert_int_eq(ask(&k, 'R', 600, 0).ok, 1);
+    ck_assert_int_eq(gm_group_start_reaper(&g, 0), 0);
+    ck_assert_int_eq(gm_group_start_reaper(&g, 0), -1);
+    pid_t dead = k.pid;
+    kid_kill(&k, true);
+    uint64_t t0 = gm_clock_monotonic_ns();
+    struct gm_group_view v;
+    do {
+        usleep(5000);
+        snap_ok("reap", &v);
+    } while (v.dev[gdev].used != 0 && gm_clock_monotonic_ns() - t0 < 3000 * MS);
+    uint64_t took = gm_clock_monotonic_ns() - t0;
+    ck_assert_uint_eq(v.dev[gdev].used, 0);
+    ck_assert_uint_le(took, 1300 * MS);
+    ck_assert_int_eq(__atomic_load_n(&s.calls, __ATOMIC_ACQUIRE), 1);
+    ck_assert_int_eq(__atomic_load_n(&s.pid, __ATOMIC_RELAXED), dead);
+    ck_assert_uint_eq(__atomic_load_n(&s.bytes, __ATOMIC_RELAXED), 600);
+    gm_group_leave(&g);   /* stops the reaper */
+}
+END_TEST
+
+static struct gm_group_seg *map_rw(const char *name, int *fd)
+{
+    char path[256];
+    seg_path(path, sizeof path, name);
+    *fd = open(path, O_RDWR);
+    ck_assert_int_ge(*fd, 0);
+    void *m = mmap(NULL, sizeof(struct gm_group_seg), PROT_READ | PROT_WRITE,
+                   MAP_SHARED, *fd, 0);
+    ck_assert_ptr_ne(m, MAP_FAILED);
+    return m;
+}
+
+static void unmap_rw(struct gm_group_seg *s, int fd)
+{
+    munmap(s, sizeof *s);
+    close(fd);
+}
+
+/* Plants a live slot (pid, start) holding `bytes` on gdev. */
+static void plant(struct gm_group_seg *s, int gdev, int pid, uint64_t start,
+                  uint64_t bytes)
+{
+    for (int i = 0; i < GM_GROUP_MAX_MEMBERS; i++) {
+        struct gm_group_slot *m = &s->slot[i];
+        if (m->state != GM_GROUP_SLOT_FREE)
+            continue;
+        memset(m, 0, sizeof *m);
+        m->pid = pid;
+        m->start_ticks = start;
+        m->weight = 1000;
+        m->charged[gdev] = bytes;
+        s->dev[gdev].used += bytes;
+        m->state = GM_GROUP_SLOT_LIVE;
+        return;
+    }
+    ck_abort_msg("no free slot");
+}
+
+START_TEST(pid_reuse_is_not_the_same_process)
+{
+    const uint64_t L = 1000;
+    struct seen s = { 0, -1, 0, 0 };
+    struct gm_group g;
+    struct gm_group_params p = params("reuse", 1.0, L);
+    p.on_reclaim = on_reclaim;
+    p.arg = &s;
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    uint64_t mine;
+    ck_assert_int_eq(gm_proc_start_ticks(0, &mine), 0);
+    pid_t other = fork();
+    ck_assert_int_ge(other, 0);
+    if (other == 0) {
+        pause();
+        _exit(0);
+    }
+    uint64_t ostart = 0;
+    ck_assert_int_eq(gm_proc_start_ticks(other, &ostart), 0);
+    int fd;
+    struct gm_group_seg *seg = map_rw("reuse", &fd);
+    /* A live process with its own start time: a member, kept. */
+    plant(seg, gdev, other, ostart, 300);
+    ck_assert_uint_eq(gm_group_reclaim(&g), 0);
+    ck_assert(!gm_group_reserve(&g, gdev, L - 299, NULL));
+    /* The same pid with another start time: an earlier process. */
+    plant(seg, gdev, other, ostart + 1, 200);
+    ck_assert_uint_eq(gm_group_reclaim(&g), 200);
+    ck_assert_int_eq(s.pid, other);
+    /* Our own pid, another start time; and our own pid and start time in
+     * a slot that is not ours (this process's image before exec). */
+    plant(seg, gdev, (int)getpid(), mine + 12345, 100);
+    plant(seg, gdev, (int)getpid(), mine, 50);
+    ck_assert_uint_eq(gm_group_reclaim(&g), 150);
+    ck_assert_int_eq(s.pid, (int)getpid());
+    ck_assert_int_eq(s.calls, 3);
+    ck_assert(gm_group_reserve(&g, gdev, L - 300, NULL));
+    kill(other, SIGKILL);
+    waitpid(other, NULL, 0);
+    unmap_rw(seg, fd);
+    gm_group_leave(&g);
+}
+END_TEST
+
+START_TEST(lock_survives_members_killed_inside_it)
+{
+    const uint64_t L = 1000;
+    struct gm_group g;
+    struct gm_group_params p = params("robust", 1.0, L);
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    static struct gm_group_view v;
+    for (int i = 0; i < 40; i++) {
+        struct kid k = spawn(params("robust", 1.0, L));
+        ck_assert_int_eq(ask(&k, 'S', 300, 0).ok, 1);
+        usleep(500 + 250 * (unsigned)(i % 8));
+        kid_kill(&k, true);
+        (void)gm_group_reclaim(&g);
+        uint64_t u = 0;
+        ck_assert_msg(gm_group_reserve(&g, gdev, L, &u), "round %d", i);
+        ck_assert_uint_eq(u, L);
+        gm_group_release(&g, gdev, L);
+        snap_ok("robust", &v);
+        ck_assert(v.consistent);
+        ck_assert_uint_eq(v.dev[gdev].used, 0);
+        ck_assert_uint_eq(v.nmembers, 1);
+    }
+    ck_assert(!gm_group_broken(&g));
+    snap_ok("robust", &v);
+    ck_assert_uint_gt(v.repairs, 0);   /* some kill did land inside it */
+    ck_assert_uint_eq(v.reclaims, 40);
+    gm_group_leave(&g);
+}
+END_TEST
+
+/* ---- waiting ------------------------------------------------------------- */
+
+START_TEST(wait_is_served_by_another_process_release)
+{
+    const uint64_t L = 1000;
+    struct gm_group g;
+    struct gm_group_params p = params("wait", 1.0, L);
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    struct kid k = spawn(params("wait", 1.0, L));
+    ck_assert_int_eq(ask(&k, 'R', L, 0).ok, 1);
+    ck_assert_int_eq(ask(&k, 'D', L / 2, 300 * MS).ok, 0);
+    uint64_t t0 = gm_clock_monotonic_ns(), u = 0;
+    ck_assert(gm_group_wait(&g, gdev, L / 2, t0 + 3000 * MS, &u));
+    uint64_t took = gm_clock_monotonic_ns() - t0;
+    ck_assert_uint_eq(u, L);
+    ck_assert_uint_ge(took, 250 * MS);
+    ck_assert_uint_le(took, 800 * MS);   /* woken, not polled at 1 s */
+    /* Nothing more is released: the wait ends at its deadline. */
+    t0 = gm_clock_monotonic_ns();
+    ck_assert(!gm_group_wait(&g, gdev, 1, t0 + 300 * MS, &u));
+    took = gm_clock_monotonic_ns() - t0;
+    ck_assert_uint_ge(took, 290 * MS);
+    ck_assert_uint_le(took, 900 * MS);
+    /* The other way round: the child waits, we release. */
+    struct cmd m = { 'W', L / 2, 3000 * MS };
+    put(k.wr, &m, sizeof m);
+    usleep(200 * 1000);
+    gm_group_release(&g, gdev, L / 2);
+    struct rep r = kid_reply(&k);
+    ck_assert_int_eq(r.ok, 1);
+    ck_assert_uint_ge(r.v, 150 * MS);
+    ck_assert_uint_le(r.v, 800 * MS);
+    kid_quit(&k);
+    gm_group_leave(&g);
+}
+END_TEST
+
+/* ---- creation ------------------------------------------------------------ */
+
+START_TEST(simultaneous_first_members_share_one_segment)
+{
+    enum { N = 8 };
+    int gate[2];
+    ck_assert_int_eq(pipe(gate), 0);
+    struct kid k[N];
+    for (int i = 0; i < N; i++)
+        k[i] = spawn_gated(params("race", 1.0, 1000), gate[0]);
+    char go[N];
+    memset(go, 'g', sizeof go);
+    put(gate[1], go, sizeof go);
+    for (int i = 0; i < N; i++) {
+        k[i].join = kid_reply(&k[i]);
+        ck_assert_msg(k[i].join.ok == 0, "member %d: %s", i, k[i].join.msg);
+        ck_assert_int_eq((int)k[i].join.v, 0);
+    }
+    struct gm_group_view v;
+    snap_ok("race", &v);
+    ck_assert_uint_eq(v.nmembers, N);
+    ck_assert_uint_eq(v.joins, N);
+    for (int i = 0; i < N; i++) {
+        int found = 0;
+        for (unsigned j = 0; j < v.nmembers; j++)
+            found += v.member[j].pid == k[i].pid;
+        ck_assert_int_eq(found, 1);
+    }
+    for (int i = 0; i < N; i++)
+        kid_quit(&k[i]);
+    char path[256];
+    seg_path(path, sizeof path, "race");
+    ck_assert_int_eq(access(path, F_OK), -1);
+}
+END_TEST
+
+START_TEST(abandoned_creation_is_taken_over_live_one_is_not)
+{
+    char path[256], msg[512];
+    seg_path(path, sizeof path, "half");
+    int fd = open(path, O_CREAT | O_EXCL | O_RDWR, 0600);
+    ck_assert_int_ge(fd, 0);
+    /* A creator that is alive holds its lock: refused after the wait. */
+    ck_assert_int_eq(flock(fd, LOCK_EX), 0);
+    struct gm_group g;
+    struct gm_group_params p = params("half", 1.0, 1000);
+    uint64_t t0 = gm_clock_monotonic_ns();
+    ck_assert_int_eq(gm_group_join(&g, &p, msg, sizeof msg), -1);
+    ck_assert_uint_ge(gm_clock_monotonic_ns() - t0, 900 * MS);
+    ck_assert_ptr_nonnull(strstr(msg, "still being created"));
+    ck_assert_int_eq(access(path, F_OK), 0);
+    /* Its creator died (lock released, file still empty): replaced. */
+    close(fd);
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    ck_assert(gm_group_reserve(&g, gdev, 1000, NULL));
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_uint_eq((uint64_t)st.st_size, sizeof(struct gm_group_seg));
+    gm_group_leave(&g);
+}
+END_TEST
+
+/* ---- hostile segments ---------------------------------------------------- */
+
+static void template_image(struct gm_group_seg *img)
+{
+    struct gm_group g;
+    struct gm_group_params p = params("tmpl", 1.0, 1000);
+    p.keep = true;
+    join_ok(&g, &p, NULL);
+    gm_group_leave(&g);
+    char path[256];
+    seg_path(path, sizeof path, "tmpl");
+    int fd = open(path, O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(read(fd, img, sizeof *img), (ssize_t)sizeof *img);
+    close(fd);
+}
+
+static void write_file(const char *path, const void *buf, size_t n,
+                       mode_t mode)
+{
+    unlink(path);
+    int fd = open(path, O_CREAT | O_EXCL | O_WRONLY, mode);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(fchmod(fd, mode), 0);
+    ck_assert_int_eq(write(fd, buf, n), (ssize_t)n);
+    close(fd);
+}
+
+/* join and snapshot refuse the file at "h" with `why`; it stays as it was. */
+static void refused(const char *why, bool snapshot_too)
+{
+    char path[256], msg[512];
+    seg_path(path, sizeof path, "h");
+    struct stat before, after;
+    ck_assert_int_eq(lstat(path, &before), 0);
+    struct gm_group g;
+    struct gm_group_params p = params("h", 1.0, 1000);
+    ck_assert_int_eq(gm_group_join(&g, &p, msg, sizeof msg), -1);
+    ck_assert_msg(strstr(msg, why) != NULL, "'%s' lacks '%s'", msg, why);
+    ck_assert_ptr_nonnull(strstr(msg, path));
+    gm_group_leave(&g);
+    ck_assert_int_eq(lstat(path, &after), 0);
+    ck_assert_uint_eq(after.st_ino, before.st_ino);
+    ck_assert_uint_eq(after.st_size, before.st_size);
+    ck_assert_uint_eq(after.st_mtime, before.st_mtime);
+    if (snapshot_too) {
+        static struct gm_group_view v;
+        ck_assert_int_eq(gm_group_snapshot(path, &v, msg, sizeof msg), -1);
+        ck_assert_msg(strstr(msg, why) != NULL, "'%s' lacks '%s'", msg, why);
+    }
+    ck_assert_int_eq(gm_group_gc(path, msg, sizeof msg), -1);
+    ck_assert_int_eq(lstat(path, &after), 0);
+}
+
+START_TEST(hostile_or_truncated_segments_are_refused)
+{
+    static struct gm_group_seg img, bad;
+    template_image(&img);
+    char path[256], tmpl[256];
+    seg_path(path, sizeof path, "h");
+    seg_path(tmpl, sizeof tmpl, "tmpl");
+    bad = img;
+    bad.hdr.magic ^= 1;
+    write_file(path, &bad, sizeof bad, 0600);
+    refused("bad magic", true);
+    bad = img;
+    bad.hdr.version = 99;
+    write_file(path, &bad, sizeof bad, 0600);
+    refused("version 99", true);
+    bad = img;
+    bad.hdr.slot_size = 1;
+    write_file(path, &bad, sizeof bad, 0600);
+    refused("unexpected layout", true);
+    bad = img;
+    bad.hdr.mutex_size = 1;
+    write_file(path, &bad, sizeof bad, 0600);
+    refused("another C library", true);
+    /* A valid segment of another group under this name. */
+    write_file(path, &img, sizeof img, 0600);
+    refused("does not hold the group", true);
+    bad = img;
+    memset(bad.hdr.name, 'x', sizeof bad.hdr.name);
+    write_file(path, &bad, sizeof bad, 0600);
+    refused("does not hold the group", true);
+    /* Truncated, and too long. */
+    write_file(path, &img, 100, 0600);
+    refused("has 100 bytes", true);
+    write_file(path, &img, sizeof img / 2, 0600);
+    refused("bytes", true);
+    static char big[sizeof img + 4096];
+    memcpy(big, &img, sizeof img);
+    write_file(path, big, sizeof big, 0600);
+    refused("bytes", true);
+    /* Readable by others. */
+    write_file(path, &img, sizeof img, 0644);
+    refused("mode 0644", false);
+    /* A symbolic link to a valid segment: not followed, target intact. */
+    unlink(path);
+    ck_assert_int_eq(symlink(tmpl, path), 0);
+    refused("symbolic link", true);
+    static struct gm_group_seg again;
+    int fd = open(tmpl, O_RDONLY);
+    ck_assert_int_eq(read(fd, &again, sizeof again), (ssize_t)sizeof again);
+    close(fd);
+    ck_assert_mem_eq(&again, &img, sizeof img);
+    /* A directory, a FIFO. */
+    unlink(path);
+    ck_assert_int_eq(mkdir(path, 0700), 0);
+    refused("not a regular file", true);
+    rmdir(path);
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    refused("not a regular file", true);
+    unlink(path);
+    /* Another user's file (only root can make one). */
+    if (geteuid() == 0) {
+        write_file(path, &img, sizeof img, 0600);
+        ck_assert_int_eq(chown(path, 65534, 65534), 0);
+        refused("another user", false);
+    }
+}
+END_TEST
+
+START_TEST(lost_slot_fails_open)
+{
+    struct gm_group g;
+    struct gm_group_params p = params("lost", 1.0, 100);
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    ck_assert(gm_group_reserve(&g, gdev, 100, NULL));
+    ck_assert(!gm_group_reserve(&g, gdev, 1, NULL));
+    int fd;
+    struct gm_group_seg *seg = map_rw("lost", &fd);
+    seg->slot[g.slot].pid += 1;   /* the slot is not ours any more */
+    ck_assert(gm_group_reserve(&g, gdev, 1000, NULL));
+    ck_assert(gm_group_broken(&g));
+    gm_group_release(&g, gdev, 100);   /* ignored */
+    ck_assert_uint_eq(seg->dev[gdev].used, 100);
+    unmap_rw(seg, fd);
+    gm_group_leave(&g);
+}
+END_TEST
+
+/* ---- tools --------------------------------------------------------------- */
+
+static int collect(void *arg, const char *path, const char *name)
+{
+    char *names = arg;
+    (void)path;
+    strcat(names, name);
+    strcat(names, " ");
+    return 0;
+}
+
+START_TEST(list_snapshot_and_gc)
+{
+    const uint64_t L = 12000;
+    struct kid live = spawn(params("g1", 1.5, L));
+    struct gm_group g;
+    struct gm_group_params p = params("g2", 1.0, L);
+    p.keep = true;
+    join_ok(&g, &p, NULL);
+    gm_group_leave(&g);
+    struct kid dead = spawn(params("g3", 0.7, L));
+    struct kid peer = spawn(params("g1", 0.7, L));
+    ck_assert_int_eq(ask(&peer, 'R', 1000, 0).ok, 1);
+    ck_assert_int_eq(ask(&dead, 'R', 700, 0).ok, 1);
+    kid_kill(&dead, true);
+    char other[256];
+    snprintf(other, sizeof other, "%s/%s.123", dir, PREFIX);
+    write_file(other, "x", 1, 0600);
+    snprintf(other, sizeof other, "%s/%s.group.", dir, PREFIX);
+    write_file(other, "x", 1, 0600);
+    snprintf(other, sizeof other, "%s/other.group.g9", dir);
+    write_file(other, "x", 1, 0600);
+    char names[256] = "";
+    ck_assert_int_eq(gm_group_list(dir, PREFIX, collect, names), 3);
+    ck_assert_ptr_nonnull(strstr(names, "g1 "));
+    ck_assert_ptr_nonnull(strstr(names, "g2 "));
+    ck_assert_ptr_nonnull(strstr(names, "g3 "));
+    ck_assert_int_eq(gm_group_list("/nonexistent/dir", PREFIX, NULL, NULL),
+                     -1);
+    /* Shares and liveness as the tools see them. */
+    struct gm_group_view v;
+    snap_ok("g1", &v);
+    ck_assert_uint_eq(v.nmembers, 2);
+    for (unsigned i = 0; i < v.nmembers; i++) {
+        bool high = v.member[i].pid == live.pid;
+        ck_assert(v.member[i].alive);
+        ck_assert_uint_eq(v.member[i].share[0],
+                          share(L, high ? 1.5 : 0.7, 2.2));
+        ck_assert_uint_eq(v.member[i].used[0], high ? 0 : 1000);
+    }
+    snap_ok("g3", &v);
+    ck_assert_uint_eq(v.nmembers, 1);
+    ck_assert(!v.member[0].alive);
+    ck_assert_uint_eq(v.dev[0].used, 700);
+    /* gc: live members keep a group; dead or empty ones go. */
+    char path[256], err[256];
+    seg_path(path, sizeof path, "g1");
+    ck_assert_int_eq(gm_group_gc(path, err, sizeof err), 0);
+    ck_assert_ptr_nonnull(strstr(err, "2 live members"));
+    ck_assert_int_eq(access(path, F_OK), 0);
+    seg_path(path, sizeof path, "g2");
+    ck_assert_int_eq(gm_group_gc(path, err, sizeof err), 1);
+    ck_assert_int_eq(access(path, F_OK), -1);
+    seg_path(path, sizeof path, "g3");
+    ck_assert_int_eq(gm_group_gc(path, err, sizeof err), 1);
+    ck_assert_int_eq(access(path, F_OK), -1);
+    /* A member leaving returns its charge without any reclaim. */
+    kid_quit(&peer);
+    snap_ok("g1", &v);
+    ck_assert_uint_eq(v.dev[0].used, 0);
+    ck_assert_uint_eq(v.reclaims, 0);
+    kid_quit(&live);
+    seg_path(path, sizeof path, "g1");
+    ck_assert_int_eq(access(path, F_OK), -1);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("group");
+    TCase *t = tcase_create("core");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, join_creates_private_segment_and_last_leave_removes_it);
+    tcase_add_test(t, bad_names_are_refused);
+    tcase_add_test(t, device_table_by_uuid);
+    tcase_add_test(t, mismatched_limit_warns_and_uses_the_groups);
+    tcase_add_test(t, limit_edge_is_exact_and_release_is_clamped);
+    tcase_add_test(t, low_cannot_take_high_share_high_takes_idle_low);
+    tcase_add_test(t, low_uses_idle_memory_of_its_peers_not_of_higher_ones);
+    tcase_add_test(t, equal_weights_borrow_freely);
+    tcase_add_test(t, four_processes_never_pass_the_limit_and_end_at_zero);
+    tcase_add_test(t, killed_member_reclaimed_on_refusal);
+    tcase_add_test(t, unreaped_zombie_member_is_dead);
+    tcase_add_test(t, reaper_reclaims_within_a_second);
+    tcase_add_test(t, pid_reuse_is_not_the_same_process);
+    tcase_add_test(t, lock_survives_members_killed_inside_it);
+    tcase_add_test(t, wait_is_served_by_another_process_release);
+    tcase_add_test(t, simultaneous_first_members_share_one_segment);
+    tcase_add_test(t, abandoned_creation_is_taken_over_live_one_is_not);
+    tcase_add_test(t, hostile_or_truncated_segments_are_refused);
+    tcase_add_test(t, lost_slot_fails_open);
+    tcase_add_test(t, list_snapshot_and_gc);
+    suite_add_tcase(s, t);
+    SRunner *r = srunner_create(s);
+    srunner_run_all(r, CK_NORMAL);
+    int f = srunner_ntests_failed(r);
+    srunner_free(r);
+    return f ? 1 : 0;
+}
