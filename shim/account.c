@@ -14,6 +14,7 @@
 #include "shim/frag.h"
 #include "shim/oomwait.h"
 #include "shim/pools.h"
+#include "shim/staged.h"
 
 static const char *const api_labels[GM_API_COUNT] = {
     [GM_API_NONE] = "?",
@@ -67,6 +68,7 @@ enum gm_admit gm_acct_reserve(int dev, struct gm_dev *d, uint64_t size,
                               unsigned api, bool spillable)
 {
     uint64_t used;
+    gm_staged_poll();
     if (GM_LIKELY(gm_budget_reserve(&d->budget, size, &used)))
         return GM_ADMIT_OK;
     /* Reclaim before refusing: give back what this process's pools hold

@@ -25,6 +25,7 @@
 #include "shim/state.h"
 #include "shim/oomwait.h"
 #include "shim/pools.h"
+#include "shim/staged.h"
 #include "shim/track.h"
 
 struct gm_state gm_st = { .dev_lock = PTHREAD_MUTEX_INITIALIZER };
@@ -135,6 +136,7 @@ static void fork_child(void)
     gm_static_reset();
     gm_dev_reset();
     gm_pools_reset();
+    atomic_store(&gm_staged_armed, 0);
     pthread_mutex_init(&gm_st.dev_lock, NULL);
     pthread_mutex_init(&init_lock, NULL);
     atomic_store(&gm_init_state, 0);
@@ -182,6 +184,7 @@ static int init_locked(void)
     }
     gm_st.start_ns = gm_hook_now();
     open_telemetry();
+    gm_staged_arm(gm_st.start_ns);
     if (!atfork_registered) {
         pthread_atfork(NULL, NULL, fork_child);
         atexit(at_exit);

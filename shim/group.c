@@ -201,10 +201,12 @@ static int seg_lock(struct gm_group_seg *s, uint64_t timeout_ns)
     }
     if (rc != 0 && rc != EOWNERDEAD)
         return -1;
-    /* Writers' half of the seqlock: gen odd before any field changes
-     * (pairs with the reader's acquire load of gen in take_copy). */
-    ST(&s->hdr.gen, LD(&s->hdr.gen) | 1u);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
+    /* Writers' half of the seqlock: gen odd before any field changes. An
+     * acq_rel read-modify-write keeps the field stores that follow from
+     * moving above it (readers: take_copy). A dead writer may have left
+     * it odd already. */
+    if ((LD(&s->hdr.gen) & 1u) == 0)
+        __atomic_fetch_add(&s->hdr.gen, 1u, __ATOMIC_ACQ_REL);
     if (rc == EOWNERDEAD) {
         repair_locked(s);
         if (pthread_mutex_consistent(m) != 0) {
@@ -244,6 +246,14 @@ static uint64_t reclaim_slot_locked(struct gm_group *g, int i)
         if (g->on_reclaim != NULL)
             g->on_reclaim(g->arg, d, pid, c);
     }
+    /* Its waiting threads died with it: take them out of the count the
+     * releasers test (the count only ever errs high, see gm_group_wait). */
+    uint32_t gone = __atomic_exchange_n(&m->waiting, 0u, __ATOMIC_RELAXED);
+    uint32_t w = __atomic_load_n(&s->hdr.waiters, __ATOMIC_RELAXED);
+    while (gone > 0 && !__atomic_compare_exchange_n(
+               &s->hdr.waiters, &w, w > gone ? w - gone : 0, false,
+               __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
     ST(&m->state, GM_GROUP_SLOT_FREE);
     ST(&m->pid, 0);
     ST(&m->start_ticks, 0);
@@ -681,6 +691,7 @@ static int claim_slot_locked(struct gm_group *g, unsigned *freed)
         ST(&m->pid, g->pid);
         ST(&m->start_ticks, g->start_ticks);
         ST(&m->weight, g->weight);
+        ST(&m->waiting, 0u);
         ST(&m->joined_ns, gm_clock_realtime_ns());
         for (int d = 0; d < GM_GROUP_MAX_DEVICES; d++)
             ST(&m->charged[d], 0);
@@ -954,9 +965,13 @@ bool gm_group_wait(struct gm_group *g, int gdev, uint64_t size,
     if (!dev_ok(g, gdev))
         return false;
     struct gm_group_hdr *h = &g->seg->hdr;
+    uint32_t *mine = &g->seg->slot[g->slot].waiting;
     bool ok = false;
-    /* seq_cst: pairs with wake_waiters (see there). */
+    /* seq_cst: pairs with wake_waiters (see there). The group count goes
+     * up before and down after our slot's, so a death in between leaves
+     * it high (an extra wake-up), never low (a missed one). */
     __atomic_fetch_add(&h->waiters, 1u, __ATOMIC_SEQ_CST);
+    __atomic_fetch_add(mine, 1u, __ATOMIC_RELAXED);
     for (;;) {
         uint32_t seq = __atomic_load_n(&h->release_seq, __ATOMIC_SEQ_CST);
         if (gm_group_reserve(g, gdev, size, group_used_out)) {
@@ -973,6 +988,7 @@ bool gm_group_wait(struct gm_group *g, int gdev, uint64_t size,
         /* Returns at once when release_seq moved since the load above. */
         syscall(SYS_futex, &h->release_seq, FUTEX_WAIT, seq, &ts, NULL, 0);
     }
+    __atomic_fetch_sub(mine, 1u, __ATOMIC_RELAXED);
     __atomic_fetch_sub(&h->waiters, 1u, __ATOMIC_SEQ_CST);
     return ok;
 }
@@ -1192,6 +1208,7 @@ static void fill_view(const struct gm_group_seg *c, struct gm_group_view *v)
     v->reclaims = c->hdr.reclaims;
     v->reclaimed_bytes = c->hdr.reclaimed_bytes;
     v->joins = c->hdr.joins;
+    v->waiters = c->hdr.waiters;
     for (int d = 0; d < GM_GROUP_MAX_DEVICES; d++) {
         const struct gm_group_dev *s = &c->dev[d];
         struct gm_group_view_dev *o = &v->dev[d];
@@ -1219,6 +1236,7 @@ static void fill_view(const struct gm_group_seg *c, struct gm_group_view *v)
         o->weight = (double)w / GM_GROUP_WEIGHT_ONE;
         o->alive = !member_gone(NULL, s->pid, s->start_ticks, i);
         o->joined_ns = s->joined_ns;
+        o->waiting = s->waiting;
         for (int d = 0; d < GM_GROUP_MAX_DEVICES; d++) {
             o->used[d] = s->charged[d];
             o->share[d] = v->dev[d].present && v->dev[d].limit

@@ -79,7 +79,8 @@ struct gm_group_hdr {
         char bytes[64];
     } lock;                     /* 192  the group's robust mutex */
     uint32_t release_seq;       /* 256  futex word: bumped on every release */
-    uint32_t waiters;           /* 260  members blocked in gm_group_wait */
+    uint32_t waiters;           /* 260  threads in gm_group_wait (never
+                                           below the true count) */
     uint32_t pad1[14];          /* 264 */
     uint64_t reserved1[24];     /* 320 */
 };                              /* 512 */
@@ -99,7 +100,7 @@ struct gm_group_slot {
     int32_t pid;                /*   4 */
     uint64_t start_ticks;       /*   8  /proc/<pid>/stat field 22 (0: ?) */
     uint32_t weight;            /*  16  priority weight x 1000 */
-    uint32_t pad0;              /*  20 */
+    uint32_t waiting;           /*  20  its threads in gm_group_wait */
     uint64_t joined_ns;         /*  24  CLOCK_REALTIME ns */
     uint64_t charged[GM_GROUP_MAX_DEVICES]; /* 32 bytes per group device */
     uint64_t reserved[4];       /* 160 */
@@ -268,6 +269,7 @@ struct gm_group_view_member {
     bool alive;               /* the process exists now (not yet reclaimed
                                  when false) */
     uint64_t joined_ns;
+    unsigned waiting;         /* its threads blocked in gm_group_wait */
     uint64_t used[GM_GROUP_MAX_DEVICES];
     uint64_t share[GM_GROUP_MAX_DEVICES]; /* 0 where the device has none */
 };
@@ -275,6 +277,7 @@ struct gm_group_view_member {
 struct gm_group_view {
     char name[GM_NAME_MAX + 1];
     uint64_t created_ns, repairs, reclaims, reclaimed_bytes, joins;
+    unsigned waiters;         /* threads blocked in gm_group_wait */
     bool consistent;          /* copied between two updates */
     unsigned ndev;            /* 1 + highest present device */
     struct gm_group_view_dev dev[GM_GROUP_MAX_DEVICES];

@@ -16,6 +16,7 @@
 #include "shim/account.h"
 #include "shim/arena_hooks.h"
 #include "shim/pools.h"
+#include "shim/staged.h"
 #include "shim/real.h"
 #include "shim/state.h"
 
@@ -120,6 +121,7 @@ static CUresult alloc_async(int dev, struct gm_dev *d, const struct req *r,
 {
     uint64_t used;
     uint64_t prov = r->size;
+    gm_staged_poll();
     if (!gm_budget_reserve(&d->budget, prov, &used)) {
         prov = 0;
         if (gm_pool_idle(pool) < r->size) {
@@ -307,6 +309,23 @@ static CUresult pitch_common(CUdeviceptr *dptr, size_t *pitch, size_t width,
 {
     int dev = gm_current_device();
     struct gm_dev *d = gm_dev_get(dev);
+    if (!v1 && d != NULL &&
+        GM_UNLIKELY(__atomic_load_n(&d->arena, __ATOMIC_ACQUIRE) != NULL) &&
+        (elem == 4 || elem == 8 || elem == 16)) {
+        /* Static mode: rows padded to 512 bytes, served from the arena. */
+        uint64_t pw = ((uint64_t)width + 511u) & ~(uint64_t)511u;
+        CUdeviceptr p = 0;
+        CUresult rc;
+        if (height <= UINT64_MAX / pw &&
+            gm_arena_try_alloc(dev, d, pw * height, GM_API_MEM_ALLOC_PITCH,
+                               &p, &rc)) {
+            if (rc == CUDA_SUCCESS) {
+                *dptr = p;
+                *pitch = (size_t)pw;
+            }
+            return rc;
+        }
+    }
     uint64_t rw = ((uint64_t)width + 511u) & ~(uint64_t)511u;
     uint64_t est = height != 0 && rw > UINT64_MAX / height ? 0 : rw * height;
     CUdeviceptr p = 0;

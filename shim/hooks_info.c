@@ -10,6 +10,7 @@
 #include "shim/abi.h"
 #include "shim/account.h"
 #include "shim/real.h"
+#include "shim/staged.h"
 #include "shim/state.h"
 
 static uint64_t min64(uint64_t a, uint64_t b)
@@ -20,6 +21,7 @@ static uint64_t min64(uint64_t a, uint64_t b)
 /* Virtualise (free, total) for the current device; false = unchanged. */
 static bool virt_info(uint64_t *f, uint64_t *t)
 {
+    gm_staged_poll();
     struct gm_dev *d = gm_dev_get(gm_current_device());
     if (d == NULL)
         return false;
@@ -73,6 +75,7 @@ GM_EXPORT CUresult CUDAAPI cuMemGetInfo(unsigned int *free,
 
 static uint64_t device_limit(CUdevice dev)
 {
+    gm_staged_poll();
     struct gm_dev *d = gm_dev_get((int)dev);
     return d ? gm_budget_limit(&d->budget) : 0;
 }

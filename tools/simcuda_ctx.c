@@ -1,18 +1,21 @@
 /*
  * tools/simcuda_ctx.c — contexts and streams of the simulated driver:
  * primary contexts (retain/release/reset/state/flags), cuCtxCreate v1-_v4,
- * cuCtxDestroy, the per-thread context stack (set/get/push/pop), device of
- * the current context, synchronisation, and cuStreamCreate/Destroy/
- * Synchronize.
+ * cuCtxDestroy, the per-thread context stack (set/get/push/pop), the device
+ * of a context, synchronisation, and cuStreamCreate/Destroy/Synchronize.
  *
  * Context memory: the first live context of a device (an active primary
  * context counts as one, every created context as one) charges
- * SIMCUDA_CONTEXT bytes; the last one to go returns them. Destroying a
- * context (or the primary context's last release or a reset) frees the
- * allocations, arrays and streams made in it, as the real driver does.
+ * SIMCUDA_CONTEXT bytes; the last one to go returns them. Ending a context
+ * (cuCtxDestroy, the primary context's last release, a reset) frees the
+ * allocations, arrays and streams made in it, as the real driver does. A
+ * reset ends the primary context but keeps its reference count (so later
+ * releases still succeed), as a real driver does.
  * Invariants: a created context is registered (SIM_H_CTX) exactly while it
- * lives; a primary context is alive while its reference count is > 0;
- * context counts and charges change only under the device lock.
+ * lives; a primary context is alive exactly while primary_active is set;
+ * context counts, activity and charges change only under the device lock.
+ * A stack entry may outlive its context: using it answers
+ * CUDA_ERROR_CONTEXT_IS_DESTROYED.
  */
 #include "tools/simcuda.h"
 

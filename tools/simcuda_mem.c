@@ -7,7 +7,9 @@
  * A device allocation charges exactly its requested size to the current
  * context's device and takes an address from that device's range (512-byte
  * aligned; 2 MiB aligned from 2 MiB up). v1 calls, whose pointers are 32
- * bits, take addresses from the shared low range below 4 GiB. Managed
+ * bits, take addresses from the shared low range below 4 GiB; like a real
+ * 64-bit driver they need a context made by the v1 cuCtxCreate, and their
+ * _v2 counterparts refuse such a context. Frees need no context. Managed
  * memory takes an address but no capacity (it can oversubscribe, as on a
  * real GPU); it is counted in its own figure. Pinned host memory is real
  * (page-aligned malloc) and charged to no device.

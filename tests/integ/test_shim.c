@@ -155,6 +155,58 @@ START_TEST(pool_threads_no_drift)
 }
 END_TEST
 
+START_TEST(mode_static)
+{
+    const char *env[] = { "GPUMEM_LIMIT=1G", "GPUMEM_MODE=static", NULL };
+    RUN_OK(env, apicheck(vias[_i]), "--via", vias[_i], "static");
+    ck_assert_ptr_nonnull(strstr(out, "ok static"));
+}
+END_TEST
+
+START_TEST(mode_staged)
+{
+    const char *env[] = { "GPUMEM_MODE=staged", "GPUMEM_WARMUP=200ms",
+                          "GPUMEM_HEADROOM=10%", NULL };
+    RUN_OK(env, apicheck("gpa"), "--via", "gpa", "staged");
+    ck_assert_ptr_nonnull(strstr(out, "ok staged"));
+    ck_assert_msg(strstr(out, "limit frozen at") != NULL, "%s", out);
+}
+END_TEST
+
+START_TEST(oom_wait_release)
+{
+    const char *env[] = { "GPUMEM_LIMIT=1G", "GPUMEM_ON_OOM=wait:5s", NULL };
+    RUN_OK(env, apicheck("link"), "--via", "link", "wait", "release", "5000");
+    ck_assert_msg(strstr(out, "waits for memory") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "served after") != NULL, "%s", out);
+}
+END_TEST
+
+START_TEST(oom_wait_timeout)
+{
+    const char *env[] = { "GPUMEM_LIMIT=1G", "GPUMEM_ON_OOM=wait:300ms",
+                          NULL };
+    RUN_OK(env, apicheck("gpa"), "--via", "gpa", "wait", "timeout", "300");
+    ck_assert_msg(strstr(out, "gave up waiting") != NULL, "%s", out);
+}
+END_TEST
+
+START_TEST(oom_spill)
+{
+    const char *env[] = { "GPUMEM_LIMIT=1G", "GPUMEM_ON_OOM=spill", NULL };
+    RUN_OK(env, apicheck("dlsym"), "--via", "dlsym", "spill");
+    ck_assert_msg(strstr(out, "served as managed memory") != NULL, "%s", out);
+}
+END_TEST
+
+START_TEST(oom_warn)
+{
+    const char *env[] = { "GPUMEM_LIMIT=1G", "GPUMEM_ON_OOM=warn", NULL };
+    RUN_OK(env, apicheck("gpa"), "--via", "gpa", "warn");
+    ck_assert_msg(strstr(out, "allowed past the limit") != NULL, "%s", out);
+}
+END_TEST
+
 START_TEST(fork_child_is_clean)
 {
     const char *env[] = { "GPUMEM_LIMIT=4G", NULL };
@@ -357,6 +409,15 @@ static Suite *suite(void)
     tcase_add_loop_test(a, pools_charge_their_reserve, 0, 3);
     tcase_add_test(a, pool_threads_no_drift);
     suite_add_tcase(s, a);
+    TCase *m = tcase_create("modes");
+    tcase_set_timeout(m, 60);
+    tcase_add_loop_test(m, mode_static, 0, 3);
+    tcase_add_test(m, mode_staged);
+    tcase_add_test(m, oom_wait_release);
+    tcase_add_test(m, oom_wait_timeout);
+    tcase_add_test(m, oom_spill);
+    tcase_add_test(m, oom_warn);
+    suite_add_tcase(s, m);
     TCase *l = tcase_create("lifecycle");
     tcase_set_timeout(l, 60);
     tcase_add_test(l, bad_config_exits_2);

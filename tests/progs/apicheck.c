@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define FNS(X)                                                            \
@@ -40,7 +41,8 @@
     X(cuMipmappedArrayGetMemoryRequirements) X(cuMemHostAlloc)            \
     X(cuMemFreeHost) X(cuMemAllocHost_v2) X(cuMemPoolGetAttribute)      \
     X(cuMemPoolSetAttribute) X(cuDeviceGetMemPool) X(cuMemPoolTrimTo)     \
-    X(cuStreamSynchronize_ptsz) X(cuMemAllocAsync_ptsz) X(cuMemFreeAsync_ptsz)
+    X(cuStreamSynchronize_ptsz) X(cuMemAllocAsync_ptsz) X(cuMemFreeAsync_ptsz) \
+    X(cuMemGetAddressRange_v2)
 
 static struct {
 #define FIELD(n) __typeof__(n) *n;
@@ -186,7 +188,7 @@ struct sim_stats {
     int contexts, primary_refs;
 };
 
-static uint64_t sim_arrays(void)
+static struct sim_stats sim_stats(void)
 {
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     int (*st)(int, struct sim_stats *) =
@@ -194,7 +196,12 @@ static uint64_t sim_arrays(void)
           : NULL;
     struct sim_stats s;
     CHECK(st != NULL && st(0, &s) == 0, "not the simulated driver");
-    return s.arrays;
+    return s;
+}
+
+static uint64_t sim_arrays(void)
+{
+    return sim_stats().arrays;
 }
 
 /* Every wrapped API is charged and released. */
@@ -487,6 +494,177 @@ static void s_pool_threads(void)
     printf("ok pool threads\n");
 }
 
+static void sleep_ms(unsigned ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+static double mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* GPUMEM_MODE=staged, GPUMEM_WARMUP=200ms, GPUMEM_HEADROOM=10%, no limit:
+ * after the warm-up the limit is peak x 1.1 rounded up to 2 MiB. */
+static void s_staged(void)
+{
+    size_t f = 0, t = 0;
+    CU(F.cuMemGetInfo_v2(&f, &t));
+    uint64_t ctx = t - f; /* alone on the simulated device */
+    CUdeviceptr p;
+    CU(F.cuMemAlloc_v2(&p, 100u << 20));
+    CU(F.cuMemFree_v2(p));
+    CU(F.cuMemAlloc_v2(&p, 1u << 20)); /* still in the warm-up: no limit */
+    CU(F.cuMemFree_v2(p));
+    sleep_ms(300);
+    uint64_t peak = ctx + (100u << 20);
+    uint64_t want = (uint64_t)((double)peak * 1.1);
+    want = (want + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+    CHECK(total_now() == want, "frozen limit %llu, expected %llu",
+          (unsigned long long)total_now(), (unsigned long long)want);
+    uint64_t room = free_now();
+    CHECK(room == want - ctx, "room %llu", (unsigned long long)room);
+    CHECK(F.cuMemAlloc_v2(&p, room + 1) == CUDA_ERROR_OUT_OF_MEMORY,
+          "past the frozen limit");
+    CU(F.cuMemAlloc_v2(&p, room));
+    CU(F.cuMemFree_v2(p));
+    printf("ok staged: limit frozen at %llu\n", (unsigned long long)want);
+}
+
+struct waiter {
+    uint64_t size;
+    CUresult rc;
+    double waited_ms;
+};
+
+static void *wait_main(void *arg)
+{
+    struct waiter *w = arg;
+    CU(F.cuCtxSetCurrent(ctx0));
+    double t0 = mono_ms();
+    CUdeviceptr p = 0;
+    w->rc = F.cuMemAlloc_v2(&p, w->size);
+    w->waited_ms = mono_ms() - t0;
+    if (w->rc == CUDA_SUCCESS)
+        CU(F.cuMemFree_v2(p));
+    return NULL;
+}
+
+/* GPUMEM_ON_OOM=wait:D. Mode "release": another thread frees after 200 ms
+ * and the waiter proceeds; mode "timeout": nobody frees, the waiter fails
+ * after about D (expected milliseconds in arg). */
+static void s_wait(const char *how, uint64_t d_ms)
+{
+    uint64_t f0 = free_now();
+    CUdeviceptr fill;
+    CU(F.cuMemAlloc_v2(&fill, f0));
+    struct waiter w = { 1u << 20, CUDA_ERROR_UNKNOWN, 0 };
+    pthread_t th;
+    pthread_create(&th, NULL, wait_main, &w);
+    if (strcmp(how, "release") == 0) {
+        sleep_ms(200);
+        CU(F.cuMemFree_v2(fill));
+        pthread_join(th, NULL);
+        CHECK(w.rc == CUDA_SUCCESS, "waiter got %d", w.rc);
+        CHECK(w.waited_ms >= 150, "waited only %.0f ms", w.waited_ms);
+        CHECK(w.waited_ms < (double)d_ms, "waited %.0f ms", w.waited_ms);
+    } else {
+        pthread_join(th, NULL);
+        CHECK(w.rc == CUDA_ERROR_OUT_OF_MEMORY, "waiter got %d", w.rc);
+        CHECK(w.waited_ms >= (double)d_ms * 0.9 &&
+                  w.waited_ms < (double)d_ms + 1000,
+              "gave up after %.0f ms, expected %llu", w.waited_ms,
+              (unsigned long long)d_ms);
+        CU(F.cuMemFree_v2(fill));
+    }
+    expect_used(f0, 0, "after the wait");
+    printf("ok wait %s after %.0f ms\n", how, w.waited_ms);
+}
+
+/* GPUMEM_ON_OOM=spill: past the limit cuMemAlloc is served as managed
+ * memory, freed by cuMemFree. */
+static void s_spill(void)
+{
+    uint64_t f0 = free_now();
+    CUdeviceptr fill, p;
+    CU(F.cuMemAlloc_v2(&fill, f0));
+    uint64_t m0 = sim_stats().managed;
+    CU(F.cuMemAlloc_v2(&p, 10u << 20));
+    CHECK(sim_stats().managed == m0 + (10u << 20), "not served as managed");
+    CHECK(free_now() == 0, "spilled bytes must not be charged");
+    CU(F.cuMemFree_v2(p));
+    CHECK(sim_stats().managed == m0, "spill not freed");
+    /* VMM and async requests are never spilled. */
+    CHECK(F.cuMemAllocAsync(&p, 1u << 20, NULL) == CUDA_ERROR_OUT_OF_MEMORY,
+          "async spilled");
+    CU(F.cuMemFree_v2(fill));
+    expect_used(f0, 0, "after spill");
+    printf("ok spill\n");
+}
+
+/* GPUMEM_ON_OOM=warn: allowed past the limit, counted. */
+static void s_warn(void)
+{
+    uint64_t f0 = free_now();
+    CUdeviceptr fill, p;
+    CU(F.cuMemAlloc_v2(&fill, f0));
+    CU(F.cuMemAlloc_v2(&p, 5u << 20));
+    CHECK(free_now() == 0, "free %llu", (unsigned long long)free_now());
+    CU(F.cuMemFree_v2(p));
+    CU(F.cuMemFree_v2(fill));
+    expect_used(f0, 0, "after warn");
+    printf("ok warn\n");
+}
+
+/* GPUMEM_MODE=static: one driver allocation, pieces served from it. */
+static void s_static(void)
+{
+    struct sim_stats s0 = sim_stats();
+    CHECK(s0.live == 1, "driver allocations: %llu (want the arena only)",
+          (unsigned long long)s0.live);
+    uint64_t arena = s0.alloc;
+    CHECK(arena > 0 && free_now() == 0, "arena %llu, free %llu",
+          (unsigned long long)arena, (unsigned long long)free_now());
+    CUdeviceptr live[256] = { 0 }, base = 0;
+    unsigned seed = 5;
+    for (int i = 0; i < 20000; i++) {
+        seed = seed * 1103515245u + 12345u;
+        unsigned k = (seed >> 16) % 256;
+        if (live[k]) {
+            CU(F.cuMemFree_v2(live[k]));
+            live[k] = 0;
+            continue;
+        }
+        size_t sz = 1 + (seed >> 4) % (1u << 20);
+        CU(F.cuMemAlloc_v2(&live[k], sz));
+        CHECK(live[k] % 512 == 0, "alignment");
+        CUdeviceptr b;
+        size_t len;
+        CU(F.cuMemGetAddressRange_v2(&b, &len, live[k]));
+        if (base == 0)
+            base = b;
+        CHECK(b == base && len == arena, "piece outside the arena");
+    }
+    CHECK(sim_stats().live == 1, "the driver saw other allocations");
+    size_t pitch;
+    CUdeviceptr pp;
+    CU(F.cuMemAllocPitch_v2(&pp, &pitch, 1000, 100, 4));
+    CHECK(sim_stats().live == 1, "pitch not served from the arena");
+    CU(F.cuMemFree_v2(pp));
+    for (int k = 0; k < 256; k++)
+        if (live[k])
+            CU(F.cuMemFree_v2(live[k]));
+    CUdeviceptr p;
+    CHECK(F.cuMemAlloc_v2(&p, arena + 1) == CUDA_ERROR_OUT_OF_MEMORY,
+          "past the arena");
+    CU(F.cuMemAlloc_v2(&p, arena)); /* whole again after coalescing */
+    CU(F.cuMemFree_v2(p));
+    printf("ok static: arena of %llu bytes\n", (unsigned long long)arena);
+}
+
 struct thr {
     unsigned seed;
     int iters;
@@ -644,6 +822,17 @@ int main(int argc, char **argv)
         s_threads(a1 ? (int)a1 : 100000);
     else if (strcmp(sc, "two") == 0)
         s_two(a1, a2);
+    else if (strcmp(sc, "staged") == 0)
+        s_staged();
+    else if (strcmp(sc, "wait") == 0)
+        s_wait(i < argc ? argv[i] : "release",
+               i + 1 < argc ? strtoull(argv[i + 1], NULL, 0) : 2000);
+    else if (strcmp(sc, "spill") == 0)
+        s_spill();
+    else if (strcmp(sc, "warn") == 0)
+        s_warn();
+    else if (strcmp(sc, "static") == 0)
+        s_static();
     else if (strcmp(sc, "pools") == 0)
         s_pools(a1);
     else if (strcmp(sc, "pool-threads") == 0)

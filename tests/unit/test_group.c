@@ -489,6 +489,42 @@ START_TEST(low_uses_idle_memory_of_its_peers_not_of_higher_ones)
 }
 END_TEST
 
+/* docs/groups.md's worked example, in thousandths of a GiB. */
+START_TEST(worked_example_of_the_docs)
+{
+    const uint64_t L = 12000;
+    struct gm_group g;
+    struct gm_group_params p = params("doc", 0.7, L);   /* we are C */
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    struct kid a = spawn(params("doc", 1.5, L));
+    struct kid b = spawn(params("doc", 1.0, L));
+    ck_assert_uint_eq(share(L, 1.5, 3.2), 5625);
+    ck_assert_uint_eq(share(L, 1.0, 3.2), 3750);
+    ck_assert_uint_eq(share(L, 0.7, 3.2), 2625);
+    ck_assert(!gm_group_reserve(&g, gdev, 4000, NULL));        /* 1 */
+    ck_assert_uint_eq(ask(&a, 'U', 0, 0).v, L);
+    ck_assert(!gm_group_reserve(&g, gdev, 2626, NULL));
+    ck_assert(gm_group_reserve(&g, gdev, 2500, NULL));         /* 2 */
+    ck_assert_int_eq(ask(&b, 'R', 5000, 0).ok, 0);             /* 3 */
+    ck_assert_uint_eq(ask(&b, 'U', 0, 0).v, 3875);
+    ck_assert_int_eq(ask(&b, 'R', 3875, 0).ok, 1);             /* 4 */
+    ck_assert_int_eq(ask(&a, 'R', 5625, 0).ok, 1);             /* 5 */
+    ck_assert_int_eq(ask(&b, 'F', 2000, 0).ok, 1);             /* 6 */
+    ck_assert(!gm_group_reserve(&g, gdev, 1000, NULL));        /* 7 */
+    struct gm_group_usage us;
+    ck_assert_int_eq(gm_group_query(&g, gdev, &us), 0);
+    ck_assert_uint_eq(us.reserved_above, 1875);
+    ck_assert_uint_eq(us.available, 125);
+    ck_assert_int_eq(ask(&a, 'R', 2000, 0).ok, 1);             /* 8 */
+    ck_assert_int_eq(gm_group_query(&g, gdev, &us), 0);
+    ck_assert_uint_eq(us.used, L);
+    kid_quit(&a);
+    kid_quit(&b);
+    gm_group_leave(&g);
+}
+END_TEST
+
 START_TEST(equal_weights_borrow_freely)
 {
     const uint64_t L = 12000;
@@ -871,7 +907,25 @@ START_TEST(wait_is_served_by_another_process_release)
     ck_assert_int_eq(r.ok, 1);
     ck_assert_uint_ge(r.v, 150 * MS);
     ck_assert_uint_le(r.v, 800 * MS);
-    kid_quit(&k);
+    /* A waiter killed while blocked leaves no count behind (the child
+     * holds the whole limit now). */
+    m = (struct cmd){ 'W', 1, 30000 * MS };
+    put(k.wr, &m, sizeof m);
+    struct gm_group_view v;
+    for (int i = 0; i < 1000; i++) {
+        snap_ok("wait", &v);
+        if (v.waiters == 1)
+            break;
+        usleep(1000);
+    }
+    ck_assert_uint_eq(v.waiters, 1);
+    ck_assert_uint_eq(v.nmembers, 2);
+    for (unsigned i = 0; i < v.nmembers; i++)
+        ck_assert_uint_eq(v.member[i].waiting, v.member[i].pid == k.pid);
+    kid_kill(&k, true);
+    ck_assert_uint_eq(gm_group_reclaim(&g), L);
+    snap_ok("wait", &v);
+    ck_assert_uint_eq(v.waiters, 0);
     gm_group_leave(&g);
 }
 END_TEST
@@ -1171,6 +1225,7 @@ int main(void)
     tcase_add_test(t, limit_edge_is_exact_and_release_is_clamped);
     tcase_add_test(t, low_cannot_take_high_share_high_takes_idle_low);
     tcase_add_test(t, low_uses_idle_memory_of_its_peers_not_of_higher_ones);
+    tcase_add_test(t, worked_example_of_the_docs);
     tcase_add_test(t, equal_weights_borrow_freely);
     tcase_add_test(t, four_processes_never_pass_the_limit_and_end_at_zero);
     tcase_add_test(t, killed_member_reclaimed_on_refusal);
