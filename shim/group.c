@@ -35,6 +35,8 @@
 #include "policy/parse.h"
 #include "shim/clock.h"
 
+__extension__ typedef unsigned __int128 u128;
+
 #define LD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #define ST(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 
@@ -346,7 +348,7 @@ static uint64_t share_of(uint64_t limit, uint64_t w, uint64_t total)
 {
     if (total == 0 || w >= total)
         return limit;
-    return (uint64_t)((unsigned __int128)limit * w / total);
+    return (uint64_t)((u128)limit * w / total);
 }
 
 /* P of the rule: unused guaranteed shares of the other live members with
@@ -658,12 +660,14 @@ static int open_existing(const char *path, const char *name, bool ours,
     return 0;
 }
 
+/* Drops the mapping and its descriptor (both exist together). */
 static void unmap(struct gm_group *g)
 {
-    if (g->seg != NULL)
+    if (g->seg != NULL) {
         munmap(g->seg, g->len);
-    if (g->fd >= 0)
-        close(g->fd);
+        if (g->fd >= 0)
+            close(g->fd);
+    }
     g->seg = NULL;
     g->fd = -1;
     g->slot = -1;

@@ -169,9 +169,16 @@ struct gm_group {
     pthread_cond_t reaper_cv;
 };
 
+/* Typical use by the shim: join once (first CUDA use), register each
+ * device as it is first used, start the reaper; on every allocation,
+ * reserve after the per-process budget admitted it (release that one when
+ * the group refuses), release on free; leave at exit; forget in a fork
+ * child. One membership per process and group. */
+
 /* Opens (creating if needed) the group's segment and claims a member
  * slot for this process (pid + /proc start time). Dead members, and a slot
- * left by this process's image before exec, are reclaimed first.
+ * left by this process's image before exec, are reclaimed first. `g` is
+ * overwritten: it must not hold a membership.
  * Returns 0, or -1 with the reason in msg (nothing held then): bad name,
  * a file at the path that is not a valid group segment of this user
  * (symbolic link, other owner, mode other than 0600, wrong size, magic,
@@ -199,7 +206,8 @@ int gm_group_device(struct gm_group *g, const unsigned char uuid[16],
  * tries once more. *group_used_out (may be NULL) receives the group's use
  * after the charge, or at the refusal. A group that became unusable
  * admits everything (the per-process limit still applies); see
- * gm_group_broken. Returns false for an invalid gdev. */
+ * gm_group_broken; so does a struct that is not joined. Returns false
+ * for a gdev that gm_group_device did not return. */
 bool gm_group_reserve(struct gm_group *g, int gdev, uint64_t size,
                       uint64_t *group_used_out);
 
@@ -236,6 +244,8 @@ struct gm_group_usage {
                                  (UINT64_MAX without a limit) */
     unsigned members;         /* live member slots */
 };
+/* Fills *out under the group's lock. Returns 0, or -1 (out zeroed) when
+ * not joined, the group is unusable, or gdev is not registered. */
 int gm_group_query(struct gm_group *g, int gdev, struct gm_group_usage *out);
 
 /* True once the group became unusable (its lock could not be recovered,

@@ -476,11 +476,10 @@ static CUresult free_ptr(enum fkind k, unsigned api, CUdeviceptr p,
     }
     if (known) {
         gm_acct_released(&a, api, 0); /* latency is measured on allocs */
-        if (a.aux != 0 && a.dev < GM_MAX_DEVICES) {
-            gm_pool_refresh((int)a.dev, &gm_st.dev[a.dev],
-                            (CUmemoryPool)(uintptr_t)a.aux);
+        /* A pool gives memory back only at a synchronisation point:
+         * refresh it then, not now. */
+        if (a.aux != 0)
             gm_pool_freed();
-        }
     }
     return rc;
 }

@@ -29,6 +29,8 @@
 #include "shim/clock.h"
 #include "shim/group.h"
 
+__extension__ typedef unsigned __int128 u128;
+
 #define PREFIX "gmgrp"
 #define PHYS (80ull << 30)
 #define MS 1000000ull
@@ -73,7 +75,7 @@ static struct gm_group_params params(const char *name, double w, uint64_t l)
 static uint64_t share(uint64_t limit, double w, double total)
 {
     uint64_t wm = (uint64_t)(w * 1000 + 0.5), tm = (uint64_t)(total * 1000 + 0.5);
-    return (uint64_t)((unsigned __int128)limit * wm / tm);
+    return (uint64_t)((u128)limit * wm / tm);
 }
 
 static void join_ok(struct gm_group *g, const struct gm_group_params *p,
@@ -314,6 +316,11 @@ START_TEST(bad_names_are_refused)
     ck_assert_int_eq(gm_group_join(&g, &p, msg, sizeof msg), -1);
     ck_assert_ptr_nonnull(strstr(msg, "prefix"));
     gm_group_leave(&g);  /* harmless after a failed join */
+    /* ... and on a zeroed struct: descriptor 0 stays open. */
+    memset(&g, 0, sizeof g);
+    gm_group_leave(&g);
+    gm_group_forget(&g);
+    ck_assert_int_ne(fcntl(0, F_GETFD), -1);
 }
 END_TEST
 
@@ -843,6 +850,34 @@ START_TEST(pid_reuse_is_not_the_same_process)
 }
 END_TEST
 
+START_TEST(full_group_refuses_a_65th_member)
+{
+    struct gm_group g;
+    struct gm_group_params p = params("full", 1.0, 1000);
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    uint64_t init_start;
+    ck_assert_int_eq(gm_proc_start_ticks(1, &init_start), 0);
+    int fd;
+    struct gm_group_seg *seg = map_rw("full", &fd);
+    for (int i = 1; i < GM_GROUP_MAX_MEMBERS; i++)
+        plant(seg, gdev, 1, init_start, 0);   /* pid 1 lives on */
+    struct kid k = spawn_gated(params("full", 1.0, 1000), -1);
+    struct rep r = kid_reply(&k);
+    ck_assert_int_eq(r.ok, -1);
+    ck_assert_str_eq(r.msg, "group 'full' already has 64 live members, the "
+                            "most it can hold");
+    waitpid(k.pid, NULL, 0);
+    /* One of them turns out to be gone: its slot is reused. */
+    seg->slot[5].start_ticks = init_start + 1;
+    k = spawn(params("full", 1.0, 1000));
+    ck_assert_int_eq(ask(&k, 'R', 10, 0).ok, 1);
+    kid_quit(&k);
+    unmap_rw(seg, fd);
+    gm_group_leave(&g);
+}
+END_TEST
+
 START_TEST(lock_survives_members_killed_inside_it)
 {
     const uint64_t L = 1000;
@@ -1232,6 +1267,7 @@ int main(void)
     tcase_add_test(t, unreaped_zombie_member_is_dead);
     tcase_add_test(t, reaper_reclaims_within_a_second);
     tcase_add_test(t, pid_reuse_is_not_the_same_process);
+    tcase_add_test(t, full_group_refuses_a_65th_member);
     tcase_add_test(t, lock_survives_members_killed_inside_it);
     tcase_add_test(t, wait_is_served_by_another_process_release);
     tcase_add_test(t, simultaneous_first_members_share_one_segment);
