@@ -12,6 +12,7 @@
 #include "policy/parse.h"
 #include "shim/abi.h"
 #include "shim/frag.h"
+#include "shim/grouphook.h"
 #include "shim/oomwait.h"
 #include "shim/pools.h"
 #include "shim/staged.h"
@@ -48,50 +49,81 @@ const char *gm_api_label(unsigned api)
 }
 
 static void refusal_message(int dev, struct gm_dev *d, uint64_t size,
-                            unsigned api, uint64_t used, const char *what)
+                            unsigned api, uint64_t used, bool by_group,
+                            const char *what)
 {
     uint64_t n = gm_ratelimit_pass(&d->refuse_rl, 1000000000ull);
     if (n == 0 || !gm_log_enabled(GM_LOG_WARN))
         return;
-    char s[32], u[32], l[32], more[64] = "";
+    char s[32], why[160], more[64] = "";
     gm_format_size(size, s, sizeof s);
-    gm_format_size(used, u, sizeof u);
-    gm_format_size(gm_budget_limit(&d->budget), l, sizeof l);
+    if (by_group) {
+        gm_grp_describe(d, why, sizeof why);
+    } else {
+        char u[32], l[32];
+        gm_format_size(used, u, sizeof u);
+        gm_format_size(gm_budget_limit(&d->budget), l, sizeof l);
+        snprintf(why, sizeof why, "%s used of %s limit", u, l);
+    }
     if (n > 1)
         snprintf(more, sizeof more, " (%llu similar messages suppressed)",
                  (unsigned long long)(n - 1));
-    gm_log(GM_LOG_WARN, "device %d: %s of %s %s: %s used of %s limit%s", dev,
-           gm_api_label(api), s, what, u, l, more);
+    gm_log(GM_LOG_WARN, "device %d: %s of %s %s: %s%s", dev,
+           gm_api_label(api), s, what, why, more);
+}
+
+bool gm_acct_take(struct gm_dev *d, uint64_t size, uint64_t *used,
+                  bool *by_group)
+{
+    *by_group = false;
+    if (!gm_budget_reserve(&d->budget, size, used))
+        return false;
+    if (gm_grp_take(d, size))
+        return true;
+    gm_budget_release(&d->budget, size);
+    *by_group = true;
+    return false;
 }
 
 enum gm_admit gm_acct_reserve(int dev, struct gm_dev *d, uint64_t size,
                               unsigned api, bool spillable)
 {
     uint64_t used;
+    bool by_group;
     gm_staged_poll();
-    if (GM_LIKELY(gm_budget_reserve(&d->budget, size, &used)))
+    if (GM_LIKELY(gm_acct_take(d, size, &used, &by_group)))
         return GM_ADMIT_OK;
     /* Reclaim before refusing: give back what this process's pools hold
      * but do not use, then try once more. */
     if (gm_pool_trim_device(dev, d) > 0 &&
-        gm_budget_reserve(&d->budget, size, &used))
+        gm_acct_take(d, size, &used, &by_group))
         return GM_ADMIT_OK;
     switch (gm_st.policy.on_oom) {
     case GM_OOM_WARN:
+        if (by_group)
+            break; /* a group's limit is always hard */
+        if (!gm_grp_take(d, size)) {
+            by_group = true;
+            break;
+        }
         used = gm_budget_force(&d->budget, size);
         gm_tel_event(&gm_st.tel, GM_EV_OVER_LIMIT, (unsigned)dev, api, size, 0,
                      used);
-        refusal_message(dev, d, size, api, used, "allowed past the limit");
+        refusal_message(dev, d, size, api, used, false,
+                        "allowed past the limit");
         return GM_ADMIT_OK;
     case GM_OOM_WAIT:
         if (gm_oomwait(dev, d, size, api, &used))
             return GM_ADMIT_OK;
+        /* Say which limit held it back: the process's has room now only
+         * if the group's did not. */
+        by_group = d->gdev1 != 0 && gm_budget_fits(&d->budget, size);
         break;
     case GM_OOM_SPILL:
         if (spillable) {
             gm_tel_event(&gm_st.tel, GM_EV_SPILL, (unsigned)dev, api, size, 0,
                          used);
-            refusal_message(dev, d, size, api, used,
+            refusal_message(dev, d, size, api, used, by_group,
                             "over the limit, served as managed memory");
             return GM_ADMIT_SPILL;
         }
@@ -101,27 +133,30 @@ enum gm_admit gm_acct_reserve(int dev, struct gm_dev *d, uint64_t size,
     }
     gm_tel_refuse(&gm_st.tel, (unsigned)dev, api, size, used,
                   gm_budget_limit(&d->budget));
-    refusal_message(dev, d, size, api, used, "refused");
+    refusal_message(dev, d, size, api, used, by_group, "refused");
     return GM_ADMIT_REFUSED;
 }
 
 void gm_acct_rollback(struct gm_dev *d, uint64_t size)
 {
     gm_budget_release(&d->budget, size);
+    gm_grp_give(d, size);
     gm_oomwait_wake();
 }
 
 bool gm_acct_adjust(struct gm_dev *d, uint64_t reserved, uint64_t actual)
 {
     if (actual > reserved) {
-        uint64_t used;
-        if (!gm_budget_reserve(&d->budget, actual - reserved, &used) &&
-            gm_st.policy.on_oom != GM_OOM_WARN)
+        uint64_t used, more = actual - reserved;
+        bool by_group;
+        if (gm_acct_take(d, more, &used, &by_group))
+            return true;
+        if (by_group || gm_st.policy.on_oom != GM_OOM_WARN)
             return false;
-        if (gm_budget_used(&d->budget) < used)
-            gm_budget_force(&d->budget, actual - reserved);
+        gm_budget_force(&d->budget, more); /* soft limit: let it through */
     } else if (actual < reserved) {
         gm_budget_release(&d->budget, reserved - actual);
+        gm_grp_give(d, reserved - actual);
     }
     return true;
 }
@@ -186,6 +221,8 @@ void gm_acct_released(const struct gm_alloc *a, unsigned api, uint64_t lat_ns)
     uint64_t used = gm_budget_used(&d->budget);
     if (!(a->flags & GM_AF_UNCHARGED))
         used = gm_budget_release(&d->budget, a->size);
+    if (!(a->flags & GM_AF_UNCHARGED) || (a->flags & GM_AF_GROUP))
+        gm_grp_give(d, a->size);
     uint32_t ppm = GM_TEL_FRAG_KEEP;
     if (a->ns == GM_NS_PTR)
         ppm = frag_remove(d, a->key);

@@ -24,6 +24,11 @@ enum gm_admit {
     GM_ADMIT_SPILL,       /* not charged: serve as managed memory instead */
 };
 
+/* Reserve `size` on the device budget and, if the device is in a group,
+ * on the group; on refusal nothing stays reserved and *by_group says
+ * whether the group refused. */
+bool gm_acct_take(struct gm_dev *d, uint64_t size, uint64_t *used,
+                  bool *by_group);
 enum gm_admit gm_acct_reserve(int dev, struct gm_dev *d, uint64_t size,
                               unsigned api, bool spillable);
 void gm_acct_rollback(struct gm_dev *d, uint64_t size);

@@ -13,6 +13,7 @@
 
 #include "policy/parse.h"
 #include "shim/arena_hooks.h"
+#include "shim/grouphook.h"
 #include "shim/nvml.h"
 #include "shim/real.h"
 #include "shim/state.h"
@@ -47,6 +48,7 @@ static void resolve_device(int dev, struct gm_dev *d)
     gm_depth--;
     d->physical = total;
     gm_frag_init(&d->fragset);
+    gm_grp_device(dev, d);
     uint64_t limit = gm_policy_limit_for(&gm_st.policy, (unsigned)dev, total);
     gm_budget_set_limit(&d->budget, limit);
     gm_tel_device(&gm_st.tel, (unsigned)dev, total, limit);
@@ -124,6 +126,9 @@ void gm_dev_context_created(int dev, CUcontext ctx, unsigned api,
     gm_depth--;
     atomic_store(&d->context_bytes, bytes);
     uint64_t used = gm_budget_force(&d->budget, bytes);
+    if (!gm_grp_take(d, bytes))
+        gm_log(GM_LOG_WARN, "device %d: group '%s' is full; this context's "
+               "memory is not counted in it", dev, gm_st.policy.group);
     gm_tel_context(&gm_st.tel, (unsigned)dev, bytes, used,
                    gm_budget_peak(&d->budget));
     (void)api;

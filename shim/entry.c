@@ -23,6 +23,7 @@
 #include "shim/real.h"
 #include "shim/report.h"
 #include "shim/state.h"
+#include "shim/grouphook.h"
 #include "shim/oomwait.h"
 #include "shim/pools.h"
 #include "shim/staged.h"
@@ -80,6 +81,7 @@ static void exit_report(void)
     if (n >= sizeof buf)
         n = sizeof buf - 1;
     if (p->report == GM_REPORT_STDERR) {
+        n += gm_grp_report(buf + n, sizeof buf - n);
         ssize_t w = write(STDERR_FILENO, buf, n);
         (void)w;
         return;
@@ -108,6 +110,7 @@ static void at_exit(void)
                         gm_budget_peak(&d->budget));
     }
     exit_report();
+    gm_grp_leave();
     gm_tel_close(&gm_st.tel, gm_st.policy.keep);
     gm_depth--;
 }
@@ -117,6 +120,7 @@ static void fork_child(void)
     /* The child owns nothing of the parent's: not its segment, not its
      * allocations (CUDA state does not survive fork), not its counters. */
     gm_tel_forget(&gm_st.tel);
+    gm_grp_forget();
     gm_track_reset();
     for (unsigned i = 0; i < GM_MAX_DEVICES; i++) {
         struct gm_dev *d = &gm_st.dev[i];
@@ -184,6 +188,7 @@ static int init_locked(void)
     }
     gm_st.start_ns = gm_hook_now();
     open_telemetry();
+    gm_grp_init();
     gm_staged_arm(gm_st.start_ns);
     if (!atfork_registered) {
         pthread_atfork(NULL, NULL, fork_child);

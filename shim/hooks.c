@@ -15,6 +15,7 @@
 #include "shim/abi.h"
 #include "shim/account.h"
 #include "shim/arena_hooks.h"
+#include "shim/grouphook.h"
 #include "shim/pools.h"
 #include "shim/staged.h"
 #include "shim/real.h"
@@ -128,16 +129,23 @@ static CUresult alloc_async(int dev, struct gm_dev *d, const struct req *r,
             if (gm_acct_reserve(dev, d, r->size, r->api, false) !=
                 GM_ADMIT_OK)
                 return CUDA_ERROR_OUT_OF_MEMORY;
-            prov = r->size;
+            prov = r->size; /* also on the group */
+        } else if (!gm_grp_take(d, r->size)) {
+            goto group_refused;
         }
+    } else if (!gm_grp_take(d, r->size)) {
+        gm_budget_release(&d->budget, prov);
+        if (gm_acct_reserve(dev, d, r->size, r->api, false) != GM_ADMIT_OK)
+            return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    /* From here the group holds r->size for the live allocation. */
     CUdeviceptr p = 0;
     uint64_t t0 = gm_hook_now();
     CUresult rc = call_real(r, &p);
     uint64_t lat = gm_hook_now() - t0;
     if (rc != CUDA_SUCCESS) {
-        if (prov)
-            gm_acct_rollback(d, prov);
+        gm_budget_release(&d->budget, prov);
+        gm_grp_give(d, r->size);
         return rc;
     }
     gm_pool_refresh(dev, d, pool);
@@ -147,6 +155,7 @@ static CUresult alloc_async(int dev, struct gm_dev *d, const struct req *r,
     if (limit != 0 && gm_budget_used(&d->budget) > limit &&
         gm_st.policy.on_oom != GM_OOM_WARN) {
         async_undo(dev, d, r, p, pool);
+        gm_grp_give(d, r->size);
         gm_tel_refuse(&gm_st.tel, (unsigned)dev, r->api, r->size,
                       gm_budget_used(&d->budget), limit);
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -154,11 +163,17 @@ static CUresult alloc_async(int dev, struct gm_dev *d, const struct req *r,
     *r->out = p;
     struct gm_alloc a = {
         .key = p, .size = r->size, .dev = (uint32_t)dev, .ns = GM_NS_PTR,
-        .api = (uint8_t)r->api, .flags = GM_AF_ASYNC | GM_AF_UNCHARGED,
+        .api = (uint8_t)r->api,
+        .flags = GM_AF_ASYNC | GM_AF_UNCHARGED | (d->gdev1 ? GM_AF_GROUP : 0),
         .refs = 1, .aux = (uint64_t)(uintptr_t)pool,
     };
     gm_acct_commit_entry(d, &a, lat);
     return CUDA_SUCCESS;
+
+group_refused:
+    gm_tel_refuse(&gm_st.tel, (unsigned)dev, r->api, r->size,
+                  gm_budget_used(&d->budget), gm_budget_limit(&d->budget));
+    return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 static CUresult alloc_ptr(const struct req *r)

@@ -2,7 +2,9 @@
  * shim/oomwait.c — waiting for memory instead of failing.
  *
  * No busy loop: waiters sleep on a condition variable (CLOCK_MONOTONIC)
- * and retry their reservation when any release in this process wakes them.
+ * and retry their reservation when any release in this process wakes them;
+ * when it is the group's limit that holds them back, they sleep on the
+ * group's futex instead, which any member's release wakes.
  * Lost wake-ups are impossible: a waiter registers (waiters++) and re-checks
  * the budget under the mutex, and the releaser, after its release, loads
  * `waiters` behind a seq_cst fence paired with the waiter's fence after its
@@ -17,6 +19,7 @@
 #include "policy/parse.h"
 #include "shim/abi.h"
 #include "shim/account.h"
+#include "shim/grouphook.h"
 #include "shim/state.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -51,13 +54,28 @@ bool gm_oomwait(int dev, struct gm_dev *d, uint64_t size, unsigned api,
     atomic_fetch_add(&waiters, 1);
     atomic_thread_fence(memory_order_seq_cst);
     for (;;) {
-        if (gm_budget_reserve(&d->budget, size, used)) {
+        bool by_group;
+        if (gm_acct_take(d, size, used, &by_group)) {
             ok = true;
             break;
         }
         uint64_t now = gm_hook_now();
         if (now >= deadline)
             break;
+        if (by_group) {
+            /* Another process must free: sleep on the group's futex. */
+            pthread_mutex_unlock(&mu);
+            bool got = gm_grp_wait(d, size, deadline);
+            pthread_mutex_lock(&mu);
+            if (got) {
+                if (gm_budget_reserve(&d->budget, size, used)) {
+                    ok = true;
+                    break;
+                }
+                gm_grp_give(d, size);
+            }
+            continue;
+        }
         struct timespec ts = {
             .tv_sec = (time_t)(deadline / 1000000000u),
             .tv_nsec = (long)(deadline % 1000000000u),

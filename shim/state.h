@@ -41,6 +41,7 @@ struct gm_dev {
     gm_spin frag_lock;            /* guards fragset */
     struct gm_frag fragset;       /* live device-pointer intervals */
     struct gm_arena *arena;       /* static mode: NULL until reserved */
+    int gdev1;                    /* group device index + 1; 0 = none */
 };
 
 struct gm_state {

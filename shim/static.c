@@ -50,8 +50,13 @@ void gm_static_setup(int dev, struct gm_dev *d, CUcontext ctx)
         return;
     }
     uint64_t used;
-    if (!gm_budget_reserve(&d->budget, size, &used))
+    bool by_group;
+    if (!gm_acct_take(d, size, &used, &by_group)) {
+        gm_log(GM_LOG_WARN, "device %d: no room for a static arena of %s%s; "
+               "allocating on demand", dev, s,
+               by_group ? " in the group" : "");
         return;
+    }
     CUdeviceptr base = 0;
     CUcontext popped;
     gm_depth++;
@@ -63,7 +68,7 @@ void gm_static_setup(int dev, struct gm_dev *d, CUcontext ctx)
     gm_depth--;
     if (rc != CUDA_SUCCESS ||
         gm_arena_init(&arenas[dev], base, size) != 0) {
-        gm_budget_release(&d->budget, size);
+        gm_acct_rollback(d, size);
         gm_log(GM_LOG_ERROR, "device %d: the static arena of %s could not be "
                "allocated (driver error %d); allocating on demand", dev, s,
                (int)rc);

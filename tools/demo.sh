@@ -63,6 +63,12 @@ if [ -n "$MODE" ]; then
     GPUMEM_MODE=$MODE
     export GPUMEM_MODE
     say "mode $MODE"
+    if [ "$MODE" = staged ] && [ -z "${GPUMEM_WARMUP:-}" ]; then
+        # Short enough that the limit freezes while the workload runs.
+        GPUMEM_WARMUP=100ms
+        export GPUMEM_WARMUP
+        say "warm-up $GPUMEM_WARMUP, then the limit freezes at peak + 10%"
+    fi
 fi
 if [ "$GROUP" = 1 ]; then
     GPUMEM_GROUP=demo

@@ -1,16 +1,19 @@
 /*
  * tools/util.c — helpers shared by `gpumem` and `gpumem-top` (see
  * tools/util.h): prefix choice, JSON strings, segment scans, the process
- * table in text and JSON.
+ * table in text and JSON, the scan of group segments and the groups
+ * section in text and JSON.
  *
  * Invariants: segments are opened read-only through the reader library and
  * closed again before gm_scan returns (a scan holds copies, not mappings);
- * every figure printed comes from a consistent snapshot copy.
+ * group segments are copied with gm_group_snapshot (pread, no lock); every
+ * figure printed comes from a snapshot copy.
  */
 #include "tools/util.h"
 
 #include <errno.h>
 #include <pwd.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,6 +22,7 @@
 #include "policy/policy.h"
 
 #define SCAN_MAX 4096
+#define GSCAN_MAX 1024
 
 static bool prefix_ok(const char *p)
 {
@@ -356,6 +360,230 @@ void gm_scan_print_json(FILE *f, const struct gm_scan *sc)
         gm_proc_print_json(f, &sc->procs[i]);
     }
     fputc(']', f);
+}
+
+/* ---- groups: scan ----------------------------------------------------------- */
+
+struct gpaths {
+    char (*path)[512];
+    size_t n, cap;
+};
+
+static int add_gpath(void *arg, const char *path, const char *name)
+{
+    struct gpaths *gp = arg;
+    (void)name;
+    if (gp->n == gp->cap) {
+        size_t cap = gp->cap ? gp->cap * 2 : 16;
+        if (cap > GSCAN_MAX)
+            return 1;
+        void *p = realloc(gp->path, cap * sizeof gp->path[0]);
+        if (p == NULL)
+            return 1;
+        gp->path = p;
+        gp->cap = cap;
+    }
+    snprintf(gp->path[gp->n++], sizeof gp->path[0], "%s", path);
+    return 0;
+}
+
+/* Reads one group file into g; false when it is not to be listed. */
+static bool read_group(const char *path, unsigned flags,
+                       struct gm_scan_group *g)
+{
+    struct stat st;
+    char err[512];
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return false;
+    if (!(flags & GM_SCAN_ALL_USERS) && st.st_uid != getuid())
+        return false;
+    if (gm_group_snapshot(path, &g->v, err, sizeof err) != 0)
+        return false;
+    snprintf(g->path, sizeof g->path, "%s", path);
+    g->uid = st.st_uid;
+    return true;
+}
+
+static int cmp_group(const void *a, const void *b)
+{
+    const struct gm_scan_group *x = a, *y = b;
+    int c = strcmp(x->v.name, y->v.name);
+    return c ? c : strcmp(x->path, y->path);
+}
+
+int gm_gscan(const char *prefix, unsigned flags, struct gm_gscan *out)
+{
+    struct gpaths gp = { NULL, 0, 0 };
+    out->groups = NULL;
+    out->n = 0;
+    if (gm_group_list(gm_tool_shm_dir(), prefix, add_gpath, &gp) < 0) {
+        fprintf(stderr, "gpumem: cannot read %s: %s\n", gm_tool_shm_dir(),
+                strerror(errno));
+        return -1;
+    }
+    if (gp.n > 0) {
+        out->groups = calloc(gp.n, sizeof *out->groups);
+        if (out->groups == NULL) {
+            free(gp.path);
+            fprintf(stderr, "gpumem: out of memory\n");
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < gp.n; i++)
+        if (read_group(gp.path[i], flags, &out->groups[out->n]))
+            out->n++;
+    free(gp.path);
+    if (out->n > 1)
+        qsort(out->groups, out->n, sizeof *out->groups, cmp_group);
+    return (int)out->n;
+}
+
+void gm_gscan_free(struct gm_gscan *gs)
+{
+    free(gs->groups);
+    gs->groups = NULL;
+    gs->n = 0;
+}
+
+unsigned gm_group_live_members(const struct gm_group_view *v)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < v->nmembers && i < GM_GROUP_MAX_MEMBERS; i++)
+        n += v->member[i].alive;
+    return n;
+}
+
+unsigned gm_group_dead_members(const struct gm_group_view *v)
+{
+    unsigned n = v->nmembers < GM_GROUP_MAX_MEMBERS ? v->nmembers
+                                                    : GM_GROUP_MAX_MEMBERS;
+    return n - gm_group_live_members(v);
+}
+
+const char *gm_uuid_short(const unsigned char uuid[16], char *buf,
+                          size_t cap)
+{
+    snprintf(buf, cap, "GPU-%02x%02x%02x%02x", uuid[0], uuid[1], uuid[2],
+             uuid[3]);
+    return buf;
+}
+
+static void uuid_full(const unsigned char u[16], char *buf, size_t cap)
+{
+    static const int dash[] = { 4, 6, 8, 10 };
+    size_t k = (size_t)snprintf(buf, cap, "GPU-");
+    for (int i = 0, d = 0; i < 16 && k + 3 < cap; i++) {
+        if (d < 4 && i == dash[d]) {
+            buf[k++] = '-';
+            d++;
+        }
+        k += (size_t)snprintf(buf + k, cap - k, "%02x", u[i]);
+    }
+}
+
+const char *gm_member_command(const struct gm_scan *sc,
+                              const struct gm_group_view_member *m)
+{
+    for (size_t i = 0; sc != NULL && i < sc->n; i++) {
+        const struct gm_snapshot *s = &sc->procs[i].p.snap;
+        if (sc->procs[i].p.pid != m->pid)
+            continue;
+        if (m->start_ticks && s->start_ticks &&
+            m->start_ticks != s->start_ticks)
+            continue;
+        return s->cmdline;
+    }
+    return NULL;
+}
+
+/* ---- groups: text ---------------------------------------------------------- */
+
+static void size_or_dash(uint64_t v, bool show, char *buf, size_t cap)
+{
+    if (show)
+        gm_size_short(v, buf, cap);
+    else
+        snprintf(buf, cap, "-");
+}
+
+static void group_dev_line(FILE *f, const struct gm_scan_group *g, int d,
+                           const char *members)
+{
+    const struct gm_group_view *v = &g->v;
+    char dev[24] = "-", used[32] = "-", peak[32] = "-", lim[32] = "-";
+    char pct[16] = "-";
+    if (d >= 0) {
+        const struct gm_group_view_dev *gd = &v->dev[d];
+        gm_uuid_short(gd->uuid, dev, sizeof dev);
+        gm_size_short(gd->used, used, sizeof used);
+        gm_size_short(gd->peak, peak, sizeof peak);
+        size_or_dash(gd->limit, gd->limit != 0, lim, sizeof lim);
+        if (gd->limit)
+            snprintf(pct, sizeof pct, "%llu%%",
+                     (unsigned long long)(gd->used * 100 / gd->limit));
+    }
+    fprintf(f, "%-16s %-12s %8s %8s %8s %4s  %s\n", v->name, dev, used, peak,
+            lim, pct, members);
+}
+
+static void member_line(FILE *f, const struct gm_scan_group *g,
+                        const struct gm_group_view_member *m, int d,
+                        const struct gm_scan *sc)
+{
+    char dev[24] = "-", share[32] = "-", used[32] = "-";
+    if (d >= 0) {
+        const struct gm_group_view_dev *gd = &g->v.dev[d];
+        gm_uuid_short(gd->uuid, dev, sizeof dev);
+        size_or_dash(m->share[d], gd->limit != 0, share, sizeof share);
+        gm_size_short(m->used[d], used, sizeof used);
+    }
+    const char *cmd = gm_member_command(sc, m);
+    fprintf(f, "  %7d %7.2f %-12s %8s %8s %-6s %s\n", m->pid, m->weight, dev,
+            share, used, m->alive ? "live" : "dead", cmd ? cmd : "-");
+}
+
+static void group_text(FILE *f, const struct gm_scan_group *g,
+                       const struct gm_scan *sc)
+{
+    const struct gm_group_view *v = &g->v;
+    char members[48];
+    unsigned live = gm_group_live_members(v), dead = gm_group_dead_members(v);
+    if (dead)
+        snprintf(members, sizeof members, "%u (+%u dead)", live, dead);
+    else
+        snprintf(members, sizeof members, "%u", live);
+    bool any = false;
+    for (unsigned d = 0; d < v->ndev && d < GM_GROUP_MAX_DEVICES; d++)
+        if (v->dev[d].present) {
+            group_dev_line(f, g, (int)d, members);
+            any = true;
+        }
+    if (!any)
+        group_dev_line(f, g, -1, members);
+    fprintf(f, "  %7s %7s %-12s %8s %8s %-6s %s\n", "PID", "WEIGHT",
+            "DEVICE", "SHARE", "USED", "STATE", "COMMAND");
+    for (unsigned i = 0; i < v->nmembers && i < GM_GROUP_MAX_MEMBERS; i++) {
+        const struct gm_group_view_member *m = &v->member[i];
+        bool shown = false;
+        for (unsigned d = 0; d < v->ndev && d < GM_GROUP_MAX_DEVICES; d++)
+            if (v->dev[d].present) {
+                member_line(f, g, m, (int)d, sc);
+                shown = true;
+            }
+        if (!shown)
+            member_line(f, g, m, -1, sc);
+    }
+}
+
+void gm_gscan_print_text(FILE *f, const struct gm_gscan *gs,
+                         const struct gm_scan *sc)
+{
+    if (gs->n == 0)
+        return;
+    fprintf(f, "\n%-16s %-12s %8s %8s %8s %4s  %s\n", "GROUP", "DEVICE",
+            "USED", "PEAK", "LIMIT", "%", "MEMBERS");
+    for (size_t i = 0; i < gs->n; i++)
+        group_text(f, &gs->groups[i], sc);
 }
 
 /* ---- options ------------------------------------------------------------- */

@@ -2,12 +2,16 @@
  * tools/util.h — helpers shared by `gpumem` and `gpumem-top`: the segment
  * prefix (--prefix, GPUMEM_SHM_PREFIX, "gpumem"), JSON string escaping, a
  * scan of every readable segment of a prefix into process records, the
- * per-device rows derived from them, and the process table as text and
- * JSON (the same columns in `gpumem ps` and `gpumem-top --once/--json`).
+ * per-device rows derived from them, the process table as text and
+ * JSON (the same columns in `gpumem ps` and `gpumem-top --once/--json`),
+ * and the same for shared budgets: a scan of the group segments
+ * "<prefix>.group.<NAME>" and the groups section as text and JSON.
  *
- * Invariants: a scan owns its records (gm_scan_free releases them); rows
- * point into the scan that produced them and live no longer than it. Only
- * segments owned by the caller's uid are listed unless asked otherwise.
+ * Invariants: a scan owns its records (gm_scan_free, gm_gscan_free release
+ * them); rows point into the scan that produced them and live no longer
+ * than it. Only segments owned by the caller's uid are listed unless asked
+ * otherwise. Group segments are read with gm_group_snapshot (pread, no
+ * mapping, no lock): a hostile or truncated file is skipped.
  */
 #ifndef GM_TOOLS_UTIL_H
 #define GM_TOOLS_UTIL_H
@@ -18,6 +22,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "shim/group.h"
 #include "tools/reader.h"
 
 /* The segment prefix: opt when non-NULL, else $GPUMEM_SHM_PREFIX when set
@@ -87,6 +92,53 @@ void gm_proc_print_json(FILE *f, const struct gm_scan_proc *sp);
 
 /* Every process of a scan as a JSON array (no newline). */
 void gm_scan_print_json(FILE *f, const struct gm_scan *sc);
+
+/* ---- shared budgets (groups) ---- */
+
+/* One group segment that could be read and validated. */
+struct gm_scan_group {
+    char path[512];
+    uid_t uid;                   /* file owner */
+    struct gm_group_view v;
+};
+
+struct gm_gscan {
+    struct gm_scan_group *groups; /* ascending name */
+    size_t n;
+};
+
+/* Read every group segment "<dir>/<prefix>.group.<NAME>" owned by the
+ * caller (with GM_SCAN_ALL_USERS: every readable one). Files that fail
+ * validation are skipped. Returns the number of groups, -1 when the
+ * directory cannot be read or memory runs out (message printed). */
+int gm_gscan(const char *prefix, unsigned flags, struct gm_gscan *out);
+void gm_gscan_free(struct gm_gscan *gs);
+
+/* Members of a view whose process exists now / exists no more (dead
+ * members not reclaimed yet). */
+unsigned gm_group_live_members(const struct gm_group_view *v);
+unsigned gm_group_dead_members(const struct gm_group_view *v);
+
+/* "GPU-1a2b3c4d": the first 4 bytes of a device UUID (cap >= 13). */
+const char *gm_uuid_short(const unsigned char uuid[16], char *buf,
+                          size_t cap);
+
+/* The command line of a member from the process scan (matched by pid and
+ * start time), or NULL when the process has no segment there. */
+const char *gm_member_command(const struct gm_scan *sc,
+                              const struct gm_group_view_member *m);
+
+/* The groups section of `gpumem ps` and `gpumem-top --once`: a header,
+ * one line per group and device (name, device, used, peak, limit, %,
+ * members), then one indented line per member and device (pid, weight,
+ * guaranteed share, used, live/dead, command from sc when its process has
+ * a segment). Prints nothing when there is no group. */
+void gm_gscan_print_text(FILE *f, const struct gm_gscan *gs,
+                         const struct gm_scan *sc);
+
+/* Every group as a JSON array (no newline); see docs/tools.md. */
+void gm_gscan_print_json(FILE *f, const struct gm_gscan *gs,
+                         const struct gm_scan *sc);
 
 /* Parse "--name VALUE" / "--name=VALUE" at argv[*i]; on a match stores
  * the value in *val, advances *i past it and returns 1; returns 0 when

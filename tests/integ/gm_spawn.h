@@ -23,7 +23,7 @@ static const char *gm_build_dir(void)
 }
 
 /* Path under the build directory (static buffer rotation of 8). */
-static const char *gm_bpath(const char *rel)
+__attribute__((unused)) static const char *gm_bpath(const char *rel)
 {
     static char bufs[8][1024];
     static int n;
@@ -35,7 +35,7 @@ static const char *gm_bpath(const char *rel)
 /* env: NULL-terminated "NAME=VALUE" strings set in the child (a value-less
  * "NAME" unsets it); preload: also set LD_PRELOAD to the shim and
  * LD_LIBRARY_PATH to the simulated driver. */
-static int gm_run(const char *const *env, int preload,
+__attribute__((unused)) static int gm_run(const char *const *env, int preload,
                   const char *const *argv, char *out, size_t cap)
 {
     int fd[2];

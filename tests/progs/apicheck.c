@@ -665,6 +665,65 @@ static void s_static(void)
     printf("ok static: arena of %llu bytes\n", (unsigned long long)arena);
 }
 
+/* Group scenarios (run several at once under one GPUMEM_GROUP). */
+
+/* hold SIZE MS: allocate SIZE, say so, keep it MS milliseconds, free. */
+static void s_hold(uint64_t size, uint64_t ms)
+{
+    CUdeviceptr p;
+    CU(F.cuMemAlloc_v2(&p, size));
+    printf("holding %llu\n", (unsigned long long)size);
+    fflush(stdout);
+    sleep_ms((unsigned)ms);
+    CU(F.cuMemFree_v2(p));
+    printf("released\n");
+}
+
+/* grab SIZE MS: retry allocating SIZE until it works or MS pass. */
+static void s_grab(uint64_t size, uint64_t ms)
+{
+    double t0 = mono_ms();
+    CUdeviceptr p;
+    CUresult rc;
+    while ((rc = F.cuMemAlloc_v2(&p, size)) != CUDA_SUCCESS) {
+        CHECK(rc == CUDA_ERROR_OUT_OF_MEMORY, "rc %d", rc);
+        CHECK(mono_ms() - t0 < (double)ms, "not granted within %llu ms",
+              (unsigned long long)ms);
+        sleep_ms(20);
+    }
+    printf("granted after %.0f ms\n", mono_ms() - t0);
+    CU(F.cuMemFree_v2(p));
+}
+
+/* churn MS: random allocations and frees for MS milliseconds. */
+static void s_churn(uint64_t ms)
+{
+    double t0 = mono_ms();
+    CUdeviceptr live[32] = { 0 };
+    unsigned seed = (unsigned)getpid(), granted = 0, refused = 0;
+    while (mono_ms() - t0 < (double)ms) {
+        seed = seed * 1103515245u + 12345u;
+        unsigned k = (seed >> 16) % 32;
+        if (live[k]) {
+            CU(F.cuMemFree_v2(live[k]));
+            live[k] = 0;
+            continue;
+        }
+        size_t sz = (1u << 20) * (1 + (seed >> 8) % 64);
+        CUresult rc = F.cuMemAlloc_v2(&live[k], sz);
+        CHECK(rc == CUDA_SUCCESS || rc == CUDA_ERROR_OUT_OF_MEMORY, "rc %d",
+              rc);
+        if (rc == CUDA_SUCCESS)
+            granted++;
+        else
+            refused++, live[k] = 0;
+    }
+    for (int k = 0; k < 32; k++)
+        if (live[k])
+            CU(F.cuMemFree_v2(live[k]));
+    printf("churn: %u granted, %u refused\n", granted, refused);
+}
+
 struct thr {
     unsigned seed;
     int iters;
@@ -833,6 +892,12 @@ int main(int argc, char **argv)
         s_warn();
     else if (strcmp(sc, "static") == 0)
         s_static();
+    else if (strcmp(sc, "hold") == 0)
+        s_hold(a1, a2);
+    else if (strcmp(sc, "grab") == 0)
+        s_grab(a1, a2);
+    else if (strcmp(sc, "churn") == 0)
+        s_churn(a1);
     else if (strcmp(sc, "pools") == 0)
         s_pools(a1);
     else if (strcmp(sc, "pool-threads") == 0)

@@ -1,0 +1,226 @@
+/*
+ * tests/integ/test_groups.c — shared budgets through the preloaded shim:
+ * several processes under one GPUMEM_GROUP limit never pass it together
+ * (the group segment is sampled while they run), a SIGKILLed member's
+ * memory becomes available to the others within a second, and
+ * GPUMEM_ON_OOM=wait waits for another process to free.
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "gm_spawn.h"
+#include "shim/group.h"
+
+static char out[1 << 16];
+static char prefix[64], env_prefix[96], env_group[96];
+
+static void unique(const char *tag)
+{
+    static int n;
+    snprintf(prefix, sizeof prefix, "gmtg%s%d_%d", tag, (int)getpid(), n++);
+    snprintf(env_prefix, sizeof env_prefix, "GPUMEM_SHM_PREFIX=%s", prefix);
+    snprintf(env_group, sizeof env_group, "GPUMEM_GROUP=team");
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Start apicheck under the shim without waiting; output to `log`. */
+static pid_t start(const char *const *env, const char *log,
+                   const char *const *args)
+{
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    FILE *f = fopen(log, "w");
+    if (f) {
+        dup2(fileno(f), 1);
+        dup2(fileno(f), 2);
+    }
+    char abs[2048];
+    if (realpath(gm_build_dir(), abs) == NULL)
+        _exit(126);
+    char lib[2200], sim[2200], prog[2200];
+    snprintf(lib, sizeof lib, "%s/libgpumem.so", abs);
+    snprintf(sim, sizeof sim, "%s/sim", abs);
+    snprintf(prog, sizeof prog, "%s/tests/progs/apicheck", abs);
+    setenv("LD_LIBRARY_PATH", sim, 1);
+    setenv("LD_PRELOAD", lib, 1);
+    for (const char *const *e = env; *e; e++)
+        putenv((char *)*e);
+    const char *argv[16] = { prog, "--via", "gpa" };
+    int n = 3;
+    for (const char *const *a = args; *a && n < 15; a++)
+        argv[n++] = *a;
+    argv[n] = NULL;
+    execv(prog, (char *const *)argv);
+    _exit(127);
+}
+
+static int finish(pid_t pid)
+{
+    int st;
+    if (waitpid(pid, &st, 0) < 0)
+        return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void group_path(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "/dev/shm/%s.group.team", prefix);
+}
+
+static int file_contains(const char *path, const char *what)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    fclose(f);
+    out[n] = '\0';
+    return strstr(out, what) != NULL;
+}
+
+START_TEST(four_processes_never_pass_the_limit)
+{
+    unique("s");
+    const char *env[] = { env_prefix, env_group, "GPUMEM_GROUP_LIMIT=512M",
+                          "SIMCUDA_CONTEXT=8M", "GPUMEM_LOG_LEVEL=error",
+                          NULL };
+    const char *args[] = { "churn", "1500", NULL };
+    pid_t kids[4];
+    char logs[4][128];
+    for (int i = 0; i < 4; i++) {
+        snprintf(logs[i], sizeof logs[i], "/tmp/%s.%d.log", prefix, i);
+        kids[i] = start(env, logs[i], args);
+    }
+    char path[256];
+    group_path(path, sizeof path);
+    unsigned samples = 0, members_max = 0;
+    uint64_t peak_seen = 0;
+    double t0 = now_ms();
+    while (now_ms() - t0 < 1400) {
+        struct gm_group_view v;
+        char err[256];
+        if (gm_group_snapshot(path, &v, err, sizeof err) == 0 &&
+            v.consistent && v.ndev > 0) {
+            samples++;
+            uint64_t sum = 0;
+            for (unsigned m = 0; m < v.nmembers; m++)
+                sum += v.member[m].used[0];
+            ck_assert_uint_le(v.dev[0].used, 512ull << 20);
+            ck_assert_uint_eq(sum, v.dev[0].used);
+            if (v.dev[0].used > peak_seen)
+                peak_seen = v.dev[0].used;
+            if (v.nmembers > members_max)
+                members_max = v.nmembers;
+        }
+        struct timespec ts = { 0, 5000000 };
+        nanosleep(&ts, NULL);
+    }
+    for (int i = 0; i < 4; i++) {
+        int rc = finish(kids[i]);
+        ck_assert_msg(rc == 0, "member %d exit %d: %s", i, rc,
+                      file_contains(logs[i], "") ? out : "");
+        ck_assert(file_contains(logs[i], "churn:"));
+        unlink(logs[i]);
+    }
+    ck_assert_uint_gt(samples, 10);
+    ck_assert_uint_eq(members_max, 4);
+    ck_assert_uint_gt(peak_seen, 256ull << 20); /* the limit was contended */
+    struct stat sb;
+    ck_assert_msg(stat(path, &sb) != 0, "the last member left it behind");
+}
+END_TEST
+
+START_TEST(killed_member_is_reclaimed)
+{
+    unique("k");
+    const char *env[] = { env_prefix, env_group, "GPUMEM_GROUP_LIMIT=1G",
+                          "SIMCUDA_CONTEXT=8M", "GPUMEM_LOG_LEVEL=error",
+                          NULL };
+    char la[128], lb[128];
+    snprintf(la, sizeof la, "/tmp/%s.a.log", prefix);
+    snprintf(lb, sizeof lb, "/tmp/%s.b.log", prefix);
+    const char *hold[] = { "hold", "629145600", "60000", NULL }; /* 600M */
+    pid_t a = start(env, la, hold);
+    double t0 = now_ms();
+    while (!file_contains(la, "holding") && now_ms() - t0 < 5000) {
+        struct timespec ts = { 0, 10000000 };
+        nanosleep(&ts, NULL);
+    }
+    ck_assert_msg(file_contains(la, "holding"), "a never held: %s", out);
+    const char *grab[] = { "grab", "629145600", "5000", NULL };
+    pid_t b = start(env, lb, grab);
+    struct timespec ts = { 0, 300000000 };
+    nanosleep(&ts, NULL); /* b is refused meanwhile */
+    kill(a, SIGKILL);
+    double tk = now_ms();
+    ck_assert_int_eq(finish(a), 128 + SIGKILL);
+    int rc = finish(b);
+    double waited = now_ms() - tk;
+    ck_assert_msg(rc == 0, "b exit %d: %s", rc,
+                  file_contains(lb, "") ? out : "");
+    ck_assert_msg(waited < 1500, "reclaimed after %.0f ms", waited);
+    ck_assert(file_contains(lb, "granted after"));
+    unlink(la);
+    unlink(lb);
+}
+END_TEST
+
+START_TEST(wait_across_processes)
+{
+    unique("w");
+    const char *env[] = { env_prefix, env_group, "GPUMEM_GROUP_LIMIT=1G",
+                          "SIMCUDA_CONTEXT=8M", "GPUMEM_ON_OOM=wait:10s",
+                          NULL };
+    char la[128], lb[128];
+    snprintf(la, sizeof la, "/tmp/%s.a.log", prefix);
+    snprintf(lb, sizeof lb, "/tmp/%s.b.log", prefix);
+    const char *hold[] = { "hold", "629145600", "800", NULL };
+    pid_t a = start(env, la, hold);
+    double t0 = now_ms();
+    while (!file_contains(la, "holding") && now_ms() - t0 < 5000) {
+        struct timespec ts = { 0, 10000000 };
+        nanosleep(&ts, NULL);
+    }
+    ck_assert(file_contains(la, "holding"));
+    /* b asks once: its one cuMemAlloc waits until a frees. */
+    const char *grab[] = { "grab", "629145600", "1", NULL };
+    double tb = now_ms();
+    pid_t b = start(env, lb, grab);
+    ck_assert_int_eq(finish(a), 0);
+    int rc = finish(b);
+    double took = now_ms() - tb;
+    ck_assert_msg(rc == 0, "b exit %d: %s", rc,
+                  file_contains(lb, "") ? out : "");
+    ck_assert(file_contains(lb, "waits for memory"));
+    ck_assert_msg(took > 300 && took < 5000, "b took %.0f ms", took);
+    unlink(la);
+    unlink(lb);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("groups");
+    TCase *t = tcase_create("shim");
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, four_processes_never_pass_the_limit);
+    tcase_add_test(t, killed_member_is_reclaimed);
+    tcase_add_test(t, wait_across_processes);
+    suite_add_tcase(s, t);
+    SRunner *r = srunner_create(s);
+    srunner_run_all(r, CK_NORMAL);
+    int f = srunner_ntests_failed(r);
+    srunner_free(r);
+    return f ? 1 : 0;
+}
