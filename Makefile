@@ -170,6 +170,11 @@ $(BUILD)/tests/progs/rtldnext: tests/progs/rtldnext.c $(BUILD)/tests/progs/libgm
 	$(Q)$(CC) $(filter-out $(SANFLAGS),$(CFLAGS_ALL)) -o $@ $< -L$(BUILD)/tests/progs \
 	    -Wl,--no-as-needed -l:libgmprobe_a.so -l:libgmprobe_b.so -Wl,-rpath,'$$ORIGIN' -ldl
 
+# A library that uses CUDA from its constructor, and its program.
+$(BUILD)/tests/progs/ctorcuda: tests/progs/ctorcuda.c $(BUILD)/tests/progs/libgmprobe_ctor.so
+	$(Q)$(CC) $(filter-out $(SANFLAGS),$(CFLAGS_ALL)) -o $@ $< -L$(BUILD)/tests/progs \
+	    -Wl,--no-as-needed -l:libgmprobe_ctor.so -Wl,-rpath,'$$ORIGIN' -ldl
+
 $(BUILD)/tests/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")

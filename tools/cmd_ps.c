@@ -1,7 +1,8 @@
 /*
  * tools/cmd_ps.c — `gpumem ps [--json] [--all] [--prefix P]`: the
  * processes whose segments exist under a prefix, one row per process and
- * device (text) or one object per process (JSON, exact bytes).
+ * device (text) or one object per process (JSON, exact bytes), then the
+ * shared budgets (groups) of that prefix with their members.
  *
  * Invariants: read-only; only the caller's segments unless --all; a
  * segment that cannot be validated is skipped, never trusted.
@@ -33,22 +34,39 @@ const char gm_help_ps[] =
     "    (it exited with GPUMEM_KEEP=1) or dead (it was killed; --all).\n"
     "    A process that has not used a device yet shows DEV -.\n"
     "\n"
+    "    Then, when processes share a budget (GPUMEM_GROUP), a groups\n"
+    "    section: one line per group and device with GROUP (name), DEVICE\n"
+    "    (GPU- and the first 8 hex digits of its UUID), USED, PEAK and\n"
+    "    LIMIT of the whole group, % (used of limit) and MEMBERS (live\n"
+    "    members, and dead ones not reclaimed yet); below it, one line per\n"
+    "    member: PID, WEIGHT (priority: high 1.5, normal 1, low 0.7),\n"
+    "    SHARE (the part of the limit guaranteed to it), USED (charged to\n"
+    "    it), STATE (live or dead) and COMMAND (when the process has a\n"
+    "    segment under this prefix).\n"
+    "\n"
     "OPTIONS\n"
     "    --json\n"
-    "        Print a JSON array, one object per process, with exact byte\n"
-    "        figures: pid, user, uid, state, command, mode, on_oom,\n"
-    "        policy, used, peak, limit, context, allocs, frees, ooms,\n"
-    "        live_allocs, live_bytes, host_pinned, events, events_lost,\n"
-    "        start_realtime_ns, and devices (the same per device, with\n"
-    "        physical, frag_ppm and allocation latency p50/p99 in ns).\n"
-    "        Top-level figures are sums over devices; limit is 0 (none)\n"
-    "        when any device has no limit.\n"
+    "        Print one JSON object {\"processes\": [...], \"groups\": [...]}\n"
+    "        with exact byte figures. A process: pid, user, uid, state,\n"
+    "        command, mode, on_oom, policy, used, peak, limit, context,\n"
+    "        allocs, frees, ooms, live_allocs, live_bytes, host_pinned,\n"
+    "        events, events_lost, start_realtime_ns, and devices (the same\n"
+    "        per device, with physical, frag_ppm and allocation latency\n"
+    "        p50/p99 in ns). Top-level figures are sums over devices; limit\n"
+    "        is 0 (none) when any device has no limit. A group: group,\n"
+    "        path, user, uid, consistent, live_members, dead_members, used,\n"
+    "        peak, limit, joins, reclaims, reclaimed_bytes, repairs,\n"
+    "        waiters, created_realtime_ns, devices (device, uuid,\n"
+    "        physical, limit, used, peak, reclaimed_bytes) and members\n"
+    "        (slot, pid, state, weight, waiting, joined_realtime_ns,\n"
+    "        command or null, used, share, and devices with share and\n"
+    "        used).\n"
     "    --all\n"
     "        Also list segments of processes that died without closing\n"
-    "        them, and other users' segments that are readable.\n"
+    "        them, and other users' segments and groups that are readable.\n"
     "    --prefix P\n"
-    "        Read segments named P.<pid> (default: $GPUMEM_SHM_PREFIX, else\n"
-    "        gpumem).\n"
+    "        Read segments named P.<pid> and P.group.<NAME> (default:\n"
+    "        $GPUMEM_SHM_PREFIX, else gpumem).\n"
     "    -h, --help\n"
     "        Print this manual page and exit.\n"
     "\n"
@@ -61,7 +79,33 @@ const char gm_help_ps[] =
     "    gpumem ps\n"
     "        PID USER     DEV     USED     PEAK    LIMIT    %   ALLOCS ...\n"
     "      41017 alice      0   444.0M   544.0M     2.0G  21%      260 ...\n"
-    "    gpumem ps --json | jq '.[] | {pid, used, limit}'\n";
+    "    gpumem ps --json | jq '.processes[] | {pid, used, limit}'\n"
+    "    gpumem ps --json | jq '.groups[] | {group, used, limit,\n"
+    "                                        members: [.members[].pid]}'\n";
+
+static int print_json(const struct gm_scan *sc, const struct gm_gscan *gs)
+{
+    fputs("{\"processes\":", stdout);
+    gm_scan_print_json(stdout, sc);
+    fputs(",\"groups\":", stdout);
+    gm_gscan_print_json(stdout, gs, sc);
+    fputs("}\n", stdout);
+    return 0;
+}
+
+static int print_text(const struct gm_scan *sc, const struct gm_gscan *gs)
+{
+    size_t max = sc->n * GM_ABI_MAX_DEVICES + 1;
+    struct gm_row *rows = calloc(max, sizeof *rows);
+    if (rows == NULL) {
+        fprintf(stderr, "gpumem: ps: out of memory\n");
+        return 1;
+    }
+    gm_rows_print_text(stdout, rows, gm_scan_rows(sc, rows, max));
+    free(rows);
+    gm_gscan_print_text(stdout, gs, sc);
+    return 0;
+}
 
 int gm_cmd_ps(int argc, char **argv)
 {
@@ -89,22 +133,15 @@ int gm_cmd_ps(int argc, char **argv)
     if (prefix == NULL)
         return GM_EXIT_USAGE;
     struct gm_scan sc;
+    struct gm_gscan gs;
     if (gm_scan(prefix, flags, &sc) < 0)
         return 1;
-    if (json) {
-        gm_scan_print_json(stdout, &sc);
-        fputc('\n', stdout);
-    } else {
-        size_t max = sc.n * GM_ABI_MAX_DEVICES + 1;
-        struct gm_row *rows = calloc(max, sizeof *rows);
-        if (rows == NULL) {
-            gm_scan_free(&sc);
-            fprintf(stderr, "gpumem: ps: out of memory\n");
-            return 1;
-        }
-        gm_rows_print_text(stdout, rows, gm_scan_rows(&sc, rows, max));
-        free(rows);
+    if (gm_gscan(prefix, flags, &gs) < 0) {
+        gm_scan_free(&sc);
+        return 1;
     }
+    int rc = json ? print_json(&sc, &gs) : print_text(&sc, &gs);
+    gm_gscan_free(&gs);
     gm_scan_free(&sc);
-    return 0;
+    return rc;
 }

@@ -586,6 +586,123 @@ void gm_gscan_print_text(FILE *f, const struct gm_gscan *gs,
         group_text(f, &gs->groups[i], sc);
 }
 
+/* ---- groups: JSON ---------------------------------------------------------- */
+
+static void gdev_json(FILE *f, const struct gm_group_view_dev *d, unsigned i)
+{
+    char uuid[48];
+    uuid_full(d->uuid, uuid, sizeof uuid);
+    fprintf(f, "{\"device\":%u,\"uuid\":\"%s\"", i, uuid);
+    ju(f, "physical", d->physical);
+    ju(f, "limit", d->limit);
+    ju(f, "used", d->used);
+    ju(f, "peak", d->peak);
+    ju(f, "reclaimed_bytes", d->reclaimed_bytes);
+    fputc('}', f);
+}
+
+static void member_json(FILE *f, const struct gm_group_view *v,
+                        const struct gm_group_view_member *m,
+                        const struct gm_scan *sc)
+{
+    uint64_t used = 0, share = 0;
+    for (unsigned d = 0; d < v->ndev && d < GM_GROUP_MAX_DEVICES; d++)
+        if (v->dev[d].present) {
+            used += m->used[d];
+            share += m->share[d];
+        }
+    /* "slot" first: a member object never starts like a process's. */
+    fprintf(f, "{\"slot\":%d,\"pid\":%d,\"state\":\"%s\",\"weight\":%g",
+            m->slot, m->pid, m->alive ? "live" : "dead", m->weight);
+    ju(f, "waiting", m->waiting);
+    ju(f, "joined_realtime_ns", m->joined_ns);
+    fputs(",\"command\":", f);
+    const char *cmd = gm_member_command(sc, m);
+    if (cmd)
+        gm_json_str(f, cmd);
+    else
+        fputs("null", f);
+    ju(f, "used", used);
+    ju(f, "share", share);
+    fputs(",\"devices\":[", f);
+    unsigned shown = 0;
+    for (unsigned d = 0; d < v->ndev && d < GM_GROUP_MAX_DEVICES; d++) {
+        if (!v->dev[d].present)
+            continue;
+        fprintf(f, "%s{\"device\":%u", shown++ ? "," : "", d);
+        ju(f, "share", m->share[d]);
+        ju(f, "used", m->used[d]);
+        fputc('}', f);
+    }
+    fputs("]}", f);
+}
+
+static void group_json(FILE *f, const struct gm_scan_group *g,
+                       const struct gm_scan *sc)
+{
+    const struct gm_group_view *v = &g->v;
+    uint64_t used = 0, peak = 0, limit = 0;
+    bool unlimited = false, any = false;
+    for (unsigned d = 0; d < v->ndev && d < GM_GROUP_MAX_DEVICES; d++) {
+        const struct gm_group_view_dev *gd = &v->dev[d];
+        if (!gd->present)
+            continue;
+        any = true;
+        used += gd->used;
+        peak += gd->peak;
+        limit += gd->limit;
+        unlimited |= gd->limit == 0;
+    }
+    char user[64];
+    fputs("{\"group\":", f);
+    gm_json_str(f, v->name);
+    fputs(",\"path\":", f);
+    gm_json_str(f, g->path);
+    fputs(",\"user\":", f);
+    gm_json_str(f, gm_user_name(g->uid, user, sizeof user));
+    fprintf(f, ",\"uid\":%u,\"consistent\":%s", (unsigned)g->uid,
+            v->consistent ? "true" : "false");
+    ju(f, "live_members", gm_group_live_members(v));
+    ju(f, "dead_members", gm_group_dead_members(v));
+    ju(f, "used", used);
+    ju(f, "peak", peak);
+    ju(f, "limit", unlimited || !any ? 0 : limit);
+    ju(f, "joins", v->joins);
+    ju(f, "reclaims", v->reclaims);
+    ju(f, "reclaimed_bytes", v->reclaimed_bytes);
+    ju(f, "repairs", v->repairs);
+    ju(f, "waiters", v->waiters);
+    ju(f, "created_realtime_ns", v->created_ns);
+    fputs(",\"devices\":[", f);
+    unsigned shown = 0;
+    for (unsigned d = 0; d < v->ndev && d < GM_GROUP_MAX_DEVICES; d++) {
+        if (!v->dev[d].present)
+            continue;
+        if (shown++)
+            fputc(',', f);
+        gdev_json(f, &v->dev[d], d);
+    }
+    fputs("],\"members\":[", f);
+    for (unsigned i = 0; i < v->nmembers && i < GM_GROUP_MAX_MEMBERS; i++) {
+        if (i)
+            fputc(',', f);
+        member_json(f, v, &v->member[i], sc);
+    }
+    fputs("]}", f);
+}
+
+void gm_gscan_print_json(FILE *f, const struct gm_gscan *gs,
+                         const struct gm_scan *sc)
+{
+    fputc('[', f);
+    for (size_t i = 0; i < gs->n; i++) {
+        if (i)
+            fputc(',', f);
+        group_json(f, &gs->groups[i], sc);
+    }
+    fputc(']', f);
+}
+
 /* ---- options ------------------------------------------------------------- */
 
 int gm_opt_value(const char *cmd, int argc, char **argv, int *i,

@@ -215,6 +215,16 @@ START_TEST(fork_child_is_clean)
 }
 END_TEST
 
+START_TEST(cuda_in_a_constructor_is_counted)
+{
+    const char *env[] = { "GPUMEM_LIMIT=1G", "SIMCUDA_CONTEXT=100M", NULL };
+    RUN_OK(env, gm_bpath("tests/progs/ctorcuda"));
+    ck_assert_msg(strstr(out, "rc 0 ") != NULL, "%s", out);
+    ck_assert_uint_eq(info_field("total "), 1ull << 30);
+    ck_assert_uint_eq(info_field("free "), (1ull << 30) - (200ull << 20));
+}
+END_TEST
+
 START_TEST(bad_config_exits_2)
 {
     const char *env[] = { "GPUMEM_LIMIT=4 gigs", NULL };
@@ -420,6 +430,7 @@ static Suite *suite(void)
     suite_add_tcase(s, m);
     TCase *l = tcase_create("lifecycle");
     tcase_set_timeout(l, 60);
+    tcase_add_test(l, cuda_in_a_constructor_is_counted);
     tcase_add_test(l, bad_config_exits_2);
     tcase_add_test(l, bad_config_warn_runs);
     tcase_add_test(l, no_cuda_no_cost);
