@@ -88,7 +88,7 @@ static int print_json(const struct gm_scan *sc, const struct gm_gscan *gs)
     fputs("{\"processes\":", stdout);
     gm_scan_print_json(stdout, sc);
     fputs(",\"groups\":", stdout);
-    gm_gscan_print_json(stdout, gs, sc);
+    gm_gscan_print_json(stdout, gs);
     fputs("}\n", stdout);
     return 0;
 }
@@ -103,7 +103,7 @@ static int print_text(const struct gm_scan *sc, const struct gm_gscan *gs)
     }
     gm_rows_print_text(stdout, rows, gm_scan_rows(sc, rows, max));
     free(rows);
-    gm_gscan_print_text(stdout, gs, sc);
+    gm_gscan_print_text(stdout, gs);
     return 0;
 }
 

@@ -4,7 +4,8 @@
  * tools/util.h, rates between refreshes, usage history, the last events
  * of the process in the detail view), handles keys and the batch modes
  * (--once: the table as text; --json: one JSON document per refresh).
- * Drawing is tools/view.c.
+ * Drawing is tools/view.c. Shared budgets (group segments of the prefix)
+ * are read at every refresh: one group line per group and device.
  *
  * Invariants: entries are keyed by (pid, start time, device) so a reused
  * pid is a new row; an entry whose process exited stays 10 s, dimmed,
@@ -44,7 +45,10 @@ static const char help_text[] =
     "    Shows every process whose CUDA memory goes through libgpumem.so,\n"
     "    from the library's own exact figures. At the top, one line per\n"
     "    device: memory used by these processes against the physical total\n"
-    "    (bar), the sum of their limits, the number of processes. Below,\n"
+    "    (bar), the sum of their limits, the number of processes. Then one\n"
+    "    line per shared budget (GPUMEM_GROUP) and device: group name, used\n"
+    "    against the group limit (bar), peak, live members and, for each,\n"
+    "    pid, memory used / guaranteed share. Below,\n"
     "    one row per process and device: PID, USER, DEV, USED, PEAK, LIMIT,\n"
     "    %LIMIT (bar), ALLOC/s, FREE/s, OOMS (refused requests), FRAG, P99\n"
     "    allocation latency, MODE and COMMAND. Columns that do not fit are\n"
@@ -61,12 +65,13 @@ static const char help_text[] =
     "    -n N, --iterations N\n"
     "        Stop after N refreshes.\n"
     "    --once\n"
-    "        Print the table once as text (as gpumem ps) and exit.\n"
+    "        Print the table and the groups once as text (as gpumem ps) and\n"
+    "        exit.\n"
     "    --json\n"
     "        Print one JSON document per refresh, one per line:\n"
     "        {\"time_ns\", \"prefix\", \"devices\": [{device, physical,\n"
-    "        limits, used, processes}], \"processes\": [as gpumem ps\n"
-    "        --json]}.\n"
+    "        limits, used, processes}], \"processes\": [...], \"groups\":\n"
+    "        [...]} (processes and groups as in gpumem ps --json).\n"
     "    --prefix P\n"
     "        Read segments named P.<pid> (default: $GPUMEM_SHM_PREFIX, else\n"
     "        gpumem).\n"
@@ -93,6 +98,8 @@ struct top {
     struct gm_top_ent *rows[MAX_ENTS];
     struct gm_top_devsum devs[GM_ABI_MAX_DEVICES];
     size_t ndevs;
+    struct gm_top_group groups[GM_TOP_GROUPS];
+    size_t ngroups;
     struct gm_top_model m;
     /* detail view */
     bool det_open;
@@ -228,6 +235,59 @@ static void sum_devices(struct top *t)
     }
 }
 
+static void add_group(struct top *t, const struct gm_group_view *v, int d,
+                      bool multi)
+{
+    if (t->ngroups >= GM_TOP_GROUPS)
+        return;
+    struct gm_top_group *g = &t->groups[t->ngroups++];
+    memset(g, 0, sizeof *g);
+    snprintf(g->name, sizeof g->name, "%s", v->name);
+    if (d >= 0) {
+        const struct gm_group_view_dev *gd = &v->dev[d];
+        if (multi)
+            gm_uuid_short(gd->uuid, g->device, sizeof g->device);
+        g->used = gd->used;
+        g->peak = gd->peak;
+        g->limit = gd->limit;
+        g->physical = gd->physical;
+    }
+    g->live = gm_group_live_members(v);
+    g->dead = gm_group_dead_members(v);
+    for (unsigned i = 0; i < v->nmembers && i < GM_GROUP_MAX_MEMBERS; i++) {
+        const struct gm_group_view_member *vm = &v->member[i];
+        struct gm_top_gmember *m = &g->member[g->nmembers++];
+        m->pid = vm->pid;
+        m->weight = vm->weight;
+        m->alive = vm->alive;
+        m->used = d >= 0 ? vm->used[d] : 0;
+        m->share = d >= 0 ? vm->share[d] : 0;
+    }
+}
+
+/* The group lines: one per group and device (one per group before it
+ * registers a device). */
+static int collect_groups(struct top *t)
+{
+    struct gm_gscan gs;
+    t->ngroups = 0;
+    if (gm_gscan(t->prefix, 0, &gs) < 0)
+        return -1;
+    for (size_t i = 0; i < gs.n; i++) {
+        const struct gm_group_view *v = &gs.groups[i].v;
+        unsigned ndev = 0;
+        for (unsigned d = 0; d < v->ndev && d < GM_GROUP_MAX_DEVICES; d++)
+            ndev += v->dev[d].present;
+        for (unsigned d = 0; d < v->ndev && d < GM_GROUP_MAX_DEVICES; d++)
+            if (v->dev[d].present)
+                add_group(t, v, (int)d, ndev > 1);
+        if (ndev == 0)
+            add_group(t, v, -1, false);
+    }
+    gm_gscan_free(&gs);
+    return 0;
+}
+
 static int collect(struct top *t)
 {
     static struct gm_row rows[MAX_ENTS];
@@ -250,7 +310,7 @@ static int collect(struct top *t)
     gm_scan_free(&sc);
     expire(t, now);
     sum_devices(t);
-    return 0;
+    return collect_groups(t);
 }
 
 /* ---- rows: filter and sort ----------------------------------------------------- */
@@ -313,6 +373,8 @@ static void build_rows(struct top *t)
     t->m.nrows = n;
     t->m.devs = t->devs;
     t->m.ndevs = t->ndevs;
+    t->m.groups = t->groups;
+    t->m.ngroups = t->ngroups;
     if (t->m.selected >= n)
         t->m.selected = n ? n - 1 : 0;
 }
@@ -530,6 +592,7 @@ static int run_batch(struct top *t)
     static struct gm_row rows[MAX_ENTS];
     for (long i = 0; !stop_flag && (t->iters == 0 || i < t->iters); i++) {
         struct gm_scan sc;
+        struct gm_gscan gs;
         if (i > 0) {
             struct timespec ts = { (time_t)t->delay,
                                    (long)((t->delay - (double)(time_t)t->delay)
@@ -538,6 +601,10 @@ static int run_batch(struct top *t)
         }
         if (gm_scan(t->prefix, 0, &sc) < 0)
             return 1;
+        if (gm_gscan(t->prefix, 0, &gs) < 0) {
+            gm_scan_free(&sc);
+            return 1;
+        }
         if (t->json) {
             printf("{\"time_ns\":%llu,\"prefix\":",
                    (unsigned long long)real_ns());
@@ -546,11 +613,15 @@ static int run_batch(struct top *t)
             json_devices(stdout, &sc);
             fputs(",\"processes\":", stdout);
             gm_scan_print_json(stdout, &sc);
+            fputs(",\"groups\":", stdout);
+            gm_gscan_print_json(stdout, &gs);
             fputs("}\n", stdout);
         } else {
             gm_rows_print_text(stdout, rows, gm_scan_rows(&sc, rows,
                                                           MAX_ENTS));
+            gm_gscan_print_text(stdout, &gs);
         }
+        gm_gscan_free(&gs);
         gm_scan_free(&sc);
         if (fflush(stdout) != 0)
             return 1;

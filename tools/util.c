@@ -22,7 +22,7 @@
 #include "policy/policy.h"
 
 #define SCAN_MAX 4096
-#define GSCAN_MAX 1024
+#define GSCAN_MAX 256
 
 static bool prefix_ok(const char *p)
 {
@@ -362,7 +362,7 @@ void gm_scan_print_json(FILE *f, const struct gm_scan *sc)
     fputc(']', f);
 }
 
-/* ---- groups: scan ----------------------------------------------------------- */
+/* ---- groups: scan ------------------------------------------------------- */
 
 struct gpaths {
     char (*path)[512];
@@ -385,6 +385,30 @@ static int add_gpath(void *arg, const char *path, const char *name)
     }
     snprintf(gp->path[gp->n++], sizeof gp->path[0], "%s", path);
     return 0;
+}
+
+/* The command lines of g's members from their process segments. */
+static void member_commands(const char *prefix, struct gm_scan_group *g)
+{
+    struct gm_snapshot *snap = malloc(sizeof *snap);
+    if (snap == NULL)
+        return;
+    for (unsigned i = 0; i < g->v.nmembers && i < GM_GROUP_MAX_MEMBERS;
+         i++) {
+        const struct gm_group_view_member *m = &g->v.member[i];
+        struct gm_seg s;
+        char err[256];
+        g->cmd[i][0] = '\0';
+        if (m->pid <= 0 || gm_seg_open(&s, gm_tool_shm_dir(), prefix, m->pid,
+                                       err, sizeof err) != 0)
+            continue;
+        if (gm_seg_snapshot(&s, snap) >= 0 &&
+            (m->start_ticks == 0 || snap->start_ticks == 0 ||
+             m->start_ticks == snap->start_ticks))
+            snprintf(g->cmd[i], sizeof g->cmd[i], "%s", snap->cmdline);
+        gm_seg_close(&s);
+    }
+    free(snap);
 }
 
 /* Reads one group file into g; false when it is not to be listed. */
@@ -431,7 +455,7 @@ int gm_gscan(const char *prefix, unsigned flags, struct gm_gscan *out)
     }
     for (size_t i = 0; i < gp.n; i++)
         if (read_group(gp.path[i], flags, &out->groups[out->n]))
-            out->n++;
+            member_commands(prefix, &out->groups[out->n++]);
     free(gp.path);
     if (out->n > 1)
         qsort(out->groups, out->n, sizeof *out->groups, cmp_group);
@@ -481,22 +505,7 @@ static void uuid_full(const unsigned char u[16], char *buf, size_t cap)
     }
 }
 
-const char *gm_member_command(const struct gm_scan *sc,
-                              const struct gm_group_view_member *m)
-{
-    for (size_t i = 0; sc != NULL && i < sc->n; i++) {
-        const struct gm_snapshot *s = &sc->procs[i].p.snap;
-        if (sc->procs[i].p.pid != m->pid)
-            continue;
-        if (m->start_ticks && s->start_ticks &&
-            m->start_ticks != s->start_ticks)
-            continue;
-        return s->cmdline;
-    }
-    return NULL;
-}
-
-/* ---- groups: text ---------------------------------------------------------- */
+/* ---- groups: text ------------------------------------------------------- */
 
 static void size_or_dash(uint64_t v, bool show, char *buf, size_t cap)
 {
@@ -526,10 +535,10 @@ static void group_dev_line(FILE *f, const struct gm_scan_group *g, int d,
             lim, pct, members);
 }
 
-static void member_line(FILE *f, const struct gm_scan_group *g,
-                        const struct gm_group_view_member *m, int d,
-                        const struct gm_scan *sc)
+static void member_line(FILE *f, const struct gm_scan_group *g, unsigned i,
+                        int d)
 {
+    const struct gm_group_view_member *m = &g->v.member[i];
     char dev[24] = "-", share[32] = "-", used[32] = "-";
     if (d >= 0) {
         const struct gm_group_view_dev *gd = &g->v.dev[d];
@@ -537,13 +546,12 @@ static void member_line(FILE *f, const struct gm_scan_group *g,
         size_or_dash(m->share[d], gd->limit != 0, share, sizeof share);
         gm_size_short(m->used[d], used, sizeof used);
     }
-    const char *cmd = gm_member_command(sc, m);
     fprintf(f, "  %7d %7.2f %-12s %8s %8s %-6s %s\n", m->pid, m->weight, dev,
-            share, used, m->alive ? "live" : "dead", cmd ? cmd : "-");
+            share, used, m->alive ? "live" : "dead",
+            g->cmd[i][0] ? g->cmd[i] : "-");
 }
 
-static void group_text(FILE *f, const struct gm_scan_group *g,
-                       const struct gm_scan *sc)
+static void group_text(FILE *f, const struct gm_scan_group *g)
 {
     const struct gm_group_view *v = &g->v;
     char members[48];
@@ -563,30 +571,28 @@ static void group_text(FILE *f, const struct gm_scan_group *g,
     fprintf(f, "  %7s %7s %-12s %8s %8s %-6s %s\n", "PID", "WEIGHT",
             "DEVICE", "SHARE", "USED", "STATE", "COMMAND");
     for (unsigned i = 0; i < v->nmembers && i < GM_GROUP_MAX_MEMBERS; i++) {
-        const struct gm_group_view_member *m = &v->member[i];
         bool shown = false;
         for (unsigned d = 0; d < v->ndev && d < GM_GROUP_MAX_DEVICES; d++)
             if (v->dev[d].present) {
-                member_line(f, g, m, (int)d, sc);
+                member_line(f, g, i, (int)d);
                 shown = true;
             }
         if (!shown)
-            member_line(f, g, m, -1, sc);
+            member_line(f, g, i, -1);
     }
 }
 
-void gm_gscan_print_text(FILE *f, const struct gm_gscan *gs,
-                         const struct gm_scan *sc)
+void gm_gscan_print_text(FILE *f, const struct gm_gscan *gs)
 {
     if (gs->n == 0)
         return;
     fprintf(f, "\n%-16s %-12s %8s %8s %8s %4s  %s\n", "GROUP", "DEVICE",
             "USED", "PEAK", "LIMIT", "%", "MEMBERS");
     for (size_t i = 0; i < gs->n; i++)
-        group_text(f, &gs->groups[i], sc);
+        group_text(f, &gs->groups[i]);
 }
 
-/* ---- groups: JSON ---------------------------------------------------------- */
+/* ---- groups: JSON ------------------------------------------------------- */
 
 static void gdev_json(FILE *f, const struct gm_group_view_dev *d, unsigned i)
 {
@@ -601,10 +607,10 @@ static void gdev_json(FILE *f, const struct gm_group_view_dev *d, unsigned i)
     fputc('}', f);
 }
 
-static void member_json(FILE *f, const struct gm_group_view *v,
-                        const struct gm_group_view_member *m,
-                        const struct gm_scan *sc)
+static void member_json(FILE *f, const struct gm_scan_group *g, unsigned i)
 {
+    const struct gm_group_view *v = &g->v;
+    const struct gm_group_view_member *m = &v->member[i];
     uint64_t used = 0, share = 0;
     for (unsigned d = 0; d < v->ndev && d < GM_GROUP_MAX_DEVICES; d++)
         if (v->dev[d].present) {
@@ -617,9 +623,8 @@ static void member_json(FILE *f, const struct gm_group_view *v,
     ju(f, "waiting", m->waiting);
     ju(f, "joined_realtime_ns", m->joined_ns);
     fputs(",\"command\":", f);
-    const char *cmd = gm_member_command(sc, m);
-    if (cmd)
-        gm_json_str(f, cmd);
+    if (g->cmd[i][0])
+        gm_json_str(f, g->cmd[i]);
     else
         fputs("null", f);
     ju(f, "used", used);
@@ -637,8 +642,7 @@ static void member_json(FILE *f, const struct gm_group_view *v,
     fputs("]}", f);
 }
 
-static void group_json(FILE *f, const struct gm_scan_group *g,
-                       const struct gm_scan *sc)
+static void group_json(FILE *f, const struct gm_scan_group *g)
 {
     const struct gm_group_view *v = &g->v;
     uint64_t used = 0, peak = 0, limit = 0;
@@ -686,19 +690,18 @@ static void group_json(FILE *f, const struct gm_scan_group *g,
     for (unsigned i = 0; i < v->nmembers && i < GM_GROUP_MAX_MEMBERS; i++) {
         if (i)
             fputc(',', f);
-        member_json(f, v, &v->member[i], sc);
+        member_json(f, g, i);
     }
     fputs("]}", f);
 }
 
-void gm_gscan_print_json(FILE *f, const struct gm_gscan *gs,
-                         const struct gm_scan *sc)
+void gm_gscan_print_json(FILE *f, const struct gm_gscan *gs)
 {
     fputc('[', f);
     for (size_t i = 0; i < gs->n; i++) {
         if (i)
             fputc(',', f);
-        group_json(f, &gs->groups[i], sc);
+        group_json(f, &gs->groups[i]);
     }
     fputc(']', f);
 }

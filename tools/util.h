@@ -100,6 +100,10 @@ struct gm_scan_group {
     char path[512];
     uid_t uid;                   /* file owner */
     struct gm_group_view v;
+    /* cmd[i]: the command line of v.member[i] from its process segment
+     * "<prefix>.<pid>" (same pid and start time, live or not), "" when
+     * it has none. */
+    char cmd[GM_GROUP_MAX_MEMBERS][GM_ABI_CMDLINE_LEN];
 };
 
 struct gm_gscan {
@@ -123,22 +127,15 @@ unsigned gm_group_dead_members(const struct gm_group_view *v);
 const char *gm_uuid_short(const unsigned char uuid[16], char *buf,
                           size_t cap);
 
-/* The command line of a member from the process scan (matched by pid and
- * start time), or NULL when the process has no segment there. */
-const char *gm_member_command(const struct gm_scan *sc,
-                              const struct gm_group_view_member *m);
-
 /* The groups section of `gpumem ps` and `gpumem-top --once`: a header,
  * one line per group and device (name, device, used, peak, limit, %,
  * members), then one indented line per member and device (pid, weight,
- * guaranteed share, used, live/dead, command from sc when its process has
- * a segment). Prints nothing when there is no group. */
-void gm_gscan_print_text(FILE *f, const struct gm_gscan *gs,
-                         const struct gm_scan *sc);
+ * guaranteed share, used, live/dead, command when its process has a
+ * segment). Prints nothing when there is no group. */
+void gm_gscan_print_text(FILE *f, const struct gm_gscan *gs);
 
 /* Every group as a JSON array (no newline); see docs/tools.md. */
-void gm_gscan_print_json(FILE *f, const struct gm_gscan *gs,
-                         const struct gm_scan *sc);
+void gm_gscan_print_json(FILE *f, const struct gm_gscan *gs);
 
 /* Parse "--name VALUE" / "--name=VALUE" at argv[*i]; on a match stores
  * the value in *val, advances *i past it and returns 1; returns 0 when

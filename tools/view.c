@@ -1,6 +1,7 @@
 /*
  * tools/view.c — drawing of `gpumem-top` with ncurses (see tools/view.h):
- * the device summary with bars, the process table, the detail view of one
+ * the device summary with bars, one line per shared budget (group) with
+ * its bar and members, the process table, the detail view of one
  * process (usage sparkline with the limit line and OOM marks, size and
  * latency histograms, last events, policy) and the key help.
  *
@@ -180,6 +181,56 @@ static int device_lines(const struct gm_top_model *m, int y)
     return y;
 }
 
+/* "1951 464.0M/2.7G, 1952 ...": each member's use and guaranteed share. */
+static void member_list(const struct gm_top_group *g, char *buf, size_t cap)
+{
+    size_t k = 0;
+    buf[0] = '\0';
+    for (unsigned i = 0; i < g->nmembers && k + 1 < cap; i++) {
+        const struct gm_top_gmember *mb = &g->member[i];
+        char used[16], share[16] = "-";
+        gm_size_short(mb->used, used, sizeof used);
+        if (g->limit)
+            gm_size_short(mb->share, share, sizeof share);
+        int n = snprintf(buf + k, cap - k, "%s%d%s %s/%s", i ? ", " : "",
+                         mb->pid, mb->alive ? "" : "(dead)", used, share);
+        if (n < 0)
+            break;
+        k += (size_t)n;
+    }
+}
+
+/* One line per group and device: name, used/limit bar, members. */
+static int group_lines(const struct gm_top_model *m, int y)
+{
+    for (size_t i = 0; i < m->ngroups && y < LINES - 4; i++, y++) {
+        const struct gm_top_group *g = &m->groups[i];
+        char used[16], lim[16] = "none", peak[16], pk[32] = "";
+        char who[1024], dead[24] = "";
+        gm_size_short(g->used, used, sizeof used);
+        gm_size_short(g->peak, peak, sizeof peak);
+        if (g->limit)
+            gm_size_short(g->limit, lim, sizeof lim);
+        member_list(g, who, sizeof who);
+        if (g->dead)
+            snprintf(dead, sizeof dead, " (+%u dead)", g->dead);
+        putf(y, 0, "group %-12.12s", g->name);
+        /* Narrow terminals: a shorter bar and no peak, so that the
+         * members still show. */
+        bool wide = COLS >= 110;
+        int x = 19, bw = wide ? 20 : 10;
+        bar(y, x, bw, g->used, g->limit ? g->limit : g->physical,
+            level_pair(g->used, g->limit));
+        x += bw + 1;
+        if (wide)
+            snprintf(pk, sizeof pk, "  peak %s", peak);
+        putf(y, x, "%s%sused %s / limit %s%s  %u member%s%s: %s",
+             g->device, g->device[0] ? "  " : "", used, lim, pk, g->live,
+             g->live == 1 ? "" : "s", dead, who);
+    }
+    return y;
+}
+
 /* Which columns fit in `width`: the mandatory ones, then by priority. */
 static void pick_columns(int width, bool *show)
 {
@@ -331,7 +382,7 @@ static void draw_table(const struct gm_top_model *m)
 {
     bool show[NCOLS];
     title_line(m);
-    int y = device_lines(m, 1) + 1;
+    int y = group_lines(m, device_lines(m, 1)) + 1;
     pick_columns(COLS, show);
     header_line(m, y++, show);
     int room = LINES - 1 - y;
@@ -522,6 +573,8 @@ static void draw_help(void)
         "allocation latency below which 99% of calls completed. FRAG is",
         "the free space between live allocations not in its largest gap.",
         "Dimmed rows: processes that exited in the last 10 seconds.",
+        "Group lines: a shared budget (GPUMEM_GROUP), its use against the",
+        "group limit, and each member as pid used/guaranteed share.",
     };
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
         put((int)i, 0, lines[i]);

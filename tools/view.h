@@ -1,7 +1,7 @@
 /*
  * tools/view.h — the screen of `gpumem-top`: the model tools/top.c fills
- * and tools/view.c draws with ncurses (drawing only: no segment access, no
- * state changes).
+ * (processes, device sums, shared budgets) and tools/view.c draws with
+ * ncurses (drawing only: no segment access, no state changes).
  *
  * Invariants: the model is complete for one frame; gm_view_draw erases
  * the curses buffer, draws the whole frame into it and refreshes once (no
@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "shim/abi.h"
+#include "shim/group.h"
 
 #define GM_TOP_HIST 240          /* usage samples kept per row */
 #define GM_TOP_EVENTS 32         /* last events kept for the detail view */
@@ -54,6 +55,28 @@ struct gm_top_devsum {
     bool unlimited;              /* some process has no limit there */
 };
 
+#define GM_TOP_GROUPS 64         /* group lines kept per frame */
+
+/* One member of a shared budget on one device, as last seen. */
+struct gm_top_gmember {
+    int pid;
+    double weight;
+    uint64_t used, share;        /* share 0: the device has no limit */
+    bool alive;
+};
+
+/* One group (GPUMEM_GROUP) on one device: the group line of the screen. */
+struct gm_top_group {
+    char name[GM_NAME_MAX + 1];
+    char device[24];             /* "GPU-1a2b3c4d" when the group has
+                                    several devices, else "" */
+    uint64_t used, peak, limit;  /* limit 0: none */
+    uint64_t physical;
+    unsigned live, dead;         /* members alive / dead, not reclaimed */
+    unsigned nmembers;
+    struct gm_top_gmember member[GM_GROUP_MAX_MEMBERS];
+};
+
 enum gm_top_screen { GM_SCR_TABLE = 0, GM_SCR_DETAIL, GM_SCR_HELP };
 
 struct gm_top_model {
@@ -63,6 +86,8 @@ struct gm_top_model {
     size_t nrows;
     const struct gm_top_devsum *devs;
     size_t ndevs;
+    const struct gm_top_group *groups;  /* under the device lines */
+    size_t ngroups;
     enum gm_top_col sort;
     bool desc;
     int dev_filter;              /* -1: all */

@@ -225,6 +225,28 @@ START_TEST(cuda_in_a_constructor_is_counted)
 }
 END_TEST
 
+START_TEST(policy_command)
+{
+    const char *good[] = { "GPUMEM_LIMIT=4G", "GPUMEM_MODE=static", NULL };
+    const char *argv[] = { gm_bpath("gpumem"), "policy", NULL };
+    int rc = gm_run(good, 0, argv, out, sizeof out);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    ck_assert_msg(strstr(out, "4294967296") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "static") != NULL, "%s", out);
+    const char *jargv[] = { gm_bpath("gpumem"), "policy", "--json", NULL };
+    rc = gm_run(good, 0, jargv, out, sizeof out);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_msg(out[0] == '{' && strstr(out, "\"GPUMEM_LIMIT\"") != NULL,
+                  "%s", out);
+    const char *bad[] = { "GPUMEM_LIMIT=4 gigs", "GPUMEM_LIMT=1G", NULL };
+    rc = gm_run(bad, 0, argv, out, sizeof out);
+    ck_assert_int_eq(rc, 2);
+    ck_assert_msg(strstr(out, "GPUMEM_LIMIT='4 gigs' is not a size") != NULL,
+                  "%s", out);
+    ck_assert_msg(strstr(out, "did you mean GPUMEM_LIMIT") != NULL, "%s", out);
+}
+END_TEST
+
 START_TEST(bad_config_exits_2)
 {
     const char *env[] = { "GPUMEM_LIMIT=4 gigs", NULL };
@@ -431,6 +453,7 @@ static Suite *suite(void)
     TCase *l = tcase_create("lifecycle");
     tcase_set_timeout(l, 60);
     tcase_add_test(l, cuda_in_a_constructor_is_counted);
+    tcase_add_test(l, policy_command);
     tcase_add_test(l, bad_config_exits_2);
     tcase_add_test(l, bad_config_warn_runs);
     tcase_add_test(l, no_cuda_no_cost);

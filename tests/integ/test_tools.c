@@ -1,7 +1,9 @@
 /*
  * tests/integ/test_tools.c — the `gpumem` subcommands (run, ps, log,
  * report, gc) and `gpumem-top --once/--json` against gpumem-trainsim
- * running under the shim on the simulated driver.
+ * running under the shim on the simulated driver, and their view of shared
+ * budgets: group segments made by forked children that join a group
+ * through shim/group.h directly (libgmcore.a), then are killed.
  *
  * Each case uses its own segment prefix (GPUMEM_SHM_PREFIX), so cases and
  * other programs never see each other's segments; every segment a case
@@ -17,12 +19,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "gm_spawn.h"
+#include "shim/group.h"
 #include "tools/reader.h"
 
 #define OUT_CAP (4 << 20)
@@ -40,8 +44,17 @@ static void new_prefix(const char *tag)
     snprintf(prefix_env, sizeof prefix_env, "GPUMEM_SHM_PREFIX=%s", prefix);
 }
 
+static int unlink_group(void *arg, const char *path, const char *name)
+{
+    (void)arg;
+    (void)name;
+    unlink(path);
+    return 0;
+}
+
 static void cleanup(void)
 {
+    gm_group_list(GM_READER_DEFAULT_DIR, prefix, unlink_group, NULL);
     int pids[256];
     int n = gm_reader_list(GM_READER_DEFAULT_DIR, prefix, pids, 256);
     for (int i = 0; i < n && i < 256; i++) {
@@ -92,8 +105,9 @@ static int kept_trainsim(const char *limit, const char *steps,
     return pids[0];
 }
 
-/* A long trainsim under the shim in the background. */
-static pid_t live_trainsim(void)
+/* A long trainsim under the shim in the background (in group `group`
+ * when not NULL). */
+static pid_t live_trainsim_in(const char *group)
 {
     char abs[2048], lib[2200], sim[2200];
     ck_assert_ptr_nonnull(realpath(gm_build_dir(), abs));
@@ -111,6 +125,13 @@ static pid_t live_trainsim(void)
         setenv("GPUMEM_LIMIT", "3G", 1);
         setenv("SIMCUDA_LATENCY", "2ms", 1);
         unsetenv("GPUMEM_KEEP");
+        if (group) {
+            setenv("GPUMEM_GROUP", group, 1);
+            setenv("GPUMEM_GROUP_LIMIT", "6G", 1);
+            setenv("GPUMEM_PRIORITY", "low", 1);
+        } else {
+            unsetenv("GPUMEM_GROUP");
+        }
         execl(trainsim(), trainsim(), "--steps", "100000", "--quiet",
               (char *)NULL);
         _exit(127);
@@ -134,6 +155,11 @@ static pid_t live_trainsim(void)
     waitpid(pid, NULL, 0);
     ck_abort_msg("no segment from the live trainsim");
     return -1;
+}
+
+static pid_t live_trainsim(void)
+{
+    return live_trainsim_in(NULL);
 }
 
 static void stop(pid_t pid)
@@ -506,6 +532,290 @@ START_TEST(gc_removes_dead_keeps_live)
 }
 END_TEST
 
+/* ---- groups ---------------------------------------------------------------------- */
+
+#define GLIMIT (1ull << 30)
+static const unsigned char GUUID[16] = { 0x5e, 0x1f, 0x00, 0x7a, 1, 2, 3, 4,
+                                         5, 6, 7, 8, 9, 10, 11, 12 };
+
+/* A forked child that joins group `name` of the test's prefix with this
+ * weight and a 1 GiB group limit, charges `charge` bytes on one device,
+ * then waits to be killed (it dies with the test, too). */
+static pid_t join_member(const char *name, double weight, uint64_t charge)
+{
+    int fd[2];
+    ck_assert_int_eq(pipe(fd), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        close(fd[0]);
+        static struct gm_group g;
+        struct gm_group_params p = {
+            .prefix = prefix, .name = name, .weight = weight,
+            .limit = { .kind = GM_LIMIT_BYTES, .bytes = GLIMIT },
+        };
+        char msg[512];
+        char ok = gm_group_join(&g, &p, msg, sizeof msg) == 0;
+        int gdev = ok ? gm_group_device(&g, GUUID, 80ull << 30, msg,
+                                        sizeof msg) : -1;
+        ok = gdev >= 0 && gm_group_reserve(&g, gdev, charge, NULL);
+        if (write(fd[1], &ok, 1) != 1)
+            _exit(1);
+        for (;;)
+            pause();
+    }
+    close(fd[1]);
+    char ok = 0;
+    ck_assert_int_eq(read(fd[0], &ok, 1), 1);
+    close(fd[0]);
+    ck_assert_msg(ok, "group member %d could not join and charge", (int)pid);
+    return pid;
+}
+
+static const char *group_path(const char *name)
+{
+    static char path[256];
+    snprintf(path, sizeof path, "%s/%s.group.%s", GM_READER_DEFAULT_DIR,
+             prefix, name);
+    return path;
+}
+
+static bool group_exists(const char *name)
+{
+    struct stat st;
+    return lstat(group_path(name), &st) == 0;
+}
+
+/* The JSON object of member pid in a ps/top document. */
+static const char *member_of(const char *doc, int pid)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"pid\":%d,\"state\":", pid);
+    const char *p = strstr(doc, pat);
+    ck_assert_msg(p != NULL, "member %d not in %.600s", pid, doc);
+    return p;
+}
+
+/* The group's view as the library reads it. */
+static struct gm_group_view *view_of(const char *name)
+{
+    static struct gm_group_view v;
+    char err[512];
+    ck_assert_msg(gm_group_snapshot(group_path(name), &v, err, sizeof err)
+                  == 0, "%s", err);
+    return &v;
+}
+
+static const struct gm_group_view_member *vmember(
+    const struct gm_group_view *v, int pid)
+{
+    for (unsigned i = 0; i < v->nmembers; i++)
+        if (v->member[i].pid == pid)
+            return &v->member[i];
+    ck_abort_msg("pid %d is not a member", pid);
+    return NULL;
+}
+
+START_TEST(ps_and_top_show_groups)
+{
+    new_prefix("grp");
+    const uint64_t ca = 256ull << 20, cb = 64ull << 20;
+    pid_t a = join_member("tg", 1.5, ca);
+    pid_t b = join_member("tg", 0.5, cb);
+    const struct gm_group_view *v = view_of("tg");
+    /* shares: floor(L * w / W), weights 1.5 and 0.5 */
+    const uint64_t sa = GLIMIT * 1500 / 2000, sb = GLIMIT * 500 / 2000;
+    ck_assert_uint_eq(vmember(v, a)->share[0], sa);
+    ck_assert_uint_eq(vmember(v, b)->share[0], sb);
+
+    const char *argv[] = { gpumem(), "ps", "--json", NULL };
+    ck_assert_int_eq(tool(argv), 0);
+    ck_assert(strncmp(out, "{\"processes\":[],\"groups\":[", 26) == 0);
+    const char *g = strstr(out, "{\"group\":\"tg\",");
+    ck_assert_msg(g != NULL, "%s", out);
+    ck_assert_uint_eq(num_after(g, "live_members"), 2);
+    ck_assert_uint_eq(num_after(g, "dead_members"), 0);
+    ck_assert_uint_eq(num_after(g, "used"), ca + cb);
+    ck_assert_uint_eq(num_after(g, "limit"), GLIMIT);
+    ck_assert_uint_eq(num_after(g, "peak"), v->dev[0].peak);
+    const char *ma = member_of(g, a), *mb = member_of(g, b);
+    ck_assert_ptr_nonnull(strstr(ma, "\"state\":\"live\",\"weight\":1.5,"));
+    ck_assert_ptr_nonnull(strstr(mb, "\"state\":\"live\",\"weight\":0.5,"));
+    ck_assert_uint_eq(num_after(ma, "used"), ca);
+    ck_assert_uint_eq(num_after(ma, "share"), sa);
+    ck_assert_uint_eq(num_after(mb, "used"), cb);
+    ck_assert_uint_eq(num_after(mb, "share"), sb);
+
+    /* text: the group line, then one line per member */
+    const char *argt[] = { gpumem(), "ps", NULL };
+    ck_assert_int_eq(tool(argt), 0);
+    ck_assert_ptr_nonnull(strstr(out, "\nGROUP "));
+    const char *gl = strstr(out, "\ntg ");
+    ck_assert_msg(gl != NULL, "%s", out);
+    ck_assert_ptr_nonnull(strstr(gl, "GPU-5e1f007a"));
+    ck_assert_ptr_nonnull(strstr(gl, "  320.0M "));
+    ck_assert_ptr_nonnull(strstr(gl, "  31%  2\n"));
+    char pat[128];
+    snprintf(pat, sizeof pat, "%7d    1.50 GPU-5e1f007a   768.0M   256.0M "
+             "live ", (int)a);
+    ck_assert_msg(strstr(gl, pat) != NULL, "no '%s' in %s", pat, out);
+    snprintf(pat, sizeof pat, "%7d    0.50 GPU-5e1f007a   256.0M    64.0M "
+             "live ", (int)b);
+    ck_assert_msg(strstr(gl, pat) != NULL, "no '%s' in %s", pat, out);
+
+    /* gpumem-top: --once prints the same section, --json has the groups */
+    const char *argo[] = { gm_bpath("gpumem-top"), "--once", "--prefix",
+                           prefix, NULL };
+    ck_assert_int_eq(gm_run(NULL, 0, argo, out, OUT_CAP), 0);
+    gl = strstr(out, "\ntg ");
+    ck_assert_msg(gl != NULL, "%s", out);
+    ck_assert_ptr_nonnull(strstr(gl, "  320.0M "));
+    snprintf(pat, sizeof pat, "%7d    1.50 ", (int)a);
+    ck_assert_ptr_nonnull(strstr(gl, pat));
+    const char *argj[] = { gm_bpath("gpumem-top"), "--json", "-n", "1",
+                           NULL };
+    ck_assert_int_eq(tool(argj), 0);
+    g = strstr(out, ",\"groups\":[{\"group\":\"tg\",");
+    ck_assert_msg(g != NULL, "%s", out);
+    ck_assert_uint_eq(num_after(member_of(g, b), "share"), sb);
+
+    /* a member killed: shown dead, not yet reclaimed (no reaper runs) */
+    stop(a);
+    ck_assert_int_eq(tool(argv), 0);
+    g = strstr(out, "{\"group\":\"tg\",");
+    ck_assert_ptr_nonnull(g);
+    ck_assert_uint_eq(num_after(g, "live_members"), 1);
+    ck_assert_uint_eq(num_after(g, "dead_members"), 1);
+    ck_assert_ptr_nonnull(strstr(member_of(g, a), "\"state\":\"dead\""));
+    ck_assert_ptr_nonnull(strstr(member_of(g, b), "\"state\":\"live\""));
+    ck_assert_int_eq(tool(argt), 0);
+    ck_assert_ptr_nonnull(strstr(out, "  1 (+1 dead)\n"));
+    stop(b);
+    cleanup();
+}
+END_TEST
+
+START_TEST(gc_removes_group_without_live_member)
+{
+    new_prefix("ggc");
+    pid_t a = join_member("tg", 1.0, 16ull << 20);
+    pid_t b = join_member("tg", 1.0, 32ull << 20);
+    const char *argd[] = { gpumem(), "gc", "--dry-run", NULL };
+    const char *argv[] = { gpumem(), "gc", NULL };
+    /* live members: never removed, never listed */
+    ck_assert_int_eq(tool(argd), 0);
+    ck_assert_ptr_null(strstr(out, ".group.tg"));
+    ck_assert_int_eq(tool(argv), 0);
+    ck_assert_ptr_null(strstr(out, ".group.tg"));
+    ck_assert(group_exists("tg"));
+    /* one member killed, one alive: still left alone */
+    stop(a);
+    ck_assert_int_eq(tool(argd), 0);
+    ck_assert_ptr_null(strstr(out, ".group.tg"));
+    ck_assert_int_eq(tool(argv), 0);
+    ck_assert_ptr_null(strstr(out, ".group.tg"));
+    ck_assert(group_exists("tg"));
+    ck_assert_uint_eq(view_of("tg")->nmembers, 2);
+    /* no live member: --dry-run lists it and keeps it, gc removes it */
+    stop(b);
+    ck_assert_int_eq(tool(argd), 0);
+    char pat[512];
+    snprintf(pat, sizeof pat, "would remove %s (group tg, no live member, "
+             "2 dead)\n", group_path("tg"));
+    ck_assert_msg(strstr(out, pat) != NULL, "no '%s' in %s", pat, out);
+    ck_assert(group_exists("tg"));
+    ck_assert_int_eq(tool(argv), 0);
+    snprintf(pat, sizeof pat, "removed %s (group tg, ", group_path("tg"));
+    ck_assert_msg(strstr(out, pat) != NULL, "no '%s' in %s", pat, out);
+    ck_assert(!group_exists("tg"));
+    cleanup();
+}
+END_TEST
+
+START_TEST(other_users_group_left_alone)
+{
+    new_prefix("gou");
+    pid_t a = join_member("tu", 1.0, 16ull << 20);
+    stop(a);
+    if (chown(group_path("tu"), 65534, 65534) != 0) {
+        /* Not allowed to give a file away (not root): nothing to test. */
+        cleanup();
+        return;
+    }
+    const char *argp[] = { gpumem(), "ps", "--json", NULL };
+    ck_assert_int_eq(tool(argp), 0);
+    ck_assert_ptr_null(strstr(out, "\"group\":\"tu\""));
+    const char *arga[] = { gpumem(), "ps", "--json", "--all", NULL };
+    ck_assert_int_eq(tool(arga), 0);
+    ck_assert_ptr_nonnull(strstr(out, "\"group\":\"tu\""));
+    const char *argv[] = { gpumem(), "gc", NULL };
+    ck_assert_int_eq(tool(argv), 0);
+    ck_assert_ptr_null(strstr(out, ".group.tu"));
+    ck_assert(group_exists("tu"));
+    cleanup();
+}
+END_TEST
+
+START_TEST(hostile_group_file_left_alone)
+{
+    new_prefix("ghf");
+    /* ours, 0600, but 100 bytes of junk: not a group segment */
+    int fd = open(group_path("junk"), O_CREAT | O_EXCL | O_WRONLY, 0600);
+    ck_assert_int_ge(fd, 0);
+    char junk[100];
+    memset(junk, 'x', sizeof junk);
+    ck_assert_int_eq(write(fd, junk, sizeof junk), (ssize_t)sizeof junk);
+    close(fd);
+    const char *argp[] = { gpumem(), "ps", "--json", NULL };
+    ck_assert_int_eq(tool(argp), 0);
+    ck_assert(strncmp(out, "{\"processes\":[],\"groups\":[]}\n", 29) == 0);
+    const char *argv[] = { gpumem(), "gc", NULL };
+    ck_assert_int_eq(tool(argv), 0);
+    ck_assert_ptr_nonnull(strstr(out, "gpumem: gc: "));
+    ck_assert_ptr_nonnull(strstr(out, "left alone"));
+    ck_assert_ptr_null(strstr(out, "removed"));
+    ck_assert(group_exists("junk"));
+    cleanup();
+}
+END_TEST
+
+START_TEST(ps_group_member_command)
+{
+    new_prefix("gcm");
+    pid_t pid = live_trainsim_in("tsg");
+    ck_assert(group_exists("tsg"));
+    const char *argv[] = { gpumem(), "ps", "--json", NULL };
+    ck_assert_int_eq(tool(argv), 0);
+    const char *g = strstr(out, "{\"group\":\"tsg\",");
+    ck_assert_msg(g != NULL, "%s", out);
+    const char *m = member_of(g, pid);
+    ck_assert_ptr_nonnull(strstr(m, "\"state\":\"live\",\"weight\":0.7,"));
+    const char *c = strstr(m, "\"command\":\"");
+    ck_assert_ptr_nonnull(c);
+    ck_assert(strncmp(c + 11, trainsim(), strlen(trainsim())) == 0);
+    ck_assert_uint_eq(num_after(m, "share"), 6ull << 30);
+    ck_assert_uint_gt(num_after(m, "used"), 0);
+    const char *argt[] = { gpumem(), "ps", NULL };
+    ck_assert_int_eq(tool(argt), 0);
+    char pat[64];
+    snprintf(pat, sizeof pat, "%7d    0.70 ", (int)pid);
+    const char *line = strstr(out, pat);
+    ck_assert_msg(line != NULL, "%s", out);
+    ck_assert_ptr_nonnull(strstr(line, " live   "));
+    ck_assert_ptr_nonnull(strstr(line, "gpumem-trainsim --steps 100000"));
+    /* killed: its segment and the group stay; still named, now dead */
+    stop(pid);
+    ck_assert_int_eq(tool(argt), 0);
+    line = strstr(out, pat);
+    ck_assert_msg(line != NULL, "%s", out);
+    ck_assert_ptr_nonnull(strstr(line, " dead   "));
+    ck_assert_ptr_nonnull(strstr(line, "gpumem-trainsim --steps 100000"));
+    ck_assert_ptr_nonnull(strstr(out, "  0 (+1 dead)\n"));
+    cleanup();
+}
+END_TEST
+
 /* ---- help and options ------------------------------------------------------------ */
 
 START_TEST(help_and_bad_options)
@@ -551,6 +861,11 @@ static Suite *suite(void)
     tcase_add_test(t, run_refuses_bad_policy_and_usage);
     tcase_add_test(t, run_preloads_the_shim);
     tcase_add_test(t, gc_removes_dead_keeps_live);
+    tcase_add_test(t, ps_and_top_show_groups);
+    tcase_add_test(t, gc_removes_group_without_live_member);
+    tcase_add_test(t, other_users_group_left_alone);
+    tcase_add_test(t, hostile_group_file_left_alone);
+    tcase_add_test(t, ps_group_member_command);
     tcase_add_test(t, help_and_bad_options);
     suite_add_tcase(s, t);
     return s;
