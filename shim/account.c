@@ -151,7 +151,8 @@ bool gm_acct_adjust(struct gm_dev *d, uint64_t reserved, uint64_t actual)
         bool by_group;
         if (gm_acct_take(d, more, &used, &by_group))
             return true;
-        if (by_group || gm_st.policy.on_oom != GM_OOM_WARN)
+        if (by_group || gm_st.policy.on_oom != GM_OOM_WARN ||
+            !gm_grp_take(d, more))
             return false;
         gm_budget_force(&d->budget, more); /* soft limit: let it through */
     } else if (actual < reserved) {

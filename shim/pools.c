@@ -21,6 +21,7 @@
 #include "shim/account.h"
 #include "shim/oomwait.h"
 #include "shim/real.h"
+#include "shim/spin.h"
 #include "shim/state.h"
 
 #define POOLS 256u
@@ -38,6 +39,8 @@ static _Atomic int pools_dirty; /* an async free since the last refresh */
 static _Atomic uint64_t dev_reserve[GM_MAX_DEVICES]; /* sum of charged */
 static _Atomic(CUmemoryPool) current[GM_MAX_DEVICES];
 
+static gm_spin create_lock; /* new slots only; lookups take no lock */
+
 static struct pool *slot(CUmemoryPool p, int dev, int create)
 {
     uint64_t k = (uint64_t)(uintptr_t)p;
@@ -49,15 +52,25 @@ static struct pool *slot(CUmemoryPool p, int dev, int create)
         uint64_t cur = atomic_load_explicit(&s->key, memory_order_acquire);
         if (cur == k)
             return s;
+        if (cur != 0)
+            continue;
+        if (!create)
+            return NULL;
+        /* Claim under the lock; the slot's fields are set before its key is
+         * published (release store, paired with the acquire above). */
+        gm_spin_lock(&create_lock);
+        cur = atomic_load_explicit(&s->key, memory_order_acquire);
         if (cur == 0) {
-            if (!create)
-                return NULL;
             atomic_store(&s->dev, dev);
-            if (atomic_compare_exchange_strong(&s->key, &cur, k))
-                return s;
-            if (cur == k)
-                return s;
+            atomic_store(&s->charged, 0);
+            atomic_store(&s->imported, 0);
+            atomic_store(&s->dead, 0);
+            atomic_store_explicit(&s->key, k, memory_order_release);
+            cur = k;
         }
+        gm_spin_unlock(&create_lock);
+        if (cur == k)
+            return s;
     }
     return NULL; /* table full: that pool's live bytes are charged */
 }
@@ -73,21 +86,33 @@ static uint64_t pool_attr(CUmemoryPool p, CUmemPool_attribute a)
     return rc == CUDA_SUCCESS ? (uint64_t)v : 0;
 }
 
+/* `pool` if it can be accounted (a slot exists or was made), else NULL:
+ * the caller then charges the live bytes instead. */
+static CUmemoryPool accountable(CUmemoryPool pool, int dev)
+{
+    struct pool *s = slot(pool, dev, 1);
+    return s != NULL && !atomic_load(&s->imported) ? pool : NULL;
+}
+
 CUmemoryPool gm_pool_for(int dev, CUmemoryPool pool)
 {
-    if (pool != NULL || dev < 0 || dev >= GM_MAX_DEVICES)
-        return pool;
+    if (dev < 0 || dev >= GM_MAX_DEVICES)
+        return NULL;
+    if (pool != NULL)
+        return accountable(pool, dev);
     CUmemoryPool p = atomic_load_explicit(&current[dev], memory_order_relaxed);
-    if (GM_LIKELY(p != NULL) || gm_real.cuDeviceGetMemPool == NULL ||
+    if (GM_LIKELY(p != NULL))
+        return accountable(p, dev);
+    if (gm_real.cuDeviceGetMemPool == NULL ||
         gm_real.cuMemPoolGetAttribute == NULL)
-        return p;
+        return NULL;
     gm_depth++;
     CUresult rc = gm_real.cuDeviceGetMemPool(&p, (CUdevice)dev);
     gm_depth--;
     if (rc != CUDA_SUCCESS)
         return NULL;
     atomic_store_explicit(&current[dev], p, memory_order_relaxed);
-    return p;
+    return accountable(p, dev);
 }
 
 uint64_t gm_pool_idle(CUmemoryPool pool)

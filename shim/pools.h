@@ -23,8 +23,10 @@
 struct gm_dev;
 
 /* The pool an async allocation on `dev` draws from: `pool` when given
- * (cuMemAllocFromPoolAsync), else the device's current pool. NULL when the
- * driver cannot say (no pool accounting then: live bytes are charged). */
+ * (cuMemAllocFromPoolAsync), else the device's current pool. NULL when
+ * its reserve cannot be accounted (the driver cannot say, the pool was
+ * imported from another process, or the pool table is full): the live
+ * bytes are charged instead. */
 CUmemoryPool gm_pool_for(int dev, CUmemoryPool pool);
 /* Bytes the pool holds but has not handed out (RESERVED - USED). */
 uint64_t gm_pool_idle(CUmemoryPool pool);
