@@ -58,6 +58,10 @@ enum gm_ev_kind {
     GM_EV_COUNT
 };
 
+/* Names: "cuMemAlloc", "alloc", ... ("?" for an unknown value; shim/abinames.c). */
+const char *gm_api_name(unsigned api);
+const char *gm_ev_kind_name(unsigned kind);
+
 /* ------------------------------------------------------------------------
  * The segment: /dev/shm/<prefix>.<pid>, mode 0600, one per process.
  *

@@ -17,37 +17,6 @@
 #include "shim/pools.h"
 #include "shim/staged.h"
 
-static const char *const api_labels[GM_API_COUNT] = {
-    [GM_API_NONE] = "?",
-    [GM_API_MEM_ALLOC] = "cuMemAlloc",
-    [GM_API_MEM_ALLOC_PITCH] = "cuMemAllocPitch",
-    [GM_API_MEM_ALLOC_MANAGED] = "cuMemAllocManaged",
-    [GM_API_MEM_FREE] = "cuMemFree",
-    [GM_API_MEM_ALLOC_ASYNC] = "cuMemAllocAsync",
-    [GM_API_MEM_ALLOC_FROM_POOL] = "cuMemAllocFromPoolAsync",
-    [GM_API_MEM_FREE_ASYNC] = "cuMemFreeAsync",
-    [GM_API_MEM_CREATE] = "cuMemCreate",
-    [GM_API_MEM_RELEASE] = "cuMemRelease",
-    [GM_API_MEM_RETAIN] = "cuMemRetainAllocationHandle",
-    [GM_API_ARRAY_CREATE] = "cuArrayCreate",
-    [GM_API_ARRAY3D_CREATE] = "cuArray3DCreate",
-    [GM_API_ARRAY_DESTROY] = "cuArrayDestroy",
-    [GM_API_MIPMAP_CREATE] = "cuMipmappedArrayCreate",
-    [GM_API_MIPMAP_DESTROY] = "cuMipmappedArrayDestroy",
-    [GM_API_MEM_HOST_ALLOC] = "cuMemHostAlloc",
-    [GM_API_MEM_ALLOC_HOST] = "cuMemAllocHost",
-    [GM_API_MEM_FREE_HOST] = "cuMemFreeHost",
-    [GM_API_CTX_CREATE] = "cuCtxCreate",
-    [GM_API_PRIMARY_CTX_RETAIN] = "cuDevicePrimaryCtxRetain",
-    [GM_API_POOL_TRIM] = "cuMemPoolTrimTo",
-    [GM_API_POOL_DESTROY] = "cuMemPoolDestroy",
-};
-
-const char *gm_api_label(unsigned api)
-{
-    return api < GM_API_COUNT && api_labels[api] ? api_labels[api] : "?";
-}
-
 static void refusal_message(int dev, struct gm_dev *d, uint64_t size,
                             unsigned api, uint64_t used, bool by_group,
                             const char *what)
@@ -69,7 +38,7 @@ static void refusal_message(int dev, struct gm_dev *d, uint64_t size,
         snprintf(more, sizeof more, " (%llu similar messages suppressed)",
                  (unsigned long long)(n - 1));
     gm_log(GM_LOG_WARN, "device %d: %s of %s %s: %s%s", dev,
-           gm_api_label(api), s, what, why, more);
+           gm_api_name(api), s, what, why, more);
 }
 
 bool gm_acct_take(struct gm_dev *d, uint64_t size, uint64_t *used,

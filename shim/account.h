@@ -46,7 +46,5 @@ bool gm_acct_adjust(struct gm_dev *d, uint64_t reserved, uint64_t actual);
 /* Publish the release of an entry already removed from the table. */
 void gm_acct_released(const struct gm_alloc *a, unsigned api,
                       uint64_t lat_ns);
-/* Name of an API id for messages ("cuMemAlloc"). */
-const char *gm_api_label(unsigned api);
 
 #endif

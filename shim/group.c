@@ -13,6 +13,7 @@
  * can give wrong numbers but never wrap or fault the arithmetic. Nothing on
  * the reserve/release/wait path allocates or prints.
  */
+#include "shim/msg.h"
 #include "shim/group.h"
 
 #include <dirent.h>
@@ -49,19 +50,6 @@ __extension__ typedef unsigned __int128 u128;
 #define SNAP_TRIES 50
 
 /* ---- small helpers ------------------------------------------------------- */
-
-static void set_msg(char *msg, size_t cap, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_msg(char *msg, size_t cap, const char *fmt, ...)
-{
-    if (msg == NULL || cap == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, cap, fmt, ap);
-    va_end(ap);
-}
 
 static uint64_t sat_add(uint64_t a, uint64_t b)
 {
@@ -428,27 +416,27 @@ static int check_file(int fd, const char *path, bool ours, char *msg,
 {
     struct stat st;
     if (fstat(fd, &st) != 0) {
-        set_msg(msg, cap, "cannot inspect %s: %s", path, strerror(errno));
+        gm_msgf(msg, cap, "cannot inspect %s: %s", path, strerror(errno));
         return -1;
     }
     if (!S_ISREG(st.st_mode)) {
-        set_msg(msg, cap, "%s is not a regular file; refusing it", path);
+        gm_msgf(msg, cap, "%s is not a regular file; refusing it", path);
         return -1;
     }
     if (ours && st.st_uid != geteuid()) {
-        set_msg(msg, cap, "%s belongs to another user (uid %u); refusing it",
+        gm_msgf(msg, cap, "%s belongs to another user (uid %u); refusing it",
                 path, (unsigned)st.st_uid);
         return -1;
     }
     if (ours && (st.st_mode & 07777) != 0600) {
-        set_msg(msg, cap, "%s has mode %04o, not 0600; refusing it", path,
+        gm_msgf(msg, cap, "%s has mode %04o, not 0600; refusing it", path,
                 (unsigned)(st.st_mode & 07777));
         return -1;
     }
     if (st.st_size == 0)
         return 1;
     if ((uint64_t)st.st_size != SEG_SIZE) {
-        set_msg(msg, cap, "%s has %lld bytes, not the %zu of a group "
+        gm_msgf(msg, cap, "%s has %lld bytes, not the %zu of a group "
                 "segment of this gpumem; refusing it", path,
                 (long long)st.st_size, SEG_SIZE);
         return -1;
@@ -461,12 +449,12 @@ static int check_hdr(const struct gm_group_hdr *h, const char *name,
                      const char *path, char *msg, size_t cap)
 {
     if (LD(&h->magic) != GM_GROUP_MAGIC) {
-        set_msg(msg, cap, "%s is not a gpumem group segment (bad magic); "
+        gm_msgf(msg, cap, "%s is not a gpumem group segment (bad magic); "
                 "refusing it", path);
         return -1;
     }
     if (LD(&h->version) != GM_GROUP_VERSION) {
-        set_msg(msg, cap, "%s has group format version %u, this gpumem "
+        gm_msgf(msg, cap, "%s has group format version %u, this gpumem "
                 "reads %u; refusing it", path, LD(&h->version),
                 GM_GROUP_VERSION);
         return -1;
@@ -477,11 +465,11 @@ static int check_hdr(const struct gm_group_hdr *h, const char *name,
         LD(&h->max_devices) != GM_GROUP_MAX_DEVICES ||
         LD(&h->max_members) != GM_GROUP_MAX_MEMBERS ||
         LD(&h->total_size) != SEG_SIZE) {
-        set_msg(msg, cap, "%s has an unexpected layout; refusing it", path);
+        gm_msgf(msg, cap, "%s has an unexpected layout; refusing it", path);
         return -1;
     }
     if (LD(&h->mutex_size) != sizeof(pthread_mutex_t)) {
-        set_msg(msg, cap, "%s was made with another C library (mutex of %u "
+        gm_msgf(msg, cap, "%s was made with another C library (mutex of %u "
                 "bytes); refusing it", path, LD(&h->mutex_size));
         return -1;
     }
@@ -490,7 +478,7 @@ static int check_hdr(const struct gm_group_hdr *h, const char *name,
         n[i] = LD(&h->name[i]);
     if (memchr(n, '\0', sizeof n) == NULL || !name_ok(n, GM_NAME_MAX) ||
         strcmp(n, name) != 0) {
-        set_msg(msg, cap, "%s does not hold the group it is named after; "
+        gm_msgf(msg, cap, "%s does not hold the group it is named after; "
                 "refusing it", path);
         return -1;
     }
@@ -546,7 +534,7 @@ static int init_seg(struct gm_group_seg *s, const char *name)
 static int create_seg(struct gm_group *g, char *msg, size_t cap)
 {
     if (fsize_would_kill(SEG_SIZE)) {
-        set_msg(msg, cap, "the file size limit (RLIMIT_FSIZE) is below the "
+        gm_msgf(msg, cap, "the file size limit (RLIMIT_FSIZE) is below the "
                 "size of %s", g->path);
         return -1;
     }
@@ -555,7 +543,7 @@ static int create_seg(struct gm_group *g, char *msg, size_t cap)
     if (fd < 0) {
         if (errno == EEXIST)
             return 1;
-        set_msg(msg, cap, "cannot create %s: %s", g->path, strerror(errno));
+        gm_msgf(msg, cap, "cannot create %s: %s", g->path, strerror(errno));
         return -1;
     }
     /* Held while initialising: a joiner that finds the file uninitialised
@@ -571,11 +559,11 @@ static int create_seg(struct gm_group *g, char *msg, size_t cap)
             e = errno;
     }
     if (e != 0) {
-        set_msg(msg, cap, "cannot size %s (full /dev/shm?): %s", g->path,
+        gm_msgf(msg, cap, "cannot size %s (full /dev/shm?): %s", g->path,
                 strerror(e));
     } else if (init_seg(mem, g->name) != 0) {
         e = EINVAL;
-        set_msg(msg, cap, "cannot set up the lock of %s", g->path);
+        gm_msgf(msg, cap, "cannot set up the lock of %s", g->path);
     }
     if (e != 0) {
         if (mem != MAP_FAILED)
@@ -600,7 +588,7 @@ static int stale_or_busy(int fd, const char *path, char *msg, size_t cap)
         unlink_if_same(path, fd);
         return 1;
     }
-    set_msg(msg, cap, "%s is still being created by another process; "
+    gm_msgf(msg, cap, "%s is still being created by another process; "
             "giving up", path);
     return -1;
 }
@@ -616,12 +604,12 @@ static int open_existing(const char *path, const char *name, bool ours,
         if (errno == ENOENT)
             return 1;
         if (errno == ELOOP)
-            set_msg(msg, cap, "%s is a symbolic link; refusing to follow it",
+            gm_msgf(msg, cap, "%s is a symbolic link; refusing to follow it",
                     path);
         else if (errno == EISDIR)
-            set_msg(msg, cap, "%s is not a regular file; refusing it", path);
+            gm_msgf(msg, cap, "%s is not a regular file; refusing it", path);
         else
-            set_msg(msg, cap, "cannot open %s: %s", path, strerror(errno));
+            gm_msgf(msg, cap, "cannot open %s: %s", path, strerror(errno));
         return -1;
     }
     uint64_t deadline = gm_clock_monotonic_ns() + INIT_WAIT_NS;
@@ -638,7 +626,7 @@ static int open_existing(const char *path, const char *name, bool ours,
     struct gm_group_seg *s =
         mmap(NULL, SEG_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (s == MAP_FAILED) {
-        set_msg(msg, cap, "cannot map %s: %s", path, strerror(errno));
+        gm_msgf(msg, cap, "cannot map %s: %s", path, strerror(errno));
         close(fd);
         return -1;
     }
@@ -728,13 +716,13 @@ static int attach_locked(struct gm_group *g, char *msg, size_t cap)
             continue;
         uint64_t ns = LD(&g->seg->hdr.pidns), mine = pidns_inode();
         if (ns != 0 && mine != 0 && ns != mine) {
-            set_msg(msg, cap, "%s was created in another pid namespace; "
+            gm_msgf(msg, cap, "%s was created in another pid namespace; "
                     "members of a group must share one", g->path);
             unmap(g);
             return -1;
         }
         if (seg_lock(g->seg, LOCK_WAIT_NS) < 0) {
-            set_msg(msg, cap, "the lock of %s does not respond; refusing it",
+            gm_msgf(msg, cap, "the lock of %s does not respond; refusing it",
                     g->path);
             unmap(g);
             return -1;
@@ -744,7 +732,7 @@ static int attach_locked(struct gm_group *g, char *msg, size_t cap)
         seg_unlock(g->seg);
         unmap(g);
     }
-    set_msg(msg, cap, "%s keeps being removed while joining; giving up",
+    gm_msgf(msg, cap, "%s keeps being removed while joining; giving up",
             g->path);
     return -1;
 }
@@ -755,20 +743,20 @@ int gm_group_join(struct gm_group *g, const struct gm_group_params *p,
     memset(g, 0, sizeof *g);
     g->fd = -1;
     g->slot = -1;
-    set_msg(msg, cap, "%s", "");
+    gm_msgf(msg, cap, "%s", "");
     const char *dir = p->dir && p->dir[0] ? p->dir : "/dev/shm";
     const char *prefix = p->prefix && p->prefix[0] ? p->prefix : "gpumem";
     if (!name_ok(p->name, GM_NAME_MAX)) {
-        set_msg(msg, cap, "invalid group name \"%s\" (use 1-%d of "
+        gm_msgf(msg, cap, "invalid group name \"%s\" (use 1-%d of "
                 "A-Z a-z 0-9 _ . -)", p->name ? p->name : "", GM_NAME_MAX);
         return -1;
     }
     if (!name_ok(prefix, GM_PREFIX_MAX)) {
-        set_msg(msg, cap, "invalid segment prefix \"%s\"", prefix);
+        gm_msgf(msg, cap, "invalid segment prefix \"%s\"", prefix);
         return -1;
     }
     if (build_path(g->path, sizeof g->path, dir, prefix, p->name) != 0) {
-        set_msg(msg, cap, "group segment path too long in %s", dir);
+        gm_msgf(msg, cap, "group segment path too long in %s", dir);
         return -1;
     }
     snprintf(g->name, sizeof g->name, "%s", p->name);
@@ -789,7 +777,7 @@ int gm_group_join(struct gm_group *g, const struct gm_group_params *p,
     if (freed > 0)
         wake_waiters(g);
     if (slot < 0) {
-        set_msg(msg, cap, "group '%s' already has %d live members, the most "
+        gm_msgf(msg, cap, "group '%s' already has %d live members, the most "
                 "it can hold", g->name, GM_GROUP_MAX_MEMBERS);
         unmap(g);
         return -1;
@@ -815,9 +803,9 @@ static void limit_text(const struct gm_limit *l, uint64_t bytes, char *buf,
 int gm_group_device(struct gm_group *g, const unsigned char uuid[16],
                     uint64_t physical, char *msg, size_t cap)
 {
-    set_msg(msg, cap, "%s", "");
+    gm_msgf(msg, cap, "%s", "");
     if (!joined(g) || is_broken(g) || !grp_lock(g)) {
-        set_msg(msg, cap, "group '%s' is not usable", g ? g->name : "");
+        gm_msgf(msg, cap, "group '%s' is not usable", g ? g->name : "");
         return -1;
     }
     struct gm_group_seg *s = g->seg;
@@ -843,10 +831,10 @@ int gm_group_device(struct gm_group *g, const unsigned char uuid[16],
             gm_format_size(lim, have, sizeof have);
             limit_text(&g->limit, mine, want, sizeof want);
             if (lim == 0)
-                set_msg(msg, cap, "group '%s' has no limit on this device; "
+                gm_msgf(msg, cap, "group '%s' has no limit on this device; "
                         "ignoring GPUMEM_GROUP_LIMIT=%s", g->name, want);
             else
-                set_msg(msg, cap, "group '%s' already has a limit of %s on "
+                gm_msgf(msg, cap, "group '%s' already has a limit of %s on "
                         "this device; ignoring GPUMEM_GROUP_LIMIT=%s",
                         g->name, have, want);
         }
@@ -863,7 +851,7 @@ int gm_group_device(struct gm_group *g, const unsigned char uuid[16],
          * process may test a new index without the lock). */
         __atomic_store_n(&v->present, 1, __ATOMIC_RELEASE);
     } else {
-        set_msg(msg, cap, "group '%s' already tracks %d devices, the most "
+        gm_msgf(msg, cap, "group '%s' already tracks %d devices, the most "
                 "it can hold", g->name, GM_GROUP_MAX_DEVICES);
     }
     seg_unlock(s);
@@ -1270,34 +1258,34 @@ int gm_group_snapshot(const char *path, struct gm_group_view *out,
 {
     struct gm_group_seg copy;  /* 14 KiB: tools' stacks are large */
     memset(out, 0, sizeof *out);
-    set_msg(err, cap, "%s", "");
+    gm_msgf(err, cap, "%s", "");
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         if (errno == ELOOP)
-            set_msg(err, cap, "%s is a symbolic link; refusing to follow it",
+            gm_msgf(err, cap, "%s is a symbolic link; refusing to follow it",
                     path);
         else
-            set_msg(err, cap, "cannot open %s: %s", path, strerror(errno));
+            gm_msgf(err, cap, "cannot open %s: %s", path, strerror(errno));
         return -1;
     }
     int rc = check_file(fd, path, false, err, cap);
     if (rc == 1)
-        set_msg(err, cap, "%s is empty (being created?)", path);
+        gm_msgf(err, cap, "%s is empty (being created?)", path);
     bool consistent = false;
     if (rc == 0 && take_copy(fd, &copy, &consistent) != 0) {
-        set_msg(err, cap, "%s was truncated while being read", path);
+        gm_msgf(err, cap, "%s was truncated while being read", path);
         rc = -1;
     }
     close(fd);
     if (rc != 0)
         return -1;
     if (copy.hdr.initialised != 1) {
-        set_msg(err, cap, "%s is not initialised (being created?)", path);
+        gm_msgf(err, cap, "%s is not initialised (being created?)", path);
         return -1;
     }
     char name[GM_NAME_MAX + 1];
     if (!name_from_path(path, name, sizeof name)) {
-        set_msg(err, cap, "%s is not named like a group segment", path);
+        gm_msgf(err, cap, "%s is not named like a group segment", path);
         return -1;
     }
     if (check_hdr(&copy.hdr, name, path, err, cap) != 0)
@@ -1312,7 +1300,7 @@ static int gc_mapped(struct gm_group_seg *s, int fd, const char *path,
                      char *err, size_t cap)
 {
     if (seg_lock(s, LOCK_WAIT_NS) < 0) {
-        set_msg(err, cap, "the lock of %s does not respond; left alone",
+        gm_msgf(err, cap, "the lock of %s does not respond; left alone",
                 path);
         return -1;
     }
@@ -1327,7 +1315,7 @@ static int gc_mapped(struct gm_group_seg *s, int fd, const char *path,
     if (LD(&s->hdr.closed) != 0) {
         rc = 1;  /* already unlinked by its last member */
     } else if (live > 0) {
-        set_msg(err, cap, "%s has %u live member%s; left alone", path, live,
+        gm_msgf(err, cap, "%s has %u live member%s; left alone", path, live,
                 live == 1 ? "" : "s");
         rc = 0;
     } else {
@@ -1340,10 +1328,10 @@ static int gc_mapped(struct gm_group_seg *s, int fd, const char *path,
 
 int gm_group_gc(const char *path, char *err, size_t cap)
 {
-    set_msg(err, cap, "%s", "");
+    gm_msgf(err, cap, "%s", "");
     char name[GM_NAME_MAX + 1];
     if (!name_from_path(path, name, sizeof name)) {
-        set_msg(err, cap, "%s is not named like a group segment; left alone",
+        gm_msgf(err, cap, "%s is not named like a group segment; left alone",
                 path);
         return -1;
     }

@@ -128,70 +128,33 @@ static void ctx_after(bool on, CUresult rc, CUdevice dev, CUcontext *pctx,
         gm_dev_context_created((int)dev, *pctx, api, before);
 }
 
-GM_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx,
-                                                    CUdevice dev)
-{
-    GM_NEED_REAL(cuDevicePrimaryCtxRetain);
-    bool on = gm_active();
-    uint64_t before = ctx_before(on, dev);
-    gm_depth++;
-    CUresult rc = gm_real.cuDevicePrimaryCtxRetain(pctx, dev);
-    gm_depth--;
-    ctx_after(on, rc, dev, pctx, GM_API_PRIMARY_CTX_RETAIN, before);
-    return rc;
-}
+/* A context creator: measure the first context on `dev` around the call. */
+#define CTX_WRAPPER(name, api, params, args, dev)                         \
+    GM_EXPORT CUresult CUDAAPI name params                               \
+    {                                                                     \
+        GM_NEED_REAL(name);                                               \
+        bool on = gm_active();                                            \
+        uint64_t before = ctx_before(on, dev);                            \
+        gm_depth++;                                                       \
+        CUresult rc = gm_real.name args;                                  \
+        gm_depth--;                                                       \
+        ctx_after(on, rc, dev, pctx, api, before);                        \
+        return rc;                                                        \
+    }
 
-GM_EXPORT CUresult CUDAAPI cuCtxCreate(CUcontext *pctx, unsigned int flags,
-                                       CUdevice dev)
-{
-    GM_NEED_REAL(cuCtxCreate);
-    bool on = gm_active();
-    uint64_t before = ctx_before(on, dev);
-    gm_depth++;
-    CUresult rc = gm_real.cuCtxCreate(pctx, flags, dev);
-    gm_depth--;
-    ctx_after(on, rc, dev, pctx, GM_API_CTX_CREATE, before);
-    return rc;
-}
-
-GM_EXPORT CUresult CUDAAPI cuCtxCreate_v2(CUcontext *pctx, unsigned int flags,
-                                          CUdevice dev)
-{
-    GM_NEED_REAL(cuCtxCreate_v2);
-    bool on = gm_active();
-    uint64_t before = ctx_before(on, dev);
-    gm_depth++;
-    CUresult rc = gm_real.cuCtxCreate_v2(pctx, flags, dev);
-    gm_depth--;
-    ctx_after(on, rc, dev, pctx, GM_API_CTX_CREATE, before);
-    return rc;
-}
-
-GM_EXPORT CUresult CUDAAPI cuCtxCreate_v3(CUcontext *pctx,
-                                          CUexecAffinityParam *params,
-                                          int numParams, unsigned int flags,
-                                          CUdevice dev)
-{
-    GM_NEED_REAL(cuCtxCreate_v3);
-    bool on = gm_active();
-    uint64_t before = ctx_before(on, dev);
-    gm_depth++;
-    CUresult rc = gm_real.cuCtxCreate_v3(pctx, params, numParams, flags, dev);
-    gm_depth--;
-    ctx_after(on, rc, dev, pctx, GM_API_CTX_CREATE, before);
-    return rc;
-}
-
-GM_EXPORT CUresult CUDAAPI cuCtxCreate_v4(CUcontext *pctx,
-                                          CUctxCreateParams *params,
-                                          unsigned int flags, CUdevice dev)
-{
-    GM_NEED_REAL(cuCtxCreate_v4);
-    bool on = gm_active();
-    uint64_t before = ctx_before(on, dev);
-    gm_depth++;
-    CUresult rc = gm_real.cuCtxCreate_v4(pctx, params, flags, dev);
-    gm_depth--;
-    ctx_after(on, rc, dev, pctx, GM_API_CTX_CREATE, before);
-    return rc;
-}
+CTX_WRAPPER(cuDevicePrimaryCtxRetain, GM_API_PRIMARY_CTX_RETAIN,
+            (CUcontext *pctx, CUdevice dev), (pctx, dev), dev)
+CTX_WRAPPER(cuCtxCreate, GM_API_CTX_CREATE,
+            (CUcontext *pctx, unsigned int flags, CUdevice dev),
+            (pctx, flags, dev), dev)
+CTX_WRAPPER(cuCtxCreate_v2, GM_API_CTX_CREATE,
+            (CUcontext *pctx, unsigned int flags, CUdevice dev),
+            (pctx, flags, dev), dev)
+CTX_WRAPPER(cuCtxCreate_v3, GM_API_CTX_CREATE,
+            (CUcontext *pctx, CUexecAffinityParam *params, int numParams,
+             unsigned int flags, CUdevice dev),
+            (pctx, params, numParams, flags, dev), dev)
+CTX_WRAPPER(cuCtxCreate_v4, GM_API_CTX_CREATE,
+            (CUcontext *pctx, CUctxCreateParams *params, unsigned int flags,
+             CUdevice dev),
+            (pctx, params, flags, dev), dev)

@@ -45,7 +45,7 @@ bool gm_oomwait(int dev, struct gm_dev *d, uint64_t size, unsigned api,
     char s[32];
     gm_format_size(size, s, sizeof s);
     gm_log(GM_LOG_WARN, "device %d: %s of %s waits for memory (up to %llu ms)",
-           dev, gm_api_label(api), s,
+           dev, gm_api_name(api), s,
            (unsigned long long)(gm_st.policy.oom_wait_ns / 1000000u));
     gm_tel_event(&gm_st.tel, GM_EV_WAIT_BEGIN, (unsigned)dev, api, size, 0,
                  gm_budget_used(&d->budget));
@@ -88,7 +88,7 @@ bool gm_oomwait(int dev, struct gm_dev *d, uint64_t size, unsigned api,
     gm_tel_event(&gm_st.tel, GM_EV_WAIT_END, (unsigned)dev, api, size, ok,
                  gm_budget_used(&d->budget));
     gm_log(GM_LOG_WARN, "device %d: %s of %s %s after %llu ms", dev,
-           gm_api_label(api), s, ok ? "served" : "gave up waiting",
+           gm_api_name(api), s, ok ? "served" : "gave up waiting",
            (unsigned long long)waited_ms);
     return ok;
 }

@@ -18,6 +18,7 @@
  *  - Nothing here allocates with malloc, prints, or makes a syscall on the
  *    hot path (the clock is vDSO); counters saturate, subtractions clamp.
  */
+#include "shim/msg.h"
 #include "shim/telemetry.h"
 
 #include <errno.h>
@@ -468,19 +469,6 @@ void gm_tel_sync(struct gm_tel *t, unsigned dev, uint64_t used, uint64_t peak)
 
 /* ---- segment creation --------------------------------------------------- */
 
-static void set_err(char *err, size_t cap, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t cap, const char *fmt, ...)
-{
-    if (err == NULL || cap == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, cap, fmt, ap);
-    va_end(ap);
-}
-
 static bool prefix_ok(const char *p)
 {
     size_t n = strlen(p);
@@ -582,19 +570,19 @@ static int clear_stale(const char *path, char *err, size_t cap)
         if (errno == ENOENT)
             return 0;
         if (errno == ELOOP)
-            set_err(err, cap, "%s is a symbolic link; not following it",
+            gm_msgf(err, cap, "%s is a symbolic link; not following it",
                     path);
         else
-            set_err(err, cap, "cannot inspect %s: %s", path, strerror(errno));
+            gm_msgf(err, cap, "cannot inspect %s: %s", path, strerror(errno));
         return -1;
     }
     struct stat st;
     int rc = -1;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        set_err(err, cap, "%s exists and is not a regular file; left alone",
+        gm_msgf(err, cap, "%s exists and is not a regular file; left alone",
                 path);
     } else if (st.st_uid != geteuid()) {
-        set_err(err, cap, "%s exists and belongs to another user; left "
+        gm_msgf(err, cap, "%s exists and belongs to another user; left "
                 "alone", path);
     } else {
         int locked = -1, why = 0;
@@ -614,10 +602,10 @@ static int clear_stale(const char *path, char *err, size_t cap)
                 locked = 0;
         }
         if (locked != 0)
-            set_err(err, cap, "%s is in use by a live process; left alone",
+            gm_msgf(err, cap, "%s is in use by a live process; left alone",
                     path);
         else if (unlink(path) != 0 && errno != ENOENT)
-            set_err(err, cap, "cannot remove the stale %s: %s", path,
+            gm_msgf(err, cap, "cannot remove the stale %s: %s", path,
                     strerror(errno));
         else
             rc = 0;
@@ -634,17 +622,17 @@ static void *open_shared(struct gm_tel *t, const struct gm_tel_params *p,
     const char *prefix = p->prefix && p->prefix[0] ? p->prefix : "gpumem";
     const char *dir = p->shm_dir && p->shm_dir[0] ? p->shm_dir : "/dev/shm";
     if (!prefix_ok(prefix)) {
-        set_err(err, cap, "invalid segment prefix \"%s\"", prefix);
+        gm_msgf(err, cap, "invalid segment prefix \"%s\"", prefix);
         return NULL;
     }
     int n = snprintf(t->path, sizeof t->path, "%s/%s.%ld", dir, prefix,
                      (long)getpid());
     if (n < 0 || (size_t)n >= sizeof t->path) {
-        set_err(err, cap, "segment path too long in %s", dir);
+        gm_msgf(err, cap, "segment path too long in %s", dir);
         return NULL;
     }
     if (fsize_would_kill(len)) {
-        set_err(err, cap, "the file size limit (RLIMIT_FSIZE) is below the "
+        gm_msgf(err, cap, "the file size limit (RLIMIT_FSIZE) is below the "
                 "segment size for %s", t->path);
         return NULL;
     }
@@ -655,7 +643,7 @@ static void *open_shared(struct gm_tel *t, const struct gm_tel_params *p,
         if (fd >= 0)
             break;
         if (errno != EEXIST || attempt == 1) {
-            set_err(err, cap, "cannot create %s: %s", t->path,
+            gm_msgf(err, cap, "cannot create %s: %s", t->path,
                     strerror(errno));
             return NULL;
         }
@@ -674,7 +662,7 @@ static void *open_shared(struct gm_tel *t, const struct gm_tel_params *p,
             e = errno;
     }
     if (e != 0) {
-        set_err(err, cap, "cannot size the segment %s (full /dev/shm?): %s",
+        gm_msgf(err, cap, "cannot size the segment %s (full /dev/shm?): %s",
                 t->path, strerror(e));
         unlink(t->path);
         close(fd);

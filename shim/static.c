@@ -99,7 +99,7 @@ bool gm_arena_try_alloc(int dev, struct gm_dev *d, uint64_t size,
                           gm_arena_used(a), a->size);
             gm_log(GM_LOG_WARN, "device %d: %s of %llu bytes refused: the "
                    "static arena has no free block that large", dev,
-                   gm_api_label(api), (unsigned long long)size);
+                   gm_api_name(api), (unsigned long long)size);
         }
         return true;
     }

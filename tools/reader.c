@@ -9,6 +9,7 @@
  * mapped file runs under guarded(), which turns the SIGBUS of a file
  * truncated after mapping into an error return.
  */
+#include "shim/msg.h"
 #include "tools/reader.h"
 
 #include <dirent.h>
@@ -37,19 +38,6 @@
     (sizeof(struct gm_abi_header) +                                         \
      (size_t)GM_ABI_MAX_DEVICES * sizeof(struct gm_abi_dev) +               \
      (size_t)GM_ABI_RING_MAX * sizeof(struct gm_abi_record))
-
-static void set_err(char *err, size_t cap, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t cap, const char *fmt, ...)
-{
-    if (err == NULL || cap == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, cap, fmt, ap);
-    va_end(ap);
-}
 
 /* ---- SIGBUS guard ------------------------------------------------------- */
 
@@ -111,26 +99,26 @@ static int validate(const unsigned char *p, size_t n, struct gm_seg *s,
 {
     const struct gm_abi_header *h = (const struct gm_abi_header *)p;
     if (n < sizeof h->magic + sizeof h->abi_version) {
-        set_err(err, cap, "too small for a segment: %zu bytes", n);
+        gm_msgf(err, cap, "too small for a segment: %zu bytes", n);
         return -1;
     }
     uint64_t magic = LD_ACQ(&h->magic); /* pairs with the writer's release */
     if (magic == 0) {
-        set_err(err, cap, "not initialised yet (magic 0)");
+        gm_msgf(err, cap, "not initialised yet (magic 0)");
         return -1;
     }
     if (magic != GM_ABI_MAGIC) {
-        set_err(err, cap, "bad magic: not a gpumem segment");
+        gm_msgf(err, cap, "bad magic: not a gpumem segment");
         return -1;
     }
     uint32_t ver = h->abi_version;
     if (ver != GM_ABI_VERSION) {
-        set_err(err, cap, "ABI version %u; this tool reads version %u", ver,
+        gm_msgf(err, cap, "ABI version %u; this tool reads version %u", ver,
                 GM_ABI_VERSION);
         return -1;
     }
     if (n < sizeof *h) {
-        set_err(err, cap, "truncated: %zu bytes, smaller than the header",
+        gm_msgf(err, cap, "truncated: %zu bytes, smaller than the header",
                 n);
         return -1;
     }
@@ -141,41 +129,41 @@ static int validate(const unsigned char *p, size_t n, struct gm_seg *s,
     uint32_t pid = h->pid;
     if (hs != sizeof *h || ds != sizeof(struct gm_abi_dev) ||
         rs != sizeof(struct gm_abi_record)) {
-        set_err(err, cap, "layout sizes header %u, device %u, record %u; "
+        gm_msgf(err, cap, "layout sizes header %u, device %u, record %u; "
                 "expected %zu, %zu, %zu", hs, ds, rs, sizeof *h,
                 sizeof(struct gm_abi_dev), sizeof(struct gm_abi_record));
         return -1;
     }
     if (slots < 1 || slots > GM_ABI_MAX_DEVICES) {
-        set_err(err, cap, "device slots %u outside 1..%u", slots,
+        gm_msgf(err, cap, "device slots %u outside 1..%u", slots,
                 GM_ABI_MAX_DEVICES);
         return -1;
     }
     if (!pow2(rcap) || rcap < GM_ABI_RING_MIN || rcap > GM_ABI_RING_MAX) {
-        set_err(err, cap, "ring capacity %u is not a power of two in "
+        gm_msgf(err, cap, "ring capacity %u is not a power of two in "
                 "%u..%u", rcap, GM_ABI_RING_MIN, GM_ABI_RING_MAX);
         return -1;
     }
     uint64_t want_roff = (uint64_t)hs + (uint64_t)slots * ds;
     uint64_t want_total = want_roff + (uint64_t)rcap * rs;
     if (doff != hs || roff != want_roff || total != want_total) {
-        set_err(err, cap, "inconsistent offsets (devices %llu, ring %llu, "
+        gm_msgf(err, cap, "inconsistent offsets (devices %llu, ring %llu, "
                 "size %llu)", (unsigned long long)doff,
                 (unsigned long long)roff, (unsigned long long)total);
         return -1;
     }
     if (n < total) {
-        set_err(err, cap, "truncated: %zu bytes, the header says %llu", n,
+        gm_msgf(err, cap, "truncated: %zu bytes, the header says %llu", n,
                 (unsigned long long)total);
         return -1;
     }
     if (memchr(h->cmdline, '\0', sizeof h->cmdline) == NULL ||
         memchr(h->policy, '\0', sizeof h->policy) == NULL) {
-        set_err(err, cap, "unterminated command line or policy string");
+        gm_msgf(err, cap, "unterminated command line or policy string");
         return -1;
     }
     if (pid == 0 || pid > INT_MAX) {
-        set_err(err, cap, "bad pid %u", pid);
+        gm_msgf(err, cap, "bad pid %u", pid);
         return -1;
     }
     if (s != NULL) {
@@ -207,7 +195,7 @@ static int validate_cb(void *arg)
 int gm_seg_validate(const void *p, size_t n, char *err, size_t errcap)
 {
     if (p == NULL || ((uintptr_t)p & 63u) != 0) {
-        set_err(err, errcap, "image not 64-byte aligned");
+        gm_msgf(err, errcap, "image not 64-byte aligned");
         return -1;
     }
     return validate(p, n, NULL, err, errcap);
@@ -241,14 +229,14 @@ int gm_seg_open_path(struct gm_seg *s, const char *path, char *err,
     snprintf(s->path, sizeof s->path, "%s", path);
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
-        set_err(err, errcap, "%s: %s", path,
+        gm_msgf(err, errcap, "%s: %s", path,
                 errno == ELOOP ? "is a symbolic link; not following it"
                                : strerror(errno));
         return -1;
     }
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
-        set_err(err, errcap, "%s: not a regular non-empty file", path);
+        gm_msgf(err, errcap, "%s: not a regular non-empty file", path);
         close(fd);
         return -1;
     }
@@ -256,7 +244,7 @@ int gm_seg_open_path(struct gm_seg *s, const char *path, char *err,
                                                     : (size_t)st.st_size;
     void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED) {
-        set_err(err, errcap, "%s: cannot map: %s", path, strerror(errno));
+        gm_msgf(err, errcap, "%s: cannot map: %s", path, strerror(errno));
         close(fd);
         return -1;
     }
@@ -265,7 +253,7 @@ int gm_seg_open_path(struct gm_seg *s, const char *path, char *err,
     struct validate_args a = { m, len, s, why, sizeof why };
     int r = guarded(validate_cb, &a);
     if (r != 0) {
-        set_err(err, errcap, "%s: %s", path,
+        gm_msgf(err, errcap, "%s: %s", path,
                 r == GUARD_FAULT ? "truncated while reading" : why);
         munmap(m, len);
         close(fd);
@@ -288,7 +276,7 @@ int gm_seg_open(struct gm_seg *s, const char *dir, const char *prefix,
                      dir ? dir : GM_READER_DEFAULT_DIR, prefix, pid);
     if (n < 0 || (size_t)n >= sizeof path) {
         seg_reset(s);
-        set_err(err, errcap, "segment path too long");
+        gm_msgf(err, errcap, "segment path too long");
         return -1;
     }
     return gm_seg_open_path(s, path, err, errcap);
@@ -513,51 +501,7 @@ size_t gm_seg_drain(const struct gm_seg *s, struct gm_cursor *c,
     return a.n;
 }
 
-/* ---- names -------------------------------------------------------------- */
 
-const char *gm_ev_kind_name(unsigned kind)
-{
-    static const char *const names[GM_EV_COUNT] = {
-        [GM_EV_NONE] = "none", [GM_EV_ALLOC] = "alloc",
-        [GM_EV_FREE] = "free", [GM_EV_OOM] = "oom",
-        [GM_EV_LIMIT] = "limit", [GM_EV_CONTEXT] = "context",
-        [GM_EV_SPILL] = "spill", [GM_EV_MODE] = "mode",
-        [GM_EV_OVER_LIMIT] = "over_limit", [GM_EV_WAIT_BEGIN] = "wait_begin",
-        [GM_EV_WAIT_END] = "wait_end", [GM_EV_TRIM] = "trim",
-        [GM_EV_RECLAIM] = "reclaim", [GM_EV_HOST] = "host",
-    };
-    return kind < GM_EV_COUNT && names[kind] ? names[kind] : "?";
-}
-
-const char *gm_api_name(unsigned api)
-{
-    static const char *const names[GM_API_COUNT] = {
-        [GM_API_NONE] = "-",
-        [GM_API_MEM_ALLOC] = "cuMemAlloc",
-        [GM_API_MEM_ALLOC_PITCH] = "cuMemAllocPitch",
-        [GM_API_MEM_ALLOC_MANAGED] = "cuMemAllocManaged",
-        [GM_API_MEM_FREE] = "cuMemFree",
-        [GM_API_MEM_ALLOC_ASYNC] = "cuMemAllocAsync",
-        [GM_API_MEM_ALLOC_FROM_POOL] = "cuMemAllocFromPoolAsync",
-        [GM_API_MEM_FREE_ASYNC] = "cuMemFreeAsync",
-        [GM_API_MEM_CREATE] = "cuMemCreate",
-        [GM_API_MEM_RELEASE] = "cuMemRelease",
-        [GM_API_MEM_RETAIN] = "cuMemRetainAllocationHandle",
-        [GM_API_ARRAY_CREATE] = "cuArrayCreate",
-        [GM_API_ARRAY3D_CREATE] = "cuArray3DCreate",
-        [GM_API_ARRAY_DESTROY] = "cuArrayDestroy",
-        [GM_API_MIPMAP_CREATE] = "cuMipmappedArrayCreate",
-        [GM_API_MIPMAP_DESTROY] = "cuMipmappedArrayDestroy",
-        [GM_API_MEM_HOST_ALLOC] = "cuMemHostAlloc",
-        [GM_API_MEM_ALLOC_HOST] = "cuMemAllocHost",
-        [GM_API_MEM_FREE_HOST] = "cuMemFreeHost",
-        [GM_API_CTX_CREATE] = "cuCtxCreate",
-        [GM_API_PRIMARY_CTX_RETAIN] = "cuDevicePrimaryCtxRetain",
-        [GM_API_POOL_TRIM] = "cuMemPoolTrimTo",
-        [GM_API_POOL_DESTROY] = "cuMemPoolDestroy",
-    };
-    return api < GM_API_COUNT && names[api] ? names[api] : "?";
-}
 
 /* ---- hostile input ------------------------------------------------------ */
 

@@ -132,8 +132,6 @@ int gm_seg_summary(const struct gm_seg *s, struct gm_proc *out);
 
 /* Names for tools: "alloc", "free", "oom", ... and "cuMemAlloc", ...;
  * "?" for an unknown value. */
-const char *gm_ev_kind_name(unsigned kind);
-const char *gm_api_name(unsigned api);
 
 /* The fuzzing and hostile-input entry point: treat n bytes at p (any
  * alignment) as a segment image; validate it, and when valid snapshot it,
