@@ -247,6 +247,57 @@ START_TEST(policy_command)
 }
 END_TEST
 
+static unsigned long long json_num(const char *json, const char *key)
+{
+    char k[96];
+    snprintf(k, sizeof k, "\"%s\":", key);
+    const char *p = strstr(json, k);
+    ck_assert_msg(p != NULL, "no %s in %s", key, json);
+    return strtoull(p + strlen(k), NULL, 10);
+}
+
+static void read_report(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "no report at %s", path);
+    size_t n = fread(buf, 1, cap - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    unlink(path);
+}
+
+/* The JSON exit report against a workload whose figures are known:
+ * trainsim's own counts and peak, plus the simulated context. */
+START_TEST(exit_report_exact)
+{
+    static char rep[1 << 14];
+    char path[128], re[160];
+    snprintf(path, sizeof path, "/tmp/gmt-report-%d.json", (int)getpid());
+    snprintf(re, sizeof re, "GPUMEM_REPORT=json:%s", path);
+    const char *env[] = { "GPUMEM_LIMIT=2G", "SIMCUDA_CONTEXT=300M", re,
+                          NULL };
+    RUN_OK(env, gm_bpath("gpumem-trainsim"), "--steps", "20", "--quiet");
+    ck_assert_msg(strstr(out, "516 allocs, 516 frees, peak 244.0 MiB "
+                              "(255852544 bytes)") != NULL, "%s", out);
+    read_report(path, rep, sizeof rep);
+    ck_assert_uint_eq(json_num(rep, "allocs"), 516);
+    ck_assert_uint_eq(json_num(rep, "frees"), 516);
+    ck_assert_uint_eq(json_num(rep, "refused"), 0);
+    ck_assert_uint_eq(json_num(rep, "context_bytes"), 300ull << 20);
+    ck_assert_uint_eq(json_num(rep, "peak_bytes"), 255852544ull + (300ull << 20));
+    ck_assert_uint_eq(json_num(rep, "limit_bytes"), 2ull << 30);
+    ck_assert_uint_eq(json_num(rep, "live_allocs"), 0);
+    ck_assert_uint_eq(json_num(rep, "events_lost"), 0);
+    /* The leak check: 10 steps leaking 1 MiB each. */
+    const char *env2[] = { "GPUMEM_LIMIT=2G", re, NULL };
+    RUN_OK(env2, gm_bpath("gpumem-trainsim"), "--steps", "10", "--leak", "1M",
+           "--quiet");
+    read_report(path, rep, sizeof rep);
+    ck_assert_uint_eq(json_num(rep, "live_allocs"), 10);
+    ck_assert_uint_eq(json_num(rep, "live_bytes"), 10ull << 20);
+}
+END_TEST
+
 START_TEST(bad_config_exits_2)
 {
     const char *env[] = { "GPUMEM_LIMIT=4 gigs", NULL };
@@ -454,6 +505,7 @@ static Suite *suite(void)
     tcase_set_timeout(l, 60);
     tcase_add_test(l, cuda_in_a_constructor_is_counted);
     tcase_add_test(l, policy_command);
+    tcase_add_test(l, exit_report_exact);
     tcase_add_test(l, bad_config_exits_2);
     tcase_add_test(l, bad_config_warn_runs);
     tcase_add_test(l, no_cuda_no_cost);
