@@ -139,6 +139,9 @@ static void text_device(struct out *o, const struct gm_snapshot *s,
         emit(o, " of %s limit", lim);
     else
         emit(o, " (no limit)");
+    if (s->mode != GM_MODE_GROW || s->on_oom != GM_OOM_FAIL)
+        emit(o, " (mode %s, on_oom %s)", gm_mode_name((enum gm_mode)s->mode),
+             gm_on_oom_name((enum gm_on_oom)s->on_oom));
     if (d->peak_ns) {
         uint64_t ms = since_start_ms(s, d->peak_ns);
         emit(o, " at %llu.%llu s", (unsigned long long)(ms / 1000),

@@ -41,7 +41,7 @@ marginal() { # via api preload [env...]
 
 nsper() { # via api preload [env...]
     via=$1; api=$2; pre=$3; shift 3
-    for r in 1 2 3 4 5; do
+    for _r in 1 2 3 4 5; do
         if [ "$pre" = 1 ]; then
             env "$@" LD_PRELOAD="$SHIM" "$(prog "$via")" --via "$via" --api "$api" 200000 "$SIZE"
         else
@@ -60,9 +60,16 @@ if command -v valgrind >/dev/null 2>&1; then
             printf '%-8s %-7s %-10s %12s %12s %12s\n' "$via" "$api" grow "$d" "$s" $((s - d))
         done
     done
-    d=$(marginal gpa alloc 0)
-    s=$(marginal gpa alloc 1 GPUMEM_LIMIT=8G GPUMEM_MODE=static)
-    printf '%-8s %-7s %-10s %12s %12s %12s\n' gpa alloc static "$d" "$s" $((s - d))
+    echo
+    echo "By size (cuGetProcAddress path): driver alone, shim (grow), shim (static arena)"
+    printf '%-10s %12s %12s %12s\n' size driver grow static
+    for SIZE in 256 65536 2097152 67108864; do
+        d=$(marginal gpa alloc 0)
+        g=$(marginal gpa alloc 1 GPUMEM_LIMIT=64G)
+        s=$(marginal gpa alloc 1 GPUMEM_LIMIT=8G GPUMEM_MODE=static)
+        printf '%-10s %12s %12s %12s\n' "$SIZE" "$d" "$g" "$s"
+    done
+    SIZE=1048576
     echo
 else
     echo "valgrind not found: instruction counts skipped"
@@ -76,8 +83,15 @@ for via in link dlsym gpa; do
         printf '%-8s %-7s %-10s %12s %12s %12s\n' "$via" "$api" grow "$d" "$s" "$(echo "$s - $d" | bc 2>/dev/null || echo "?")"
     done
 done
-d=$(nsper gpa alloc 0); s=$(nsper gpa alloc 1 GPUMEM_LIMIT=8G GPUMEM_MODE=static)
-printf '%-8s %-7s %-10s %12s %12s %12s\n' gpa alloc static "$d" "$s" "$(echo "$s - $d" | bc 2>/dev/null || echo "?")"
+echo
+echo "By size, ns per pair (cuGetProcAddress path)"
+printf '%-10s %12s %12s %12s\n' size driver grow static
+for SIZE in 256 65536 2097152 67108864; do
+    d=$(nsper gpa alloc 0); g=$(nsper gpa alloc 1 GPUMEM_LIMIT=64G)
+    s=$(nsper gpa alloc 1 GPUMEM_LIMIT=8G GPUMEM_MODE=static)
+    printf '%-10s %12s %12s %12s\n' "$SIZE" "$d" "$g" "$s"
+done
+SIZE=1048576
 echo
 for b in "$ABS"/tests/bench/*; do
     [ -x "$b" ] || continue

@@ -289,6 +289,8 @@ py_cases() {
     if "$BUILD/gpumem" help ps >/dev/null 2>&1 || "$BUILD/gpumem" ps --help >/dev/null 2>&1
     then
         run_py "gpumem_ps" "" torch_check.py ps --gpumem "$BUILD/gpumem"
+        run_py "gpumem_ps[cudaMallocAsync]" "backend:cudaMallocAsync" \
+            torch_check.py ps --gpumem "$BUILD/gpumem"
     else
         skipped=$((skipped + 1))
         echo "SKIP gpumem_ps: $BUILD/gpumem has no ps command yet ('gpumem help ps' fails)"

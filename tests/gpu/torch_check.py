@@ -165,6 +165,15 @@ def case_ps(c, tool):
     c.check(abs(peak - expected) <= 2 * MIB,
             f"peak {peak} = max_memory_reserved + context {expected} within 2 MiB "
             f"(off by {peak - expected})")
+    # What the process holds now: the allocator's reservation (the caching
+    # allocator's segments, or the stream-ordered pool's reserve under
+    # backend:cudaMallocAsync) plus the context.
+    now = used0 + torch.cuda.memory_reserved()
+    used = gpucase.numbers_under(mine, lambda k: k.lower() in ("used", "used_bytes"))
+    if c.check(bool(used), "its entry has a numeric used figure"):
+        c.check(abs(max(used) - now) <= 2 * MIB,
+                f"used {max(used)} = memory_reserved + context {now} within 2 MiB "
+                f"(off by {max(used) - now})")
     ctx = gpucase.numbers_under(mine, lambda k: k.lower() in ("context", "context_bytes"))
     if ctx:
         c.check(abs(max(ctx) - used0) <= 2 * MIB,
