@@ -194,7 +194,7 @@ static CUresult alloc_ptr(const struct req *r)
             return alloc_async(dev, d, r, pool);
     }
     bool spillable = r->kind == K_V2;
-    if (r->kind == K_V2 || r->kind == K_V1) {
+    if (r->kind == K_V2) { /* v1's 32-bit pointers cannot reach the arena */
         CUresult rc;
         if (GM_UNLIKELY(__atomic_load_n(&d->arena, __ATOMIC_ACQUIRE) != NULL) &&
             gm_arena_try_alloc(dev, d, r->size, r->api, &p, &rc)) {
@@ -349,9 +349,20 @@ static CUresult pitch_common(CUdeviceptr *dptr, size_t *pitch, size_t width,
     if (d == NULL || est == 0) {
         d = NULL;
     } else {
-        switch (gm_acct_reserve(dev, d, est, GM_API_MEM_ALLOC_PITCH, false)) {
+        switch (gm_acct_reserve(dev, d, est, GM_API_MEM_ALLOC_PITCH, !v1)) {
         case GM_ADMIT_OK:
             break;
+        case GM_ADMIT_SPILL: {
+            /* Managed memory with rows padded to 512 bytes. */
+            struct req sr = { .kind = K_MANAGED,
+                              .api = GM_API_MEM_ALLOC_PITCH, .size = est };
+            CUresult src = spill(dev, d, &sr, &p);
+            if (src == CUDA_SUCCESS) {
+                *dptr = p;
+                *pitch = (size_t)rw;
+            }
+            return src;
+        }
         default:
             return CUDA_ERROR_OUT_OF_MEMORY;
         }

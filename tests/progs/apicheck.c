@@ -597,6 +597,13 @@ static void s_spill(void)
     CHECK(free_now() == 0, "spilled bytes must not be charged");
     CU(F.cuMemFree_v2(p));
     CHECK(sim_stats().managed == m0, "spill not freed");
+    /* cuMemAllocPitch spills too, rows padded to 512 bytes. */
+    size_t pitch = 0;
+    CU(F.cuMemAllocPitch_v2(&p, &pitch, 1000, 1024, 4));
+    CHECK(pitch == 1024, "spilled pitch %zu", pitch);
+    CHECK(sim_stats().managed == m0 + 1024u * 1024u, "pitch not spilled");
+    CU(F.cuMemFree_v2(p));
+    CHECK(sim_stats().managed == m0, "pitch spill not freed");
     /* VMM and async requests are never spilled. */
     CHECK(F.cuMemAllocAsync(&p, 1u << 20, NULL) == CUDA_ERROR_OUT_OF_MEMORY,
           "async spilled");
