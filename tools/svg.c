@@ -262,9 +262,10 @@ static void device_marks(FILE *f, const struct gm_timeline *tl,
                 "y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" "
                 "stroke-width=\"1.5\" stroke-dasharray=\"8 4\"/>\n", i, ML,
                 py, ML + PW, py, color);
-        fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" "
-                "font-size=\"12\" fill=\"%s\">device %u limit %s</text>\n",
-                ML + PW - 4, py - 5, color, i, sz);
+        /* At the left end, where the usage curve usually starts low. */
+        fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"12\" "
+                "fill=\"%s\">device %u limit %s</text>\n",
+                ML + 4, py - 5, color, i, sz);
     }
     if (d->n > 0 || d->peak) {
         double pxv = px_x(x, secs(tl, d->peak_ns));
@@ -273,8 +274,14 @@ static void device_marks(FILE *f, const struct gm_timeline *tl,
         fprintf(f, "<circle class=\"peak\" cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\" "
                 "fill=\"white\" stroke=\"%s\" stroke-width=\"2\"/>\n", pxv, py,
                 color);
+        /* Label inside the plot: to the left of a mark in the right half,
+         * below it when it sits on the limit line. */
+        bool right = pxv > ML + PW / 2.0;
+        bool on_limit = d->limit && py - px_y(y, (double)d->limit) < 14.0;
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" "
-                "fill=\"%s\">peak %s</text>\n", pxv + 7, py - 7, color, sz);
+                "text-anchor=\"%s\" fill=\"%s\">peak %s</text>\n",
+                right ? pxv - 7 : pxv + 7, on_limit ? py + 18 : py - 7,
+                right ? "end" : "start", color, sz);
     }
     for (size_t k = 0; k < d->noom; k++) {
         double pxv = px_x(x, secs(tl, d->ooms[k].t_ns));
