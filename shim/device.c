@@ -108,8 +108,7 @@ void gm_dev_context_before(int dev, uint64_t *nvml_used)
     gm_depth--;
 }
 
-void gm_dev_context_created(int dev, CUcontext ctx, unsigned api,
-                            uint64_t nvml_before)
+void gm_dev_context_created(int dev, CUcontext ctx, uint64_t nvml_before)
 {
     struct gm_dev *d = gm_dev_get(dev);
     if (d == NULL || atomic_exchange(&d->ctx_measured, 1) != 0)
@@ -124,14 +123,12 @@ void gm_dev_context_created(int dev, CUcontext ctx, unsigned api,
     else
         bytes = driver_in_use(ctx);
     gm_depth--;
-    atomic_store(&d->context_bytes, bytes);
     uint64_t used = gm_budget_force(&d->budget, bytes);
     if (!gm_grp_take(d, bytes))
         gm_log(GM_LOG_WARN, "device %d: group '%s' is full; this context's "
                "memory is not counted in it", dev, gm_st.policy.group);
     gm_tel_context(&gm_st.tel, (unsigned)dev, bytes, used,
                    gm_budget_peak(&d->budget));
-    (void)api;
     if (gm_log_enabled(GM_LOG_INFO)) {
         char b[32];
         gm_format_size(bytes, b, sizeof b);

@@ -128,7 +128,6 @@ static void fork_child(void)
         atomic_store(&d->budget.peak, 0);
         atomic_store(&d->budget.limit, 0);
         atomic_store(&d->ctx_measured, 0);
-        atomic_store(&d->context_bytes, 0);
         if (atomic_load(&d->ready) == 2)
             gm_frag_destroy(&d->fragset);
         memset(&d->fragset, 0, sizeof d->fragset);

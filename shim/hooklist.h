@@ -75,7 +75,6 @@
     X(cuDeviceGetUuid_v2)                                               \
     X(cuArrayGetMemoryRequirements)                                     \
     X(cuMipmappedArrayGetMemoryRequirements)                            \
-    X(cuGetErrorName)                                                   \
     X(cuMemPoolGetAttribute)                                            \
     X(cuDeviceGetMemPool)
 

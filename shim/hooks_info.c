@@ -122,14 +122,14 @@ static uint64_t ctx_before(bool on, CUdevice dev)
 }
 
 static void ctx_after(bool on, CUresult rc, CUdevice dev, CUcontext *pctx,
-                      unsigned api, uint64_t before)
+                      uint64_t before)
 {
     if (on && rc == CUDA_SUCCESS && pctx != NULL)
-        gm_dev_context_created((int)dev, *pctx, api, before);
+        gm_dev_context_created((int)dev, *pctx, before);
 }
 
 /* A context creator: measure the first context on `dev` around the call. */
-#define CTX_WRAPPER(name, api, params, args, dev)                         \
+#define CTX_WRAPPER(name, params, args, dev)                         \
     GM_EXPORT CUresult CUDAAPI name params                               \
     {                                                                     \
         GM_NEED_REAL(name);                                               \
@@ -138,23 +138,23 @@ static void ctx_after(bool on, CUresult rc, CUdevice dev, CUcontext *pctx,
         gm_depth++;                                                       \
         CUresult rc = gm_real.name args;                                  \
         gm_depth--;                                                       \
-        ctx_after(on, rc, dev, pctx, api, before);                        \
+        ctx_after(on, rc, dev, pctx, before);                        \
         return rc;                                                        \
     }
 
-CTX_WRAPPER(cuDevicePrimaryCtxRetain, GM_API_PRIMARY_CTX_RETAIN,
-            (CUcontext *pctx, CUdevice dev), (pctx, dev), dev)
-CTX_WRAPPER(cuCtxCreate, GM_API_CTX_CREATE,
+CTX_WRAPPER(cuDevicePrimaryCtxRetain, (CUcontext *pctx, CUdevice dev),
+            (pctx, dev), dev)
+CTX_WRAPPER(cuCtxCreate,
             (CUcontext *pctx, unsigned int flags, CUdevice dev),
             (pctx, flags, dev), dev)
-CTX_WRAPPER(cuCtxCreate_v2, GM_API_CTX_CREATE,
+CTX_WRAPPER(cuCtxCreate_v2,
             (CUcontext *pctx, unsigned int flags, CUdevice dev),
             (pctx, flags, dev), dev)
-CTX_WRAPPER(cuCtxCreate_v3, GM_API_CTX_CREATE,
+CTX_WRAPPER(cuCtxCreate_v3,
             (CUcontext *pctx, CUexecAffinityParam *params, int numParams,
              unsigned int flags, CUdevice dev),
             (pctx, params, numParams, flags, dev), dev)
-CTX_WRAPPER(cuCtxCreate_v4, GM_API_CTX_CREATE,
+CTX_WRAPPER(cuCtxCreate_v4,
             (CUcontext *pctx, CUctxCreateParams *params, unsigned int flags,
              CUdevice dev),
             (pctx, params, flags, dev), dev)

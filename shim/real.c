@@ -17,7 +17,6 @@
 struct gm_real_table gm_real;
 
 static _Atomic(gm_dlsym_fn) real_dlsym;
-static void *driver_handle;
 
 gm_dlsym_fn gm_real_dlsym_get(void)
 {
@@ -31,11 +30,6 @@ gm_dlsym_fn gm_real_dlsym_get(void)
     f = (gm_dlsym_fn)p;
     atomic_store_explicit(&real_dlsym, f, memory_order_relaxed);
     return f;
-}
-
-void *gm_real_handle(void)
-{
-    return driver_handle;
 }
 
 int gm_real_load(const char *path, char *err, size_t errcap)
@@ -52,7 +46,6 @@ int gm_real_load(const char *path, char *err, size_t errcap)
                  why ? why : "unknown error");
         return -1;
     }
-    driver_handle = h;
 #define GM_RESOLVE(v, fam, ver, ptsz) \
     gm_real.v = (__typeof__(gm_real.v))rdlsym(h, #v);
     GM_HOOKS(GM_RESOLVE)

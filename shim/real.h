@@ -34,7 +34,4 @@ gm_dlsym_fn gm_real_dlsym_get(void);
  * with a message in err. */
 int gm_real_load(const char *path, char *err, size_t errcap);
 
-/* The handle of the loaded driver (NULL before gm_real_load). */
-void *gm_real_handle(void);
-
 #endif

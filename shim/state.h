@@ -36,7 +36,6 @@ struct gm_dev {
     _Atomic int ready;            /* 0 unknown, 1 resolving, 2 resolved */
     _Atomic int ctx_measured;     /* first context seen */
     uint64_t physical;            /* real total (set once, before ready=2) */
-    _Atomic uint64_t context_bytes;
     struct gm_ratelimit refuse_rl;
     gm_spin frag_lock;            /* guards fragset */
     struct gm_frag fragset;       /* live device-pointer intervals */
@@ -104,8 +103,7 @@ static inline struct gm_dev *gm_dev_get(int dev)
  * NVML, the device's in-use memory seen through the new context) is
  * recorded and charged to the device's limit. */
 void gm_dev_context_before(int dev, uint64_t *nvml_used);
-void gm_dev_context_created(int dev, CUcontext ctx, unsigned api,
-                            uint64_t nvml_before);
+void gm_dev_context_created(int dev, CUcontext ctx, uint64_t nvml_before);
 
 /* Monotonic nanoseconds (vDSO clock_gettime, no syscall). */
 static inline uint64_t gm_hook_now(void)

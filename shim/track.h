@@ -25,7 +25,6 @@ enum gm_ns {
 };
 
 /* Entry flags. */
-#define GM_AF_ARENA   0x01u  /* served from the static arena */
 #define GM_AF_SPILL   0x02u  /* served as managed memory after a refusal */
 #define GM_AF_ASYNC   0x04u  /* stream-ordered allocation */
 #define GM_AF_UNCHARGED 0x08u /* recorded but not charged to the limit */
