@@ -24,19 +24,66 @@ struct gm_budget {
 /* Reserve `size` if used + size <= limit (or no limit). On success returns
  * true and stores the new used value; on refusal returns false and stores
  * the used value it saw. Never wraps. */
-bool gm_budget_reserve(struct gm_budget *b, uint64_t size, uint64_t *used_out);
+/* peak = max(peak, v), atomically. */
+static inline void gm_budget_raise_peak(struct gm_budget *b, uint64_t v)
+{
+    uint64_t p = atomic_load_explicit(&b->peak, memory_order_relaxed);
+    while (v > p &&
+           !atomic_compare_exchange_weak_explicit(&b->peak, &p, v,
+                                                  memory_order_relaxed,
+                                                  memory_order_relaxed))
+        ;
+}
+
+static inline bool gm_budget_reserve(struct gm_budget *b, uint64_t size,
+                                     uint64_t *used_out)
+{
+    uint64_t limit = atomic_load_explicit(&b->limit, memory_order_relaxed);
+    uint64_t u = atomic_load_explicit(&b->used, memory_order_relaxed);
+    for (;;) {
+        if (size > UINT64_MAX - u || (limit != 0 && u + size > limit)) {
+            *used_out = u;
+            return false;
+        }
+        if (atomic_compare_exchange_weak_explicit(&b->used, &u, u + size,
+                                                  memory_order_relaxed,
+                                                  memory_order_relaxed))
+            break;
+    }
+    gm_budget_raise_peak(b, u + size);
+    *used_out = u + size;
+    return true;
+}
 /* Charge `size` regardless of the limit (context memory, soft limits);
  * saturates at UINT64_MAX. Returns the new used value. */
 uint64_t gm_budget_force(struct gm_budget *b, uint64_t size);
 /* Release `size`, clamped so used never goes below 0. Returns new used. */
-uint64_t gm_budget_release(struct gm_budget *b, uint64_t size);
+static inline uint64_t gm_budget_release(struct gm_budget *b, uint64_t size)
+{
+    uint64_t u = atomic_load_explicit(&b->used, memory_order_relaxed);
+    uint64_t n;
+    do {
+        n = size > u ? 0 : u - size;
+    } while (!atomic_compare_exchange_weak_explicit(
+        &b->used, &u, n, memory_order_relaxed, memory_order_relaxed));
+    return n;
+}
 /* Would `size` more fit right now? (No change.) */
 bool gm_budget_fits(const struct gm_budget *b, uint64_t size);
 /* limit - used, clamped at 0; UINT64_MAX when there is no limit. */
 uint64_t gm_budget_room(const struct gm_budget *b);
-uint64_t gm_budget_used(const struct gm_budget *b);
-uint64_t gm_budget_peak(const struct gm_budget *b);
-uint64_t gm_budget_limit(const struct gm_budget *b);
+static inline uint64_t gm_budget_used(const struct gm_budget *b)
+{
+    return atomic_load_explicit(&b->used, memory_order_relaxed);
+}
+static inline uint64_t gm_budget_peak(const struct gm_budget *b)
+{
+    return atomic_load_explicit(&b->peak, memory_order_relaxed);
+}
+static inline uint64_t gm_budget_limit(const struct gm_budget *b)
+{
+    return atomic_load_explicit(&b->limit, memory_order_relaxed);
+}
 void gm_budget_set_limit(struct gm_budget *b, uint64_t limit);
 
 #endif

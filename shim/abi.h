@@ -79,10 +79,12 @@ const char *gm_ev_kind_name(unsigned kind);
  * Memory-order contract (docs/abi.md has the full text):
  *  - Header fields other than those marked "atomic" are written once before
  *    `magic` is stored (release); a reader loads `magic` (acquire) first.
- *  - Device blocks: a seqlock. The writer (holding the block's `lock`)
- *    stores seq+1, then every field with a release store, then seq+2
- *    (release). A reader loads seq (acquire), every field (acquire), seq
- *    again; the copy is consistent when both are equal and even.
+ *  - Device blocks: a multi-writer seqlock; writers never wait. A writer
+ *    increments wbegin (atomic), updates fields with atomic read-modify-
+ *    writes or release stores, then increments wdone (release). A reader
+ *    loads wdone (acquire), wbegin, and when they are equal every field
+ *    (acquire) and wbegin again; the copy is consistent when that equals
+ *    the wdone it loaded first.
  *  - Ring records: a per-slot seqlock keyed by the event index. A producer
  *    claims index i with fetch_add on `ring_head`, swaps the slot's `seq`
  *    from an older published value to (i+1)|GM_ABI_SEQ_BUSY (or drops its
@@ -93,7 +95,7 @@ const char *gm_ev_kind_name(unsigned kind);
 
 /* "GPUMEMSG" read as a little-endian 64-bit integer. */
 #define GM_ABI_MAGIC 0x47534d454d555047ull
-#define GM_ABI_VERSION 1u
+#define GM_ABI_VERSION 2u
 
 #define GM_ABI_MAX_DEVICES 64u      /* device blocks at most */
 #define GM_ABI_RECORD_SIZE 64u
@@ -144,8 +146,8 @@ struct gm_abi_header {
 };                               /* 2048 */
 
 struct gm_abi_dev {
-    uint64_t seq;                /*    0  seqlock: odd while being written */
-    uint64_t lock;               /*    8  writers' spinlock (writer-private) */
+    uint64_t wbegin;             /*    0  atomic: writers that entered */
+    uint64_t wdone;              /*    8  atomic: writers that left */
     uint64_t present;            /*   16  1 once the device was used */
     uint64_t physical;           /*   24  physical total bytes (0: unknown) */
     uint64_t limit;              /*   32  bytes, 0 = no limit */

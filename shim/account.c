@@ -2,8 +2,9 @@
  * shim/account.c — reserve / commit / rollback / release, the refusal
  * message, and the out-of-memory policies that decide what a refusal does.
  *
- * Lock-free on the allocation path except the per-device fragmentation
- * lock (a few dozen instructions) and the track-table shard lock.
+ * The limit decision is lock-free (budget CAS), and so are the telemetry
+ * update and the fragmentation hand-off; the table insert takes its
+ * shard's lock (one of 256).
  */
 #include "shim/account.h"
 
@@ -11,7 +12,8 @@
 
 #include "policy/parse.h"
 #include "shim/abi.h"
-#include "shim/frag.h"
+#include "shim/clock.h"
+#include "shim/fragq.h"
 #include "shim/grouphook.h"
 #include "shim/oomwait.h"
 #include "shim/pools.h"
@@ -41,26 +43,12 @@ static void refusal_message(int dev, struct gm_dev *d, uint64_t size,
            gm_api_name(api), s, what, why, more);
 }
 
-bool gm_acct_take(struct gm_dev *d, uint64_t size, uint64_t *used,
-                  bool *by_group)
-{
-    *by_group = false;
-    if (!gm_budget_reserve(&d->budget, size, used))
-        return false;
-    if (gm_grp_take(d, size))
-        return true;
-    gm_budget_release(&d->budget, size);
-    *by_group = true;
-    return false;
-}
-
-enum gm_admit gm_acct_reserve(int dev, struct gm_dev *d, uint64_t size,
-                              unsigned api, bool spillable)
+enum gm_admit gm_acct_reserve_slow(int dev, struct gm_dev *d, uint64_t size,
+                                   unsigned api, bool spillable)
 {
     uint64_t used;
     bool by_group;
-    gm_staged_poll();
-    if (GM_LIKELY(gm_acct_take(d, size, &used, &by_group)))
+    if (gm_acct_take(d, size, &used, &by_group))
         return GM_ADMIT_OK;
     /* Reclaim before refusing: give back what this process's pools hold
      * but do not use, then try once more. */
@@ -131,72 +119,70 @@ bool gm_acct_adjust(struct gm_dev *d, uint64_t reserved, uint64_t actual)
     return true;
 }
 
-/* Fragmentation after adding / removing a live interval (the figure is
- * published with the allocation's own telemetry update). */
-static uint32_t frag_insert(struct gm_dev *d, uint64_t addr, uint64_t size)
+/* The applier's figure goes to the device's stats. */
+static void publish_frag(void *ctx, uint32_t ppm)
 {
-    gm_spin_lock(&d->frag_lock);
-    gm_frag_insert(&d->fragset, addr, size);
-    uint32_t ppm = gm_frag_ppm(&d->fragset);
-    gm_spin_unlock(&d->frag_lock);
-    return ppm;
+    gm_tel_frag(&gm_st.tel, (unsigned)(uintptr_t)ctx, ppm);
 }
 
-static uint32_t frag_remove(struct gm_dev *d, uint64_t addr)
+void gm_acct_frag_post_ptr(const struct gm_alloc *a, bool add)
 {
-    gm_spin_lock(&d->frag_lock);
-    gm_frag_remove(&d->fragset, addr);
-    uint32_t ppm = gm_frag_ppm(&d->fragset);
-    gm_spin_unlock(&d->frag_lock);
-    return ppm;
+    if (a->dev >= GM_MAX_DEVICES)
+        return;
+    gm_fragq_post(&gm_st.dev[a->dev].frag, a->key, add ? a->size : 0,
+                  publish_frag, (void *)(uintptr_t)a->dev);
 }
 
-void gm_acct_commit(int dev, struct gm_dev *d, enum gm_ns ns, uint64_t key,
-                    uint64_t size, unsigned api, unsigned flags,
-                    uint64_t lat_ns)
+void gm_acct_commit_entry(struct gm_dev *d, const struct gm_alloc *a,
+                          uint64_t t0, uint64_t t1)
 {
-    struct gm_alloc a = {
-        .key = key, .size = size, .dev = (uint32_t)dev, .ns = (uint8_t)ns,
-        .api = (uint8_t)api, .flags = (uint8_t)flags, .refs = 1,
+    /* Telemetry first, then the table: a free can only find the entry
+     * (and publish its release) after the allocation was published. */
+    struct gm_tel_ev e = {
+        .ts_ns = gm_ticks_realtime(t1), .lat_ns = gm_ticks_ns(t1 - t0),
+        .addr = a->key, .size = a->size,
+        .used = gm_budget_used(&d->budget), .peak = gm_budget_peak(&d->budget),
+        .dev = a->dev, .api = a->api, .frag_ppm = GM_TEL_FRAG_KEEP,
     };
-    gm_acct_commit_entry(d, &a, lat_ns);
-}
-
-void gm_acct_commit_entry(struct gm_dev *d, const struct gm_alloc *e,
-                          uint64_t lat_ns)
-{
-    struct gm_alloc a = *e, old;
-    int r = gm_track_insert(&a, &old);
+    gm_tel_alloc_ev(&gm_st.tel, &e);
+    gm_acct_frag_post(a, true);
+    struct gm_alloc old;
+    int r = gm_track_insert(a, &old);
+    if (GM_LIKELY(r == 0))
+        return;
     if (r == 1) {
         /* The driver reused a key whose free we never saw (e.g. memory
-         * freed by destroying its context): drop the stale charge. */
-        gm_acct_released(&old, old.api, 0);
-    } else if (r < 0) {
+         * freed by destroying its context): drop the stale charge, and
+         * its interval, then add the new one. */
+        gm_acct_frag_post(&old, false);
+        gm_acct_released(&old, old.api, t1, t1);
+        gm_acct_frag_post(a, true);
+    } else {
         gm_log(GM_LOG_ERROR, "out of memory for the allocation table; "
                "this allocation is not tracked");
     }
-    uint32_t ppm = GM_TEL_FRAG_KEEP;
-    if (a.ns == GM_NS_PTR)
-        ppm = frag_insert(d, a.key, a.size);
-    gm_tel_alloc_frag(&gm_st.tel, a.dev, a.api, a.key, a.size, lat_ns,
-                      gm_budget_used(&d->budget), gm_budget_peak(&d->budget),
-                      ppm);
 }
 
-void gm_acct_released(const struct gm_alloc *a, unsigned api, uint64_t lat_ns)
+void gm_acct_released(const struct gm_alloc *a, unsigned api, uint64_t t0,
+                      uint64_t t1)
 {
     if (a->dev >= GM_MAX_DEVICES)
         return;
     struct gm_dev *d = &gm_st.dev[a->dev];
-    uint64_t used = gm_budget_used(&d->budget);
-    if (!(a->flags & GM_AF_UNCHARGED))
+    uint64_t used;
+    if (GM_LIKELY(!(a->flags & GM_AF_UNCHARGED))) {
         used = gm_budget_release(&d->budget, a->size);
-    if (!(a->flags & GM_AF_UNCHARGED) || (a->flags & GM_AF_GROUP))
         gm_grp_give(d, a->size);
-    uint32_t ppm = GM_TEL_FRAG_KEEP;
-    if (a->ns == GM_NS_PTR)
-        ppm = frag_remove(d, a->key);
-    gm_tel_free_frag(&gm_st.tel, a->dev, api, a->key, a->size, lat_ns, used,
-                     ppm);
+    } else {
+        used = gm_budget_used(&d->budget);
+        if (a->flags & GM_AF_GROUP)
+            gm_grp_give(d, a->size);
+    }
+    struct gm_tel_ev e = {
+        .ts_ns = gm_ticks_realtime(t1), .lat_ns = gm_ticks_ns(t1 - t0),
+        .addr = a->key, .size = a->size, .used = used,
+        .dev = a->dev, .api = api, .frag_ppm = GM_TEL_FRAG_KEEP,
+    };
+    gm_tel_free_ev(&gm_st.tel, &e);
     gm_oomwait_wake();
 }

@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "shim/grouphook.h"
+#include "shim/staged.h"
 #include "shim/state.h"
 #include "shim/track.h"
 
@@ -27,24 +29,67 @@ enum gm_admit {
 /* Reserve `size` on the device budget and, if the device is in a group,
  * on the group; on refusal nothing stays reserved and *by_group says
  * whether the group refused. */
-bool gm_acct_take(struct gm_dev *d, uint64_t size, uint64_t *used,
-                  bool *by_group);
-enum gm_admit gm_acct_reserve(int dev, struct gm_dev *d, uint64_t size,
-                              unsigned api, bool spillable);
+static inline bool gm_acct_take(struct gm_dev *d, uint64_t size,
+                                uint64_t *used, bool *by_group)
+{
+    *by_group = false;
+    if (!gm_budget_reserve(&d->budget, size, used))
+        return false;
+    if (gm_grp_take(d, size))
+        return true;
+    gm_budget_release(&d->budget, size);
+    *by_group = true;
+    return false;
+}
+/* Reserve, applying reclaim and the out-of-memory policy on refusal. */
+enum gm_admit gm_acct_reserve_slow(int dev, struct gm_dev *d, uint64_t size,
+                                   unsigned api, bool spillable);
+static inline enum gm_admit gm_acct_reserve(int dev, struct gm_dev *d,
+                                            uint64_t size, unsigned api,
+                                            bool spillable)
+{
+    uint64_t used;
+    gm_staged_poll();
+    if (GM_LIKELY(gm_budget_reserve(&d->budget, size, &used))) {
+        if (GM_LIKELY(gm_grp_take(d, size)))
+            return GM_ADMIT_OK;
+        gm_budget_release(&d->budget, size);
+    }
+    return gm_acct_reserve_slow(dev, d, size, api, spillable);
+}
 void gm_acct_rollback(struct gm_dev *d, uint64_t size);
 /* Record a successful allocation of `size` charged bytes. */
-void gm_acct_commit(int dev, struct gm_dev *d, enum gm_ns ns, uint64_t key,
-                    uint64_t size, unsigned api, unsigned flags,
-                    uint64_t lat_ns);
-/* The same for a prepared entry (flags, aux set by the caller). */
+/* Record a prepared entry (flags, aux set by the caller); t0 and t1 are
+ * gm_ticks() readings just before and after the driver call (latency and
+ * event time). */
 void gm_acct_commit_entry(struct gm_dev *d, const struct gm_alloc *a,
-                          uint64_t lat_ns);
+                          uint64_t t0, uint64_t t1);
+static inline void gm_acct_commit(int dev, struct gm_dev *d, enum gm_ns ns,
+                                  uint64_t key, uint64_t size, unsigned api,
+                                  unsigned flags, uint64_t t0, uint64_t t1)
+{
+    struct gm_alloc a = {
+        .key = key, .size = size, .dev = (uint32_t)dev, .ns = (uint8_t)ns,
+        .api = (uint8_t)api, .flags = (uint8_t)flags, .refs = 1,
+    };
+    gm_acct_commit_entry(d, &a, t0, t1);
+}
 /* Adjust a reservation to the size the driver actually used (pitch,
  * arrays). Returns false (and keeps the original charge) when growing it
  * would pass the limit. */
 bool gm_acct_adjust(struct gm_dev *d, uint64_t reserved, uint64_t actual);
-/* Publish the release of an entry already removed from the table. */
-void gm_acct_released(const struct gm_alloc *a, unsigned api,
-                      uint64_t lat_ns);
+/* Post the entry's interval to its device's fragmentation tracker: add
+ * (after the driver returned the memory) or remove (before the driver
+ * frees it); only device pointers have one. */
+void gm_acct_frag_post_ptr(const struct gm_alloc *a, bool add);
+static inline void gm_acct_frag_post(const struct gm_alloc *a, bool add)
+{
+    if (a->ns == GM_NS_PTR) /* handles and arrays have no heap address */
+        gm_acct_frag_post_ptr(a, add);
+}
+/* Publish the release of an entry already removed from the table (and,
+ * for a device pointer, already posted as removed). */
+void gm_acct_released(const struct gm_alloc *a, unsigned api, uint64_t t0,
+                      uint64_t t1);
 
 #endif

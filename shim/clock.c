@@ -36,6 +36,58 @@ uint64_t gm_clock_monotonic_ns(void)
     return clock_ns(CLOCK_MONOTONIC);
 }
 
+int gm_tick_tsc;
+uint64_t gm_tick_mult = 1ull << 32;
+__thread struct gm_tick_anchor gm_tick_anchor
+    __attribute__((tls_model("initial-exec")));
+
+/* True when the kernel's current clocksource is the TSC. */
+static bool kernel_uses_tsc(void)
+{
+    int fd = open("/sys/devices/system/clocksource/clocksource0/"
+                  "current_clocksource", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    char buf[16] = "";
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    return n >= 3 && buf[0] == 't' && buf[1] == 's' && buf[2] == 'c' &&
+           (n == 3 || buf[3] == '\n');
+}
+
+void gm_ticks_init(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    if (gm_tick_tsc || !kernel_uses_tsc())
+        return;
+    uint64_t n0 = gm_clock_monotonic_ns(), t0 = __builtin_ia32_rdtsc();
+    uint64_t n1, t1;
+    do {
+        n1 = gm_clock_monotonic_ns();
+        t1 = __builtin_ia32_rdtsc();
+    } while (n1 - n0 < 200000 && n1 >= n0);
+    if (n1 <= n0 || t1 <= t0)
+        return;
+    uint64_t mult = (uint64_t)(((unsigned __int128)(n1 - n0) << 32) /
+                               (t1 - t0));
+    if (mult == 0)
+        return;
+    gm_tick_mult = mult;
+    gm_tick_tsc = 1;
+#endif
+}
+
+uint64_t gm_ticks_realtime_slow(uint64_t t)
+{
+    uint64_t rt = gm_clock_realtime_ns(), now = gm_ticks();
+    gm_tick_anchor.tick = now;
+    gm_tick_anchor.rt_ns = rt;
+    if (t >= now)
+        return rt + gm_ticks_ns(t - now);
+    uint64_t back = gm_ticks_ns(now - t);
+    return back < rt ? rt - back : 0;
+}
+
 uint32_t gm_thread_id_slow(void)
 {
     uint32_t t = (uint32_t)syscall(SYS_gettid);

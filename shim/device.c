@@ -22,13 +22,10 @@
  * there is exactly one, the current context (if any) is on it, and the
  * driver need not be asked; a call without any current context fails in
  * the driver anyway, and its reservation is rolled back. */
-static _Atomic uint64_t ctx_devices;
+_Atomic uint64_t gm_ctx_devices;
 
-int gm_current_device(void)
+int gm_current_device_slow(void)
 {
-    uint64_t m = atomic_load_explicit(&ctx_devices, memory_order_relaxed);
-    if (GM_LIKELY(m != 0 && (m & (m - 1)) == 0))
-        return __builtin_ctzll(m);
     CUdevice d = -1;
     if (gm_real.cuCtxGetDevice == NULL)
         return -1;
@@ -47,7 +44,7 @@ static void resolve_device(int dev, struct gm_dev *d)
         total = 0;
     gm_depth--;
     d->physical = total;
-    gm_frag_init(&d->fragset);
+    gm_fragq_init(&d->frag);
     gm_grp_device(dev, d);
     uint64_t limit = gm_policy_limit_for(&gm_st.policy, (unsigned)dev, total);
     gm_budget_set_limit(&d->budget, limit);
@@ -94,7 +91,7 @@ static uint64_t driver_in_use(CUcontext ctx)
 
 void gm_dev_reset(void)
 {
-    atomic_store(&ctx_devices, 0);
+    atomic_store(&gm_ctx_devices, 0);
 }
 
 void gm_dev_context_before(int dev, uint64_t *nvml_used)
@@ -113,7 +110,7 @@ void gm_dev_context_created(int dev, CUcontext ctx, uint64_t nvml_before)
     struct gm_dev *d = gm_dev_get(dev);
     if (d == NULL || atomic_exchange(&d->ctx_measured, 1) != 0)
         return;
-    atomic_fetch_or(&ctx_devices, 1ull << dev);
+    atomic_fetch_or(&gm_ctx_devices, 1ull << dev);
     gm_depth++;
     uint64_t bytes = 0;
     uint64_t after = nvml_before != UINT64_MAX ? gm_nvml_used(dev)

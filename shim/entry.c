@@ -129,8 +129,7 @@ static void fork_child(void)
         atomic_store(&d->budget.limit, 0);
         atomic_store(&d->ctx_measured, 0);
         if (atomic_load(&d->ready) == 2)
-            gm_frag_destroy(&d->fragset);
-        memset(&d->fragset, 0, sizeof d->fragset);
+            gm_fragq_destroy(&d->frag);
         d->arena = NULL;
         d->physical = 0;
         atomic_store(&d->ready, 0);
@@ -185,6 +184,7 @@ static int init_locked(void)
         gm_log(GM_LOG_ERROR, "%s; passing calls through unaccounted", err);
         return 3;
     }
+    gm_ticks_init();
     gm_st.start_ns = gm_hook_now();
     open_telemetry();
     gm_grp_init();

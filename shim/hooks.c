@@ -36,11 +36,13 @@ struct req {
     CUmemoryPool pool;
 };
 
-static CUresult call_real(const struct req *r, CUdeviceptr *p)
+/* Inlined into each wrapper with a constant kind: the switch folds away. */
+static inline __attribute__((always_inline)) CUresult
+call_real(enum kind k, const struct req *r, CUdeviceptr *p)
 {
     CUresult rc = CUDA_ERROR_NOT_FOUND;
     gm_depth++;
-    switch (r->kind) {
+    switch (k) {
     case K_V2:
         if (gm_real.cuMemAlloc_v2)
             rc = gm_real.cuMemAlloc_v2(p, (size_t)r->size);
@@ -91,8 +93,9 @@ static CUresult spill(int dev, struct gm_dev *d, const struct req *r,
     gm_depth--;
     if (rc != CUDA_SUCCESS)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    uint64_t t = gm_ticks();
     gm_acct_commit(dev, d, GM_NS_PTR, *p, r->size, r->api,
-                   GM_AF_SPILL | GM_AF_UNCHARGED, 0);
+                   GM_AF_SPILL | GM_AF_UNCHARGED, t, t);
     return CUDA_SUCCESS;
 }
 
@@ -140,9 +143,9 @@ static CUresult alloc_async(int dev, struct gm_dev *d, const struct req *r,
     }
     /* From here the group holds r->size for the live allocation. */
     CUdeviceptr p = 0;
-    uint64_t t0 = gm_hook_now();
-    CUresult rc = call_real(r, &p);
-    uint64_t lat = gm_hook_now() - t0;
+    uint64_t t0 = gm_ticks();
+    CUresult rc = call_real(r->kind, r, &p);
+    uint64_t t1 = gm_ticks();
     if (rc != CUDA_SUCCESS) {
         gm_budget_release(&d->budget, prov);
         gm_grp_give(d, r->size);
@@ -167,7 +170,7 @@ static CUresult alloc_async(int dev, struct gm_dev *d, const struct req *r,
         .flags = GM_AF_ASYNC | GM_AF_UNCHARGED | (d->gdev1 ? GM_AF_GROUP : 0),
         .refs = 1, .aux = (uint64_t)(uintptr_t)pool,
     };
-    gm_acct_commit_entry(d, &a, lat);
+    gm_acct_commit_entry(d, &a, t0, t1);
     return CUDA_SUCCESS;
 
 group_refused:
@@ -176,25 +179,26 @@ group_refused:
     return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-static CUresult alloc_ptr(const struct req *r)
+static inline __attribute__((always_inline)) CUresult
+alloc_ptr(enum kind k, const struct req *r)
 {
     int dev = gm_current_device();
     struct gm_dev *d = gm_dev_get(dev);
     CUdeviceptr p = 0;
     if (d == NULL) { /* no context: let the driver say so */
-        CUresult rc = call_real(r, &p);
+        CUresult rc = call_real(k, r, &p);
         if (rc == CUDA_SUCCESS)
             *r->out = p;
         return rc;
     }
-    if (r->kind >= K_ASYNC) {
-        CUmemoryPool pool = gm_pool_for(dev, r->kind >= K_POOL ? r->pool
+    if (k >= K_ASYNC) {
+        CUmemoryPool pool = gm_pool_for(dev, k >= K_POOL ? r->pool
                                                                : NULL);
         if (pool != NULL)
             return alloc_async(dev, d, r, pool);
     }
-    bool spillable = r->kind == K_V2;
-    if (r->kind == K_V2) { /* v1's 32-bit pointers cannot reach the arena */
+    bool spillable = k == K_V2;
+    if (k == K_V2) { /* v1's 32-bit pointers cannot reach the arena */
         CUresult rc;
         if (GM_UNLIKELY(__atomic_load_n(&d->arena, __ATOMIC_ACQUIRE) != NULL) &&
             gm_arena_try_alloc(dev, d, r->size, r->api, &p, &rc)) {
@@ -215,16 +219,16 @@ static CUresult alloc_ptr(const struct req *r)
     case GM_ADMIT_OK:
         break;
     }
-    uint64_t t0 = gm_hook_now();
-    CUresult rc = call_real(r, &p);
-    uint64_t lat = gm_hook_now() - t0;
+    uint64_t t0 = gm_ticks();
+    CUresult rc = call_real(k, r, &p);
+    uint64_t t1 = gm_ticks();
     if (rc != CUDA_SUCCESS) {
         gm_acct_rollback(d, r->size);
         return rc;
     }
     *r->out = p;
-    unsigned flags = (r->kind >= K_ASYNC) ? GM_AF_ASYNC : 0;
-    gm_acct_commit(dev, d, GM_NS_PTR, p, r->size, r->api, flags, lat);
+    unsigned flags = (k >= K_ASYNC) ? GM_AF_ASYNC : 0;
+    gm_acct_commit(dev, d, GM_NS_PTR, p, r->size, r->api, flags, t0, t1);
     return rc;
 }
 
@@ -235,7 +239,7 @@ GM_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
         return gm_real.cuMemAlloc_v2(dptr, bytesize);
     struct req r = { .kind = K_V2, .api = GM_API_MEM_ALLOC, .out = dptr,
                      .size = bytesize };
-    return alloc_ptr(&r);
+    return alloc_ptr(K_V2, &r);
 }
 
 GM_EXPORT CUresult CUDAAPI cuMemAlloc(CUdeviceptr_v1 *dptr,
@@ -247,7 +251,7 @@ GM_EXPORT CUresult CUDAAPI cuMemAlloc(CUdeviceptr_v1 *dptr,
     CUdeviceptr p = 0;
     struct req r = { .kind = K_V1, .api = GM_API_MEM_ALLOC, .out = &p,
                      .size = bytesize };
-    CUresult rc = alloc_ptr(&r);
+    CUresult rc = alloc_ptr(K_V1, &r);
     if (rc == CUDA_SUCCESS)
         *dptr = (CUdeviceptr_v1)p;
     return rc;
@@ -262,7 +266,7 @@ GM_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr,
         return gm_real.cuMemAllocManaged(dptr, bytesize, flags);
     struct req r = { .kind = K_MANAGED, .api = GM_API_MEM_ALLOC_MANAGED,
                      .out = dptr, .size = bytesize, .flags = flags };
-    return alloc_ptr(&r);
+    return alloc_ptr(K_MANAGED, &r);
 }
 
 GM_EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize,
@@ -273,7 +277,7 @@ GM_EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize,
         return gm_real.cuMemAllocAsync(dptr, bytesize, hStream);
     struct req r = { .kind = K_ASYNC, .api = GM_API_MEM_ALLOC_ASYNC,
                      .out = dptr, .size = bytesize, .stream = hStream };
-    return alloc_ptr(&r);
+    return alloc_ptr(K_ASYNC, &r);
 }
 
 GM_EXPORT CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr,
@@ -285,7 +289,7 @@ GM_EXPORT CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr,
         return gm_real.cuMemAllocAsync_ptsz(dptr, bytesize, hStream);
     struct req r = { .kind = K_ASYNC_PTSZ, .api = GM_API_MEM_ALLOC_ASYNC,
                      .out = dptr, .size = bytesize, .stream = hStream };
-    return alloc_ptr(&r);
+    return alloc_ptr(K_ASYNC_PTSZ, &r);
 }
 
 GM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr,
@@ -299,7 +303,7 @@ GM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr,
     struct req r = { .kind = K_POOL, .api = GM_API_MEM_ALLOC_FROM_POOL,
                      .out = dptr, .size = bytesize, .stream = hStream,
                      .pool = pool };
-    return alloc_ptr(&r);
+    return alloc_ptr(K_POOL, &r);
 }
 
 GM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr,
@@ -314,7 +318,7 @@ GM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr,
     struct req r = { .kind = K_POOL_PTSZ, .api = GM_API_MEM_ALLOC_FROM_POOL,
                      .out = dptr, .size = bytesize, .stream = hStream,
                      .pool = pool };
-    return alloc_ptr(&r);
+    return alloc_ptr(K_POOL_PTSZ, &r);
 }
 
 /* ---- pitch ------------------------------------------------------------ */
@@ -367,7 +371,7 @@ static CUresult pitch_common(CUdeviceptr *dptr, size_t *pitch, size_t width,
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
     }
-    uint64_t t0 = gm_hook_now();
+    uint64_t t0 = gm_ticks();
     gm_depth++;
     if (v1) {
         CUdeviceptr_v1 q = 0;
@@ -380,7 +384,7 @@ static CUresult pitch_common(CUdeviceptr *dptr, size_t *pitch, size_t width,
         rc = gm_real.cuMemAllocPitch_v2(&p, &pp, width, height, elem);
     }
     gm_depth--;
-    uint64_t lat = gm_hook_now() - t0;
+    uint64_t t1 = gm_ticks();
     if (d == NULL) {
         if (rc == CUDA_SUCCESS) {
             *dptr = p;
@@ -409,7 +413,7 @@ static CUresult pitch_common(CUdeviceptr *dptr, size_t *pitch, size_t width,
     *dptr = p;
     *pitch = pp;
     gm_acct_commit(dev, d, GM_NS_PTR, p, actual, GM_API_MEM_ALLOC_PITCH, 0,
-                   lat);
+                   t0, t1);
     return CUDA_SUCCESS;
 }
 
@@ -454,7 +458,8 @@ GM_EXPORT CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr_v1 *dptr,
 
 enum fkind { F_V2, F_V1, F_ASYNC, F_ASYNC_PTSZ };
 
-static CUresult free_real(enum fkind k, CUdeviceptr p, CUstream s)
+static inline __attribute__((always_inline)) CUresult
+free_real(enum fkind k, CUdeviceptr p, CUstream s)
 {
     CUresult rc = CUDA_ERROR_NOT_FOUND;
     gm_depth++;
@@ -480,8 +485,8 @@ static CUresult free_real(enum fkind k, CUdeviceptr p, CUstream s)
     return rc;
 }
 
-static CUresult free_ptr(enum fkind k, unsigned api, CUdeviceptr p,
-                         CUstream s)
+static inline __attribute__((always_inline)) CUresult
+free_ptr(enum fkind k, unsigned api, CUdeviceptr p, CUstream s)
 {
     if (!gm_active() || p == 0)
         return free_real(k, p, s);
@@ -494,14 +499,19 @@ static CUresult free_ptr(enum fkind k, unsigned api, CUdeviceptr p,
     }
     struct gm_alloc a;
     bool known = gm_track_remove(GM_NS_PTR, p, &a);
+    if (known)
+        gm_acct_frag_post(&a, false);
     CUresult rc = free_real(k, p, s);
-    if (rc != CUDA_SUCCESS) {
-        if (known)
+    if (GM_UNLIKELY(rc != CUDA_SUCCESS)) {
+        if (known) {
             gm_track_insert(&a, NULL);
+            gm_acct_frag_post(&a, true);
+        }
         return rc;
     }
     if (known) {
-        gm_acct_released(&a, api, 0); /* latency is measured on allocs */
+        uint64_t t = gm_ticks(); /* latency is measured on allocs */
+        gm_acct_released(&a, api, t, t);
         /* A pool gives memory back only at a synchronisation point:
          * refresh it then, not now. */
         if (a.aux != 0)

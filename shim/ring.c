@@ -4,19 +4,21 @@
  * and the read primitives shared with the exit report and tools/reader.c.
  *
  * Invariants:
- *  - Every shared field is accessed with __atomic builtins. Writers store
- *    stats fields and record fields with release stores after making the
- *    block's (or slot's) seq odd/busy, and make it even/published last with
- *    a release store; readers load seq (acquire), the fields (acquire), seq
- *    again (the acquire field loads keep that last load after them). This
- *    is the fence-free form of the seqlock in shim/abi.h: a reader whose
- *    field load saw a later writer's store also sees that writer's seq.
- *  - A device block is written only under its `lock` (acquire exchange,
- *    release store); the ring never locks: a producer that finds its slot
- *    busy or already holding a later event drops its record and counts it
- *    in ring_dropped, so a slot's seq only grows and never has two writers.
+ *  - Every shared field is accessed with __atomic builtins. Nothing here
+ *    locks or waits on the hot path.
+ *  - Device blocks take any number of concurrent writers: a writer counts
+ *    itself in wbegin (atomic increment), changes fields only with atomic
+ *    read-modify-writes (sums, maxima) or release stores (figures), and
+ *    counts itself in wdone last (release). A reader loads wdone (acquire),
+ *    the fields (acquire), then wbegin; the copy is consistent when that
+ *    wbegin equals the wdone it started from: every writer whose store it
+ *    saw had already been counted in wbegin (its increment comes before
+ *    its release stores), so none was inside while it copied.
+ *  - Ring records: a producer that finds its slot busy or already holding
+ *    a later event drops its record and counts it in ring_dropped, so a
+ *    slot's seq only grows and never has two writers.
  *  - Nothing here allocates with malloc, prints, or makes a syscall on the
- *    hot path (the clock is vDSO); counters saturate, subtractions clamp.
+ *    hot path; counters saturate, subtractions clamp.
  */
 #include "shim/msg.h"
 #include "shim/telemetry.h"
@@ -90,38 +92,55 @@ static inline struct gm_abi_header *tel_hdr(const struct gm_tel *t)
 
 static inline uint64_t get(const uint64_t *f)
 {
-    return LD_RLX(f); /* only the lock holder writes: its own values */
+    return LD_RLX(f);
 }
 
 static inline void put(uint64_t *f, uint64_t v)
 {
-    ST_REL(f, v); /* ordered after the odd seq store (stats_begin) */
+    ST_REL(f, v); /* ordered after this writer's wbegin increment */
 }
 
 /* Counts go up by one per event: 2^64 events cannot happen. */
 static inline void inc(uint64_t *f)
 {
-    put(f, get(f) + 1);
+    __atomic_fetch_add(f, 1, __ATOMIC_RELEASE);
 }
 
-/* Cumulative byte sums saturate instead of wrapping. */
+/* Cumulative byte sums saturate instead of wrapping (and stay there). */
 static inline void add(uint64_t *f, uint64_t v)
 {
-    uint64_t o = get(f);
-    put(f, o + v < o ? UINT64_MAX : o + v);
+    uint64_t o = __atomic_fetch_add(f, v, __ATOMIC_RELEASE);
+    if (__builtin_expect(o + v < o, 0))
+        ST_REL(f, UINT64_MAX);
 }
 
 /* Sums bounded by what exists (live bytes: memory held; latencies: 2^64
  * ns is 584 years) add plainly. */
 static inline void add_bounded(uint64_t *f, uint64_t v)
 {
-    put(f, get(f) + v);
+    __atomic_fetch_add(f, v, __ATOMIC_RELEASE);
 }
 
+/* Subtract, clamping at 0. */
 static inline void sub(uint64_t *f, uint64_t v)
 {
-    uint64_t o = get(f);
-    put(f, o > v ? o - v : 0);
+    uint64_t o = LD_RLX(f), n;
+    do {
+        n = o > v ? o - v : 0;
+    } while (!__atomic_compare_exchange_n(f, &o, n, true, __ATOMIC_RELEASE,
+                                          __ATOMIC_RELAXED));
+}
+
+/* f = max(f, v); true when it rose. */
+static inline bool raise_to(uint64_t *f, uint64_t v)
+{
+    uint64_t o = LD_RLX(f);
+    while (v > o) {
+        if (__atomic_compare_exchange_n(f, &o, v, true, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED))
+            return true;
+    }
+    return false;
 }
 
 static inline unsigned log2_bucket(uint64_t v, unsigned n)
@@ -137,19 +156,6 @@ static inline uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static __attribute__((noinline, cold)) void lock_slow(uint64_t *lock)
-{
-    for (unsigned spins = 0;;) {
-        while (LD_RLX(lock) != 0) {
-            gm_cpu_relax();
-            if (++spins % 4096 == 0)
-                sched_yield(); /* the holder was preempted */
-        }
-        if (__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE) == 0)
-            return;
-    }
-}
-
 /* First use of a device: present = 1, dev_seen = max(dev_seen, dev+1). */
 static __attribute__((noinline, cold)) void mark_present(
     struct gm_abi_header *h, struct gm_abi_dev *d, unsigned dev)
@@ -162,6 +168,10 @@ static __attribute__((noinline, cold)) void mark_present(
         ;
 }
 
+/* Enter a device block as one of possibly several concurrent writers
+ * (never waits): count this writer in wbegin. Every field update that
+ * follows is an atomic read-modify-write or a release store, so a reader
+ * that sees any of them also sees this increment. */
 static inline __attribute__((always_inline)) struct gm_abi_dev *
 stats_begin(struct gm_abi_header *h, unsigned dev, uint64_t now)
 {
@@ -169,32 +179,29 @@ stats_begin(struct gm_abi_header *h, unsigned dev, uint64_t now)
         return NULL;
     struct gm_abi_dev *d =
         (struct gm_abi_dev *)((char *)h + sizeof *h) + dev;
-    /* Test-and-test-and-set; the acquire pairs with stats_end's release. */
-    if (__builtin_expect(__atomic_exchange_n(&d->lock, 1, __ATOMIC_ACQUIRE)
-                         != 0, 0))
-        lock_slow(&d->lock);
-    /* Odd: readers retry. The release stores that follow keep it first. */
-    ST_RLX(&d->seq, LD_RLX(&d->seq) + 1);
+    __atomic_fetch_add(&d->wbegin, 1, __ATOMIC_ACQ_REL);
     if (__builtin_expect(get(&d->present) == 0, 0))
         mark_present(h, d, dev);
     put(&d->last_ns, now);
     return d;
 }
 
+/* Leave: count this writer in wdone (release: pairs with readers). */
 static void stats_end(struct gm_abi_dev *d)
 {
-    ST_REL(&d->seq, LD_RLX(&d->seq) + 1);      /* even: pairs with readers */
-    __atomic_store_n(&d->lock, 0, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&d->wdone, 1, __ATOMIC_RELEASE);
 }
 
+/* used = the figure given (concurrent writers may store theirs out of
+ * order; the next event or gm_tel_sync corrects it); peak never falls
+ * below any used stored, since each writer raises it before leaving. */
 static inline void set_used_peak(struct gm_abi_dev *d, uint64_t used,
                                  uint64_t peak, uint64_t now)
 {
     put(&d->used, used);
     if (peak < used)
         peak = used;
-    if (peak > get(&d->peak)) {
-        put(&d->peak, peak);
+    if (raise_to(&d->peak, peak)) {
         put(&d->peak_ns, now);
         put(&d->frag_peak_ppm, get(&d->frag_ppm));
     }
@@ -262,29 +269,56 @@ static void put_frag(struct gm_abi_dev *d, uint32_t frag_ppm)
         put(&d->frag_peak_ppm, v);
 }
 
-void gm_tel_alloc_frag(struct gm_tel *t, unsigned dev, unsigned api,
-                       uint64_t addr, uint64_t size, uint64_t lat_ns,
-                       uint64_t used_after, uint64_t peak, uint32_t frag_ppm)
+void gm_tel_alloc_ev(struct gm_tel *t, const struct gm_tel_ev *e)
 {
     struct gm_abi_header *h = tel_hdr(t);
     if (h == NULL)
         return;
-    uint64_t now = now_ns();
-    struct gm_abi_dev *d = stats_begin(h, dev, now);
+    struct gm_abi_dev *d = stats_begin(h, e->dev, e->ts_ns);
     if (d != NULL) {
         inc(&d->allocs);
-        add(&d->total_bytes, size);
+        add(&d->total_bytes, e->size);
         inc(&d->live_allocs);
-        add_bounded(&d->live_bytes, size);
-        inc(&d->size_hist[log2_bucket(size, GM_ABI_SIZE_BUCKETS)]);
-        inc(&d->lat_hist[log2_bucket(lat_ns, GM_ABI_LAT_BUCKETS)]);
-        add_bounded(&d->lat_sum_ns, lat_ns);
-        set_used_peak(d, used_after, peak, now);
-        put_frag(d, frag_ppm);
+        add_bounded(&d->live_bytes, e->size);
+        inc(&d->size_hist[log2_bucket(e->size, GM_ABI_SIZE_BUCKETS)]);
+        inc(&d->lat_hist[log2_bucket(e->lat_ns, GM_ABI_LAT_BUCKETS)]);
+        add_bounded(&d->lat_sum_ns, e->lat_ns);
+        set_used_peak(d, e->used, e->peak, e->ts_ns);
+        put_frag(d, e->frag_ppm);
         stats_end(d);
     }
-    ring_push(h, GM_EV_ALLOC, api, dev, now, lat_ns, size, addr, used_after,
-              0);
+    ring_push(h, GM_EV_ALLOC, e->api, e->dev, e->ts_ns, e->lat_ns, e->size,
+              e->addr, e->used, 0);
+}
+
+void gm_tel_free_ev(struct gm_tel *t, const struct gm_tel_ev *e)
+{
+    struct gm_abi_header *h = tel_hdr(t);
+    if (h == NULL)
+        return;
+    struct gm_abi_dev *d = stats_begin(h, e->dev, e->ts_ns);
+    if (d != NULL) {
+        inc(&d->frees);
+        sub(&d->live_allocs, 1);
+        sub(&d->live_bytes, e->size);
+        set_used_peak(d, e->used, 0, e->ts_ns);
+        put_frag(d, e->frag_ppm);
+        stats_end(d);
+    }
+    ring_push(h, GM_EV_FREE, e->api, e->dev, e->ts_ns, e->lat_ns, e->size,
+              e->addr, e->used, 0);
+}
+
+void gm_tel_alloc_frag(struct gm_tel *t, unsigned dev, unsigned api,
+                       uint64_t addr, uint64_t size, uint64_t lat_ns,
+                       uint64_t used_after, uint64_t peak, uint32_t frag_ppm)
+{
+    struct gm_tel_ev e = {
+        .ts_ns = now_ns(), .lat_ns = lat_ns, .addr = addr, .size = size,
+        .used = used_after, .peak = peak, .dev = dev, .api = api,
+        .frag_ppm = frag_ppm,
+    };
+    gm_tel_alloc_ev(t, &e);
 }
 
 void gm_tel_alloc(struct gm_tel *t, unsigned dev, unsigned api, uint64_t addr,
@@ -299,20 +333,11 @@ void gm_tel_free_frag(struct gm_tel *t, unsigned dev, unsigned api,
                       uint64_t addr, uint64_t size, uint64_t lat_ns,
                       uint64_t used_after, uint32_t frag_ppm)
 {
-    struct gm_abi_header *h = tel_hdr(t);
-    if (h == NULL)
-        return;
-    uint64_t now = now_ns();
-    struct gm_abi_dev *d = stats_begin(h, dev, now);
-    if (d != NULL) {
-        inc(&d->frees);
-        sub(&d->live_allocs, 1);
-        sub(&d->live_bytes, size);
-        set_used_peak(d, used_after, 0, now);
-        put_frag(d, frag_ppm);
-        stats_end(d);
-    }
-    ring_push(h, GM_EV_FREE, api, dev, now, lat_ns, size, addr, used_after, 0);
+    struct gm_tel_ev e = {
+        .ts_ns = now_ns(), .lat_ns = lat_ns, .addr = addr, .size = size,
+        .used = used_after, .dev = dev, .api = api, .frag_ppm = frag_ppm,
+    };
+    gm_tel_free_ev(t, &e);
 }
 
 void gm_tel_free(struct gm_tel *t, unsigned dev, unsigned api, uint64_t addr,
@@ -375,15 +400,13 @@ void gm_tel_limit(struct gm_tel *t, unsigned dev, uint64_t new_limit)
 void gm_tel_frag(struct gm_tel *t, unsigned dev, uint32_t frag_ppm)
 {
     struct gm_abi_header *h = tel_hdr(t);
-    if (h == NULL)
+    if (h == NULL || dev >= h->dev_slots)
         return;
-    struct gm_abi_dev *d = stats_begin(h, dev, now_ns());
-    if (d == NULL)
-        return;
-    uint64_t v = frag_ppm > 1000000u ? 1000000u : frag_ppm;
-    put(&d->frag_ppm, v);
-    if (get(&d->used) == get(&d->peak))
-        put(&d->frag_peak_ppm, v);
+    /* Not an event of its own: last_ns is left alone. */
+    struct gm_abi_dev *d =
+        (struct gm_abi_dev *)((char *)h + sizeof *h) + dev;
+    __atomic_fetch_add(&d->wbegin, 1, __ATOMIC_ACQ_REL);
+    put_frag(d, frag_ppm);
     stats_end(d);
 }
 
@@ -792,29 +815,31 @@ int gm_tel_read_dev(const struct gm_abi_dev *src, struct gm_abi_dev *dst)
     uint64_t last = 0;
     unsigned same = 0;
     for (unsigned a = 0; a < READ_ATTEMPTS; a++) {
-        uint64_t s1 = LD_ACQ(&src->seq);
-        if (s1 & 1) {
+        uint64_t done = LD_ACQ(&src->wdone);
+        uint64_t begun = LD_RLX(&src->wbegin);
+        if (begun != done) {
             /* A writer is inside; one that stays there is dead. */
-            same = s1 == last ? same + 1 : 0;
-            last = s1;
+            same = begun == last ? same + 1 : 0;
+            last = begun;
             if (same >= STUCK_ATTEMPTS)
                 break;
             backoff(a);
             continue;
         }
         copy_dev(src, dst);
-        /* The acquire field loads keep this load after them. */
-        uint64_t s2 = LD_RLX(&src->seq);
-        if (s1 == s2) {
-            dst->seq = s1;
-            dst->lock = 0;
+        /* The acquire field loads keep this load after them: equal to
+         * `done` only if no writer began since every writer counted in
+         * `done` had finished. */
+        uint64_t b2 = LD_RLX(&src->wbegin);
+        if (b2 == done) {
+            dst->wbegin = dst->wdone = done;
             return dev_sane(dst) ? GM_SNAP_OK : GM_SNAP_INSANE;
         }
         backoff(a);
     }
     copy_dev(src, dst);
-    dst->seq = LD_RLX(&src->seq);
-    dst->lock = 0;
+    dst->wdone = LD_RLX(&src->wdone);
+    dst->wbegin = LD_RLX(&src->wbegin);
     return GM_SNAP_BUSY;
 }
 

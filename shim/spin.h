@@ -25,20 +25,29 @@ static inline void gm_cpu_relax(void)
 }
 
 /* Spins briefly, then yields the CPU, so a holder that was preempted
- * (more threads than cores) gets to run instead of being spun against. */
-static inline void gm_spin_lock(gm_spin *s)
+ * (more threads than cores) gets to run instead of being spun against.
+ * Out of line: the uncontended path is one exchange. */
+static __attribute__((noinline, cold, unused)) void
+gm_spin_lock_slow(gm_spin *s)
 {
     unsigned spins = 0;
     for (;;) {
-        if (!atomic_exchange_explicit(&s->v, 1, memory_order_acquire))
-            return;
         while (atomic_load_explicit(&s->v, memory_order_relaxed)) {
             if (++spins < 100)
                 gm_cpu_relax();
             else
                 sched_yield();
         }
+        if (!atomic_exchange_explicit(&s->v, 1, memory_order_acquire))
+            return;
     }
+}
+
+static inline void gm_spin_lock(gm_spin *s)
+{
+    if (__builtin_expect(
+            atomic_exchange_explicit(&s->v, 1, memory_order_acquire) != 0, 0))
+        gm_spin_lock_slow(s);
 }
 
 static inline void gm_spin_unlock(gm_spin *s)

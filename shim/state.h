@@ -22,8 +22,9 @@
 
 #include "policy/budget.h"
 #include "policy/policy.h"
+#include "shim/clock.h"
 #include "shim/cuda_api.h"
-#include "shim/frag.h"
+#include "shim/fragq.h"
 #include "shim/log.h"
 #include "shim/real.h"
 #include "shim/spin.h"
@@ -37,8 +38,7 @@ struct gm_dev {
     _Atomic int ctx_measured;     /* first context seen */
     uint64_t physical;            /* real total (set once, before ready=2) */
     struct gm_ratelimit refuse_rl;
-    gm_spin frag_lock;            /* guards fragset */
-    struct gm_frag fragset;       /* live device-pointer intervals */
+    struct gm_fragq frag;         /* live device-pointer intervals */
     struct gm_arena *arena;       /* static mode: NULL until reserved */
     int gdev1;                    /* group device index + 1; 0 = none */
 };
@@ -83,8 +83,21 @@ static inline bool gm_active(void)
         }                                                                 \
     } while (0)
 
-/* The device of the current context, -1 if none (or no driver function). */
-int gm_current_device(void);
+/* The device of the current context, -1 if none (or no driver function).
+ * Devices on which a context was created through our wrappers are bits of
+ * gm_ctx_devices; while there is exactly one, the current context (if
+ * any) is on it and the driver need not be asked: a call without any
+ * current context fails in the driver anyway, and its reservation is
+ * rolled back. */
+extern _Atomic uint64_t gm_ctx_devices;
+int gm_current_device_slow(void);
+static inline int gm_current_device(void)
+{
+    uint64_t m = atomic_load_explicit(&gm_ctx_devices, memory_order_relaxed);
+    if (GM_LIKELY(m != 0 && (m & (m - 1)) == 0))
+        return __builtin_ctzll(m);
+    return gm_current_device_slow();
+}
 /* Fork child: forget which devices have contexts. */
 void gm_dev_reset(void);
 /* The device's record with its limit resolved; NULL for a bad ordinal. */

@@ -10,14 +10,12 @@
  * back to private anonymous memory of the same layout, so the exit report
  * still works; only other processes cannot see it.
  *
- * Thread safety: every function may be called concurrently from any thread.
- * Concurrent writers to one device's stats serialise on a per-device writer
- * spinlock held for a few dozen instructions (never across a driver call);
- * ring producers never lock. The functions are not async-signal-safe (a
- * signal handler interrupting a stats update on its own thread would spin).
- * Every function is a no-op while t->hdr is NULL, and for a device ordinal
- * >= the segment's device slots the stats are skipped (the ring record is
- * still written).
+ * Thread safety: every function may be called concurrently from any thread
+ * and none of them waits for another: device blocks are a multi-writer
+ * seqlock (shim/abi.h) and ring producers claim slots with an atomic; only
+ * readers retry, while a writer is inside a block. Every function is a no-op while
+ * t->hdr is NULL, and for a device ordinal >= the segment's device slots
+ * the stats are skipped (the ring record is still written).
  */
 #ifndef GM_TELEMETRY_H
 #define GM_TELEMETRY_H
@@ -111,6 +109,19 @@ void gm_tel_free_frag(struct gm_tel *t, unsigned dev, unsigned api,
                       uint64_t used_after, uint32_t frag_ppm);
 void gm_tel_refuse(struct gm_tel *t, unsigned dev, unsigned api,
                    uint64_t size, uint64_t used, uint64_t limit);
+/* The hot path's form of the two above: one prepared event, time-stamp
+ * and latency already in nanoseconds. */
+struct gm_tel_ev {
+    uint64_t ts_ns;         /* CLOCK_REALTIME of the event */
+    uint64_t lat_ns;        /* time in the driver call */
+    uint64_t addr, size;
+    uint64_t used;          /* device used after the event */
+    uint64_t peak;          /* alloc: device peak (0 = use used) */
+    uint32_t dev, api;
+    uint32_t frag_ppm;      /* GM_TEL_FRAG_KEEP: leave the figure */
+};
+void gm_tel_alloc_ev(struct gm_tel *t, const struct gm_tel_ev *e);
+void gm_tel_free_ev(struct gm_tel *t, const struct gm_tel_ev *e);
 /* Context memory measured: context_bytes += bytes, used, peak. Record
  * GM_EV_CONTEXT {size = bytes, used_after}. */
 void gm_tel_context(struct gm_tel *t, unsigned dev, uint64_t bytes,

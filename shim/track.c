@@ -20,25 +20,23 @@ struct shard {
     gm_spin lock;
     uint32_t count;
     uint32_t cap;
+    uint32_t grow_at;             /* count that triggers growth: 0.7 cap */
     struct gm_alloc *slots;
-    char pad[64 - sizeof(gm_spin) - 2 * sizeof(uint32_t) -
+    char pad[64 - sizeof(gm_spin) - 3 * sizeof(uint32_t) -
              sizeof(struct gm_alloc *)];
 };
 
 static struct shard shards[SHARDS];
 
-static uint64_t mix(uint64_t key, unsigned ns)
+/* Multiplicative hash: the top byte picks the shard, the low bits (with
+ * the high half folded in, so aligned pointers spread) the slot. */
+static inline uint64_t mix(uint64_t key, unsigned ns)
 {
-    uint64_t h = key ^ ((uint64_t)ns * 0x9e3779b97f4a7c15ull);
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ull;
-    h ^= h >> 33;
-    return h;
+    uint64_t h = (key ^ ((uint64_t)ns << 59)) * 0x9e3779b97f4a7c15ull;
+    return h ^ (h >> 32);
 }
 
-static struct shard *shard_of(uint64_t h)
+static inline struct shard *shard_of(uint64_t h)
 {
     return &shards[h >> 56];
 }
@@ -51,8 +49,8 @@ static struct gm_alloc *map_slots(uint32_t cap)
 }
 
 /* Index of the key, or of the empty slot where it would go. */
-static uint32_t probe(const struct shard *s, uint64_t h, unsigned ns,
-                      uint64_t key)
+static inline uint32_t probe(const struct shard *s, uint64_t h, unsigned ns,
+                             uint64_t key)
 {
     uint32_t mask = s->cap - 1;
     uint32_t i = (uint32_t)h & mask;
@@ -72,6 +70,7 @@ static int grow(struct shard *s)
     uint32_t ocap = s->cap;
     s->slots = n;
     s->cap = ncap;
+    s->grow_at = (uint32_t)((uint64_t)ncap * 7 / 10);
     for (uint32_t i = 0; i < ocap; i++) {
         if (old[i].ns == 0)
             continue;
@@ -110,7 +109,7 @@ int gm_track_insert(const struct gm_alloc *a, struct gm_alloc *old)
     struct shard *s = shard_of(h);
     int rc = 0;
     gm_spin_lock(&s->lock);
-    if ((uint64_t)(s->count + 1) * 10 > (uint64_t)s->cap * 7 && grow(s) != 0) {
+    if (__builtin_expect(s->count + 1 > s->grow_at, 0) && grow(s) != 0) {
         gm_spin_unlock(&s->lock);
         return -1;
     }
@@ -223,6 +222,7 @@ void gm_track_reset(void)
         s->slots = NULL;
         s->cap = 0;
         s->count = 0;
+        s->grow_at = 0;
         atomic_store_explicit(&s->lock.v, 0, memory_order_relaxed);
     }
 }

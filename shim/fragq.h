@@ -1,0 +1,69 @@
+/*
+ * shim/fragq.h — a device's fragmentation tracker (shim/frag.h) fed
+ * through a lock-free hand-off, so no allocating or freeing thread ever
+ * waits for another to update it.
+ *
+ * A thread posting an interval operation (add [addr, addr + size), or
+ * remove the interval starting at addr) first tries to take the applier
+ * role (one exchange; nobody spins on it). Holding it, it applies the
+ * operations others left in the queue, then its own, hands the new figure
+ * to the publish callback when it changed (still holding the role, so figures are
+ * published in the order they were computed), gives the role up and looks
+ * once more. Finding the role taken, it leaves its operation in a bounded
+ * multi-producer queue (ticket from an atomic increment, slot published
+ * with a store of ticket + 1) and tries the role once more after
+ * publishing, so an operation is never left with nobody to apply it; the
+ * holder applies queued operations in ticket order and stops at the first
+ * ticket not yet published.
+
+ * Order: a remove is posted before the driver frees the memory and an add
+ * after the driver returned it, so the operations on one address reach
+ * the tracker in the order the driver saw them.
+ *
+ * Invariants: ticket t lives in slot t mod GM_FRAGQ_CAP; a slot's seq is
+ * t while free for ticket t, t + 1 once ticket t is published, and t + CAP
+ * after it was applied. Only the role holder touches `head` and `set`. A
+ * poster waits only when GM_FRAGQ_CAP operations are pending (the applier
+ * was descheduled), and then applies pending work itself when it can.
+ */
+#ifndef GM_FRAGQ_H
+#define GM_FRAGQ_H
+
+#include <stdint.h>
+
+#include "shim/frag.h"
+
+#define GM_FRAGQ_CAP 512u
+
+struct gm_fragq_op {
+    uint64_t seq;
+    uint64_t addr;
+    uint64_t size;    /* 0: remove */
+};
+
+struct gm_fragq {
+    uint64_t tail;              /* atomic: tickets claimed */
+    char pad0[56];
+    uint64_t head;              /* atomic: next ticket to apply (written
+                                   by the role holder only) */
+    int busy;                   /* atomic: applier role taken */
+    uint32_t published;         /* last figure published (role holder) */
+    char pad1[48];
+    struct gm_frag set;         /* role holder only */
+    struct gm_fragq_op ops[GM_FRAGQ_CAP];
+};
+
+/* Called by the applier, holding the role, with the figure (ppm) after
+ * a batch that changed it. */
+typedef void (*gm_fragq_publish)(void *ctx, uint32_t ppm);
+
+/* Empty queue and tracker (touches the slots once). */
+void gm_fragq_init(struct gm_fragq *q);
+/* Release the tracker's memory; the queue is reusable after _init. */
+void gm_fragq_destroy(struct gm_fragq *q);
+/* Post an add (size > 0) or a remove (size == 0), then apply pending
+ * operations unless another thread is applying. */
+void gm_fragq_post(struct gm_fragq *q, uint64_t addr, uint64_t size,
+                   gm_fragq_publish publish, void *ctx);
+
+#endif
