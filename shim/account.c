@@ -18,6 +18,7 @@
 #include "shim/oomwait.h"
 #include "shim/pools.h"
 #include "shim/staged.h"
+#include "shim/telwrite.h"
 
 static void refusal_message(int dev, struct gm_dev *d, uint64_t size,
                             unsigned api, uint64_t used, bool by_group,
@@ -119,18 +120,9 @@ bool gm_acct_adjust(struct gm_dev *d, uint64_t reserved, uint64_t actual)
     return true;
 }
 
-/* The applier's figure goes to the device's stats. */
-static void publish_frag(void *ctx, uint32_t ppm)
+void gm_acct_publish_frag(void *ctx, uint32_t ppm)
 {
     gm_tel_frag(&gm_st.tel, (unsigned)(uintptr_t)ctx, ppm);
-}
-
-void gm_acct_frag_post_ptr(const struct gm_alloc *a, bool add)
-{
-    if (a->dev >= GM_MAX_DEVICES)
-        return;
-    gm_fragq_post(&gm_st.dev[a->dev].frag, a->key, add ? a->size : 0,
-                  publish_frag, (void *)(uintptr_t)a->dev);
 }
 
 void gm_acct_commit_entry(struct gm_dev *d, const struct gm_alloc *a,

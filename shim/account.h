@@ -69,7 +69,7 @@ static inline void gm_acct_commit(int dev, struct gm_dev *d, enum gm_ns ns,
                                   unsigned flags, uint64_t t0, uint64_t t1)
 {
     struct gm_alloc a = {
-        .key = key, .size = size, .dev = (uint32_t)dev, .ns = (uint8_t)ns,
+        .key = key, .size = size, .dev = (uint8_t)dev, .ns = (uint8_t)ns,
         .api = (uint8_t)api, .flags = (uint8_t)flags, .refs = 1,
     };
     gm_acct_commit_entry(d, &a, t0, t1);
@@ -81,11 +81,14 @@ bool gm_acct_adjust(struct gm_dev *d, uint64_t reserved, uint64_t actual);
 /* Post the entry's interval to its device's fragmentation tracker: add
  * (after the driver returned the memory) or remove (before the driver
  * frees it); only device pointers have one. */
-void gm_acct_frag_post_ptr(const struct gm_alloc *a, bool add);
-static inline void gm_acct_frag_post(const struct gm_alloc *a, bool add)
+/* The applier's figure goes to the device's stats (ctx: the device). */
+void gm_acct_publish_frag(void *ctx, uint32_t ppm);
+static inline __attribute__((always_inline)) void gm_acct_frag_post(const struct gm_alloc *a, bool add)
 {
-    if (a->ns == GM_NS_PTR) /* handles and arrays have no heap address */
-        gm_acct_frag_post_ptr(a, add);
+    /* Handles and arrays have no address in the device's heap. */
+    if (a->ns == GM_NS_PTR && GM_LIKELY(a->dev < GM_MAX_DEVICES))
+        gm_fragq_post(&gm_st.dev[a->dev].frag, a->key, add ? a->size : 0,
+                      gm_acct_publish_frag, (void *)(uintptr_t)a->dev);
 }
 /* Publish the release of an entry already removed from the table (and,
  * for a device pointer, already posted as removed). */

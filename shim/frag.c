@@ -129,7 +129,8 @@ static uint32_t next_prio(struct gm_frag *f)
  * whose own gap changed (or NULL): until it has been recomputed the walk
  * must go on; after that it stops at the first subtree whose maximum came
  * out unchanged. */
-static void fix_up(struct gm_frag_node *t, const struct gm_frag_node *pending)
+static inline void fix_up(struct gm_frag_node *t,
+                          const struct gm_frag_node *pending)
 {
     for (; t; t = t->parent) {
         uint64_t old = t->maxgap;
@@ -254,6 +255,7 @@ int gm_frag_insert(struct gm_frag *f, uint64_t addr, uint64_t size)
      * it is an ancestor, or absent. */
     fix_up(parent, rp == x ? succ : NULL);
     f->count++;
+    f->largest = f->root->maxgap;
     return 0;
 }
 
@@ -305,17 +307,9 @@ int gm_frag_remove(struct gm_frag *f, uint64_t addr)
     pull_chain(p, top);
     fix_up(top, pending);
     f->count--;
+    f->largest = mg(f->root);
     node_put(f, x);
     return 0;
-}
-
-uint32_t gm_frag_ppm(const struct gm_frag *f)
-{
-    uint64_t total = f->total_gap;
-    if (total == 0)
-        return 0;
-    uint64_t rest = total - mg(f->root);
-    return (uint32_t)((unsigned __int128)rest * 1000000u / total);
 }
 
 uint64_t gm_frag_total_free(const struct gm_frag *f)
@@ -325,7 +319,7 @@ uint64_t gm_frag_total_free(const struct gm_frag *f)
 
 uint64_t gm_frag_largest_free(const struct gm_frag *f)
 {
-    return mg(f->root);
+    return f->largest;
 }
 
 uint64_t gm_frag_count(const struct gm_frag *f)
@@ -375,7 +369,8 @@ int gm_frag_check(const struct gm_frag *f)
     check_node(f->root, &w);
     if (w.prev && w.prev->next)
         return -1;
-    if (w.bad || w.sum != f->total_gap || w.count != f->count)
+    if (w.bad || w.sum != f->total_gap || w.count != f->count ||
+        f->largest != mg(f->root))
         return -1;
     return 0;
 }

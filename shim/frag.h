@@ -47,6 +47,7 @@ struct gm_frag {
     size_t next_slab;             /* bytes of the next slab to map */
     uint64_t count;               /* live intervals */
     uint64_t total_gap;           /* sum of the gaps */
+    uint64_t largest;             /* the largest gap (root's maximum) */
     uint64_t rng;                 /* priority generator state */
 };
 
@@ -57,7 +58,16 @@ void gm_frag_destroy(struct gm_frag *f);
 int gm_frag_insert(struct gm_frag *f, uint64_t addr, uint64_t size);
 int gm_frag_remove(struct gm_frag *f, uint64_t addr);
 
-uint32_t gm_frag_ppm(const struct gm_frag *f);
+static inline uint32_t gm_frag_ppm(const struct gm_frag *f)
+{
+    uint64_t total = f->total_gap;
+    if (total == 0)
+        return 0;
+    uint64_t rest = total - f->largest;
+    if (total < (1ull << 44)) /* rest * 1e6 fits in 64 bits */
+        return (uint32_t)(rest * 1000000u / total);
+    return (uint32_t)((unsigned __int128)rest * 1000000u / total);
+}
 uint64_t gm_frag_total_free(const struct gm_frag *f);
 uint64_t gm_frag_largest_free(const struct gm_frag *f);
 uint64_t gm_frag_count(const struct gm_frag *f);

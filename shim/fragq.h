@@ -34,6 +34,7 @@
 #include "shim/frag.h"
 
 #define GM_FRAGQ_CAP 512u
+#define GM_FRAGQ_MASK (GM_FRAGQ_CAP - 1u)
 
 struct gm_fragq_op {
     uint64_t seq;
@@ -61,9 +62,81 @@ typedef void (*gm_fragq_publish)(void *ctx, uint32_t ppm);
 void gm_fragq_init(struct gm_fragq *q);
 /* Release the tracker's memory; the queue is reusable after _init. */
 void gm_fragq_destroy(struct gm_fragq *q);
+/* ---- internals of gm_fragq_post (inline: it is on every allocation) -- */
+
+/* True when ticket `head` is published (the applier's next step). */
+static inline int gm_fragq_ready(struct gm_fragq *q)
+{
+    uint64_t h = __atomic_load_n(&q->head, __ATOMIC_RELAXED);
+    return __atomic_load_n(&q->ops[h & GM_FRAGQ_MASK].seq,
+                           __ATOMIC_SEQ_CST) == h + 1;
+}
+
+/* Cheaper first look: a ticket claimed and not yet applied. */
+static inline int gm_fragq_pending(struct gm_fragq *q)
+{
+    return __atomic_load_n(&q->tail, __ATOMIC_SEQ_CST) !=
+           __atomic_load_n(&q->head, __ATOMIC_RELAXED);
+}
+
+static inline int gm_fragq_take_role(struct gm_fragq *q)
+{
+    return __atomic_exchange_n(&q->busy, 1, __ATOMIC_SEQ_CST) == 0;
+}
+
+static inline __attribute__((always_inline)) void gm_fragq_apply(struct gm_fragq *q, uint64_t addr,
+                                  uint64_t size)
+{
+    if (size != 0)
+        gm_frag_insert(&q->set, addr, size);
+    else
+        gm_frag_remove(&q->set, addr);
+}
+
+/* Holding the role: publish the figure if it changed, give the role up. */
+static inline __attribute__((always_inline)) void gm_fragq_publish_release(struct gm_fragq *q,
+                                            gm_fragq_publish publish,
+                                            void *ctx)
+{
+    uint32_t ppm = gm_frag_ppm(&q->set);
+    if (ppm != q->published) {
+        q->published = ppm;
+        publish(ctx, ppm);
+    }
+    __atomic_store_n(&q->busy, 0, __ATOMIC_SEQ_CST);
+}
+
+void gm_fragq_drain(struct gm_fragq *q);
+void gm_fragq_finish_slow(struct gm_fragq *q, gm_fragq_publish publish,
+                          void *ctx);
+void gm_fragq_enqueue(struct gm_fragq *q, uint64_t addr, uint64_t size,
+                      gm_fragq_publish publish, void *ctx);
+
+/* Holding the role: publish, give it up, and go again while an operation
+ * was published meanwhile and the role is free. */
+static inline __attribute__((always_inline)) void gm_fragq_finish(struct gm_fragq *q,
+                                   gm_fragq_publish publish, void *ctx)
+{
+    gm_fragq_publish_release(q, publish, ctx);
+    if (__builtin_expect(gm_fragq_pending(q), 0))
+        gm_fragq_finish_slow(q, publish, ctx);
+}
+
 /* Post an add (size > 0) or a remove (size == 0), then apply pending
  * operations unless another thread is applying. */
-void gm_fragq_post(struct gm_fragq *q, uint64_t addr, uint64_t size,
-                   gm_fragq_publish publish, void *ctx);
+static inline __attribute__((always_inline)) void gm_fragq_post(struct gm_fragq *q, uint64_t addr,
+                                 uint64_t size, gm_fragq_publish publish,
+                                 void *ctx)
+{
+    if (__builtin_expect(!gm_fragq_take_role(q), 0)) {
+        gm_fragq_enqueue(q, addr, size, publish, ctx);
+        return;
+    }
+    /* Operations published before this one go first. */
+    if (__builtin_expect(gm_fragq_pending(q), 0))
+        gm_fragq_drain(q);
+    gm_fragq_apply(q, addr, size);
+    gm_fragq_finish(q, publish, ctx);
+}
 
 #endif

@@ -165,7 +165,7 @@ static CUresult alloc_async(int dev, struct gm_dev *d, const struct req *r,
     }
     *r->out = p;
     struct gm_alloc a = {
-        .key = p, .size = r->size, .dev = (uint32_t)dev, .ns = GM_NS_PTR,
+        .key = p, .size = r->size, .dev = (uint8_t)dev, .ns = GM_NS_PTR,
         .api = (uint8_t)r->api,
         .flags = GM_AF_ASYNC | GM_AF_UNCHARGED | (d->gdev1 ? GM_AF_GROUP : 0),
         .refs = 1, .aux = (uint64_t)(uintptr_t)pool,
@@ -232,11 +232,38 @@ alloc_ptr(enum kind k, const struct req *r)
     return rc;
 }
 
+/* cuMemAlloc_v2 is the call frameworks make most: its common case (device
+ * known, no arena, no group, room under the limit) runs flat here; every
+ * other case takes alloc_ptr. */
 GM_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
     GM_NEED_REAL(cuMemAlloc_v2);
     if (!gm_active() || dptr == NULL || bytesize == 0)
         return gm_real.cuMemAlloc_v2(dptr, bytesize);
+    int dev = gm_current_device();
+    struct gm_dev *d = gm_dev_get(dev);
+    uint64_t used;
+    if (GM_LIKELY(d != NULL &&
+                  __atomic_load_n(&d->arena, __ATOMIC_RELAXED) == NULL &&
+                  d->gdev1 == 0 &&
+                  !atomic_load_explicit(&gm_staged_armed,
+                                        memory_order_relaxed) &&
+                  gm_budget_reserve(&d->budget, bytesize, &used))) {
+        CUdeviceptr p = 0;
+        uint64_t t0 = gm_ticks();
+        gm_depth++;
+        CUresult rc = gm_real.cuMemAlloc_v2(&p, bytesize);
+        gm_depth--;
+        uint64_t t1 = gm_ticks();
+        if (GM_UNLIKELY(rc != CUDA_SUCCESS)) {
+            gm_acct_rollback(d, bytesize);
+            return rc;
+        }
+        *dptr = p;
+        gm_acct_commit(dev, d, GM_NS_PTR, p, bytesize, GM_API_MEM_ALLOC, 0, t0,
+                       t1);
+        return CUDA_SUCCESS;
+    }
     struct req r = { .kind = K_V2, .api = GM_API_MEM_ALLOC, .out = dptr,
                      .size = bytesize };
     return alloc_ptr(K_V2, &r);

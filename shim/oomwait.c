@@ -93,10 +93,8 @@ bool gm_oomwait(int dev, struct gm_dev *d, uint64_t size, unsigned api,
     return ok;
 }
 
-void gm_oomwait_wake(void)
+void gm_oomwait_wake_slow(void)
 {
-    if (GM_LIKELY(gm_st.policy.on_oom != GM_OOM_WAIT))
-        return; /* nobody can be waiting: no fence on every free */
     atomic_thread_fence(memory_order_seq_cst);
     if (GM_LIKELY(atomic_load_explicit(&waiters, memory_order_relaxed) == 0))
         return;

@@ -22,6 +22,7 @@
  */
 #include "shim/msg.h"
 #include "shim/telemetry.h"
+#include "shim/telwrite.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,10 +41,6 @@
 #include "shim/clock.h"
 #include "shim/spin.h"
 
-#define LD_RLX(p) __atomic_load_n((p), __ATOMIC_RELAXED)
-#define LD_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
-#define ST_RLX(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
-#define ST_REL(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 
 #define READ_ATTEMPTS 64u
 #define STUCK_ATTEMPTS 16u
@@ -84,70 +81,7 @@ size_t gm_tel_layout_size(uint32_t ring_events, uint32_t slots)
 
 /* ---- writer: stats ------------------------------------------------------ */
 
-static inline struct gm_abi_header *tel_hdr(const struct gm_tel *t)
-{
-    /* Pairs with the release store of t->hdr in attach(). */
-    return __atomic_load_n(&t->hdr, __ATOMIC_ACQUIRE);
-}
-
-static inline uint64_t get(const uint64_t *f)
-{
-    return LD_RLX(f);
-}
-
-static inline void put(uint64_t *f, uint64_t v)
-{
-    ST_REL(f, v); /* ordered after this writer's wbegin increment */
-}
-
-/* Counts go up by one per event: 2^64 events cannot happen. */
-static inline void inc(uint64_t *f)
-{
-    __atomic_fetch_add(f, 1, __ATOMIC_RELEASE);
-}
-
-/* Cumulative byte sums saturate instead of wrapping (and stay there). */
-static inline void add(uint64_t *f, uint64_t v)
-{
-    uint64_t o = __atomic_fetch_add(f, v, __ATOMIC_RELEASE);
-    if (__builtin_expect(o + v < o, 0))
-        ST_REL(f, UINT64_MAX);
-}
-
-/* Sums bounded by what exists (live bytes: memory held; latencies: 2^64
- * ns is 584 years) add plainly. */
-static inline void add_bounded(uint64_t *f, uint64_t v)
-{
-    __atomic_fetch_add(f, v, __ATOMIC_RELEASE);
-}
-
-/* Subtract, clamping at 0. */
-static inline void sub(uint64_t *f, uint64_t v)
-{
-    uint64_t o = LD_RLX(f), n;
-    do {
-        n = o > v ? o - v : 0;
-    } while (!__atomic_compare_exchange_n(f, &o, n, true, __ATOMIC_RELEASE,
-                                          __ATOMIC_RELAXED));
-}
-
-/* f = max(f, v); true when it rose. */
-static inline bool raise_to(uint64_t *f, uint64_t v)
-{
-    uint64_t o = LD_RLX(f);
-    while (v > o) {
-        if (__atomic_compare_exchange_n(f, &o, v, true, __ATOMIC_RELEASE,
-                                        __ATOMIC_RELAXED))
-            return true;
-    }
-    return false;
-}
-
-static inline unsigned log2_bucket(uint64_t v, unsigned n)
-{
-    unsigned b = 63u - (unsigned)__builtin_clzll(v | 1); /* 0, 1 -> 0 */
-    return b < n ? b : n - 1;
-}
+/* ---- writer: cold helpers ------------------------------------------------ */
 
 static inline uint64_t now_ns(void)
 {
@@ -157,90 +91,15 @@ static inline uint64_t now_ns(void)
 }
 
 /* First use of a device: present = 1, dev_seen = max(dev_seen, dev+1). */
-static __attribute__((noinline, cold)) void mark_present(
-    struct gm_abi_header *h, struct gm_abi_dev *d, unsigned dev)
+void gm_tw_mark_present(struct gm_abi_header *h, struct gm_abi_dev *d,
+                        unsigned dev)
 {
-    put(&d->present, 1);
-    uint64_t want = (uint64_t)dev + 1, cur = LD_RLX(&h->dev_seen);
+    tw_put(&d->present, 1);
+    uint64_t want = (uint64_t)dev + 1, cur = TW_LD_RLX(&h->dev_seen);
     while (cur < want &&
            !__atomic_compare_exchange_n(&h->dev_seen, &cur, want, true,
                                         __ATOMIC_RELEASE, __ATOMIC_RELAXED))
         ;
-}
-
-/* Enter a device block as one of possibly several concurrent writers
- * (never waits): count this writer in wbegin. Every field update that
- * follows is an atomic read-modify-write or a release store, so a reader
- * that sees any of them also sees this increment. */
-static inline __attribute__((always_inline)) struct gm_abi_dev *
-stats_begin(struct gm_abi_header *h, unsigned dev, uint64_t now)
-{
-    if (dev >= h->dev_slots)
-        return NULL;
-    struct gm_abi_dev *d =
-        (struct gm_abi_dev *)((char *)h + sizeof *h) + dev;
-    __atomic_fetch_add(&d->wbegin, 1, __ATOMIC_ACQ_REL);
-    if (__builtin_expect(get(&d->present) == 0, 0))
-        mark_present(h, d, dev);
-    put(&d->last_ns, now);
-    return d;
-}
-
-/* Leave: count this writer in wdone (release: pairs with readers). */
-static void stats_end(struct gm_abi_dev *d)
-{
-    __atomic_fetch_add(&d->wdone, 1, __ATOMIC_RELEASE);
-}
-
-/* used = the figure given (concurrent writers may store theirs out of
- * order; the next event or gm_tel_sync corrects it); peak never falls
- * below any used stored, since each writer raises it before leaving. */
-static inline void set_used_peak(struct gm_abi_dev *d, uint64_t used,
-                                 uint64_t peak, uint64_t now)
-{
-    put(&d->used, used);
-    if (peak < used)
-        peak = used;
-    if (raise_to(&d->peak, peak)) {
-        put(&d->peak_ns, now);
-        put(&d->frag_peak_ppm, get(&d->frag_ppm));
-    }
-}
-
-/* ---- writer: ring ------------------------------------------------------- */
-
-static inline __attribute__((always_inline)) void
-ring_push(struct gm_abi_header *h, unsigned kind, unsigned api,
-          uint32_t dev, uint64_t now, uint64_t lat, uint64_t size,
-          uint64_t addr, uint64_t used, uint64_t extra)
-{
-    struct gm_abi_record *ring =
-        (struct gm_abi_record *)((char *)h + h->ring_offset);
-    uint64_t i = __atomic_fetch_add(&h->ring_head, 1, __ATOMIC_RELAXED);
-    struct gm_abi_record *r = &ring[i & (h->ring_capacity - 1)];
-    uint64_t want = i + 1, s = LD_RLX(&r->seq);
-    do {
-        if ((s & GM_ABI_SEQ_BUSY) || s >= want) {
-            /* Another producer is still writing this slot (it was lapped)
-             * or a later event already took it: never wait, drop. */
-            __atomic_fetch_add(&h->ring_dropped, 1, __ATOMIC_RELAXED);
-            return;
-        }
-    } while (!__atomic_compare_exchange_n(&r->seq, &s, want | GM_ABI_SEQ_BUSY,
-                                          true, __ATOMIC_RELAXED,
-                                          __ATOMIC_RELAXED));
-    /* Release stores: each is ordered after the busy mark above. */
-    ST_REL(&r->ts_ns, now);
-    ST_REL(&r->kind, (uint16_t)kind);
-    ST_REL(&r->api, (uint16_t)api);
-    ST_REL(&r->dev, dev);
-    ST_REL(&r->tid, gm_thread_id());
-    ST_REL(&r->lat_ns, lat > UINT32_MAX ? UINT32_MAX : (uint32_t)lat);
-    ST_REL(&r->size, size);
-    ST_REL(&r->addr, addr);
-    ST_REL(&r->used_after, used);
-    ST_REL(&r->extra, extra);
-    ST_REL(&r->seq, want); /* publish: pairs with gm_tel_read_record */
 }
 
 /* ---- writer: the hooks' API --------------------------------------------- */
@@ -248,65 +107,15 @@ ring_push(struct gm_abi_header *h, unsigned kind, unsigned api,
 void gm_tel_device(struct gm_tel *t, unsigned dev, uint64_t physical,
                    uint64_t limit)
 {
-    struct gm_abi_header *h = tel_hdr(t);
+    struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL)
         return;
-    struct gm_abi_dev *d = stats_begin(h, dev, now_ns());
+    struct gm_abi_dev *d = tw_stats_begin(h, dev, now_ns());
     if (d == NULL)
         return;
-    put(&d->physical, physical);
-    put(&d->limit, limit);
-    stats_end(d);
-}
-
-static void put_frag(struct gm_abi_dev *d, uint32_t frag_ppm)
-{
-    if (frag_ppm == GM_TEL_FRAG_KEEP)
-        return;
-    uint64_t v = frag_ppm > 1000000u ? 1000000u : frag_ppm;
-    put(&d->frag_ppm, v);
-    if (get(&d->used) == get(&d->peak))
-        put(&d->frag_peak_ppm, v);
-}
-
-void gm_tel_alloc_ev(struct gm_tel *t, const struct gm_tel_ev *e)
-{
-    struct gm_abi_header *h = tel_hdr(t);
-    if (h == NULL)
-        return;
-    struct gm_abi_dev *d = stats_begin(h, e->dev, e->ts_ns);
-    if (d != NULL) {
-        inc(&d->allocs);
-        add(&d->total_bytes, e->size);
-        inc(&d->live_allocs);
-        add_bounded(&d->live_bytes, e->size);
-        inc(&d->size_hist[log2_bucket(e->size, GM_ABI_SIZE_BUCKETS)]);
-        inc(&d->lat_hist[log2_bucket(e->lat_ns, GM_ABI_LAT_BUCKETS)]);
-        add_bounded(&d->lat_sum_ns, e->lat_ns);
-        set_used_peak(d, e->used, e->peak, e->ts_ns);
-        put_frag(d, e->frag_ppm);
-        stats_end(d);
-    }
-    ring_push(h, GM_EV_ALLOC, e->api, e->dev, e->ts_ns, e->lat_ns, e->size,
-              e->addr, e->used, 0);
-}
-
-void gm_tel_free_ev(struct gm_tel *t, const struct gm_tel_ev *e)
-{
-    struct gm_abi_header *h = tel_hdr(t);
-    if (h == NULL)
-        return;
-    struct gm_abi_dev *d = stats_begin(h, e->dev, e->ts_ns);
-    if (d != NULL) {
-        inc(&d->frees);
-        sub(&d->live_allocs, 1);
-        sub(&d->live_bytes, e->size);
-        set_used_peak(d, e->used, 0, e->ts_ns);
-        put_frag(d, e->frag_ppm);
-        stats_end(d);
-    }
-    ring_push(h, GM_EV_FREE, e->api, e->dev, e->ts_ns, e->lat_ns, e->size,
-              e->addr, e->used, 0);
+    tw_put(&d->physical, physical);
+    tw_put(&d->limit, limit);
+    tw_stats_end(d);
 }
 
 void gm_tel_alloc_frag(struct gm_tel *t, unsigned dev, unsigned api,
@@ -350,73 +159,73 @@ void gm_tel_free(struct gm_tel *t, unsigned dev, unsigned api, uint64_t addr,
 void gm_tel_refuse(struct gm_tel *t, unsigned dev, unsigned api,
                    uint64_t size, uint64_t used, uint64_t limit)
 {
-    struct gm_abi_header *h = tel_hdr(t);
+    struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL)
         return;
     uint64_t now = now_ns();
-    struct gm_abi_dev *d = stats_begin(h, dev, now);
+    struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
     if (d != NULL) {
-        inc(&d->refusals);
-        set_used_peak(d, used, 0, now);
-        stats_end(d);
+        tw_inc(&d->refusals);
+        tw_set_used_peak(d, used, 0, now);
+        tw_stats_end(d);
     }
-    ring_push(h, GM_EV_OOM, api, dev, now, 0, size, 0, used, limit);
+    tw_ring_push(h, GM_EV_OOM, api, dev, now, 0, size, 0, used, limit);
 }
 
 void gm_tel_context(struct gm_tel *t, unsigned dev, uint64_t bytes,
                     uint64_t used_after, uint64_t peak)
 {
-    struct gm_abi_header *h = tel_hdr(t);
+    struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL)
         return;
     uint64_t now = now_ns();
-    struct gm_abi_dev *d = stats_begin(h, dev, now);
+    struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
     if (d != NULL) {
-        add(&d->context_bytes, bytes);
-        set_used_peak(d, used_after, peak, now);
-        stats_end(d);
+        tw_add(&d->context_bytes, bytes);
+        tw_set_used_peak(d, used_after, peak, now);
+        tw_stats_end(d);
     }
-    ring_push(h, GM_EV_CONTEXT, GM_API_NONE, dev, now, 0, bytes, 0,
+    tw_ring_push(h, GM_EV_CONTEXT, GM_API_NONE, dev, now, 0, bytes, 0,
               used_after, 0);
 }
 
 void gm_tel_limit(struct gm_tel *t, unsigned dev, uint64_t new_limit)
 {
-    struct gm_abi_header *h = tel_hdr(t);
+    struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL)
         return;
     uint64_t now = now_ns(), old = 0, used = 0;
-    struct gm_abi_dev *d = stats_begin(h, dev, now);
+    struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
     if (d != NULL) {
-        old = get(&d->limit);
-        used = get(&d->used);
-        put(&d->limit, new_limit);
-        stats_end(d);
+        old = tw_get(&d->limit);
+        used = tw_get(&d->used);
+        tw_put(&d->limit, new_limit);
+        tw_stats_end(d);
     }
-    ring_push(h, GM_EV_LIMIT, GM_API_NONE, dev, now, 0, new_limit, 0, used,
+    tw_ring_push(h, GM_EV_LIMIT, GM_API_NONE, dev, now, 0, new_limit, 0, used,
               old);
 }
 
 void gm_tel_frag(struct gm_tel *t, unsigned dev, uint32_t frag_ppm)
 {
-    struct gm_abi_header *h = tel_hdr(t);
+    struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL || dev >= h->dev_slots)
         return;
     /* Not an event of its own: last_ns is left alone. */
     struct gm_abi_dev *d =
         (struct gm_abi_dev *)((char *)h + sizeof *h) + dev;
     __atomic_fetch_add(&d->wbegin, 1, __ATOMIC_ACQ_REL);
-    put_frag(d, frag_ppm);
-    stats_end(d);
+    tw_put_frag(d, frag_ppm);
+    tw_stats_end(d);
 }
 
 void gm_tel_host(struct gm_tel *t, unsigned api, uint64_t addr, int64_t delta)
 {
-    struct gm_abi_header *h = tel_hdr(t);
+    struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL)
         return;
     uint64_t mag = delta < 0 ? (uint64_t)0 - (uint64_t)delta : (uint64_t)delta;
-    uint64_t cur = LD_RLX(&h->host_pinned), next;
+    uint64_t cur = TW_LD_RLX(&h->host_pinned), next;
     do {
         if (delta < 0)
             next = cur > mag ? cur - mag : 0;
@@ -424,70 +233,70 @@ void gm_tel_host(struct gm_tel *t, unsigned api, uint64_t addr, int64_t delta)
             next = cur + mag < cur ? UINT64_MAX : cur + mag;
     } while (!__atomic_compare_exchange_n(&h->host_pinned, &cur, next, true,
                                           __ATOMIC_RELEASE, __ATOMIC_RELAXED));
-    ring_push(h, GM_EV_HOST, api, GM_ABI_NO_DEVICE, now_ns(), 0,
+    tw_ring_push(h, GM_EV_HOST, api, GM_ABI_NO_DEVICE, now_ns(), 0,
               mag, (uint64_t)delta, next, addr);
 }
 
 void gm_tel_event(struct gm_tel *t, unsigned kind, unsigned dev, unsigned api,
                   uint64_t size, uint64_t addr, uint64_t used_after)
 {
-    struct gm_abi_header *h = tel_hdr(t);
+    struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL)
         return;
     uint64_t now = now_ns();
-    struct gm_abi_dev *d = stats_begin(h, dev, now);
+    struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
     if (d != NULL) {
         switch (kind) {
         case GM_EV_SPILL:
-            inc(&d->spills);
-            add(&d->spilled_bytes, size);
+            tw_inc(&d->spills);
+            tw_add(&d->spilled_bytes, size);
             break;
         case GM_EV_OVER_LIMIT:
-            inc(&d->over_limit);
+            tw_inc(&d->over_limit);
             break;
         case GM_EV_WAIT_BEGIN:
-            inc(&d->waits);
+            tw_inc(&d->waits);
             break;
         case GM_EV_TRIM:
-            inc(&d->trims);
-            add(&d->trimmed_bytes, size);
+            tw_inc(&d->trims);
+            tw_add(&d->trimmed_bytes, size);
             break;
         case GM_EV_RECLAIM:
-            inc(&d->reclaims);
-            add(&d->reclaimed_bytes, size);
+            tw_inc(&d->reclaims);
+            tw_add(&d->reclaimed_bytes, size);
             break;
         default:
             break;
         }
-        set_used_peak(d, used_after, 0, now);
-        stats_end(d);
+        tw_set_used_peak(d, used_after, 0, now);
+        tw_stats_end(d);
     }
-    ring_push(h, kind, api, dev, now, 0, size, addr, used_after, 0);
+    tw_ring_push(h, kind, api, dev, now, 0, size, addr, used_after, 0);
 }
 
 void gm_tel_pool(struct gm_tel *t, unsigned dev, uint64_t reserve_bytes)
 {
-    struct gm_abi_header *h = tel_hdr(t);
+    struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL)
         return;
-    struct gm_abi_dev *d = stats_begin(h, dev, now_ns());
+    struct gm_abi_dev *d = tw_stats_begin(h, dev, now_ns());
     if (d == NULL)
         return;
-    put(&d->pool_reserve, reserve_bytes);
-    stats_end(d);
+    tw_put(&d->pool_reserve, reserve_bytes);
+    tw_stats_end(d);
 }
 
 void gm_tel_sync(struct gm_tel *t, unsigned dev, uint64_t used, uint64_t peak)
 {
-    struct gm_abi_header *h = tel_hdr(t);
+    struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL)
         return;
     uint64_t now = now_ns();
-    struct gm_abi_dev *d = stats_begin(h, dev, now);
+    struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
     if (d == NULL)
         return;
-    set_used_peak(d, used, peak, now);
-    stats_end(d);
+    tw_set_used_peak(d, used, peak, now);
+    tw_stats_end(d);
 }
 
 /* ---- segment creation --------------------------------------------------- */
@@ -558,7 +367,7 @@ static void init_image(struct gm_abi_header *h, uint32_t cap, uint32_t slots,
     read_cmdline(h->cmdline, sizeof h->cmdline);
     if (p->policy_summary != NULL)
         snprintf(h->policy, sizeof h->policy, "%s", p->policy_summary);
-    ST_REL(&h->magic, GM_ABI_MAGIC);
+    TW_ST_REL(&h->magic, GM_ABI_MAGIC);
 }
 
 static void attach(struct gm_tel *t, void *mem, size_t len, bool shared)
@@ -739,10 +548,10 @@ int gm_tel_open_mem(struct gm_tel *t, void *mem, size_t len,
 
 void gm_tel_close(struct gm_tel *t, bool keep)
 {
-    struct gm_abi_header *h = tel_hdr(t);
+    struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL)
         return;
-    ST_REL(&h->closed_ns, now_ns());
+    TW_ST_REL(&h->closed_ns, now_ns());
     __atomic_fetch_or(&h->flags, GM_ABI_F_CLOSED | (keep ? GM_ABI_F_KEPT : 0u),
                       __ATOMIC_RELEASE);
     if (t->shared) {
@@ -787,13 +596,13 @@ static void backoff(unsigned attempt)
 
 static void copy_dev(const struct gm_abi_dev *s, struct gm_abi_dev *d)
 {
-#define GM_COPY(f) d->f = LD_ACQ(&s->f);
+#define GM_COPY(f) d->f = TW_LD_ACQ(&s->f);
     GM_DEV_SCALARS(GM_COPY)
 #undef GM_COPY
     for (unsigned i = 0; i < GM_ABI_SIZE_BUCKETS; i++)
-        d->size_hist[i] = LD_ACQ(&s->size_hist[i]);
+        d->size_hist[i] = TW_LD_ACQ(&s->size_hist[i]);
     for (unsigned i = 0; i < GM_ABI_LAT_BUCKETS; i++)
-        d->lat_hist[i] = LD_ACQ(&s->lat_hist[i]);
+        d->lat_hist[i] = TW_LD_ACQ(&s->lat_hist[i]);
 }
 
 /* The writer's invariants (docs/abi.md, "Invariants"). */
@@ -815,8 +624,8 @@ int gm_tel_read_dev(const struct gm_abi_dev *src, struct gm_abi_dev *dst)
     uint64_t last = 0;
     unsigned same = 0;
     for (unsigned a = 0; a < READ_ATTEMPTS; a++) {
-        uint64_t done = LD_ACQ(&src->wdone);
-        uint64_t begun = LD_RLX(&src->wbegin);
+        uint64_t done = TW_LD_ACQ(&src->wdone);
+        uint64_t begun = TW_LD_RLX(&src->wbegin);
         if (begun != done) {
             /* A writer is inside; one that stays there is dead. */
             same = begun == last ? same + 1 : 0;
@@ -830,7 +639,7 @@ int gm_tel_read_dev(const struct gm_abi_dev *src, struct gm_abi_dev *dst)
         /* The acquire field loads keep this load after them: equal to
          * `done` only if no writer began since every writer counted in
          * `done` had finished. */
-        uint64_t b2 = LD_RLX(&src->wbegin);
+        uint64_t b2 = TW_LD_RLX(&src->wbegin);
         if (b2 == done) {
             dst->wbegin = dst->wdone = done;
             return dev_sane(dst) ? GM_SNAP_OK : GM_SNAP_INSANE;
@@ -838,8 +647,8 @@ int gm_tel_read_dev(const struct gm_abi_dev *src, struct gm_abi_dev *dst)
         backoff(a);
     }
     copy_dev(src, dst);
-    dst->wdone = LD_RLX(&src->wdone);
-    dst->wbegin = LD_RLX(&src->wbegin);
+    dst->wdone = TW_LD_RLX(&src->wdone);
+    dst->wbegin = TW_LD_RLX(&src->wbegin);
     return GM_SNAP_BUSY;
 }
 
@@ -847,20 +656,20 @@ int gm_tel_read_record(const struct gm_abi_record *slot, uint64_t index,
                        struct gm_abi_record *out)
 {
     uint64_t want = index + 1;
-    uint64_t s1 = LD_ACQ(&slot->seq); /* pairs with ring_push's publish */
+    uint64_t s1 = TW_LD_ACQ(&slot->seq); /* pairs with ring_push's publish */
     if (s1 != want)
         return (s1 & ~GM_ABI_SEQ_BUSY) > want ? GM_REC_GONE : GM_REC_PENDING;
-    out->ts_ns = LD_ACQ(&slot->ts_ns);
-    out->kind = LD_ACQ(&slot->kind);
-    out->api = LD_ACQ(&slot->api);
-    out->dev = LD_ACQ(&slot->dev);
-    out->tid = LD_ACQ(&slot->tid);
-    out->lat_ns = LD_ACQ(&slot->lat_ns);
-    out->size = LD_ACQ(&slot->size);
-    out->addr = LD_ACQ(&slot->addr);
-    out->used_after = LD_ACQ(&slot->used_after);
-    out->extra = LD_ACQ(&slot->extra);
-    if (LD_RLX(&slot->seq) != s1)
+    out->ts_ns = TW_LD_ACQ(&slot->ts_ns);
+    out->kind = TW_LD_ACQ(&slot->kind);
+    out->api = TW_LD_ACQ(&slot->api);
+    out->dev = TW_LD_ACQ(&slot->dev);
+    out->tid = TW_LD_ACQ(&slot->tid);
+    out->lat_ns = TW_LD_ACQ(&slot->lat_ns);
+    out->size = TW_LD_ACQ(&slot->size);
+    out->addr = TW_LD_ACQ(&slot->addr);
+    out->used_after = TW_LD_ACQ(&slot->used_after);
+    out->extra = TW_LD_ACQ(&slot->extra);
+    if (TW_LD_RLX(&slot->seq) != s1)
         return GM_REC_GONE; /* a later event took the slot meanwhile */
     out->seq = s1;
     return GM_REC_OK;
@@ -870,26 +679,26 @@ int gm_tel_read(const struct gm_abi_header *h, uint32_t slots, uint32_t cap,
                 struct gm_snapshot *out)
 {
     memset(out, 0, offsetof(struct gm_snapshot, dev));
-    (void)LD_ACQ(&h->magic); /* pairs with init_image's release */
+    (void)TW_LD_ACQ(&h->magic); /* pairs with init_image's release */
     out->pid = h->pid;
     out->mode = h->mode;
     out->on_oom = h->on_oom;
-    out->flags = LD_ACQ(&h->flags);
+    out->flags = TW_LD_ACQ(&h->flags);
     out->start_ticks = h->start_ticks;
     out->start_realtime_ns = h->start_realtime_ns;
     out->created_ns = h->created_ns;
-    out->closed_ns = LD_ACQ(&h->closed_ns);
+    out->closed_ns = TW_LD_ACQ(&h->closed_ns);
     out->taken_ns = now_ns();
-    out->host_pinned = LD_ACQ(&h->host_pinned);
+    out->host_pinned = TW_LD_ACQ(&h->host_pinned);
     out->ring_capacity = cap;
-    out->ring_head = LD_ACQ(&h->ring_head);
-    out->ring_dropped = LD_ACQ(&h->ring_dropped);
+    out->ring_head = TW_LD_ACQ(&h->ring_head);
+    out->ring_dropped = TW_LD_ACQ(&h->ring_dropped);
     memcpy(out->cmdline, h->cmdline, sizeof out->cmdline);
     out->cmdline[sizeof out->cmdline - 1] = '\0';
     memcpy(out->policy, h->policy, sizeof out->policy);
     out->policy[sizeof out->policy - 1] = '\0';
     out->dev_slots = slots;
-    uint64_t seen = LD_ACQ(&h->dev_seen);
+    uint64_t seen = TW_LD_ACQ(&h->dev_seen);
     out->dev_count = seen < slots ? (uint32_t)seen : slots;
     const struct gm_abi_dev *devs =
         (const struct gm_abi_dev *)((const char *)h + sizeof *h);
@@ -903,7 +712,7 @@ int gm_tel_read(const struct gm_abi_header *h, uint32_t slots, uint32_t cap,
 
 int gm_tel_snapshot(const struct gm_tel *t, struct gm_snapshot *out)
 {
-    const struct gm_abi_header *h = tel_hdr(t);
+    const struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL)
         return -1;
     return gm_tel_read(h, h->dev_slots, h->ring_capacity, out);

@@ -120,8 +120,8 @@ struct gm_tel_ev {
     uint32_t dev, api;
     uint32_t frag_ppm;      /* GM_TEL_FRAG_KEEP: leave the figure */
 };
-void gm_tel_alloc_ev(struct gm_tel *t, const struct gm_tel_ev *e);
-void gm_tel_free_ev(struct gm_tel *t, const struct gm_tel_ev *e);
+/* gm_tel_alloc_ev(t, e) and gm_tel_free_ev(t, e) are inline in
+ * shim/telwrite.h. */
 /* Context memory measured: context_bytes += bytes, used, peak. Record
  * GM_EV_CONTEXT {size = bytes, used_after}. */
 void gm_tel_context(struct gm_tel *t, unsigned dev, uint64_t bytes,

@@ -84,7 +84,7 @@ static int grow(struct shard *s)
 }
 
 /* Backward-shift deletion of slot i (linear probing). */
-static void erase(struct shard *s, uint32_t i)
+static inline void erase(struct shard *s, uint32_t i)
 {
     uint32_t mask = s->cap - 1;
     uint32_t j = i;

@@ -33,15 +33,14 @@ enum gm_ns {
 struct gm_alloc {
     uint64_t key;
     uint64_t size;     /* bytes charged */
-    uint32_t dev;
+    uint64_t aux;      /* async allocations: the pool they came from */
+    uint8_t dev;       /* < GM_MAX_DEVICES (64) */
     uint8_t ns;        /* enum gm_ns; 0 = empty slot */
     uint8_t api;       /* enum gm_api */
     uint8_t flags;     /* GM_AF_* */
-    uint8_t pad;
     uint32_t refs;     /* VMM handles: reference count */
-    uint32_t pad2;
-    uint64_t aux;      /* async allocations: the pool they came from */
 };
+_Static_assert(sizeof(struct gm_alloc) == 32, "gm_alloc: half a cache line");
 
 /* Insert a new entry. If the key is already present (a free we never saw),
  * the old entry is replaced and copied to *old, and 1 is returned; 0 when
