@@ -47,6 +47,8 @@ static const char F_PRIORITY[] =
     "use high, normal, low, or a weight from 0.1 to 10";
 static const char F_REPORT[] = "use 0, 1, stderr, or json:PATH (%p = pid)";
 static const char F_KEEP[] = "use 0 or 1";
+static const char F_TELEMETRY[] =
+    "use 1 (segment, stats, events, report) or 0 (limits only)";
 static const char F_RING[] = "use a power of two from 1024 to 16777216";
 static const char F_LOG[] = "use quiet, error, warn, info, or debug";
 static const char F_LIBRARY[] =
@@ -74,6 +76,7 @@ static const char *const field_names[GM_F_COUNT] = {
     [GM_F_PRIORITY] = "GPUMEM_PRIORITY",
     [GM_F_REPORT] = "GPUMEM_REPORT",
     [GM_F_KEEP] = "GPUMEM_KEEP",
+    [GM_F_TELEMETRY] = "GPUMEM_TELEMETRY",
     [GM_F_RING_EVENTS] = "GPUMEM_RING_EVENTS",
     [GM_F_SHM_PREFIX] = "GPUMEM_SHM_PREFIX",
     [GM_F_LOG_LEVEL] = "GPUMEM_LOG_LEVEL",
@@ -689,6 +692,18 @@ static bool apply_keep(struct load *c, enum gm_field f, const char *name,
     return true;
 }
 
+static bool apply_telemetry(struct load *c, enum gm_field f, const char *name,
+                            const char *val)
+{
+    if (strcmp(val, "0") != 0 && strcmp(val, "1") != 0) {
+        bad(c, f, name, val, val[0] ? "is not 0 or 1" : "is empty",
+            F_TELEMETRY);
+        return false;
+    }
+    c->p->telemetry = val[0] == '1';
+    return true;
+}
+
 static bool apply_ring(struct load *c, enum gm_field f, const char *name,
                        const char *val)
 {
@@ -777,6 +792,7 @@ static const struct {
     { GM_F_PRIORITY, apply_priority },
     { GM_F_REPORT, apply_report },
     { GM_F_KEEP, apply_keep },
+    { GM_F_TELEMETRY, apply_telemetry },
     { GM_F_RING_EVENTS, apply_ring },
     { GM_F_SHM_PREFIX, apply_prefix },
     { GM_F_LOG_LEVEL, apply_log },
@@ -1005,6 +1021,21 @@ static void check_group(struct load *c)
             "is not; the group limit is ignored");
 }
 
+/* The exit report is made from the telemetry segment. */
+static void check_telemetry(struct load *c)
+{
+    struct gm_policy *p = c->p;
+
+    if (p->telemetry || p->report == GM_REPORT_NONE)
+        return;
+    bad(c, GM_F_REPORT, field_names[GM_F_REPORT], c->val[GM_F_REPORT],
+        "needs telemetry, but GPUMEM_TELEMETRY=0 turns it off",
+        "unset GPUMEM_REPORT, or set GPUMEM_TELEMETRY=1");
+    c->bad[GM_F_REPORT] = true;
+    p->report = GM_REPORT_NONE;
+    p->src[GM_F_REPORT] = GM_SRC_DEFAULT;
+}
+
 /* Variables that only matter in one mode: a warning, not an error. */
 static void check_mode_only(struct load *c)
 {
@@ -1039,6 +1070,7 @@ void gm_policy_defaults(struct gm_policy *p)
     p->group_limit.kind = GM_LIMIT_NONE;
     p->priority = 1.0;
     p->report = GM_REPORT_NONE;
+    p->telemetry = true;
     p->ring_events = 65536;
     memcpy(p->shm_prefix, "gpumem", sizeof "gpumem");
     p->log_level = GM_LOG_WARN;
@@ -1069,6 +1101,7 @@ int gm_policy_load(struct gm_policy *p, char *const *envp, struct gm_diag *d)
     check_static_mode(&c);
     check_static_size(&c);
     check_group(&c);
+    check_telemetry(&c);
     check_mode_only(&c);
     return d->errors > 0 ? -1 : 0;
 }
@@ -1370,6 +1403,10 @@ static void fmt_output(struct out *o, bool json, const struct gm_policy *p)
     snprintf(x, sizeof x, "\"enabled\": %s", p->keep ? "true" : "false");
     item(o, json, field_names[GM_F_KEEP], p->src[GM_F_KEEP],
          p->keep ? "1" : "0", x);
+    snprintf(x, sizeof x, "\"enabled\": %s",
+             p->telemetry ? "true" : "false");
+    item(o, json, field_names[GM_F_TELEMETRY], p->src[GM_F_TELEMETRY],
+         p->telemetry ? "1" : "0", x);
     snprintf(t, sizeof t, "%u", (unsigned)p->ring_events);
     snprintf(x, sizeof x, "\"events\": %u", (unsigned)p->ring_events);
     item(o, json, field_names[GM_F_RING_EVENTS], p->src[GM_F_RING_EVENTS], t,

@@ -48,7 +48,7 @@ enum gm_source { GM_SRC_DEFAULT = 0, GM_SRC_ENV };
 enum gm_field {
     GM_F_LIMIT = 0, GM_F_LIMIT_N, GM_F_MODE, GM_F_STATIC_SIZE, GM_F_WARMUP,
     GM_F_HEADROOM, GM_F_ON_OOM, GM_F_GROUP, GM_F_GROUP_LIMIT, GM_F_PRIORITY,
-    GM_F_REPORT, GM_F_KEEP, GM_F_RING_EVENTS, GM_F_SHM_PREFIX, GM_F_LOG_LEVEL,
+    GM_F_REPORT, GM_F_KEEP, GM_F_TELEMETRY, GM_F_RING_EVENTS, GM_F_SHM_PREFIX, GM_F_LOG_LEVEL,
     GM_F_CUDA_LIBRARY, GM_F_ON_BAD_CONFIG, GM_F_COUNT
 };
 
@@ -70,6 +70,7 @@ struct gm_policy {
     enum gm_report report;
     char report_path[GM_PATH_MAX];              /* json:PATH, %p kept as is */
     bool keep;
+    bool telemetry;                             /* GPUMEM_TELEMETRY, on */
     uint32_t ring_events;                       /* power of two */
     char shm_prefix[GM_PREFIX_MAX + 1];         /* default "gpumem" */
     enum gm_log log_level;

@@ -125,11 +125,10 @@ void gm_acct_publish_frag(void *ctx, uint32_t ppm)
     gm_tel_frag(&gm_st.tel, (unsigned)(uintptr_t)ctx, ppm);
 }
 
-void gm_acct_commit_entry(struct gm_dev *d, const struct gm_alloc *a,
-                          uint64_t t0, uint64_t t1)
+/* The allocation's event and its interval (telemetry on). */
+static inline void commit_telemetry(struct gm_dev *d, const struct gm_alloc *a,
+                                    uint64_t t0, uint64_t t1)
 {
-    /* Telemetry first, then the table: a free can only find the entry
-     * (and publish its release) after the allocation was published. */
     struct gm_tel_ev e = {
         .ts_ns = gm_ticks_realtime(t1), .lat_ns = gm_ticks_ns(t1 - t0),
         .addr = a->key, .size = a->size,
@@ -138,6 +137,15 @@ void gm_acct_commit_entry(struct gm_dev *d, const struct gm_alloc *a,
     };
     gm_tel_alloc_ev(&gm_st.tel, &e);
     gm_acct_frag_post(a, true);
+}
+
+void gm_acct_commit_entry(struct gm_dev *d, const struct gm_alloc *a,
+                          uint64_t t0, uint64_t t1)
+{
+    /* Telemetry first, then the table: a free can only find the entry
+     * (and publish its release) after the allocation was published. */
+    if (gm_telemetry_on())
+        commit_telemetry(d, a, t0, t1);
     struct gm_alloc old;
     int r = gm_track_insert(a, &old);
     if (GM_LIKELY(r == 0))
@@ -170,11 +178,13 @@ void gm_acct_released(const struct gm_alloc *a, unsigned api, uint64_t t0,
         if (a->flags & GM_AF_GROUP)
             gm_grp_give(d, a->size);
     }
-    struct gm_tel_ev e = {
-        .ts_ns = gm_ticks_realtime(t1), .lat_ns = gm_ticks_ns(t1 - t0),
-        .addr = a->key, .size = a->size, .used = used,
-        .dev = a->dev, .api = api, .frag_ppm = GM_TEL_FRAG_KEEP,
-    };
-    gm_tel_free_ev(&gm_st.tel, &e);
+    if (gm_telemetry_on()) {
+        struct gm_tel_ev e = {
+            .ts_ns = gm_ticks_realtime(t1), .lat_ns = gm_ticks_ns(t1 - t0),
+            .addr = a->key, .size = a->size, .used = used,
+            .dev = a->dev, .api = api, .frag_ppm = GM_TEL_FRAG_KEEP,
+        };
+        gm_tel_free_ev(&gm_st.tel, &e);
+    }
     gm_oomwait_wake();
 }

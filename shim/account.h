@@ -86,7 +86,8 @@ void gm_acct_publish_frag(void *ctx, uint32_t ppm);
 static inline __attribute__((always_inline)) void gm_acct_frag_post(const struct gm_alloc *a, bool add)
 {
     /* Handles and arrays have no address in the device's heap. */
-    if (a->ns == GM_NS_PTR && GM_LIKELY(a->dev < GM_MAX_DEVICES))
+    if (a->ns == GM_NS_PTR && GM_LIKELY(a->dev < GM_MAX_DEVICES) &&
+        gm_telemetry_on())
         gm_fragq_post(&gm_st.dev[a->dev].frag, a->key, add ? a->size : 0,
                       gm_acct_publish_frag, (void *)(uintptr_t)a->dev);
 }

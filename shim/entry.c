@@ -186,7 +186,8 @@ static int init_locked(void)
     }
     gm_ticks_init();
     gm_st.start_ns = gm_hook_now();
-    open_telemetry();
+    if (gm_st.policy.telemetry)
+        open_telemetry();
     gm_grp_init();
     gm_staged_arm(gm_st.start_ns);
     if (!atfork_registered) {

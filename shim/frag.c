@@ -115,14 +115,12 @@ static inline void pull(struct gm_frag_node *n)
     n->maxgap = max_u64(n->gap, max_u64(mg(n->c[0]), mg(n->c[1])));
 }
 
-static uint32_t next_prio(struct gm_frag *f)
+/* 64-bit linear congruential generator; its high half is the priority. */
+static inline uint32_t next_prio(struct gm_frag *f)
 {
-    uint64_t x = f->rng;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
+    uint64_t x = f->rng * 6364136223846793005ull + 1442695040888963407ull;
     f->rng = x;
-    return (uint32_t)((x * 2685821657736338717ull) >> 32);
+    return (uint32_t)(x >> 32);
 }
 
 /* Recompute maxima from t up to the root. `pending` is a node above t

@@ -93,7 +93,7 @@ static CUresult spill(int dev, struct gm_dev *d, const struct req *r,
     gm_depth--;
     if (rc != CUDA_SUCCESS)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    uint64_t t = gm_ticks();
+    uint64_t t = gm_hook_ticks();
     gm_acct_commit(dev, d, GM_NS_PTR, *p, r->size, r->api,
                    GM_AF_SPILL | GM_AF_UNCHARGED, t, t);
     return CUDA_SUCCESS;
@@ -102,7 +102,7 @@ static CUresult spill(int dev, struct gm_dev *d, const struct req *r,
 /* Undo an async allocation that grew its pool past the limit: free it on
  * its stream, trim the pool back, recharge. */
 static void async_undo(int dev, struct gm_dev *d, const struct req *r,
-                       CUdeviceptr p, CUmemoryPool pool)
+                       CUdeviceptr p, struct gm_pool *pool)
 {
     gm_depth++;
     if (r->kind == K_ASYNC_PTSZ || r->kind == K_POOL_PTSZ) {
@@ -121,7 +121,7 @@ static void async_undo(int dev, struct gm_dev *d, const struct req *r,
  * from passing the limit together; a request that does not fit may still
  * be served from memory the pool already holds. */
 static CUresult alloc_async(int dev, struct gm_dev *d, const struct req *r,
-                            CUmemoryPool pool)
+                            struct gm_pool *pool)
 {
     uint64_t used;
     uint64_t prov = r->size;
@@ -143,9 +143,9 @@ static CUresult alloc_async(int dev, struct gm_dev *d, const struct req *r,
     }
     /* From here the group holds r->size for the live allocation. */
     CUdeviceptr p = 0;
-    uint64_t t0 = gm_ticks();
+    uint64_t t0 = gm_hook_ticks();
     CUresult rc = call_real(r->kind, r, &p);
-    uint64_t t1 = gm_ticks();
+    uint64_t t1 = gm_hook_ticks();
     if (rc != CUDA_SUCCESS) {
         gm_budget_release(&d->budget, prov);
         gm_grp_give(d, r->size);
@@ -168,7 +168,7 @@ static CUresult alloc_async(int dev, struct gm_dev *d, const struct req *r,
         .key = p, .size = r->size, .dev = (uint8_t)dev, .ns = GM_NS_PTR,
         .api = (uint8_t)r->api,
         .flags = GM_AF_ASYNC | GM_AF_UNCHARGED | (d->gdev1 ? GM_AF_GROUP : 0),
-        .refs = 1, .aux = (uint64_t)(uintptr_t)pool,
+        .refs = 1, .aux = (uint64_t)(uintptr_t)gm_pool_handle(pool),
     };
     gm_acct_commit_entry(d, &a, t0, t1);
     return CUDA_SUCCESS;
@@ -192,8 +192,8 @@ alloc_ptr(enum kind k, const struct req *r)
         return rc;
     }
     if (k >= K_ASYNC) {
-        CUmemoryPool pool = gm_pool_for(dev, k >= K_POOL ? r->pool
-                                                               : NULL);
+        struct gm_pool *pool = gm_pool_for(dev, k >= K_POOL ? r->pool
+                                                             : NULL);
         if (pool != NULL)
             return alloc_async(dev, d, r, pool);
     }
@@ -219,9 +219,9 @@ alloc_ptr(enum kind k, const struct req *r)
     case GM_ADMIT_OK:
         break;
     }
-    uint64_t t0 = gm_ticks();
+    uint64_t t0 = gm_hook_ticks();
     CUresult rc = call_real(k, r, &p);
-    uint64_t t1 = gm_ticks();
+    uint64_t t1 = gm_hook_ticks();
     if (rc != CUDA_SUCCESS) {
         gm_acct_rollback(d, r->size);
         return rc;
@@ -250,11 +250,11 @@ GM_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
                                         memory_order_relaxed) &&
                   gm_budget_reserve(&d->budget, bytesize, &used))) {
         CUdeviceptr p = 0;
-        uint64_t t0 = gm_ticks();
+        uint64_t t0 = gm_hook_ticks();
         gm_depth++;
         CUresult rc = gm_real.cuMemAlloc_v2(&p, bytesize);
         gm_depth--;
-        uint64_t t1 = gm_ticks();
+        uint64_t t1 = gm_hook_ticks();
         if (GM_UNLIKELY(rc != CUDA_SUCCESS)) {
             gm_acct_rollback(d, bytesize);
             return rc;
@@ -398,7 +398,7 @@ static CUresult pitch_common(CUdeviceptr *dptr, size_t *pitch, size_t width,
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
     }
-    uint64_t t0 = gm_ticks();
+    uint64_t t0 = gm_hook_ticks();
     gm_depth++;
     if (v1) {
         CUdeviceptr_v1 q = 0;
@@ -411,7 +411,7 @@ static CUresult pitch_common(CUdeviceptr *dptr, size_t *pitch, size_t width,
         rc = gm_real.cuMemAllocPitch_v2(&p, &pp, width, height, elem);
     }
     gm_depth--;
-    uint64_t t1 = gm_ticks();
+    uint64_t t1 = gm_hook_ticks();
     if (d == NULL) {
         if (rc == CUDA_SUCCESS) {
             *dptr = p;
@@ -537,7 +537,7 @@ free_ptr(enum fkind k, unsigned api, CUdeviceptr p, CUstream s)
         return rc;
     }
     if (known) {
-        uint64_t t = gm_ticks(); /* latency is measured on allocs */
+        uint64_t t = gm_hook_ticks(); /* latency is measured on allocs */
         gm_acct_released(&a, api, t, t);
         /* A pool gives memory back only at a synchronisation point:
          * refresh it then, not now. */

@@ -30,11 +30,11 @@ GM_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle,
     if (gm_acct_reserve(dev, d, size, GM_API_MEM_CREATE, false) !=
         GM_ADMIT_OK)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    uint64_t t0 = gm_ticks();
+    uint64_t t0 = gm_hook_ticks();
     gm_depth++;
     CUresult rc = gm_real.cuMemCreate(handle, size, prop, flags);
     gm_depth--;
-    uint64_t t1 = gm_ticks();
+    uint64_t t1 = gm_hook_ticks();
     if (rc != CUDA_SUCCESS) {
         gm_acct_rollback(d, size);
         return rc;
@@ -62,7 +62,7 @@ GM_EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
         return rc;
     }
     if (u == 1) {
-        uint64_t t = gm_ticks();
+        uint64_t t = gm_hook_ticks();
         gm_acct_released(&a, GM_API_MEM_RELEASE, t, t);
     }
     return rc;
@@ -201,9 +201,9 @@ static CUresult array_create(const struct areq *r, void **out)
         return array_real(r, out);
     if (gm_acct_reserve(dev, d, r->est, r->api, false) != GM_ADMIT_OK)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    uint64_t t0 = gm_ticks();
+    uint64_t t0 = gm_hook_ticks();
     CUresult rc = array_real(r, out);
-    uint64_t t1 = gm_ticks();
+    uint64_t t1 = gm_hook_ticks();
     if (rc != CUDA_SUCCESS) {
         gm_acct_rollback(d, r->est);
         return rc;
@@ -325,12 +325,12 @@ static CUresult handle_destroy(enum gm_ns ns, unsigned api, void *h)
     }
     struct gm_alloc a;
     bool known = gm_track_remove(ns, (uint64_t)(uintptr_t)h, &a);
-    uint64_t t0 = gm_ticks();
+    uint64_t t0 = gm_hook_ticks();
     gm_depth++;
     CUresult rc = ns == GM_NS_MIPMAP ? gm_real.cuMipmappedArrayDestroy(h)
                                      : gm_real.cuArrayDestroy(h);
     gm_depth--;
-    uint64_t t1 = gm_ticks();
+    uint64_t t1 = gm_hook_ticks();
     if (rc != CUDA_SUCCESS) {
         if (known)
             gm_track_insert(&a, NULL);

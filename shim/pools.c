@@ -26,13 +26,14 @@
 
 #define POOLS 256u
 
-struct pool {
+struct gm_pool {
     _Atomic uint64_t key;      /* CUmemoryPool; 0 = free slot */
     _Atomic uint64_t charged;  /* bytes of this pool in the budget */
     _Atomic int dev;
     _Atomic int imported;      /* 1: belongs to another process */
     _Atomic int dead;          /* destroyed */
 };
+#define pool gm_pool
 
 static struct pool pools[POOLS];
 static _Atomic int pools_dirty; /* an async free since the last refresh */
@@ -46,11 +47,11 @@ static struct pool *slot(CUmemoryPool p, int dev, int create)
     uint64_t k = (uint64_t)(uintptr_t)p;
     if (k == 0)
         return NULL;
-    uint64_t h = (k * 0x9e3779b97f4a7c15ull) >> 56;
+    unsigned h = (unsigned)((k * 0x9e3779b97f4a7c15ull) >> 56);
     for (unsigned i = 0; i < POOLS; i++) {
-        struct pool *s = &pools[(h + i) % POOLS];
+        struct pool *s = &pools[(h + i) & (POOLS - 1)];
         uint64_t cur = atomic_load_explicit(&s->key, memory_order_acquire);
-        if (cur == k)
+        if (GM_LIKELY(cur == k))
             return s;
         if (cur != 0)
             continue;
@@ -86,15 +87,23 @@ static uint64_t pool_attr(CUmemoryPool p, CUmemPool_attribute a)
     return rc == CUDA_SUCCESS ? (uint64_t)v : 0;
 }
 
-/* `pool` if it can be accounted (a slot exists or was made), else NULL:
- * the caller then charges the live bytes instead. */
-static CUmemoryPool accountable(CUmemoryPool pool, int dev)
+/* The slot of `pool` if it can be accounted (a slot exists or was made,
+ * not imported), else NULL: the caller then charges the live bytes. */
+static struct pool *accountable(CUmemoryPool pool, int dev)
 {
     struct pool *s = slot(pool, dev, 1);
-    return s != NULL && !atomic_load(&s->imported) ? pool : NULL;
+    return s != NULL && !atomic_load_explicit(&s->imported,
+                                              memory_order_relaxed)
+               ? s : NULL;
 }
 
-CUmemoryPool gm_pool_for(int dev, CUmemoryPool pool)
+CUmemoryPool gm_pool_handle(const struct gm_pool *s)
+{
+    return (CUmemoryPool)(uintptr_t)atomic_load_explicit(
+        &s->key, memory_order_relaxed);
+}
+
+struct gm_pool *gm_pool_for(int dev, CUmemoryPool pool)
 {
     if (dev < 0 || dev >= GM_MAX_DEVICES)
         return NULL;
@@ -115,8 +124,9 @@ CUmemoryPool gm_pool_for(int dev, CUmemoryPool pool)
     return accountable(p, dev);
 }
 
-uint64_t gm_pool_idle(CUmemoryPool pool)
+uint64_t gm_pool_idle(struct gm_pool *s)
 {
+    CUmemoryPool pool = gm_pool_handle(s);
     uint64_t r = pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
     uint64_t u = pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT);
     return r > u ? r - u : 0;
@@ -142,8 +152,11 @@ static void publish(int dev, int64_t delta)
 /* Set the pool's charge to `now`, applying the difference. */
 static uint64_t recharge(struct pool *s, struct gm_dev *d, uint64_t now)
 {
-    uint64_t old = atomic_exchange(&s->charged, now);
-    int dev = atomic_load(&s->dev);
+    uint64_t old = atomic_load_explicit(&s->charged, memory_order_relaxed);
+    if (GM_LIKELY(old == now)) /* the common case: the pool did not grow */
+        return gm_budget_used(&d->budget);
+    old = atomic_exchange(&s->charged, now);
+    int dev = atomic_load_explicit(&s->dev, memory_order_relaxed);
     uint64_t used;
     if (now >= old)
         used = gm_budget_force(&d->budget, now - old);
@@ -157,18 +170,24 @@ static uint64_t recharge(struct pool *s, struct gm_dev *d, uint64_t now)
     return used;
 }
 
-uint64_t gm_pool_refresh(int dev, struct gm_dev *d, CUmemoryPool pool)
+uint64_t gm_pool_refresh(int dev, struct gm_dev *d, struct gm_pool *s)
 {
-    struct pool *s = slot(pool, dev, 1);
-    if (s == NULL || atomic_load(&s->imported))
+    if (s == NULL ||
+        atomic_load_explicit(&s->imported, memory_order_relaxed))
         return gm_budget_used(&d->budget);
-    int pdev = atomic_load(&s->dev);
+    int pdev = atomic_load_explicit(&s->dev, memory_order_relaxed);
     struct gm_dev *pd = pdev == dev ? d : gm_dev_get(pdev);
     if (pd == NULL)
         return gm_budget_used(&d->budget);
-    atomic_store(&s->dead, 0);
-    return recharge(s, pd,
-                    pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT));
+    if (GM_UNLIKELY(atomic_load_explicit(&s->dead, memory_order_relaxed)))
+        atomic_store(&s->dead, 0);
+    return recharge(s, pd, pool_attr(gm_pool_handle(s),
+                                     CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT));
+}
+
+static uint64_t refresh_handle(int dev, struct gm_dev *d, CUmemoryPool pool)
+{
+    return gm_pool_refresh(dev, d, slot(pool, dev, 1));
 }
 
 uint64_t gm_pool_trim_device(int dev, struct gm_dev *d)
@@ -229,7 +248,7 @@ static void after_sync(void)
         int dev = atomic_load(&s->dev);
         struct gm_dev *d = gm_dev_get(dev);
         if (d)
-            gm_pool_refresh(dev, d, (CUmemoryPool)(uintptr_t)k);
+            gm_pool_refresh(dev, d, s);
     }
 }
 
@@ -325,7 +344,7 @@ GM_EXPORT CUresult CUDAAPI cuMemPoolTrimTo(CUmemoryPool pool,
             int dev = atomic_load(&s->dev);
             struct gm_dev *d = gm_dev_get(dev);
             if (d)
-                gm_pool_refresh(dev, d, pool);
+                refresh_handle(dev, d, pool);
         }
     }
     return rc;

@@ -21,18 +21,20 @@
 #include "shim/cuda_api.h"
 
 struct gm_dev;
+struct gm_pool;  /* a known pool: its handle, device and charge */
 
 /* The pool an async allocation on `dev` draws from: `pool` when given
  * (cuMemAllocFromPoolAsync), else the device's current pool. NULL when
  * its reserve cannot be accounted (the driver cannot say, the pool was
  * imported from another process, or the pool table is full): the live
  * bytes are charged instead. */
-CUmemoryPool gm_pool_for(int dev, CUmemoryPool pool);
+struct gm_pool *gm_pool_for(int dev, CUmemoryPool pool);
+CUmemoryPool gm_pool_handle(const struct gm_pool *s);
 /* Bytes the pool holds but has not handed out (RESERVED - USED). */
-uint64_t gm_pool_idle(CUmemoryPool pool);
+uint64_t gm_pool_idle(struct gm_pool *s);
 /* Re-read the pool's reserve and charge or release the difference on its
  * device. Returns the device's used bytes afterwards. */
-uint64_t gm_pool_refresh(int dev, struct gm_dev *d, CUmemoryPool pool);
+uint64_t gm_pool_refresh(int dev, struct gm_dev *d, struct gm_pool *s);
 /* Trim every pool of `dev` down to what it hands out (after synchronising
  * the device), refresh, and return the bytes given back (0 if none). */
 uint64_t gm_pool_trim_device(int dev, struct gm_dev *d);

@@ -50,6 +50,12 @@ static inline void gm_spin_lock(gm_spin *s)
         gm_spin_lock_slow(s);
 }
 
+/* One exchange; true when the lock was taken. */
+static inline int gm_spin_trylock(gm_spin *s)
+{
+    return !atomic_exchange_explicit(&s->v, 1, memory_order_acquire);
+}
+
 static inline void gm_spin_unlock(gm_spin *s)
 {
     atomic_store_explicit(&s->v, 0, memory_order_release);

@@ -118,6 +118,19 @@ static inline struct gm_dev *gm_dev_get(int dev)
 void gm_dev_context_before(int dev, uint64_t *nvml_used);
 void gm_dev_context_created(int dev, CUcontext ctx, uint64_t nvml_before);
 
+/* GPUMEM_TELEMETRY: when off, the hot paths skip timing, the segment and
+ * the fragmentation tracker, and only enforce limits. */
+static inline bool gm_telemetry_on(void)
+{
+    return gm_st.policy.telemetry;
+}
+
+/* A tick reading when telemetry will use it, else 0. */
+static inline uint64_t gm_hook_ticks(void)
+{
+    return gm_telemetry_on() ? gm_ticks() : 0;
+}
+
 /* Monotonic nanoseconds (vDSO clock_gettime, no syscall). */
 static inline uint64_t gm_hook_now(void)
 {

@@ -103,17 +103,12 @@ static inline void erase(struct shard *s, uint32_t i)
     s->count--;
 }
 
-int gm_track_insert(const struct gm_alloc *a, struct gm_alloc *old)
+/* Insert with the shard locked (rc as gm_track_insert). */
+static inline int insert_locked(struct shard *s, uint64_t h,
+                                const struct gm_alloc *a, struct gm_alloc *old)
 {
-    uint64_t h = mix(a->key, a->ns);
-    struct shard *s = shard_of(h);
-    int rc = 0;
-    gm_spin_lock(&s->lock);
-    if (__builtin_expect(s->count + 1 > s->grow_at, 0) && grow(s) != 0) {
-        gm_spin_unlock(&s->lock);
-        return -1;
-    }
     uint32_t i = probe(s, h, a->ns, a->key);
+    int rc = 0;
     if (s->slots[i].ns != 0) {
         if (old)
             *old = s->slots[i];
@@ -122,25 +117,70 @@ int gm_track_insert(const struct gm_alloc *a, struct gm_alloc *old)
         s->count++;
     }
     s->slots[i] = *a;
+    return rc;
+}
+
+/* The shard was busy or full: wait for it, grow it, insert. */
+static __attribute__((noinline)) int insert_slow(struct shard *s, uint64_t h,
+                                                 const struct gm_alloc *a,
+                                                 struct gm_alloc *old)
+{
+    int rc = -1;
+    gm_spin_lock(&s->lock);
+    if (s->count + 1 <= s->grow_at || grow(s) == 0)
+        rc = insert_locked(s, h, a, old);
     gm_spin_unlock(&s->lock);
     return rc;
+}
+
+/* The fast paths below make no call but tail calls, so they need no
+ * callee-saved registers. */
+int gm_track_insert(const struct gm_alloc *a, struct gm_alloc *old)
+{
+    uint64_t h = mix(a->key, a->ns);
+    struct shard *s = shard_of(h);
+    if (__builtin_expect(!gm_spin_trylock(&s->lock), 0))
+        return insert_slow(s, h, a, old);
+    if (__builtin_expect(s->count + 1 > s->grow_at, 0)) {
+        gm_spin_unlock(&s->lock);
+        return insert_slow(s, h, a, old);
+    }
+    int rc = insert_locked(s, h, a, old);
+    gm_spin_unlock(&s->lock);
+    return rc;
+}
+
+static inline bool remove_locked(struct shard *s, uint64_t h, enum gm_ns ns,
+                                 uint64_t key, struct gm_alloc *out)
+{
+    if (s->cap == 0)
+        return false;
+    uint32_t i = probe(s, h, ns, key);
+    if (s->slots[i].ns == 0)
+        return false;
+    if (out)
+        *out = s->slots[i];
+    erase(s, i);
+    return true;
+}
+
+static __attribute__((noinline)) bool remove_slow(struct shard *s, uint64_t h,
+                                                  enum gm_ns ns, uint64_t key,
+                                                  struct gm_alloc *out)
+{
+    gm_spin_lock(&s->lock);
+    bool found = remove_locked(s, h, ns, key, out);
+    gm_spin_unlock(&s->lock);
+    return found;
 }
 
 bool gm_track_remove(enum gm_ns ns, uint64_t key, struct gm_alloc *out)
 {
     uint64_t h = mix(key, ns);
     struct shard *s = shard_of(h);
-    bool found = false;
-    gm_spin_lock(&s->lock);
-    if (s->cap) {
-        uint32_t i = probe(s, h, ns, key);
-        if (s->slots[i].ns != 0) {
-            if (out)
-                *out = s->slots[i];
-            erase(s, i);
-            found = true;
-        }
-    }
+    if (__builtin_expect(!gm_spin_trylock(&s->lock), 0))
+        return remove_slow(s, h, ns, key, out);
+    bool found = remove_locked(s, h, ns, key, out);
     gm_spin_unlock(&s->lock);
     return found;
 }

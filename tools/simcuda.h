@@ -128,6 +128,11 @@ enum sim_hkind { SIM_H_CTX = 1, SIM_H_STREAM, SIM_H_POOL, SIM_H_ARRAY,
 int gm_sim_reg_add(int kind, uint64_t key, int dev, void *obj);
 /* Returns the object (and its device in *dev) or NULL. */
 void *gm_sim_reg_find(int kind, uint64_t key, int *dev);
+/* Call fn(obj, arg) with the registry lock held, so the object cannot be
+ * unregistered (and freed) meanwhile; fn must not take other locks.
+ * False when the handle is unknown. */
+bool gm_sim_reg_with(int kind, uint64_t key, void (*fn)(void *obj, void *arg),
+                     void *arg);
 void gm_sim_reg_del(int kind, uint64_t key);
 
 /* Contexts. The primary context of a device is dev->primary. `api` is 1

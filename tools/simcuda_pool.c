@@ -113,14 +113,16 @@ static void chunk_free(struct gm_sim_chunk *c)
 
 static void pool_account(struct gm_sim_dev *d, struct gm_sim_pool *p, uint64_t bytes, bool add)
 {
+    /* reserved and used are stored atomically: the attribute query
+     * reads them without the device lock (pool_peek). */
     if (add) {
-        p->reserved += bytes;
+        __atomic_store_n(&p->reserved, p->reserved + bytes, __ATOMIC_RELAXED);
         d->pool_reserved += bytes;
         if (p->reserved > p->reserved_high)
             p->reserved_high = p->reserved;
     } else {
         gm_sim_uncharge(d, bytes);
-        p->reserved -= bytes;
+        __atomic_store_n(&p->reserved, p->reserved - bytes, __ATOMIC_RELAXED);
         d->pool_reserved -= bytes;
     }
 }
@@ -304,7 +306,7 @@ static CUresult pool_alloc(struct gm_sim_dev *d, struct gm_sim_pool *p, uint64_t
     for (size_t i = first; i <= last; i++)
         c->live[i]++;
     c->nblocks++;
-    p->used += size;
+    __atomic_store_n(&p->used, p->used + size, __ATOMIC_RELAXED);
     d->pool_used += size;
     if (p->used > p->used_high)
         p->used_high = p->used;
@@ -323,7 +325,7 @@ void gm_sim_pool_free_block(struct gm_sim_dev *d, struct gm_sim_rec *r)
         c->live[i]--;
     gm_sim_ext_give(&c->free, r->base, r->span);
     c->nblocks--;
-    p->used -= r->size;
+    __atomic_store_n(&p->used, p->used - r->size, __ATOMIC_RELAXED);
     d->pool_used -= r->size;
     gm_sim_rmap_del(&d->live, r);
     if (p->destroyed) {
@@ -451,6 +453,23 @@ CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
     return rc;
 }
 
+/* The two figures a caller polls after every stream-ordered allocation,
+ * read without the device lock: the registry lock keeps the pool from
+ * being freed meanwhile (a destroyed pool leaves the registry first). */
+struct pool_peek {
+    CUmemPool_attribute attr;
+    cuuint64_t v;
+};
+
+static void pool_peek(void *obj, void *arg)
+{
+    const struct gm_sim_pool *p = obj;
+    struct pool_peek *pk = arg;
+    pk->v = pk->attr == CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT
+                ? __atomic_load_n(&p->reserved, __ATOMIC_RELAXED)
+                : __atomic_load_n(&p->used, __ATOMIC_RELAXED);
+}
+
 CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
 {
     struct gm_sim_dev *d;
@@ -459,6 +478,14 @@ CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void
         return rc;
     if (value == NULL)
         return CUDA_ERROR_INVALID_VALUE;
+    if (attr == CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT ||
+        attr == CU_MEMPOOL_ATTR_USED_MEM_CURRENT) {
+        struct pool_peek pk = { attr, 0 };
+        if (!gm_sim_reg_with(SIM_H_POOL, (uintptr_t)pool, pool_peek, &pk))
+            return CUDA_ERROR_INVALID_VALUE;
+        memcpy(value, &pk.v, sizeof pk.v);
+        return CUDA_SUCCESS;
+    }
     struct gm_sim_pool *p = gm_sim_lock_handle(SIM_H_POOL, (uintptr_t)pool, &d);
     if (p == NULL)
         return CUDA_ERROR_INVALID_VALUE;

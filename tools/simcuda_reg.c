@@ -4,11 +4,13 @@
  * so a bad handle is refused instead of dereferenced.
  *
  * An open-addressing hash table (linear probing, backward-shift deletion)
- * keyed by (kind, handle value), under one leaf mutex. Invariants: a
+ * keyed by (kind, handle value), under one leaf spinlock. Invariants: a
  * (kind, key) pair appears at most once; the table is never more than half
  * full; an entry's device never changes while it is registered.
  */
 #include "tools/simcuda.h"
+
+#include "shim/spin.h"
 
 #include <stdlib.h>
 
@@ -19,17 +21,15 @@ struct reg_ent {
     void *obj;
 };
 
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+/* A spinlock: lookups hold it for a few dozen instructions. */
+static gm_spin reg_lock;
 static struct reg_ent *reg_tab;
 static size_t reg_cap, reg_n;   /* reg_cap is a power of two */
 
 static size_t reg_hash(int kind, uint64_t key)
 {
-    uint64_t h = key ^ ((uint64_t)kind * 0x9e3779b97f4a7c15ULL);
-    h ^= h >> 31;
-    h *= 0xbf58476d1ce4e5b9ULL;
-    h ^= h >> 29;
-    return (size_t)h;
+    uint64_t h = (key ^ ((uint64_t)kind << 58)) * 0x9e3779b97f4a7c15ULL;
+    return (size_t)(h ^ (h >> 32));
 }
 
 static size_t reg_slot(int kind, uint64_t key)
@@ -60,7 +60,7 @@ static bool reg_grow(void)
 int gm_sim_reg_add(int kind, uint64_t key, int dev, void *obj)
 {
     int rc = -1;
-    pthread_mutex_lock(&reg_lock);
+    gm_spin_lock(&reg_lock);
     if ((reg_n + 1) * 2 <= reg_cap || reg_grow()) {
         size_t i = reg_slot(kind, key);
         if (reg_tab[i].kind == 0)
@@ -68,14 +68,14 @@ int gm_sim_reg_add(int kind, uint64_t key, int dev, void *obj)
         reg_tab[i] = (struct reg_ent){ key, kind, dev, obj };
         rc = 0;
     }
-    pthread_mutex_unlock(&reg_lock);
+    gm_spin_unlock(&reg_lock);
     return rc;
 }
 
 void *gm_sim_reg_find(int kind, uint64_t key, int *dev)
 {
     void *obj = NULL;
-    pthread_mutex_lock(&reg_lock);
+    gm_spin_lock(&reg_lock);
     if (reg_cap != 0) {
         size_t i = reg_slot(kind, key);
         if (reg_tab[i].kind != 0) {
@@ -84,13 +84,29 @@ void *gm_sim_reg_find(int kind, uint64_t key, int *dev)
                 *dev = reg_tab[i].dev;
         }
     }
-    pthread_mutex_unlock(&reg_lock);
+    gm_spin_unlock(&reg_lock);
     return obj;
+}
+
+bool gm_sim_reg_with(int kind, uint64_t key, void (*fn)(void *obj, void *arg),
+                     void *arg)
+{
+    bool found = false;
+    gm_spin_lock(&reg_lock);
+    if (reg_cap != 0) {
+        size_t i = reg_slot(kind, key);
+        if (reg_tab[i].kind != 0) {
+            fn(reg_tab[i].obj, arg);
+            found = true;
+        }
+    }
+    gm_spin_unlock(&reg_lock);
+    return found;
 }
 
 void gm_sim_reg_del(int kind, uint64_t key)
 {
-    pthread_mutex_lock(&reg_lock);
+    gm_spin_lock(&reg_lock);
     if (reg_cap != 0) {
         size_t i = reg_slot(kind, key);
         if (reg_tab[i].kind != 0) {
@@ -111,5 +127,5 @@ void gm_sim_reg_del(int kind, uint64_t key)
             reg_n--;
         }
     }
-    pthread_mutex_unlock(&reg_lock);
+    gm_spin_unlock(&reg_lock);
 }
