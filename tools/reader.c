@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -26,6 +27,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shim/clock.h"
@@ -178,20 +180,6 @@ static int validate(const unsigned char *p, size_t n, struct gm_seg *s,
     return 0;
 }
 
-struct validate_args {
-    const unsigned char *p;
-    size_t n;
-    struct gm_seg *s;
-    char *err;
-    size_t cap;
-};
-
-static int validate_cb(void *arg)
-{
-    struct validate_args *a = arg;
-    return validate(a->p, a->n, a->s, a->err, a->cap);
-}
-
 int gm_seg_validate(const void *p, size_t n, char *err, size_t errcap)
 {
     if (p == NULL || ((uintptr_t)p & 63u) != 0) {
@@ -205,7 +193,8 @@ int gm_seg_validate(const void *p, size_t n, char *err, size_t errcap)
 
 static void seg_reset(struct gm_seg *s)
 {
-    memset(s, 0, sizeof *s);
+    memset(s, 0, offsetof(struct gm_seg, head));
+    s->head_len = 0;
     s->fd = -1;
 }
 
@@ -220,6 +209,22 @@ int gm_seg_open_mem(struct gm_seg *s, const void *p, size_t n, char *err,
     s->len = n;
     s->uid = getuid();
     return 0;
+}
+
+/* n bytes at offset off, whole; false on error or a short read (a file
+ * truncated since it was opened). */
+static bool pread_all(int fd, void *buf, size_t n, uint64_t off)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(fd, (char *)buf + got, n - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return false;
+        got += (size_t)r;
+    }
+    return true;
 }
 
 int gm_seg_open_path(struct gm_seg *s, const char *path, char *err,
@@ -242,29 +247,72 @@ int gm_seg_open_path(struct gm_seg *s, const char *path, char *err,
     }
     size_t len = (uint64_t)st.st_size > MAX_SEGMENT ? MAX_SEGMENT
                                                     : (size_t)st.st_size;
-    void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
-    if (m == MAP_FAILED) {
-        gm_msgf(err, errcap, "%s: cannot map: %s", path, strerror(errno));
-        close(fd);
-        return -1;
-    }
-    pthread_once(&bus_once, install_bus);
+    /* The header is validated from a copy; device blocks are copied when
+     * snapshotting and the ring is mapped only when events are read, so
+     * listing many processes costs a few system calls each. */
+    const size_t hs = sizeof(struct gm_abi_header);
+    size_t hn = len < sizeof s->head ? len : sizeof s->head;
     char why[160] = "";
-    struct validate_args a = { m, len, s, why, sizeof why };
-    int r = guarded(validate_cb, &a);
-    if (r != 0) {
-        gm_msgf(err, errcap, "%s: %s", path,
-                r == GUARD_FAULT ? "truncated while reading" : why);
-        munmap(m, len);
+    if (!pread_all(fd, s->head, hn, 0)) {
+        gm_msgf(err, errcap, "%s: truncated while reading", path);
         close(fd);
         seg_reset(s);
         return -1;
     }
-    s->base = m;
+    /* validate() reads only the header (never past hn: the sizes it checks
+     * first keep it there) and checks the file's size against the
+     * geometry. */
+    if (validate(s->head, hn < hs ? hn : len, s, why, sizeof why) != 0) {
+        gm_msgf(err, errcap, "%s: %s", path, why);
+        close(fd);
+        seg_reset(s);
+        return -1;
+    }
     s->len = len;
     s->fd = fd;
-    s->mapped = true;
     s->uid = st.st_uid;
+    s->head_len = hn;
+    return 0;
+}
+
+/* Map the whole segment (for the event ring), once; the mapping must show
+ * the geometry validated at open. */
+struct remap_args {
+    const unsigned char *p;
+    size_t n;
+    struct gm_seg *s;
+};
+
+static int remap_cb(void *arg)
+{
+    struct remap_args *a = arg;
+    struct gm_seg again = *a->s;
+    if (validate(a->p, a->n, &again, NULL, 0) != 0)
+        return -1;
+    return again.dev_slots == a->s->dev_slots &&
+                   again.ring_capacity == a->s->ring_capacity &&
+                   again.total_size == a->s->total_size
+               ? 0 : -1;
+}
+
+static int seg_map(const struct gm_seg *cs)
+{
+    struct gm_seg *s = (struct gm_seg *)cs; /* the mapping is a cache */
+    if (s->base != NULL)
+        return 0;
+    if (s->fd < 0)
+        return -1;
+    void *m = mmap(NULL, s->len, PROT_READ, MAP_SHARED, s->fd, 0);
+    if (m == MAP_FAILED)
+        return -1;
+    pthread_once(&bus_once, install_bus);
+    struct remap_args a = { m, s->len, s };
+    if (guarded(remap_cb, &a) != 0) {
+        munmap(m, s->len);
+        return -1;
+    }
+    s->base = m;
+    s->mapped = true;
     return 0;
 }
 
@@ -355,8 +403,113 @@ static int snap_cb(void *arg)
                        a->s->dev_slots, a->s->ring_capacity, a->out);
 }
 
+static void snap_backoff(unsigned attempt)
+{
+    if (attempt < 4)
+        sched_yield();
+    else
+        nanosleep(&(struct timespec){ 0, 20000 }, NULL);
+}
+
+#define SNAP_ATTEMPTS 64u
+#define SNAP_STUCK 16u
+#define SNAP_FIRST_DEVS 2u
+
+/* A snapshot through pread: the seqlock protocol of shim/abi.h with whole
+ * copies for loads, which system calls keep in order: wdone from copy A,
+ * the fields from copy B, wbegin from copy C; a device is consistent when
+ * C's wbegin equals A's wdone. Copy C of one round is copy A of the next. */
+static int snapshot_file(const struct gm_seg *s, struct gm_snapshot *out)
+{
+    const size_t hs = sizeof(struct gm_abi_header);
+    const size_t ds = sizeof(struct gm_abi_dev);
+    uint32_t slots = s->dev_slots;
+    /* Copy A: the header (for dev_seen and the header's counters) and
+     * the first device blocks; the rest when more devices were seen. */
+    _Alignas(64) unsigned char small[3][sizeof s->head];
+    unsigned char *a = small[0], *b = small[1], *c = small[2];
+    int rc = -1;
+    uint32_t first = slots < 2 ? slots : 2;
+    if (!pread_all(s->fd, a, hs + first * ds, 0))
+        return -1;
+    uint64_t seen = ((const struct gm_abi_header *)a)->dev_seen;
+    uint32_t n = seen < slots ? (uint32_t)seen : slots;
+    size_t devs = (size_t)n * ds, need = hs + devs;
+    if (need > sizeof s->head) {
+        a = aligned_alloc(64, need);
+        b = aligned_alloc(64, need);
+        c = aligned_alloc(64, need);
+        if (a == NULL || b == NULL || c == NULL)
+            goto out;
+        memcpy(a, small[0], hs + first * ds);
+        if (!pread_all(s->fd, a + hs + first * ds, (n - first) * ds,
+                       hs + first * ds))
+            goto out;
+    }
+    uint64_t pending = n >= 64 ? ~0ull : (1ull << n) - 1; /* unsettled */
+    uint64_t stuck = 0, last[GM_ABI_MAX_DEVICES];
+    unsigned same[GM_ABI_MAX_DEVICES];
+    memset(same, 0, sizeof same);
+    memset(last, 0, sizeof last);
+    memcpy(b, a, hs); /* header fields: as of copy A */
+    struct gm_abi_dev *da = (struct gm_abi_dev *)(a + hs);
+    struct gm_abi_dev *db = (struct gm_abi_dev *)(b + hs);
+    const struct gm_abi_dev *dc = (const struct gm_abi_dev *)(c + hs);
+    for (unsigned att = 0; att < SNAP_ATTEMPTS && pending != 0; att++) {
+        if (att > 0)
+            snap_backoff(att);
+        if (!pread_all(s->fd, c + hs, devs, hs)) /* copy B */
+            goto out;
+        for (uint32_t i = 0; i < n; i++)
+            if (pending >> i & 1)
+                db[i] = dc[i];
+        if (!pread_all(s->fd, c + hs, devs, hs)) /* copy C */
+            goto out;
+        for (uint32_t i = 0; i < n; i++) {
+            if (!(pending >> i & 1))
+                continue;
+            if (da[i].wbegin == da[i].wdone && dc[i].wbegin == da[i].wdone) {
+                pending &= ~(1ull << i);
+                continue;
+            }
+            /* A writer inside; one that stays there is dead. */
+            bool inside = dc[i].wbegin != dc[i].wdone;
+            same[i] = inside && dc[i].wbegin == last[i] ? same[i] + 1 : 0;
+            last[i] = dc[i].wbegin;
+            if (same[i] >= SNAP_STUCK) {
+                pending &= ~(1ull << i);
+                stuck |= 1ull << i;
+            }
+        }
+        memcpy(da, dc, devs); /* C is the next round's A */
+    }
+    /* b: header of copy A and each device's consistent copy (or its last
+     * one). The counters are settled here, so gm_tel_read only copies and
+     * checks the writer's invariants; the states come from the rounds. */
+    for (uint32_t i = 0; i < n; i++)
+        db[i].wbegin = db[i].wdone;
+    gm_tel_read((const struct gm_abi_header *)b, slots, s->ring_capacity,
+                out);
+    out->dev_count = n;
+    rc = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if ((pending | stuck) >> i & 1)
+            out->dev_state[i] = GM_SNAP_BUSY;
+        rc += out->dev_state[i] != GM_SNAP_OK;
+    }
+out:
+    if (a != small[0]) {
+        free(a);
+        free(b);
+        free(c);
+    }
+    return rc;
+}
+
 int gm_seg_snapshot(const struct gm_seg *s, struct gm_snapshot *out)
 {
+    if (s->base == NULL)
+        return s->fd >= 0 ? snapshot_file(s, out) : -1;
     struct snap_args a = { s, out };
     int r = guarded(snap_cb, &a);
     return r == GUARD_FAULT ? -1 : r;
@@ -382,7 +535,16 @@ enum gm_seg_state gm_seg_state(const struct gm_seg *s)
             flock(s->fd, LOCK_UN);
         }
     }
-    int f = guarded(flags_cb, (void *)s);
+    int f;
+    if (s->base == NULL) {
+        uint32_t v = 0;
+        f = s->fd >= 0 &&
+                    pread_all(s->fd, &v, sizeof v,
+                              offsetof(struct gm_abi_header, flags))
+                ? (int)(v & 0x7fffffffu) : GUARD_FAULT;
+    } else {
+        f = guarded(flags_cb, (void *)s);
+    }
     return f != GUARD_FAULT && (f & GM_ABI_F_CLOSED) ? GM_SEG_EXITED
                                                      : GM_SEG_DEAD;
 }
@@ -425,7 +587,7 @@ void gm_cursor_init(struct gm_cursor *c, const struct gm_seg *s,
                     bool only_new)
 {
     memset(c, 0, sizeof *c);
-    if (only_new) {
+    if (only_new && seg_map(s) == 0) {
         struct head_args a = { s, 0 };
         if (guarded(head_cb, &a) == 0)
             c->next = a.head;
@@ -490,6 +652,11 @@ size_t gm_seg_drain(const struct gm_seg *s, struct gm_cursor *c,
                     struct gm_abi_record *out, size_t max, unsigned flags,
                     uint64_t *lost)
 {
+    if (seg_map(s) != 0) {
+        if (lost != NULL)
+            *lost = 0;
+        return 0;
+    }
     struct gm_cursor work = *c;
     struct drain_args a = { s, &work, out, max, flags, 0, 0 };
     int r = guarded(drain_cb, &a);

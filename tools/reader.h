@@ -53,6 +53,11 @@ struct gm_seg {
     uint32_t ring_capacity;
     uint64_t dev_offset, ring_offset, total_size;
     char path[512];
+    /* Files: the header as read and validated at open (the mapping of
+     * the whole segment is made only to read events). */
+    _Alignas(64) unsigned char head[sizeof(struct gm_abi_header) +
+                                    2 * sizeof(struct gm_abi_dev)];
+    size_t head_len;             /* bytes of head read (0: none) */
 };
 
 /* Open "<dir>/<prefix>.<pid>" read-only (O_NOFOLLOW: a symbolic link is

@@ -136,7 +136,7 @@ START_TEST(test_create_mode_owner_layout)
         struct gm_seg s;
         ck_assert_msg(gm_seg_open(&s, dir, PREFIX, getpid(), err,
                                   sizeof err) == 0, "%s", err);
-        const struct gm_abi_header *h = (const void *)s.base;
+        const struct gm_abi_header *h = (const void *)s.head;
         ck_assert_uint_eq(h->magic, GM_ABI_MAGIC);
         ck_assert_uint_eq(h->pid, (uint32_t)getpid());
         ck_assert_uint_eq(h->start_ticks, my_ticks());
@@ -262,7 +262,7 @@ START_TEST(test_live_holder_never_touched)
     ck_assert(is_planted(path));
     struct gm_seg s;
     ck_assert_int_eq(gm_seg_open_path(&s, path, err, sizeof err), 0);
-    ck_assert_str_eq(((const struct gm_abi_header *)s.base)->cmdline,
+    ck_assert_str_eq(((const struct gm_abi_header *)s.head)->cmdline,
                      "planted");
     gm_seg_close(&s);
     gm_tel_close(&t, false);
