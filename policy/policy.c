@@ -1030,7 +1030,7 @@ static void check_telemetry(struct load *c)
         return;
     bad(c, GM_F_REPORT, field_names[GM_F_REPORT], c->val[GM_F_REPORT],
         "needs telemetry, but GPUMEM_TELEMETRY=0 turns it off",
-        "unset GPUMEM_REPORT, or set GPUMEM_TELEMETRY=1");
+        "use GPUMEM_TELEMETRY=1, or unset GPUMEM_REPORT");
     c->bad[GM_F_REPORT] = true;
     p->report = GM_REPORT_NONE;
     p->src[GM_F_REPORT] = GM_SRC_DEFAULT;

@@ -2,10 +2,11 @@
  * shim/fragq.c — the lock-free hand-off in front of a fragmentation
  * tracker (protocol and invariants in shim/fragq.h).
  *
- * Memory order: a poster's publish store and its exchange on `busy` are
- * sequentially consistent, as are the applier's release of `busy` and its
- * second look at the queue, so of a poster that found the role taken and
- * an applier giving it up, at least one sees the other's operation.
+ * Memory order: a poster's ticket increment, publish store and exchange
+ * on `busy` are sequentially consistent, as are the applier's release of
+ * `busy` and its second look at the queue, so of a poster that found the
+ * role taken and an applier giving it up, at least one sees the other's
+ * operation.
  */
 #include "shim/fragq.h"
 
@@ -74,7 +75,7 @@ static __attribute__((noinline, cold)) void wait_slot(
 void gm_fragq_enqueue(struct gm_fragq *q, uint64_t addr, uint64_t size,
                       gm_fragq_publish publish, void *ctx)
 {
-    uint64_t t = __atomic_fetch_add(&q->tail, 1, __ATOMIC_RELAXED);
+    uint64_t t = __atomic_fetch_add(&q->tail, 1, __ATOMIC_SEQ_CST);
     struct gm_fragq_op *op = &q->ops[t & GM_FRAGQ_MASK];
     if (__builtin_expect(__atomic_load_n(&op->seq, __ATOMIC_ACQUIRE) != t,
                          0))

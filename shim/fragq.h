@@ -6,7 +6,8 @@
  * A thread posting an interval operation (add [addr, addr + size), or
  * remove the interval starting at addr) first tries to take the applier
  * role (one exchange; nobody spins on it). Holding it, it applies the
- * operations others left in the queue, then its own, hands the new figure
+ * operations others left in the queue, then its own (only when nothing is
+ * left queued before it), hands the new figure
  * to the publish callback when it changed (still holding the role, so figures are
  * published in the order they were computed), gives the role up and looks
  * once more. Finding the role taken, it leaves its operation in a bounded
@@ -123,20 +124,26 @@ static inline __attribute__((always_inline)) void gm_fragq_finish(struct gm_frag
 }
 
 /* Post an add (size > 0) or a remove (size == 0), then apply pending
- * operations unless another thread is applying. */
-static inline __attribute__((always_inline)) void gm_fragq_post(struct gm_fragq *q, uint64_t addr,
-                                 uint64_t size, gm_fragq_publish publish,
-                                 void *ctx)
+ * operations unless another thread is applying. An operation is applied
+ * on the spot only when nothing is queued before it (after draining what
+ * can be drained): a queued operation ahead of it may be this thread's
+ * own, or one it depends on, so otherwise it joins the queue. */
+static inline __attribute__((always_inline)) void gm_fragq_post(
+    struct gm_fragq *q, uint64_t addr, uint64_t size,
+    gm_fragq_publish publish, void *ctx)
 {
-    if (__builtin_expect(!gm_fragq_take_role(q), 0)) {
-        gm_fragq_enqueue(q, addr, size, publish, ctx);
-        return;
+    if (__builtin_expect(gm_fragq_take_role(q), 1)) {
+        if (__builtin_expect(gm_fragq_pending(q), 0))
+            gm_fragq_drain(q);
+        if (__builtin_expect(!gm_fragq_pending(q), 1)) {
+            gm_fragq_apply(q, addr, size);
+            gm_fragq_finish(q, publish, ctx);
+            return;
+        }
+        /* A ticket claimed but not yet published blocks the queue. */
+        gm_fragq_finish(q, publish, ctx);
     }
-    /* Operations published before this one go first. */
-    if (__builtin_expect(gm_fragq_pending(q), 0))
-        gm_fragq_drain(q);
-    gm_fragq_apply(q, addr, size);
-    gm_fragq_finish(q, publish, ctx);
+    gm_fragq_enqueue(q, addr, size, publish, ctx);
 }
 
 #endif

@@ -366,6 +366,45 @@ START_TEST(cuda_process_gets_a_segment)
 }
 END_TEST
 
+/* GPUMEM_TELEMETRY=0: the same exact limit edge and every API charged
+ * and refused, through every path, with no segment at all. */
+START_TEST(telemetry_off_limits_only)
+{
+    char prefix[64], pe[96];
+    snprintf(prefix, sizeof prefix, "gmtoff%d", (int)getpid());
+    snprintf(pe, sizeof pe, "GPUMEM_SHM_PREFIX=%s", prefix);
+    const char *env[] = { pe, "GPUMEM_TELEMETRY=0", "GPUMEM_LIMIT=1G",
+                          "SIMCUDA_CONTEXT=300M", "GPUMEM_KEEP=1", NULL };
+    RUN_OK(env, apicheck(vias[_i]), "--via", vias[_i], "edge", "1073741824");
+    char want[64];
+    snprintf(want, sizeof want, "%llu bytes fit",
+             (unsigned long long)((1ull << 30) - 300ull * (1 << 20)));
+    ck_assert_msg(strstr(out, want) != NULL, "%s", out);
+    const char *env2[] = { pe, "GPUMEM_TELEMETRY=0", "GPUMEM_LIMIT=2G", NULL };
+    RUN_OK(env2, apicheck(vias[_i]), "--via", vias[_i], "apis");
+    ck_assert_ptr_nonnull(strstr(out, "ok apis"));
+    const char *env3[] = { pe, "GPUMEM_TELEMETRY=0", "GPUMEM_LIMIT=1G", NULL };
+    RUN_OK(env3, apicheck(vias[_i]), "--via", vias[_i], "limit-all");
+    ck_assert_ptr_nonnull(strstr(out, "ok every API refused"));
+    const char *env4[] = { pe, "GPUMEM_TELEMETRY=0", "GPUMEM_LIMIT=1G", NULL };
+    RUN_OK(env4, apicheck(vias[_i]), "--via", vias[_i], "threads");
+    ck_assert_int_eq(count_segments(prefix), 0);
+}
+END_TEST
+
+/* A report needs the segment: asking for both is a bad configuration. */
+START_TEST(telemetry_off_with_report_exits_2)
+{
+    const char *env[] = { "GPUMEM_TELEMETRY=0", "GPUMEM_REPORT=1", NULL };
+    const char *argv[] = { apicheck("gpa"), "--via", "gpa", "info", NULL };
+    int rc = gm_run(env, 1, argv, out, sizeof out);
+    ck_assert_int_eq(rc, 2);
+    ck_assert_msg(strstr(out, "GPUMEM_REPORT='1' needs telemetry, but "
+                              "GPUMEM_TELEMETRY=0 turns it off") != NULL,
+                  "%s", out);
+}
+END_TEST
+
 /* (name, cudaVersion, flags, the exported variant it must map to): every
  * wrapped function in ../shared/reference/cuda-lookups.tsv, plus the
  * version edges. Compared with what RTLD_DEFAULT finds for the variant
@@ -510,6 +549,8 @@ static Suite *suite(void)
     tcase_add_test(l, bad_config_warn_runs);
     tcase_add_test(l, no_cuda_no_cost);
     tcase_add_test(l, cuda_process_gets_a_segment);
+    tcase_add_loop_test(l, telemetry_off_limits_only, 0, 3);
+    tcase_add_test(l, telemetry_off_with_report_exits_2);
     suite_add_tcase(s, l);
     return s;
 }

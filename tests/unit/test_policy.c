@@ -802,6 +802,32 @@ START_TEST(keep_forms)
 }
 END_TEST
 
+START_TEST(telemetry_forms)
+{
+    LOAD("GPUMEM_ON_BAD_CONFIG=exit");
+    ck_assert(p.telemetry); /* default on */
+    LOAD("GPUMEM_TELEMETRY=0");
+    expect_clean();
+    ck_assert(!p.telemetry);
+    ck_assert_int_eq(p.src[GM_F_TELEMETRY], GM_SRC_ENV);
+    LOAD("GPUMEM_TELEMETRY=1");
+    expect_clean();
+    ck_assert(p.telemetry);
+    LOAD("GPUMEM_TELEMETRY=off");
+    expect_error("GPUMEM_TELEMETRY", "off", "is not 0 or 1; use 1 (segment, "
+                 "stats, events, report) or 0 (limits only)");
+    LOAD("GPUMEM_TELEMETRY=");
+    expect_error("GPUMEM_TELEMETRY", "", "is empty");
+    LOAD("GPUMEM_TELEMETRY=0", "GPUMEM_REPORT=json:/tmp/r.json");
+    expect_error("GPUMEM_REPORT", "json:/tmp/r.json",
+                 "needs telemetry, but GPUMEM_TELEMETRY=0 turns it off; "
+                 "use GPUMEM_TELEMETRY=1, or unset GPUMEM_REPORT");
+    ck_assert_int_eq(p.report, GM_REPORT_NONE);
+    LOAD("GPUMEM_TELEMETRY=0", "GPUMEM_KEEP=1");
+    expect_clean();
+}
+END_TEST
+
 START_TEST(ring_forms)
 {
     LOAD("GPUMEM_RING_EVENTS=1024");
@@ -1208,6 +1234,7 @@ static Suite *policy_suite(void)
     tcase_add_loop_test(t, priority_refusals, 0, N(bad_priorities));
     tcase_add_test(t, report_forms);
     tcase_add_test(t, keep_forms);
+    tcase_add_test(t, telemetry_forms);
     tcase_add_test(t, ring_forms);
     tcase_add_loop_test(t, ring_refusals, 0, N(bad_rings));
     tcase_add_test(t, log_forms);
