@@ -69,6 +69,8 @@ const char gm_help_policy[] =
     "                         (default: normal)\n"
     "    GPUMEM_REPORT        0, 1|stderr, json:PATH (%p = pid) (default: 0)\n"
     "    GPUMEM_KEEP          0, 1 (default: 0)\n"
+    "    GPUMEM_TELEMETRY     1 (segment, events, report), 0 (limits only)\n"
+    "                         (default: 1)\n"
     "    GPUMEM_RING_EVENTS   power of two, 1024 to 16777216\n"
     "                         (default: 65536)\n"
     "    GPUMEM_SHM_PREFIX    name [A-Za-z0-9_.-]{1,32} (default: gpumem)\n"

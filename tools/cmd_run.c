@@ -29,7 +29,8 @@ const char gm_help_run[] =
     "\n"
     "SYNOPSIS\n"
     "    gpumem run [--limit SIZE] [--mode M] [--on-oom P] [--group G]\n"
-    "               [--priority P] [--report] [--keep] [--prefix P]\n"
+    "               [--priority P] [--report] [--keep] [--no-telemetry]\n"
+    "               [--prefix P]\n"
     "               -- CMD [ARGS...]\n"
     "\n"
     "DESCRIPTION\n"
@@ -52,6 +53,8 @@ const char gm_help_run[] =
     "    --report           GPUMEM_REPORT=1: the exit report on stderr\n"
     "    --keep             GPUMEM_KEEP=1: keep the segment after exit, for\n"
     "                       gpumem report and gpumem log\n"
+    "    --no-telemetry     GPUMEM_TELEMETRY=0: enforce limits only (no\n"
+    "                       segment, events, statistics or report)\n"
     "    --prefix P         GPUMEM_SHM_PREFIX: the segment name prefix\n"
     "    -h, --help         Print this manual page and exit.\n"
     "    Each option also takes the form --name=VALUE.\n"
@@ -71,18 +74,20 @@ const char gm_help_run[] =
 struct run_opt {
     const char *opt;
     const char *var;
-    bool flag;          /* no value: the variable becomes "1" */
+    bool flag;          /* no value: the variable becomes set (or "1") */
+    const char *set;
 };
 
 static const struct run_opt run_opts[] = {
-    { "--limit", "GPUMEM_LIMIT", false },
-    { "--mode", "GPUMEM_MODE", false },
-    { "--on-oom", "GPUMEM_ON_OOM", false },
-    { "--group", "GPUMEM_GROUP", false },
-    { "--priority", "GPUMEM_PRIORITY", false },
-    { "--prefix", "GPUMEM_SHM_PREFIX", false },
-    { "--report", "GPUMEM_REPORT", true },
-    { "--keep", "GPUMEM_KEEP", true },
+    { "--limit", "GPUMEM_LIMIT", false, NULL },
+    { "--mode", "GPUMEM_MODE", false, NULL },
+    { "--on-oom", "GPUMEM_ON_OOM", false, NULL },
+    { "--group", "GPUMEM_GROUP", false, NULL },
+    { "--priority", "GPUMEM_PRIORITY", false, NULL },
+    { "--prefix", "GPUMEM_SHM_PREFIX", false, NULL },
+    { "--report", "GPUMEM_REPORT", true, NULL },
+    { "--keep", "GPUMEM_KEEP", true, NULL },
+    { "--no-telemetry", "GPUMEM_TELEMETRY", true, "0" },
 };
 #define NRUN_OPTS (sizeof run_opts / sizeof run_opts[0])
 
@@ -103,7 +108,7 @@ static int apply_opt(int argc, char **argv, int *i)
         if (o->flag) {
             if (strcmp(argv[*i], o->opt) != 0)
                 continue;
-            setenv(o->var, "1", 1);
+            setenv(o->var, o->set ? o->set : "1", 1);
             return 1;
         }
         const char *v = NULL;

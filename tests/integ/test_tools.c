@@ -466,6 +466,14 @@ START_TEST(run_passes_policy_and_status)
     ck_assert_ptr_nonnull(strstr(out, "staged 1 /"));
     ck_assert_ptr_nonnull(strstr(out, "/libgpumem.so:/nonexistent/"
                                       "libother.so"));
+    const char *argt[] = { gpumem(), "run", "--no-telemetry", "--", "sh",
+                           "-c", "echo telemetry=$GPUMEM_TELEMETRY", NULL };
+    ck_assert_int_eq(tool(argt), 0);
+    ck_assert_str_eq(out, "telemetry=0\n");
+    /* ... which the report option contradicts: refused before running. */
+    const char *argr[] = { gpumem(), "run", "--no-telemetry", "--report",
+                           "--", "true", NULL };
+    ck_assert_int_eq(tool(argr), 2);
 }
 END_TEST
 

@@ -36,7 +36,7 @@ static void record(void *ctx, uint32_t ppm)
 
 static struct gm_fragq *new_q(void)
 {
-    struct gm_fragq *q = aligned_alloc(64, sizeof *q);
+    struct gm_fragq *q = aligned_alloc(64, (sizeof *q + 63) / 64 * 64);
     ck_assert_ptr_nonnull(q);
     gm_fragq_init(q);
     return q;
