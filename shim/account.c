@@ -18,6 +18,7 @@
 #include "shim/oomwait.h"
 #include "shim/pools.h"
 #include "shim/staged.h"
+#include "shim/commit.h"
 #include "shim/telwrite.h"
 
 static void refusal_message(int dev, struct gm_dev *d, uint64_t size,
@@ -125,66 +126,30 @@ void gm_acct_publish_frag(void *ctx, uint32_t ppm)
     gm_tel_frag(&gm_st.tel, (unsigned)(uintptr_t)ctx, ppm);
 }
 
-/* The allocation's event and its interval (telemetry on). */
-static inline void commit_telemetry(struct gm_dev *d, const struct gm_alloc *a,
-                                    uint64_t t0, uint64_t t1)
-{
-    struct gm_tel_ev e = {
-        .ts_ns = gm_ticks_realtime(t1), .lat_ns = gm_ticks_ns(t1 - t0),
-        .addr = a->key, .size = a->size,
-        .used = gm_budget_used(&d->budget), .peak = gm_budget_peak(&d->budget),
-        .dev = a->dev, .api = a->api, .frag_ppm = GM_TEL_FRAG_KEEP,
-    };
-    gm_tel_alloc_ev(&gm_st.tel, &e);
-    gm_acct_frag_post(a, true);
-}
-
 void gm_acct_commit_entry(struct gm_dev *d, const struct gm_alloc *a,
                           uint64_t t0, uint64_t t1)
 {
-    /* Telemetry first, then the table: a free can only find the entry
-     * (and publish its release) after the allocation was published. */
-    if (gm_telemetry_on())
-        commit_telemetry(d, a, t0, t1);
-    struct gm_alloc old;
-    int r = gm_track_insert(a, &old);
-    if (GM_LIKELY(r == 0))
-        return;
-    if (r == 1) {
-        /* The driver reused a key whose free we never saw (e.g. memory
-         * freed by destroying its context): drop the stale charge, and
-         * its interval, then add the new one. */
-        gm_acct_frag_post(&old, false);
-        gm_acct_released(&old, old.api, t1, t1);
-        gm_acct_frag_post(a, true);
-    } else {
-        gm_log(GM_LOG_ERROR, "out of memory for the allocation table; "
-               "this allocation is not tracked");
-    }
+    gm_acct_commit_inline(d, a, t0, t1);
 }
 
 void gm_acct_released(const struct gm_alloc *a, unsigned api, uint64_t t0,
                       uint64_t t1)
 {
-    if (a->dev >= GM_MAX_DEVICES)
-        return;
-    struct gm_dev *d = &gm_st.dev[a->dev];
-    uint64_t used;
-    if (GM_LIKELY(!(a->flags & GM_AF_UNCHARGED))) {
-        used = gm_budget_release(&d->budget, a->size);
-        gm_grp_give(d, a->size);
+    gm_acct_released_inline(a, api, t0, t1);
+}
+
+/* The driver reused a key whose free we never saw (e.g. memory freed by
+ * destroying its context): drop the stale charge and its interval, then
+ * add the new one. */
+void gm_acct_commit_collision(const struct gm_alloc *a,
+                              const struct gm_alloc *old, int r, uint64_t t1)
+{
+    if (r == 1) {
+        gm_acct_frag_post(old, false);
+        gm_acct_released(old, old->api, t1, t1);
+        gm_acct_frag_post(a, true);
     } else {
-        used = gm_budget_used(&d->budget);
-        if (a->flags & GM_AF_GROUP)
-            gm_grp_give(d, a->size);
+        gm_log(GM_LOG_ERROR, "out of memory for the allocation table; "
+               "this allocation is not tracked");
     }
-    if (gm_telemetry_on()) {
-        struct gm_tel_ev e = {
-            .ts_ns = gm_ticks_realtime(t1), .lat_ns = gm_ticks_ns(t1 - t0),
-            .addr = a->key, .size = a->size, .used = used,
-            .dev = a->dev, .api = api, .frag_ppm = GM_TEL_FRAG_KEEP,
-        };
-        gm_tel_free_ev(&gm_st.tel, &e);
-    }
-    gm_oomwait_wake();
 }

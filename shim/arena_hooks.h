@@ -15,7 +15,7 @@
 struct gm_dev;
 
 /* Bit d set: device d has an arena (checked inline on every free). */
-extern _Atomic uint64_t gm_arena_bits;
+extern _Atomic uint64_t gm_arena_bits __attribute__((visibility("hidden")));
 
 /* At the first context on `dev` in static mode: reserve the arena. */
 void gm_static_setup(int dev, struct gm_dev *d, CUcontext ctx);

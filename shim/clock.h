@@ -31,8 +31,10 @@ uint64_t gm_clock_monotonic_ns(void);
 
 /* ---- hot-path ticks ---------------------------------------------------- */
 
-extern int gm_tick_tsc;          /* 1: ticks are TSC cycles */
-extern uint64_t gm_tick_mult;    /* nanoseconds per tick, times 2^32 */
+/* Hidden: read directly, not through the GOT. */
+extern int gm_tick_tsc __attribute__((visibility("hidden"))); /* TSC? */
+/* nanoseconds per tick, times 2^32 */
+extern uint64_t gm_tick_mult __attribute__((visibility("hidden")));
 
 /* Choose the tick source and calibrate it (about 0.2 ms, once). */
 void gm_ticks_init(void);

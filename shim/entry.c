@@ -31,6 +31,7 @@
 
 struct gm_state gm_st = { .dev_lock = PTHREAD_MUTEX_INITIALIZER };
 _Atomic int gm_init_state;
+int gm_hook_clock;
 __thread int gm_depth __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -185,6 +186,7 @@ static int init_locked(void)
         return 3;
     }
     gm_ticks_init();
+    gm_hook_clock = !gm_st.policy.telemetry ? 0 : gm_tick_tsc ? 1 : 2;
     gm_st.start_ns = gm_hook_now();
     if (gm_st.policy.telemetry)
         open_telemetry();

@@ -107,11 +107,14 @@ static inline __attribute__((always_inline)) void gm_fragq_publish_release(struc
     __atomic_store_n(&q->busy, 0, __ATOMIC_SEQ_CST);
 }
 
-void gm_fragq_drain(struct gm_fragq *q);
+/* The paths taken only when threads meet: out of line and cold, so the
+ * uncontended path keeps its registers. */
+void gm_fragq_drain(struct gm_fragq *q) __attribute__((cold));
 void gm_fragq_finish_slow(struct gm_fragq *q, gm_fragq_publish publish,
-                          void *ctx);
+                          void *ctx) __attribute__((cold));
 void gm_fragq_enqueue(struct gm_fragq *q, uint64_t addr, uint64_t size,
-                      gm_fragq_publish publish, void *ctx);
+                      gm_fragq_publish publish, void *ctx)
+    __attribute__((cold));
 
 /* Holding the role: publish, give it up, and go again while an operation
  * was published meanwhile and the role is free. */
@@ -132,17 +135,20 @@ static inline __attribute__((always_inline)) void gm_fragq_post(
     struct gm_fragq *q, uint64_t addr, uint64_t size,
     gm_fragq_publish publish, void *ctx)
 {
-    if (__builtin_expect(gm_fragq_take_role(q), 1)) {
-        if (__builtin_expect(gm_fragq_pending(q), 0))
-            gm_fragq_drain(q);
-        if (__builtin_expect(!gm_fragq_pending(q), 1)) {
-            gm_fragq_apply(q, addr, size);
+    if (__builtin_expect(!gm_fragq_take_role(q), 0))
+        goto queue;
+    if (__builtin_expect(gm_fragq_pending(q), 0)) {
+        gm_fragq_drain(q);
+        if (gm_fragq_pending(q)) {
+            /* A ticket claimed but not yet published blocks the queue. */
             gm_fragq_finish(q, publish, ctx);
-            return;
+            goto queue;
         }
-        /* A ticket claimed but not yet published blocks the queue. */
-        gm_fragq_finish(q, publish, ctx);
     }
+    gm_fragq_apply(q, addr, size);
+    gm_fragq_finish(q, publish, ctx);
+    return;
+queue:
     gm_fragq_enqueue(q, addr, size, publish, ctx);
 }
 

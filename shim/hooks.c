@@ -14,6 +14,7 @@
  */
 #include "shim/abi.h"
 #include "shim/account.h"
+#include "shim/commit.h"
 #include "shim/arena_hooks.h"
 #include "shim/grouphook.h"
 #include "shim/pools.h"
@@ -170,7 +171,7 @@ static CUresult alloc_async(int dev, struct gm_dev *d, const struct req *r,
         .flags = GM_AF_ASYNC | GM_AF_UNCHARGED | (d->gdev1 ? GM_AF_GROUP : 0),
         .refs = 1, .aux = (uint64_t)(uintptr_t)gm_pool_handle(pool),
     };
-    gm_acct_commit_entry(d, &a, t0, t1);
+    gm_acct_commit_inline(d, &a, t0, t1);
     return CUDA_SUCCESS;
 
 group_refused:
@@ -260,8 +261,11 @@ GM_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
             return rc;
         }
         *dptr = p;
-        gm_acct_commit(dev, d, GM_NS_PTR, p, bytesize, GM_API_MEM_ALLOC, 0, t0,
-                       t1);
+        struct gm_alloc a = {
+            .key = p, .size = bytesize, .dev = (uint8_t)dev,
+            .ns = GM_NS_PTR, .api = GM_API_MEM_ALLOC, .refs = 1,
+        };
+        gm_acct_commit_inline(d, &a, t0, t1);
         return CUDA_SUCCESS;
     }
     struct req r = { .kind = K_V2, .api = GM_API_MEM_ALLOC, .out = dptr,
@@ -538,7 +542,7 @@ free_ptr(enum fkind k, unsigned api, CUdeviceptr p, CUstream s)
     }
     if (known) {
         uint64_t t = gm_hook_ticks(); /* latency is measured on allocs */
-        gm_acct_released(&a, api, t, t);
+        gm_acct_released_inline(&a, api, t, t);
         /* A pool gives memory back only at a synchronisation point:
          * refresh it then, not now. */
         if (a.aux != 0)

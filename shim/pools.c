@@ -38,7 +38,8 @@ struct gm_pool {
 static struct pool pools[POOLS];
 static _Atomic int pools_dirty; /* an async free since the last refresh */
 static _Atomic uint64_t dev_reserve[GM_MAX_DEVICES]; /* sum of charged */
-static _Atomic(CUmemoryPool) current[GM_MAX_DEVICES];
+/* Each device's current pool (its slot), once known. */
+static struct gm_pool *_Atomic current[GM_MAX_DEVICES];
 
 static gm_spin create_lock; /* new slots only; lookups take no lock */
 
@@ -109,19 +110,25 @@ struct gm_pool *gm_pool_for(int dev, CUmemoryPool pool)
         return NULL;
     if (pool != NULL)
         return accountable(pool, dev);
-    CUmemoryPool p = atomic_load_explicit(&current[dev], memory_order_relaxed);
-    if (GM_LIKELY(p != NULL))
-        return accountable(p, dev);
+    struct pool *s = atomic_load_explicit(&current[dev], memory_order_acquire);
+    if (GM_LIKELY(s != NULL))
+        return atomic_load_explicit(&s->imported, memory_order_relaxed)
+                   ? NULL : s;
     if (gm_real.cuDeviceGetMemPool == NULL ||
         gm_real.cuMemPoolGetAttribute == NULL)
         return NULL;
+    CUmemoryPool p = NULL;
     gm_depth++;
     CUresult rc = gm_real.cuDeviceGetMemPool(&p, (CUdevice)dev);
     gm_depth--;
     if (rc != CUDA_SUCCESS)
         return NULL;
-    atomic_store_explicit(&current[dev], p, memory_order_relaxed);
-    return accountable(p, dev);
+    s = slot(p, dev, 1);
+    if (s != NULL)
+        atomic_store_explicit(&current[dev], s, memory_order_release);
+    return s != NULL && !atomic_load_explicit(&s->imported,
+                                              memory_order_relaxed)
+               ? s : NULL;
 }
 
 uint64_t gm_pool_idle(struct gm_pool *s)
@@ -324,7 +331,7 @@ GM_EXPORT CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool)
                          (uint64_t)(uintptr_t)pool, used);
     }
     for (unsigned i = 0; i < GM_MAX_DEVICES; i++) {
-        CUmemoryPool cur = pool;
+        struct pool *cur = s;
         atomic_compare_exchange_strong(&current[i], &cur, NULL);
     }
     return rc;
@@ -358,7 +365,7 @@ GM_EXPORT CUresult CUDAAPI cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
     CUresult rc = gm_real.cuDeviceSetMemPool(dev, pool);
     gm_depth--;
     if (on && rc == CUDA_SUCCESS && dev >= 0 && dev < GM_MAX_DEVICES)
-        atomic_store(&current[dev], pool);
+        atomic_store(&current[dev], slot(pool, dev, 1));
     return rc;
 }
 

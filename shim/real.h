@@ -24,7 +24,7 @@ struct gm_real_table {
 #undef GM_PLAIN_FIELD
 };
 
-extern struct gm_real_table gm_real;
+extern struct gm_real_table gm_real __attribute__((visibility("hidden")));
 
 /* glibc's dlsym (never ours). Resolved on first use; safe before init. */
 typedef void *(*gm_dlsym_fn)(void *, const char *);

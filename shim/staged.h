@@ -12,7 +12,7 @@
 #include "shim/cuda_api.h"
 
 /* Non-zero while a warm-up is running (read on every allocation). */
-extern _Atomic int gm_staged_armed;
+extern _Atomic int gm_staged_armed __attribute__((visibility("hidden")));
 
 /* At initialisation: start the warm-up clock when the mode is staged. */
 void gm_staged_arm(uint64_t now_ns);

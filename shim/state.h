@@ -51,11 +51,12 @@ struct gm_state {
     uint64_t start_ns;
 };
 
-extern struct gm_state gm_st;
+/* Globals are hidden: the hooks read them directly, not through the GOT. */
+extern struct gm_state gm_st __attribute__((visibility("hidden")));
 
 /* 0 = not initialised, 1 = initialising, 2 = ready, 3 = disabled (init
  * failed; every wrapper passes through). */
-extern _Atomic int gm_init_state;
+extern _Atomic int gm_init_state __attribute__((visibility("hidden")));
 extern __thread int gm_depth __attribute__((tls_model("initial-exec")));
 
 void gm_init_slow(void);
@@ -89,7 +90,7 @@ static inline bool gm_active(void)
  * any) is on it and the driver need not be asked: a call without any
  * current context fails in the driver anyway, and its reservation is
  * rolled back. */
-extern _Atomic uint64_t gm_ctx_devices;
+extern _Atomic uint64_t gm_ctx_devices __attribute__((visibility("hidden")));
 int gm_current_device_slow(void);
 static inline int gm_current_device(void)
 {
@@ -125,10 +126,18 @@ static inline bool gm_telemetry_on(void)
     return gm_st.policy.telemetry;
 }
 
+/* What the hooks time with: 0 nothing (telemetry off), 1 the TSC, 2
+ * CLOCK_MONOTONIC (set at initialisation). */
+extern int gm_hook_clock __attribute__((visibility("hidden")));
+
 /* A tick reading when telemetry will use it, else 0. */
 static inline uint64_t gm_hook_ticks(void)
 {
-    return gm_telemetry_on() ? gm_ticks() : 0;
+#if defined(__x86_64__) || defined(__i386__)
+    if (GM_LIKELY(gm_hook_clock == 1))
+        return __builtin_ia32_rdtsc();
+#endif
+    return gm_hook_clock != 0 ? gm_clock_monotonic_ns() : 0;
 }
 
 /* Monotonic nanoseconds (vDSO clock_gettime, no syscall). */

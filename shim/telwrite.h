@@ -177,7 +177,8 @@ static inline void tw_put_frag(struct gm_abi_dev *d, uint32_t frag_ppm)
         tw_put(&d->frag_peak_ppm, v);
 }
 
-static inline void gm_tel_alloc_ev(struct gm_tel *t, const struct gm_tel_ev *e)
+static inline __attribute__((always_inline)) void
+gm_tel_alloc_ev(struct gm_tel *t, const struct gm_tel_ev *e)
 {
     struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL)
@@ -199,7 +200,8 @@ static inline void gm_tel_alloc_ev(struct gm_tel *t, const struct gm_tel_ev *e)
               e->addr, e->used, 0);
 }
 
-static inline void gm_tel_free_ev(struct gm_tel *t, const struct gm_tel_ev *e)
+static inline __attribute__((always_inline)) void
+gm_tel_free_ev(struct gm_tel *t, const struct gm_tel_ev *e)
 {
     struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL)
