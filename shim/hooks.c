@@ -121,8 +121,9 @@ static void async_undo(int dev, struct gm_dev *d, const struct req *r,
  * A provisional reservation of the request keeps concurrent admissions
  * from passing the limit together; a request that does not fit may still
  * be served from memory the pool already holds. */
-static CUresult alloc_async(int dev, struct gm_dev *d, const struct req *r,
-                            struct gm_pool *pool)
+static inline __attribute__((always_inline)) CUresult
+alloc_async(enum kind k, int dev, struct gm_dev *d, const struct req *r,
+            struct gm_pool *pool)
 {
     uint64_t used;
     uint64_t prov = r->size;
@@ -145,7 +146,7 @@ static CUresult alloc_async(int dev, struct gm_dev *d, const struct req *r,
     /* From here the group holds r->size for the live allocation. */
     CUdeviceptr p = 0;
     uint64_t t0 = gm_hook_ticks();
-    CUresult rc = call_real(r->kind, r, &p);
+    CUresult rc = call_real(k, r, &p);
     uint64_t t1 = gm_hook_ticks();
     if (rc != CUDA_SUCCESS) {
         gm_budget_release(&d->budget, prov);
@@ -196,7 +197,7 @@ alloc_ptr(enum kind k, const struct req *r)
         struct gm_pool *pool = gm_pool_for(dev, k >= K_POOL ? r->pool
                                                              : NULL);
         if (pool != NULL)
-            return alloc_async(dev, d, r, pool);
+            return alloc_async(k, dev, d, r, pool);
     }
     bool spillable = k == K_V2;
     if (k == K_V2) { /* v1's 32-bit pointers cannot reach the arena */

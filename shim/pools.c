@@ -77,7 +77,7 @@ static struct pool *slot(CUmemoryPool p, int dev, int create)
     return NULL; /* table full: that pool's live bytes are charged */
 }
 
-static uint64_t pool_attr(CUmemoryPool p, CUmemPool_attribute a)
+static inline uint64_t pool_attr(CUmemoryPool p, CUmemPool_attribute a)
 {
     cuuint64_t v = 0;
     if (gm_real.cuMemPoolGetAttribute == NULL)
@@ -157,7 +157,7 @@ static void publish(int dev, int64_t delta)
 }
 
 /* Set the pool's charge to `now`, applying the difference. */
-static uint64_t recharge(struct pool *s, struct gm_dev *d, uint64_t now)
+static inline uint64_t recharge(struct pool *s, struct gm_dev *d, uint64_t now)
 {
     uint64_t old = atomic_load_explicit(&s->charged, memory_order_relaxed);
     if (GM_LIKELY(old == now)) /* the common case: the pool did not grow */

@@ -3,7 +3,8 @@
 #
 # 1. Instructions added per alloc+free pair of 1 MiB, for each lookup path
 #    and API, by callgrind: the marginal count between a loop of N1 and one
-#    of N2 pairs (start-up cancels), with the shim minus without it.
+#    of N2 pairs (start-up cancels), with the shim minus without it; with
+#    all telemetry on (the default) and with GPUMEM_TELEMETRY=0.
 # 2. Nanoseconds per pair, native, same loops, median of 5 runs.
 # 3. The data-structure and telemetry benchmarks in build/tests/bench/.
 # Prints tables; asserts nothing.
@@ -52,12 +53,14 @@ nsper() { # via api preload [env...]
 
 if command -v valgrind >/dev/null 2>&1; then
     echo "Instructions per alloc+free pair of 1 MiB (callgrind, marginal over $N1..$N2 pairs)"
-    printf '%-8s %-7s %-10s %12s %12s %12s\n' path api mode driver with-shim added
+    echo "grow mode, 64 GiB limit; 'telemetry' = all of it (default), 'limits' = GPUMEM_TELEMETRY=0"
+    printf '%-8s %-7s %10s %12s %8s %12s %8s\n' path api driver telemetry added limits added
     for via in link dlsym gpa; do
         for api in alloc async; do
             d=$(marginal "$via" "$api" 0)
             s=$(marginal "$via" "$api" 1 GPUMEM_LIMIT=64G)
-            printf '%-8s %-7s %-10s %12s %12s %12s\n' "$via" "$api" grow "$d" "$s" $((s - d))
+            o=$(marginal "$via" "$api" 1 GPUMEM_LIMIT=64G GPUMEM_TELEMETRY=0)
+            printf '%-8s %-7s %10s %12s %8s %12s %8s\n' "$via" "$api" "$d" "$s" $((s - d)) "$o" $((o - d))
         done
     done
     echo
@@ -76,11 +79,14 @@ else
 fi
 
 echo "Nanoseconds per alloc+free pair of 1 MiB (native, median of 5 x 200000 pairs)"
-printf '%-8s %-7s %-10s %12s %12s %12s\n' path api mode driver with-shim added
+printf '%-8s %-7s %10s %12s %8s %12s %8s\n' path api driver telemetry added limits added
 for via in link dlsym gpa; do
     for api in alloc async; do
         d=$(nsper "$via" "$api" 0); s=$(nsper "$via" "$api" 1 GPUMEM_LIMIT=64G)
-        printf '%-8s %-7s %-10s %12s %12s %12s\n' "$via" "$api" grow "$d" "$s" "$(echo "$s - $d" | bc 2>/dev/null || echo "?")"
+        o=$(nsper "$via" "$api" 1 GPUMEM_LIMIT=64G GPUMEM_TELEMETRY=0)
+        printf '%-8s %-7s %10s %12s %8s %12s %8s\n' "$via" "$api" "$d" "$s" \
+            "$(echo "$s - $d" | bc 2>/dev/null || echo "?")" "$o" \
+            "$(echo "$o - $d" | bc 2>/dev/null || echo "?")"
     done
 done
 echo
