@@ -18,15 +18,7 @@
 #define MiB (1024ull * 1024ull)
 #define BASE 0x7f0000000000ull   /* a plausible device address; never touched */
 
-/* Check records every ck_assert through a pipe; loops use this, which
- * calls into Check only when a comparison fails. */
-#define EXPECT_EQ(a, b)                                                      \
-    do {                                                                     \
-        unsigned long long a_ = (unsigned long long)(a);                     \
-        unsigned long long b_ = (unsigned long long)(b);                     \
-        if (a_ != b_)                                                        \
-            ck_abort_msg("%s == %llu, expected %s == %llu", #a, a_, #b, b_); \
-    } while (0)
+#include "tests/unit/gm_expect.h"
 
 static uint64_t rng_next(uint64_t *s)
 {

@@ -11,16 +11,7 @@
 
 #include "shim/frag.h"
 
-/* Check records every ck_assert through a pipe; the loops below assert
- * millions of times, so they go through this, which calls into Check only
- * when a comparison fails. */
-#define EXPECT_EQ(a, b)                                                      \
-    do {                                                                     \
-        unsigned long long a_ = (unsigned long long)(a);                     \
-        unsigned long long b_ = (unsigned long long)(b);                     \
-        if (a_ != b_)                                                        \
-            ck_abort_msg("%s == %llu, expected %s == %llu", #a, a_, #b, b_); \
-    } while (0)
+#include "tests/unit/gm_expect.h"
 
 /* ---- reference model ---------------------------------------------------- */
 

@@ -13,13 +13,7 @@
 
 #include "shim/fragq.h"
 
-#define EXPECT_EQ(a, b)                                                      \
-    do {                                                                     \
-        unsigned long long a_ = (unsigned long long)(a);                     \
-        unsigned long long b_ = (unsigned long long)(b);                     \
-        if (a_ != b_)                                                        \
-            ck_abort_msg("%s == %llu, expected %s == %llu", #a, a_, #b, b_); \
-    } while (0)
+#include "tests/unit/gm_expect.h"
 
 /* Publications seen: the last figure and how many. */
 struct pubs {
