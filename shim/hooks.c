@@ -533,7 +533,9 @@ free_ptr(enum fkind k, unsigned api, CUdeviceptr p, CUstream s)
     bool known = gm_track_remove(GM_NS_PTR, p, &a);
     if (known)
         gm_acct_frag_post(&a, false);
+    uint64_t t0 = gm_hook_ticks();
     CUresult rc = free_real(k, p, s);
+    uint64_t t1 = gm_hook_ticks();
     if (GM_UNLIKELY(rc != CUDA_SUCCESS)) {
         if (known) {
             gm_track_insert(&a, NULL);
@@ -542,8 +544,7 @@ free_ptr(enum fkind k, unsigned api, CUdeviceptr p, CUstream s)
         return rc;
     }
     if (known) {
-        uint64_t t = gm_hook_ticks(); /* latency is measured on allocs */
-        gm_acct_released_inline(&a, api, t, t);
+        gm_acct_released_inline(&a, api, t0, t1);
         /* A pool gives memory back only at a synchronisation point:
          * refresh it then, not now. */
         if (a.aux != 0)

@@ -277,6 +277,24 @@ END_TEST
 
 /* ---- log ------------------------------------------------------------------------- */
 
+/* Free events (JSON lines) whose lat_ns is 0. */
+static uint64_t count_free_lat0(const char *s)
+{
+    uint64_t n = 0;
+    for (const char *l = s; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1
+                                                        : NULL) {
+        const char *e = strchr(l, '\n');
+        size_t len = e ? (size_t)(e - l) : strlen(l);
+        const char *k = strstr(l, "\"kind\":\"free\"");
+        const char *z = strstr(l, "\"lat_ns\":0,");
+        if (!z)
+            z = strstr(l, "\"lat_ns\":0}");
+        if (k && k < l + len && z && z < l + len)
+            n++;
+    }
+    return n;
+}
+
 START_TEST(log_jsonl_has_every_allocation)
 {
     new_prefix("log");
@@ -290,6 +308,8 @@ START_TEST(log_jsonl_has_every_allocation)
     ck_assert_uint_eq(count(out, "\"kind\":\"alloc\""), allocs);
     ck_assert_uint_eq(count(out, "\"kind\":\"free\""), frees);
     ck_assert_uint_eq(count(out, "\"kind\":\"lost\""), 0);
+    /* Frees are timed too: not every free event can say 0 ns. */
+    ck_assert_uint_lt(count_free_lat0(out), frees);
     ck_assert_uint_eq(count(out, "\"kind\":\"process\""), 1);
     const char *argk[] = { gpumem(), "log", "--kinds", "free", "--format=csv",
                            NULL };
