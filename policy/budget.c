@@ -20,6 +20,19 @@ uint64_t gm_budget_force(struct gm_budget *b, uint64_t size)
     return n;
 }
 
+uint64_t gm_budget_settle(struct gm_budget *b, uint64_t add, uint64_t sub)
+{
+    uint64_t u = atomic_load_explicit(&b->used, memory_order_relaxed);
+    uint64_t n;
+    do {
+        n = add > UINT64_MAX - u ? UINT64_MAX : u + add;
+        n = sub > n ? 0 : n - sub;
+    } while (!atomic_compare_exchange_weak_explicit(
+        &b->used, &u, n, memory_order_relaxed, memory_order_relaxed));
+    gm_budget_raise_peak(b, n);
+    return n;
+}
+
 bool gm_budget_fits(const struct gm_budget *b, uint64_t size)
 {
     return size <= gm_budget_room(b);

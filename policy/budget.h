@@ -57,6 +57,31 @@ static inline bool gm_budget_reserve(struct gm_budget *b, uint64_t size,
 /* Charge `size` regardless of the limit (context memory, soft limits);
  * saturates at UINT64_MAX. Returns the new used value. */
 uint64_t gm_budget_force(struct gm_budget *b, uint64_t size);
+/* A provisional reservation: as gm_budget_reserve, but peak is left alone
+ * (the hold is settled into what was really taken with
+ * gm_budget_settle). */
+static inline bool gm_budget_hold(struct gm_budget *b, uint64_t size,
+                                  uint64_t *used_out)
+{
+    uint64_t limit = atomic_load_explicit(&b->limit, memory_order_relaxed);
+    uint64_t u = atomic_load_explicit(&b->used, memory_order_relaxed);
+    for (;;) {
+        if (size > UINT64_MAX - u || (limit != 0 && u + size > limit)) {
+            *used_out = u;
+            return false;
+        }
+        if (atomic_compare_exchange_weak_explicit(&b->used, &u, u + size,
+                                                  memory_order_relaxed,
+                                                  memory_order_relaxed))
+            break;
+    }
+    *used_out = u + size;
+    return true;
+}
+/* used = used + add - sub in one step (saturating at UINT64_MAX, clamped
+ * at 0), then peak = max(peak, used): a hold replaced by the real charge
+ * never shows both at once. Returns the new used. */
+uint64_t gm_budget_settle(struct gm_budget *b, uint64_t add, uint64_t sub);
 /* Release `size`, clamped so used never goes below 0. Returns new used. */
 static inline uint64_t gm_budget_release(struct gm_budget *b, uint64_t size)
 {

@@ -128,7 +128,7 @@ alloc_async(enum kind k, int dev, struct gm_dev *d, const struct req *r,
     uint64_t used;
     uint64_t prov = r->size;
     gm_staged_poll();
-    if (!gm_budget_reserve(&d->budget, prov, &used)) {
+    if (!gm_budget_hold(&d->budget, prov, &used)) {
         prov = 0;
         if (gm_pool_idle(pool) < r->size) {
             if (gm_acct_reserve(dev, d, r->size, r->api, false) !=
@@ -153,9 +153,7 @@ alloc_async(enum kind k, int dev, struct gm_dev *d, const struct req *r,
         gm_grp_give(d, r->size);
         return rc;
     }
-    gm_pool_refresh(dev, d, pool);
-    if (prov)
-        gm_budget_release(&d->budget, prov);
+    gm_pool_settle(dev, d, pool, prov);
     uint64_t limit = gm_budget_limit(&d->budget);
     if (limit != 0 && gm_budget_used(&d->budget) > limit &&
         gm_st.policy.on_oom != GM_OOM_WARN) {

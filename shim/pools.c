@@ -192,6 +192,36 @@ uint64_t gm_pool_refresh(int dev, struct gm_dev *d, struct gm_pool *s)
                                      CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT));
 }
 
+uint64_t gm_pool_settle(int dev, struct gm_dev *d, struct gm_pool *s,
+                        uint64_t held)
+{
+    if (s == NULL ||
+        atomic_load_explicit(&s->imported, memory_order_relaxed)) {
+        gm_budget_release(&d->budget, held);
+        return gm_budget_used(&d->budget);
+    }
+    int pdev = atomic_load_explicit(&s->dev, memory_order_relaxed);
+    if (pdev != dev) { /* a pool of another device: charge it there */
+        gm_budget_release(&d->budget, held);
+        return gm_pool_refresh(dev, d, s);
+    }
+    if (GM_UNLIKELY(atomic_load_explicit(&s->dead, memory_order_relaxed)))
+        atomic_store(&s->dead, 0);
+    uint64_t now = pool_attr(gm_pool_handle(s),
+                             CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
+    uint64_t old = atomic_load_explicit(&s->charged, memory_order_relaxed);
+    if (old != now)
+        old = atomic_exchange(&s->charged, now);
+    uint64_t used = gm_budget_settle(&d->budget, now > old ? now - old : 0,
+                                     held + (old > now ? old - now : 0));
+    if (now != old) {
+        publish(dev, (int64_t)(now - old));
+        if (now < old)
+            gm_oomwait_wake();
+    }
+    return used;
+}
+
 static uint64_t refresh_handle(int dev, struct gm_dev *d, CUmemoryPool pool)
 {
     return gm_pool_refresh(dev, d, slot(pool, dev, 1));

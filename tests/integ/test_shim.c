@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "gm_spawn.h"
+#include "tools/reader.h"
 
 static char out[1 << 16];
 
@@ -144,6 +145,38 @@ START_TEST(pools_charge_their_reserve)
     const char *env[] = { "GPUMEM_LIMIT=2G", "GPUMEM_LOG_LEVEL=error", NULL };
     RUN_OK(env, apicheck(vias[_i]), "--via", vias[_i], "pools", "2147483648");
     ck_assert_ptr_nonnull(strstr(out, "ok pools"));
+}
+END_TEST
+
+/* The peak counts what the pool held, not a provisional reservation of a
+ * request on top of the pool's growth for it. */
+START_TEST(pool_peak_is_the_pool_high_water)
+{
+    char prefix[64], pe[96];
+    snprintf(prefix, sizeof prefix, "gmtpk%d", (int)getpid());
+    snprintf(pe, sizeof pe, "GPUMEM_SHM_PREFIX=%s", prefix);
+    const char *env[] = { pe, "GPUMEM_LIMIT=2G", "GPUMEM_KEEP=1",
+                          "SIMCUDA_CONTEXT=300M", NULL };
+    RUN_OK(env, apicheck(vias[_i]), "--via", vias[_i], "pool-peak",
+           "2147483648");
+    unsigned long long want = 0;
+    const char *e = strstr(out, "expect peak ");
+    ck_assert_msg(e && sscanf(e, "expect peak %llu", &want) == 1, "%s", out);
+    int pids[4];
+    ck_assert_int_eq(gm_reader_list(GM_READER_DEFAULT_DIR, prefix, pids, 4),
+                     1);
+    struct gm_seg s;
+    char err[256];
+    ck_assert_msg(gm_seg_open(&s, GM_READER_DEFAULT_DIR, prefix, pids[0], err,
+                              sizeof err) == 0, "%s", err);
+    static struct gm_snapshot snap;
+    ck_assert_int_eq(gm_seg_snapshot(&s, &snap), 0);
+    gm_seg_close(&s);
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s.%d", GM_READER_DEFAULT_DIR, prefix,
+             pids[0]);
+    unlink(path);
+    ck_assert_uint_eq(snap.dev[0].peak, want);
 }
 END_TEST
 
@@ -550,6 +583,7 @@ static Suite *suite(void)
     tcase_add_test(l, no_cuda_no_cost);
     tcase_add_test(l, cuda_process_gets_a_segment);
     tcase_add_loop_test(l, telemetry_off_limits_only, 0, 3);
+    tcase_add_loop_test(l, pool_peak_is_the_pool_high_water, 0, 3);
     tcase_add_test(l, telemetry_off_with_report_exits_2);
     suite_add_tcase(s, l);
     return s;

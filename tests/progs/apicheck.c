@@ -442,6 +442,33 @@ static void s_pools(uint64_t limit)
     printf("ok pools\n");
 }
 
+/* The peak under a stream-ordered pool: what the pool held at most plus
+ * the context (printed for the caller to compare with the segment), never
+ * a provisional reservation on top of the pool's growth. */
+static void s_pool_peak(uint64_t limit)
+{
+    uint64_t ctx = limit - free_now();
+    CUmemoryPool dp;
+    CU(F.cuDeviceGetMemPool(&dp, dev0));
+    cuuint64_t never = ~0ull;
+    CU(F.cuMemPoolSetAttribute(dp, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &never));
+    CUstream s;
+    CU(F.cuStreamCreate(&s, 0));
+    CUdeviceptr a, b, d;
+    CU(F.cuMemAllocAsync(&a, 300u << 20, s));
+    CU(F.cuMemAllocAsync(&b, 100u << 20, s));
+    CU(F.cuMemFreeAsync(a, s));
+    CU(F.cuStreamSynchronize(s));
+    CU(F.cuMemPoolTrimTo(dp, 0));
+    CU(F.cuMemAllocAsync(&d, 50u << 20, s));
+    CU(F.cuMemFreeAsync(b, s));
+    CU(F.cuMemFreeAsync(d, s));
+    CU(F.cuStreamSynchronize(s));
+    uint64_t high = pool_attr(dp, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH);
+    CHECK(high >= (400u << 20), "pool high %llu", (unsigned long long)high);
+    printf("expect peak %llu\n", (unsigned long long)(ctx + high));
+}
+
 struct athr {
     unsigned seed;
     CUstream s;
@@ -907,6 +934,8 @@ int main(int argc, char **argv)
         s_churn(a1);
     else if (strcmp(sc, "pools") == 0)
         s_pools(a1);
+    else if (strcmp(sc, "pool-peak") == 0)
+        s_pool_peak(a1);
     else if (strcmp(sc, "pool-threads") == 0)
         s_pool_threads();
     else if (strcmp(sc, "fork") == 0)
