@@ -1,17 +1,22 @@
 /*
  * tests/unit/test_tel_fuzz.c — hostile segments in `make check`: thousands
  * of deterministic pseudo-random corruptions of a valid image (truncations,
- * bit flips, header fields set to extreme values, huge counters, odd
- * seqlocks, wild ring heads, random bytes) through gm_reader_check_bytes(),
- * the same entry point the libFuzzer target (tests/fuzz/fuzz_reader.c)
- * drives. The reader must never crash or hang (Check's timeout), must
- * refuse what breaks the header contract, and must still read an image
- * whose only damage is in the stats or the ring.
+ * bit flips, header fields set to extreme values, huge counters, writers
+ * stuck inside a device block, wild ring heads, random bytes) through
+ * gm_reader_check_bytes(), the same entry point the libFuzzer target
+ * (tests/fuzz/fuzz_reader.c) drives, and a share of them as files through
+ * the path a tool takes (open, pread snapshot, mapped events). The reader
+ * must never crash or hang (Check's timeout), must refuse what breaks the
+ * header contract, and must still read an image whose only damage is in
+ * the stats or the ring.
  */
 #include <check.h>
+#include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "shim/clock.h"
 #include "shim/telemetry.h"
@@ -68,6 +73,34 @@ static int check(size_t n)
     return rc;
 }
 
+/* The same image as a file, read as a tool reads one: it must be accepted
+ * exactly when the in-memory check accepts it, and then snapshot and
+ * drain without harm. */
+static void check_file(size_t n, int want)
+{
+    char path[] = "/tmp/gmtfuzz.XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, img, n), (ssize_t)n);
+    close(fd);
+    struct gm_seg s;
+    char err[256];
+    int rc = gm_seg_open_path(&s, path, err, sizeof err);
+    unlink(path);
+    ck_assert_msg(rc == want, "file of %zu bytes: open %d, memory check %d "
+                  "(%s)", n, rc, want, err);
+    if (rc != 0)
+        return;
+    static struct gm_snapshot snap;
+    (void)gm_seg_snapshot(&s, &snap);
+    struct gm_cursor c;
+    gm_cursor_init(&c, &s, false);
+    static struct gm_abi_record rec[128];
+    uint64_t lost = 0;
+    (void)gm_seg_drain(&s, &c, rec, 128, GM_DRAIN_FLUSH, &lost);
+    gm_seg_close(&s);
+}
+
 static void reset(void)
 {
     memcpy(img, tmpl, len);
@@ -100,6 +133,8 @@ START_TEST(test_truncations_refused)
         reset();
         size_t n = next_rand() % len;
         ck_assert_msg(check(n) == -1, "truncated to %zu accepted", n);
+        if (i % 10 == 0 && n > 0)
+            check_file(n, -1);
     }
     reset();
     ck_assert_int_eq(check(len - 1), -1);
@@ -117,7 +152,10 @@ START_TEST(test_bit_flips)
             size_t bit = next_rand() % (len * 8);
             img[bit / 8] ^= (unsigned char)(1u << (bit % 8));
         }
-        accepted += check(len) == 0;
+        int rc = check(len);
+        accepted += rc == 0;
+        if (i % 10 == 0)
+            check_file(len, rc);
     }
     /* Most flips land in stats and ring, which stay readable. */
     ck_assert_uint_gt(accepted, 1000);
@@ -135,6 +173,8 @@ START_TEST(test_header_fields_extreme)
             off = 1152; /* ring_head */
         put64(off, extreme());
         int rc = check(len);
+        if (i % 10 == 0)
+            check_file(len, rc);
         if (off >= 8 && off < 56 && memcmp(img + off, tmpl + off, 8) != 0)
             ck_assert_msg(rc == -1, "geometry word %zu accepted", off);
         if (off >= 128 + 8 && off < 640 - 8 && off != 1152)
@@ -157,16 +197,19 @@ START_TEST(test_stats_and_ring_garbage_readable)
 }
 END_TEST
 
-START_TEST(test_odd_seqlocks_and_heads)
+START_TEST(test_stuck_writers_and_heads)
 {
     for (int i = 0; i < 200; i++) {
         reset();
         for (unsigned d = 0; d < 4; d++)
             if (next_rand() % 2)
-                put64(2048 + d * 1024, next_rand() | 1); /* stuck writer */
+                put64(2048 + d * 1024, next_rand() | 1); /* wbegin: a writer
+                                                            stuck inside */
         put64(1152, extreme()); /* ring_head */
         put64(104, next_rand() % 128); /* dev_seen: up to 127 */
         ck_assert_int_eq(check(len), 0);
+        if (i % 10 == 0)
+            check_file(len, 0);
     }
 }
 END_TEST
@@ -203,7 +246,7 @@ static Suite *fuzz_suite(void)
     tcase_add_test(tc, test_bit_flips);
     tcase_add_test(tc, test_header_fields_extreme);
     tcase_add_test(tc, test_stats_and_ring_garbage_readable);
-    tcase_add_test(tc, test_odd_seqlocks_and_heads);
+    tcase_add_test(tc, test_stuck_writers_and_heads);
     tcase_add_test(tc, test_random_bytes_refused);
     suite_add_tcase(s, tc);
     return s;
