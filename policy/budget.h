@@ -21,9 +21,6 @@ struct gm_budget {
     _Atomic uint64_t limit;   /* 0 = none */
 };
 
-/* Reserve `size` if used + size <= limit (or no limit). On success returns
- * true and stores the new used value; on refusal returns false and stores
- * the used value it saw. Never wraps. */
 /* peak = max(peak, v), atomically. */
 static inline void gm_budget_raise_peak(struct gm_budget *b, uint64_t v)
 {
@@ -35,28 +32,6 @@ static inline void gm_budget_raise_peak(struct gm_budget *b, uint64_t v)
         ;
 }
 
-static inline bool gm_budget_reserve(struct gm_budget *b, uint64_t size,
-                                     uint64_t *used_out)
-{
-    uint64_t limit = atomic_load_explicit(&b->limit, memory_order_relaxed);
-    uint64_t u = atomic_load_explicit(&b->used, memory_order_relaxed);
-    for (;;) {
-        if (size > UINT64_MAX - u || (limit != 0 && u + size > limit)) {
-            *used_out = u;
-            return false;
-        }
-        if (atomic_compare_exchange_weak_explicit(&b->used, &u, u + size,
-                                                  memory_order_relaxed,
-                                                  memory_order_relaxed))
-            break;
-    }
-    gm_budget_raise_peak(b, u + size);
-    *used_out = u + size;
-    return true;
-}
-/* Charge `size` regardless of the limit (context memory, soft limits);
- * saturates at UINT64_MAX. Returns the new used value. */
-uint64_t gm_budget_force(struct gm_budget *b, uint64_t size);
 /* A provisional reservation: as gm_budget_reserve, but peak is left alone
  * (the hold is settled into what was really taken with
  * gm_budget_settle). */
@@ -78,6 +53,22 @@ static inline bool gm_budget_hold(struct gm_budget *b, uint64_t size,
     *used_out = u + size;
     return true;
 }
+
+/* Reserve `size` if used + size <= limit (or no limit). On success returns
+ * true and stores the new used value; on refusal returns false and stores
+ * the used value it saw. Never wraps. */
+static inline bool gm_budget_reserve(struct gm_budget *b, uint64_t size,
+                                     uint64_t *used_out)
+{
+    if (!gm_budget_hold(b, size, used_out))
+        return false;
+    gm_budget_raise_peak(b, *used_out);
+    return true;
+}
+
+/* Charge `size` regardless of the limit (context memory, soft limits);
+ * saturates at UINT64_MAX. Returns the new used value. */
+uint64_t gm_budget_force(struct gm_budget *b, uint64_t size);
 /* used = used + add - sub in one step (saturating at UINT64_MAX, clamped
  * at 0), then peak = max(peak, used): a hold replaced by the real charge
  * never shows both at once. Returns the new used. */

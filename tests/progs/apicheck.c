@@ -371,15 +371,24 @@ static void s_limit_all(void)
 /* Stream-ordered pools (limit LIMIT): the device is charged what the
  * pools hold, never more than the limit, trims reclaim, destroy releases,
  * threads leave no drift. */
-static void s_pools(uint64_t limit)
+/* Device 0's default pool, made to keep what it holds (release threshold
+ * "never", as PyTorch and TensorFlow set it), and a stream. */
+static CUmemoryPool keeping_pool(CUstream *s)
 {
-    uint64_t f0 = free_now(), ctx = limit - f0;
     CUmemoryPool dp;
     CU(F.cuDeviceGetMemPool(&dp, dev0));
     cuuint64_t never = ~0ull;
     CU(F.cuMemPoolSetAttribute(dp, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &never));
+    CU(F.cuStreamCreate(s, 0));
+    return dp;
+}
+
+static void s_pools(uint64_t limit)
+{
+    uint64_t f0 = free_now(), ctx = limit - f0;
     CUstream s;
-    CU(F.cuStreamCreate(&s, 0));
+    CUmemoryPool dp = keeping_pool(&s);
+    cuuint64_t never = ~0ull;
     /* A PyTorch-like pattern: cycles of varying sizes, threshold = max. */
     CUdeviceptr p[8];
     unsigned seed = 7;
@@ -448,12 +457,8 @@ static void s_pools(uint64_t limit)
 static void s_pool_peak(uint64_t limit)
 {
     uint64_t ctx = limit - free_now();
-    CUmemoryPool dp;
-    CU(F.cuDeviceGetMemPool(&dp, dev0));
-    cuuint64_t never = ~0ull;
-    CU(F.cuMemPoolSetAttribute(dp, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &never));
     CUstream s;
-    CU(F.cuStreamCreate(&s, 0));
+    CUmemoryPool dp = keeping_pool(&s);
     CUdeviceptr a, b, d;
     CU(F.cuMemAllocAsync(&a, 300u << 20, s));
     CU(F.cuMemAllocAsync(&b, 100u << 20, s));
