@@ -30,6 +30,7 @@ static inline __attribute__((always_inline)) void gm_acct_commit_inline(
             .used = gm_budget_used(&d->budget),
             .peak = gm_budget_peak(&d->budget),
             .dev = a->dev, .api = a->api, .frag_ppm = GM_TEL_FRAG_KEEP,
+            .known = true, /* gm_dev_get ran gm_tel_device */
         };
         gm_tel_alloc_ev(&gm_st.tel, &e);
         if (a->ns == GM_NS_PTR)
@@ -62,6 +63,7 @@ static inline __attribute__((always_inline)) void gm_acct_released_inline(
             .ts_ns = gm_ticks_realtime(t1), .lat_ns = gm_ticks_ns(t1 - t0),
             .addr = a->key, .size = a->size, .used = used,
             .dev = a->dev, .api = api, .frag_ppm = GM_TEL_FRAG_KEEP,
+            .known = true, /* the entry's device was resolved */
         };
         gm_tel_free_ev(&gm_st.tel, &e);
     }

@@ -119,6 +119,8 @@ struct gm_tel_ev {
     uint64_t peak;          /* alloc: device peak (0 = use used) */
     uint32_t dev, api;
     uint32_t frag_ppm;      /* GM_TEL_FRAG_KEEP: leave the figure */
+    bool known;             /* the device's block is already marked present
+                               (gm_tel_device ran for it) */
 };
 /* gm_tel_alloc_ev(t, e) and gm_tel_free_ev(t, e) are inline in
  * shim/telwrite.h. */

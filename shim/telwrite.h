@@ -97,17 +97,24 @@ static inline unsigned tw_log2_bucket(uint64_t v, unsigned n)
  * follows is an atomic read-modify-write or a release store, so a reader
  * that sees any of them also sees this increment. */
 static inline __attribute__((always_inline)) struct gm_abi_dev *
-tw_stats_begin(struct gm_abi_header *h, unsigned dev, uint64_t now)
+tw_stats_enter(struct gm_abi_header *h, unsigned dev, uint64_t now,
+               bool known)
 {
     if (dev >= h->dev_slots)
         return NULL;
     struct gm_abi_dev *d =
         (struct gm_abi_dev *)((char *)h + sizeof *h) + dev;
     __atomic_fetch_add(&d->wbegin, 1, __ATOMIC_ACQ_REL);
-    if (__builtin_expect(tw_get(&d->present) == 0, 0))
+    if (!known && __builtin_expect(tw_get(&d->present) == 0, 0))
         gm_tw_mark_present(h, d, dev);
     tw_put(&d->last_ns, now);
     return d;
+}
+
+static inline __attribute__((always_inline)) struct gm_abi_dev *
+tw_stats_begin(struct gm_abi_header *h, unsigned dev, uint64_t now)
+{
+    return tw_stats_enter(h, dev, now, false);
 }
 
 /* Leave: count this writer in wdone (release: pairs with readers). */
@@ -183,7 +190,7 @@ gm_tel_alloc_ev(struct gm_tel *t, const struct gm_tel_ev *e)
     struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL)
         return;
-    struct gm_abi_dev *d = tw_stats_begin(h, e->dev, e->ts_ns);
+    struct gm_abi_dev *d = tw_stats_enter(h, e->dev, e->ts_ns, e->known);
     if (d != NULL) {
         tw_inc(&d->allocs);
         tw_add(&d->total_bytes, e->size);
@@ -206,7 +213,7 @@ gm_tel_free_ev(struct gm_tel *t, const struct gm_tel_ev *e)
     struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL)
         return;
-    struct gm_abi_dev *d = tw_stats_begin(h, e->dev, e->ts_ns);
+    struct gm_abi_dev *d = tw_stats_enter(h, e->dev, e->ts_ns, e->known);
     if (d != NULL) {
         tw_inc(&d->frees);
         tw_sub(&d->live_allocs, 1);
