@@ -83,7 +83,8 @@ bool gm_acct_adjust(struct gm_dev *d, uint64_t reserved, uint64_t actual);
  * frees it); only device pointers have one. */
 /* The applier's figure goes to the device's stats (ctx: the device). */
 void gm_acct_publish_frag(void *ctx, uint32_t ppm);
-static inline __attribute__((always_inline)) void gm_acct_frag_post(const struct gm_alloc *a, bool add)
+static inline __attribute__((always_inline)) void
+gm_acct_frag_post(const struct gm_alloc *a, bool add)
 {
     /* Handles and arrays have no address in the device's heap. */
     if (a->ns == GM_NS_PTR && GM_LIKELY(a->dev < GM_MAX_DEVICES) &&

@@ -7,25 +7,26 @@
  * remove the interval starting at addr) first tries to take the applier
  * role (one exchange; nobody spins on it). Holding it, it applies the
  * operations others left in the queue, then its own (only when nothing is
- * left queued before it), hands the new figure
- * to the publish callback when it changed (still holding the role, so figures are
- * published in the order they were computed), gives the role up and looks
- * once more. Finding the role taken, it leaves its operation in a bounded
+ * left queued before it), hands the new figure to the publish callback
+ * when it changed (still holding the role, so figures are published in
+ * the order they were computed), gives the role up and looks once more.
+ * Finding the role taken, it leaves its operation in a bounded
  * multi-producer queue (ticket from an atomic increment, slot published
  * with a store of ticket + 1) and tries the role once more after
  * publishing, so an operation is never left with nobody to apply it; the
  * holder applies queued operations in ticket order and stops at the first
  * ticket not yet published.
-
+ *
  * Order: a remove is posted before the driver frees the memory and an add
  * after the driver returned it, so the operations on one address reach
  * the tracker in the order the driver saw them.
  *
  * Invariants: ticket t lives in slot t mod GM_FRAGQ_CAP; a slot's seq is
  * t while free for ticket t, t + 1 once ticket t is published, and t + CAP
- * after it was applied. Only the role holder touches `head` and `set`. A
- * poster waits only when GM_FRAGQ_CAP operations are pending (the applier
- * was descheduled), and then applies pending work itself when it can.
+ * after it was applied. Only the role holder writes `head` and touches
+ * `set` and `published`. A poster waits only when GM_FRAGQ_CAP operations
+ * are pending (the applier was descheduled), and then applies pending work
+ * itself when it can.
  */
 #ifndef GM_FRAGQ_H
 #define GM_FRAGQ_H
@@ -85,8 +86,8 @@ static inline int gm_fragq_take_role(struct gm_fragq *q)
     return __atomic_exchange_n(&q->busy, 1, __ATOMIC_SEQ_CST) == 0;
 }
 
-static inline __attribute__((always_inline)) void gm_fragq_apply(struct gm_fragq *q, uint64_t addr,
-                                  uint64_t size)
+static inline __attribute__((always_inline)) void
+gm_fragq_apply(struct gm_fragq *q, uint64_t addr, uint64_t size)
 {
     if (size != 0)
         gm_frag_insert(&q->set, addr, size);
@@ -95,9 +96,9 @@ static inline __attribute__((always_inline)) void gm_fragq_apply(struct gm_fragq
 }
 
 /* Holding the role: publish the figure if it changed, give the role up. */
-static inline __attribute__((always_inline)) void gm_fragq_publish_release(struct gm_fragq *q,
-                                            gm_fragq_publish publish,
-                                            void *ctx)
+static inline __attribute__((always_inline)) void
+gm_fragq_publish_release(struct gm_fragq *q, gm_fragq_publish publish,
+                         void *ctx)
 {
     uint32_t ppm = gm_frag_ppm(&q->set);
     if (ppm != q->published) {
@@ -118,8 +119,8 @@ void gm_fragq_enqueue(struct gm_fragq *q, uint64_t addr, uint64_t size,
 
 /* Holding the role: publish, give it up, and go again while an operation
  * was published meanwhile and the role is free. */
-static inline __attribute__((always_inline)) void gm_fragq_finish(struct gm_fragq *q,
-                                   gm_fragq_publish publish, void *ctx)
+static inline __attribute__((always_inline)) void
+gm_fragq_finish(struct gm_fragq *q, gm_fragq_publish publish, void *ctx)
 {
     gm_fragq_publish_release(q, publish, ctx);
     if (__builtin_expect(gm_fragq_pending(q), 0))

@@ -13,9 +13,9 @@
  * Thread safety: every function may be called concurrently from any thread
  * and none of them waits for another: device blocks are a multi-writer
  * seqlock (shim/abi.h) and ring producers claim slots with an atomic; only
- * readers retry, while a writer is inside a block. Every function is a no-op while
- * t->hdr is NULL, and for a device ordinal >= the segment's device slots
- * the stats are skipped (the ring record is still written).
+ * readers retry, while a writer is inside a block. Every function is a
+ * no-op while t->hdr is NULL, and for a device ordinal >= the segment's
+ * device slots the stats are skipped (the ring record is still written).
  */
 #ifndef GM_TELEMETRY_H
 #define GM_TELEMETRY_H
