@@ -27,13 +27,13 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "policy/parse.h"
+#include "shim/shmfile.h"
 #include "shim/clock.h"
 
 __extension__ typedef unsigned __int128 u128;
@@ -485,20 +485,6 @@ static int check_hdr(const struct gm_group_hdr *h, const char *name,
     return 0;
 }
 
-/* True when creating a file of len bytes would exceed RLIMIT_FSIZE while
- * SIGXFSZ keeps its default action (which kills the process). */
-static bool fsize_would_kill(size_t len)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
-        rl.rlim_cur >= len)
-        return false;
-    struct sigaction sa;
-    if (sigaction(SIGXFSZ, NULL, &sa) != 0)
-        return true;
-    return !(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_DFL;
-}
-
 static int init_seg(struct gm_group_seg *s, const char *name)
 {
     struct gm_group_hdr *h = &s->hdr;
@@ -533,7 +519,7 @@ static int init_seg(struct gm_group_seg *s, const char *name)
 /* Creates the segment. Returns 0 (g->seg mapped), 1 when it exists, -1. */
 static int create_seg(struct gm_group *g, char *msg, size_t cap)
 {
-    if (fsize_would_kill(SEG_SIZE)) {
+    if (gm_shm_fsize_would_kill(SEG_SIZE)) {
         gm_msgf(msg, cap, "the file size limit (RLIMIT_FSIZE) is below the "
                 "size of %s", g->path);
         return -1;
@@ -546,19 +532,11 @@ static int create_seg(struct gm_group *g, char *msg, size_t cap)
         gm_msgf(msg, cap, "cannot create %s: %s", g->path, strerror(errno));
         return -1;
     }
-    /* Held while initialising: a joiner that finds the file uninitialised
-     * and this lock free knows its creator died. */
-    (void)flock(fd, LOCK_EX | LOCK_NB);
-    void *mem = MAP_FAILED;
-    int e = fchmod(fd, 0600) != 0 ? errno : 0;
-    if (e == 0)
-        e = posix_fallocate(fd, 0, (off_t)SEG_SIZE);
-    if (e == 0) {
-        mem = mmap(NULL, SEG_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (mem == MAP_FAILED)
-            e = errno;
-    }
-    if (e != 0) {
+    /* The lock is held while initialising: a joiner that finds the file
+     * uninitialised and this lock free knows its creator died. */
+    int e;
+    void *mem = gm_shm_size_map(fd, SEG_SIZE, &e);
+    if (mem == NULL) {
         gm_msgf(msg, cap, "cannot size %s (full /dev/shm?): %s", g->path,
                 strerror(e));
     } else if (init_seg(mem, g->name) != 0) {
@@ -566,7 +544,7 @@ static int create_seg(struct gm_group *g, char *msg, size_t cap)
         gm_msgf(msg, cap, "cannot set up the lock of %s", g->path);
     }
     if (e != 0) {
-        if (mem != MAP_FAILED)
+        if (mem != NULL)
             munmap(mem, SEG_SIZE);
         unlink(g->path);
         close(fd);

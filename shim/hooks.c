@@ -83,19 +83,19 @@ call_real(enum kind k, const struct req *r, CUdeviceptr *p)
 }
 
 /* Refused but spillable: serve as managed memory, recorded, not charged. */
-static CUresult spill(int dev, struct gm_dev *d, const struct req *r,
-                      CUdeviceptr *p)
+static __attribute__((noinline, cold)) CUresult
+spill(int dev, struct gm_dev *d, uint64_t size, unsigned api, CUdeviceptr *p)
 {
     if (gm_real.cuMemAllocManaged == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     gm_depth++;
-    CUresult rc = gm_real.cuMemAllocManaged(p, (size_t)r->size,
+    CUresult rc = gm_real.cuMemAllocManaged(p, (size_t)size,
                                             CU_MEM_ATTACH_GLOBAL);
     gm_depth--;
     if (rc != CUDA_SUCCESS)
         return CUDA_ERROR_OUT_OF_MEMORY;
     uint64_t t = gm_hook_ticks();
-    gm_acct_commit(dev, d, GM_NS_PTR, *p, r->size, r->api,
+    gm_acct_commit(dev, d, GM_NS_PTR, *p, size, api,
                    GM_AF_SPILL | GM_AF_UNCHARGED, t, t);
     return CUDA_SUCCESS;
 }
@@ -211,7 +211,7 @@ alloc_ptr(enum kind k, const struct req *r)
     case GM_ADMIT_REFUSED:
         return CUDA_ERROR_OUT_OF_MEMORY;
     case GM_ADMIT_SPILL: {
-        CUresult rc = spill(dev, d, r, &p);
+        CUresult rc = spill(dev, d, r->size, r->api, &p);
         if (rc == CUDA_SUCCESS)
             *r->out = p;
         return rc;
@@ -227,46 +227,20 @@ alloc_ptr(enum kind k, const struct req *r)
         return rc;
     }
     *r->out = p;
-    unsigned flags = (k >= K_ASYNC) ? GM_AF_ASYNC : 0;
-    gm_acct_commit(dev, d, GM_NS_PTR, p, r->size, r->api, flags, t0, t1);
+    struct gm_alloc a = {
+        .key = p, .size = r->size, .dev = (uint8_t)dev, .ns = GM_NS_PTR,
+        .api = (uint8_t)r->api, .flags = k >= K_ASYNC ? GM_AF_ASYNC : 0,
+        .refs = 1,
+    };
+    gm_acct_commit_inline(d, &a, t0, t1);
     return rc;
 }
 
-/* cuMemAlloc_v2 is the call frameworks make most: its common case (device
- * known, no arena, no group, room under the limit) runs flat here; every
- * other case takes alloc_ptr. */
 GM_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
     GM_NEED_REAL(cuMemAlloc_v2);
     if (!gm_active() || dptr == NULL || bytesize == 0)
         return gm_real.cuMemAlloc_v2(dptr, bytesize);
-    int dev = gm_current_device();
-    struct gm_dev *d = gm_dev_get(dev);
-    uint64_t used;
-    if (GM_LIKELY(d != NULL &&
-                  __atomic_load_n(&d->arena, __ATOMIC_RELAXED) == NULL &&
-                  d->gdev1 == 0 &&
-                  !atomic_load_explicit(&gm_staged_armed,
-                                        memory_order_relaxed) &&
-                  gm_budget_reserve(&d->budget, bytesize, &used))) {
-        CUdeviceptr p = 0;
-        uint64_t t0 = gm_hook_ticks();
-        gm_depth++;
-        CUresult rc = gm_real.cuMemAlloc_v2(&p, bytesize);
-        gm_depth--;
-        uint64_t t1 = gm_hook_ticks();
-        if (GM_UNLIKELY(rc != CUDA_SUCCESS)) {
-            gm_acct_rollback(d, bytesize);
-            return rc;
-        }
-        *dptr = p;
-        struct gm_alloc a = {
-            .key = p, .size = bytesize, .dev = (uint8_t)dev,
-            .ns = GM_NS_PTR, .api = GM_API_MEM_ALLOC, .refs = 1,
-        };
-        gm_acct_commit_inline(d, &a, t0, t1);
-        return CUDA_SUCCESS;
-    }
     struct req r = { .kind = K_V2, .api = GM_API_MEM_ALLOC, .out = dptr,
                      .size = bytesize };
     return alloc_ptr(K_V2, &r);
@@ -388,9 +362,7 @@ static CUresult pitch_common(CUdeviceptr *dptr, size_t *pitch, size_t width,
             break;
         case GM_ADMIT_SPILL: {
             /* Managed memory with rows padded to 512 bytes. */
-            struct req sr = { .kind = K_MANAGED,
-                              .api = GM_API_MEM_ALLOC_PITCH, .size = est };
-            CUresult src = spill(dev, d, &sr, &p);
+            CUresult src = spill(dev, d, est, GM_API_MEM_ALLOC_PITCH, &p);
             if (src == CUDA_SUCCESS) {
                 *dptr = p;
                 *pitch = (size_t)rw;

@@ -27,18 +27,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "shim/clock.h"
+#include "shim/shmfile.h"
 #include "shim/spin.h"
 
 
@@ -377,20 +376,6 @@ static void attach(struct gm_tel *t, void *mem, size_t len, bool shared)
     __atomic_store_n(&t->hdr, (struct gm_abi_header *)mem, __ATOMIC_RELEASE);
 }
 
-/* True when creating a file of len bytes would exceed RLIMIT_FSIZE while
- * SIGXFSZ still has its default action (which would kill the process). */
-static bool fsize_would_kill(size_t len)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
-        rl.rlim_cur >= len)
-        return false;
-    struct sigaction sa;
-    if (sigaction(SIGXFSZ, NULL, &sa) != 0)
-        return true;
-    return !(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_DFL;
-}
-
 /* A file already sits at our path. Remove it when nobody holds it locked
  * (its writer is dead: a previous process with our pid, or this process's
  * image before exec, whose descriptor closed on exec). Returns 0 when the
@@ -463,7 +448,7 @@ static void *open_shared(struct gm_tel *t, const struct gm_tel_params *p,
         gm_msgf(err, cap, "segment path too long in %s", dir);
         return NULL;
     }
-    if (fsize_would_kill(len)) {
+    if (gm_shm_fsize_would_kill(len)) {
         gm_msgf(err, cap, "the file size limit (RLIMIT_FSIZE) is below the "
                 "segment size for %s", t->path);
         return NULL;
@@ -482,18 +467,9 @@ static void *open_shared(struct gm_tel *t, const struct gm_tel_params *p,
         if (clear_stale(t->path, err, cap) != 0)
             return NULL;
     }
-    void *mem = MAP_FAILED;
-    int e = fchmod(fd, 0600) != 0 ? errno : 0;
-    if (e == 0) {
-        (void)flock(fd, LOCK_EX | LOCK_NB); /* new inode: nobody else has it */
-        e = posix_fallocate(fd, 0, (off_t)len);
-    }
-    if (e == 0) {
-        mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (mem == MAP_FAILED)
-            e = errno;
-    }
-    if (e != 0) {
+    int e;
+    void *mem = gm_shm_size_map(fd, len, &e);
+    if (mem == NULL) {
         gm_msgf(err, cap, "cannot size the segment %s (full /dev/shm?): %s",
                 t->path, strerror(e));
         unlink(t->path);

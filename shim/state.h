@@ -119,16 +119,17 @@ static inline struct gm_dev *gm_dev_get(int dev)
 void gm_dev_context_before(int dev, uint64_t *nvml_used);
 void gm_dev_context_created(int dev, CUcontext ctx, uint64_t nvml_before);
 
+/* What the hooks time with: 0 nothing (GPUMEM_TELEMETRY=0), 1 the TSC, 2
+ * CLOCK_MONOTONIC. Set once at initialisation; the one flag the hot paths
+ * read for "telemetry on". */
+extern int gm_hook_clock __attribute__((visibility("hidden")));
+
 /* GPUMEM_TELEMETRY: when off, the hot paths skip timing, the segment and
  * the fragmentation tracker, and only enforce limits. */
 static inline bool gm_telemetry_on(void)
 {
-    return gm_st.policy.telemetry;
+    return gm_hook_clock != 0;
 }
-
-/* What the hooks time with: 0 nothing (telemetry off), 1 the TSC, 2
- * CLOCK_MONOTONIC (set at initialisation). */
-extern int gm_hook_clock __attribute__((visibility("hidden")));
 
 /* A tick reading when telemetry will use it, else 0. */
 static inline uint64_t gm_hook_ticks(void)
