@@ -253,14 +253,20 @@ static double num_value(const struct num *n)
     return (double)n->ip + (double)n->fnum / (double)n->fden;
 }
 
+/* A bare number filling the whole text. */
+static enum gm_perr scan_whole(const char *s, struct num *n, size_t *junk)
+{
+    size_t pos = 0;
+    enum gm_perr e = scan_num(s, &pos, n);
+
+    return e == GM_PERR_OK ? end_here(s, pos, junk) : e;
+}
+
 enum gm_perr gm_parse_number_ex(const char *s, double *out, size_t *junk)
 {
     struct num n;
-    size_t pos = 0;
-    enum gm_perr e = scan_num(s, &pos, &n);
+    enum gm_perr e = scan_whole(s, &n, junk);
 
-    if (e == GM_PERR_OK)
-        e = end_here(s, pos, junk);
     if (e != GM_PERR_OK)
         return e;
     if (n.ovf)
@@ -272,11 +278,8 @@ enum gm_perr gm_parse_number_ex(const char *s, double *out, size_t *junk)
 enum gm_perr gm_parse_uint_ex(const char *s, uint64_t *out, size_t *junk)
 {
     struct num n;
-    size_t pos = 0;
-    enum gm_perr e = scan_num(s, &pos, &n);
+    enum gm_perr e = scan_whole(s, &n, junk);
 
-    if (e == GM_PERR_OK)
-        e = end_here(s, pos, junk);
     if (e != GM_PERR_OK)
         return e;
     if (n.frac)

@@ -103,6 +103,16 @@ static inline void erase(struct shard *s, uint32_t i)
     s->count--;
 }
 
+/* The key's slot index in a locked shard, or -1 when absent. */
+static inline int64_t find_locked(const struct shard *s, uint64_t h,
+                                  enum gm_ns ns, uint64_t key)
+{
+    if (s->cap == 0)
+        return -1;
+    uint32_t i = probe(s, h, ns, key);
+    return s->slots[i].ns != 0 ? (int64_t)i : -1;
+}
+
 /* Insert with the shard locked (rc as gm_track_insert). */
 static inline int insert_locked(struct shard *s, uint64_t h,
                                 const struct gm_alloc *a, struct gm_alloc *old)
@@ -153,14 +163,12 @@ int gm_track_insert(const struct gm_alloc *a, struct gm_alloc *old)
 static inline bool remove_locked(struct shard *s, uint64_t h, enum gm_ns ns,
                                  uint64_t key, struct gm_alloc *out)
 {
-    if (s->cap == 0)
-        return false;
-    uint32_t i = probe(s, h, ns, key);
-    if (s->slots[i].ns == 0)
+    int64_t i = find_locked(s, h, ns, key);
+    if (i < 0)
         return false;
     if (out)
         *out = s->slots[i];
-    erase(s, i);
+    erase(s, (uint32_t)i);
     return true;
 }
 
@@ -189,36 +197,24 @@ bool gm_track_find(enum gm_ns ns, uint64_t key, struct gm_alloc *out)
 {
     uint64_t h = mix(key, ns);
     struct shard *s = shard_of(h);
-    bool found = false;
     gm_spin_lock(&s->lock);
-    if (s->cap) {
-        uint32_t i = probe(s, h, ns, key);
-        if (s->slots[i].ns != 0) {
-            if (out)
-                *out = s->slots[i];
-            found = true;
-        }
-    }
+    int64_t i = find_locked(s, h, ns, key);
+    if (i >= 0 && out)
+        *out = s->slots[i];
     gm_spin_unlock(&s->lock);
-    return found;
+    return i >= 0;
 }
 
 bool gm_track_ref(enum gm_ns ns, uint64_t key)
 {
     uint64_t h = mix(key, ns);
     struct shard *s = shard_of(h);
-    bool found = false;
     gm_spin_lock(&s->lock);
-    if (s->cap) {
-        uint32_t i = probe(s, h, ns, key);
-        if (s->slots[i].ns != 0) {
-            if (s->slots[i].refs < UINT32_MAX)
-                s->slots[i].refs++;
-            found = true;
-        }
-    }
+    int64_t i = find_locked(s, h, ns, key);
+    if (i >= 0 && s->slots[i].refs < UINT32_MAX)
+        s->slots[i].refs++;
     gm_spin_unlock(&s->lock);
-    return found;
+    return i >= 0;
 }
 
 int gm_track_unref(enum gm_ns ns, uint64_t key, struct gm_alloc *out)
@@ -227,19 +223,15 @@ int gm_track_unref(enum gm_ns ns, uint64_t key, struct gm_alloc *out)
     struct shard *s = shard_of(h);
     int rc = -1;
     gm_spin_lock(&s->lock);
-    if (s->cap) {
-        uint32_t i = probe(s, h, ns, key);
-        if (s->slots[i].ns != 0) {
-            if (s->slots[i].refs > 1) {
-                s->slots[i].refs--;
-                rc = 0;
-            } else {
-                if (out)
-                    *out = s->slots[i];
-                erase(s, i);
-                rc = 1;
-            }
-        }
+    int64_t i = find_locked(s, h, ns, key);
+    if (i >= 0 && s->slots[i].refs > 1) {
+        s->slots[i].refs--;
+        rc = 0;
+    } else if (i >= 0) {
+        if (out)
+            *out = s->slots[i];
+        erase(s, (uint32_t)i);
+        rc = 1;
     }
     gm_spin_unlock(&s->lock);
     return rc;
