@@ -88,9 +88,9 @@ bool gm_arena_try_alloc(int dev, struct gm_dev *d, uint64_t size,
     if (GM_LIKELY(a == NULL))
         return false;
     uint64_t addr = 0, charged = 0;
-    uint64_t t0 = gm_hook_now();
+    uint64_t t0 = gm_hook_ticks();
     int r = gm_arena_alloc(a, size, &addr, &charged);
-    uint64_t lat = gm_hook_now() - t0;
+    uint64_t lat = gm_ticks_ns(gm_hook_ticks() - t0);
     if (r != 0) {
         *rc = r == -EINVAL ? CUDA_ERROR_INVALID_VALUE
                            : CUDA_ERROR_OUT_OF_MEMORY;
@@ -121,9 +121,9 @@ bool gm_arena_try_free(CUdeviceptr p, unsigned api, CUresult *rc)
         if (!gm_arena_owns(a, p))
             continue;
         uint64_t size = 0;
-        uint64_t t0 = gm_hook_now();
+        uint64_t t0 = gm_hook_ticks();
         int r = gm_arena_free(a, p, &size);
-        uint64_t lat = gm_hook_now() - t0;
+        uint64_t lat = gm_ticks_ns(gm_hook_ticks() - t0);
         if (r != 0) {
             *rc = CUDA_ERROR_INVALID_VALUE;
             return true;
