@@ -14,8 +14,9 @@
  *    close it kept (GPUMEM_KEEP semantics), then exit. The parent times
  *    list + open + validate + snapshot + close of all 100 (and the same
  *    with the liveness check, gm_seg_summary), 50 rounds, and prints the
- *    median, min and max in ms; also listing alone and list + open + close
- *    without a snapshot, to show where the time goes.
+ *    median, min and max in ms; also listing alone, list + open + close
+ *    without a snapshot, and list + open + map (what reading events adds),
+ *    to show where the time goes.
  *
  * Invariant: everything created lives in one temporary directory that is
  * removed at exit, on the error paths and on SIGINT/SIGTERM.
@@ -246,7 +247,7 @@ static int make_segments(void)
 }
 
 /* What a reader round does with each listed segment. */
-enum step { LIST_ONLY, OPEN_CLOSE, SNAPSHOT, SUMMARY };
+enum step { LIST_ONLY, OPEN_CLOSE, MAPPED, SNAPSHOT, SUMMARY };
 
 /* One round: list, then per `step` open (validates), snapshot or summary,
  * close. Returns the number of segments handled, or -1 when the directory
@@ -271,6 +272,11 @@ static int read_round(enum step step)
         if (step == SUMMARY) {
             struct gm_proc pr;
             r = gm_seg_summary(&s, &pr);
+        } else if (step == MAPPED) {
+            /* What reading events costs on top: the whole file mapped,
+             * the header touched through the mapping, unmapped at close. */
+            struct gm_cursor c;
+            gm_cursor_init(&c, &s, true);
         } else if (step == SNAPSHOT) {
             struct gm_snapshot snap;
             r = gm_seg_snapshot(&s, &snap);
@@ -315,6 +321,7 @@ static int bench_reader(void)
            "min-ms", "max-ms");
     if (reader_row(LIST_ONLY, "list (gm_reader_list)") != 0 ||
         reader_row(OPEN_CLOSE, "list+open+validate+close") != 0 ||
+        reader_row(MAPPED, "list+open+validate+map+close") != 0 ||
         reader_row(SNAPSHOT, "list+open+validate+snapshot+close") != 0 ||
         reader_row(SUMMARY, "... + liveness (gm_seg_summary)") != 0) {
         fprintf(stderr, "gpumem: bench_tel: cannot read %s\n", tmpdir);
