@@ -11,6 +11,7 @@
  * (Check's fork mode), each configuring the driver before cuInit.
  */
 #include "tools/simcuda.h"
+#include "tests/sim/sim_boot.h"
 
 #include <check.h>
 #include <stdlib.h>
@@ -20,21 +21,12 @@
 
 static void clean_env(void)
 {
-    unsetenv("SIMCUDA_DEVICES");
-    unsetenv("SIMCUDA_FAIL");
-    unsetenv("SIMCUDA_LATENCY");
-    unsetenv("SIMCUDA_POOL_RELEASE");
-    setenv("SIMCUDA_CONTEXT", "0", 1);
-    setenv("SIMCUDA_MEMORY", "8G", 1);
+    gm_simt_env("8G");
 }
 
 static CUcontext boot(void)
 {
-    CUcontext c = NULL;
-    ck_assert_int_eq(cuInit(0), CUDA_SUCCESS);
-    ck_assert_int_eq(cuDevicePrimaryCtxRetain(&c, 0), CUDA_SUCCESS);
-    ck_assert_int_eq(cuCtxSetCurrent(c), CUDA_SUCCESS);
-    return c;
+    return gm_simt_boot();
 }
 
 static cuuint64_t attr(CUmemoryPool p, CUmemPool_attribute a)

@@ -8,6 +8,7 @@
  * answered on an H200. One process per test (Check's fork mode).
  */
 #include "tools/simcuda.h"
+#include "tests/sim/sim_boot.h"
 
 #include <check.h>
 #include <stdlib.h>
@@ -17,19 +18,12 @@
 
 static void clean_env(void)
 {
-    unsetenv("SIMCUDA_DEVICES");
-    unsetenv("SIMCUDA_FAIL");
-    unsetenv("SIMCUDA_LATENCY");
-    setenv("SIMCUDA_CONTEXT", "0", 1);
-    setenv("SIMCUDA_MEMORY", "1G,256M", 1);
+    gm_simt_env("1G,256M");
 }
 
 static void boot(void)
 {
-    CUcontext c = NULL;
-    ck_assert_int_eq(cuInit(0), CUDA_SUCCESS);
-    ck_assert_int_eq(cuDevicePrimaryCtxRetain(&c, 0), CUDA_SUCCESS);
-    ck_assert_int_eq(cuCtxSetCurrent(c), CUDA_SUCCESS);
+    gm_simt_boot();
 }
 
 static uint64_t used(int dev)

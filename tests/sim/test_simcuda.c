@@ -10,6 +10,7 @@
  * variables before calling cuInit.
  */
 #include "tools/simcuda.h"
+#include "tests/sim/sim_boot.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -22,30 +23,20 @@
 #define MiB (1ULL << 20)
 #define GiB (1ULL << 30)
 
-static const char *const vars[] = {
-    "SIMCUDA_DEVICES", "SIMCUDA_MEMORY", "SIMCUDA_CONTEXT", "SIMCUDA_LATENCY",
-    "SIMCUDA_FAIL", "SIMCUDA_UUID_SEED", "SIMCUDA_POOL_RELEASE",
-};
-
 static void clean_env(void)
 {
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
-        unsetenv(vars[i]);
+    gm_simt_clear_env();
 }
 
 /* cuInit with `memory` per device and `context` bytes of context memory,
  * then the primary context of device 0 made current. */
 static CUcontext boot(const char *memory, const char *context)
 {
-    CUcontext c = NULL;
     if (memory != NULL)
         setenv("SIMCUDA_MEMORY", memory, 1);
     if (context != NULL)
         setenv("SIMCUDA_CONTEXT", context, 1);
-    ck_assert_int_eq(cuInit(0), CUDA_SUCCESS);
-    ck_assert_int_eq(cuDevicePrimaryCtxRetain(&c, 0), CUDA_SUCCESS);
-    ck_assert_int_eq(cuCtxSetCurrent(c), CUDA_SUCCESS);
-    return c;
+    return gm_simt_boot();
 }
 
 static struct gm_simcuda_stats stats(int dev)
