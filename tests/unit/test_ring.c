@@ -313,6 +313,27 @@ struct prod {
     pthread_barrier_t *go;
 };
 
+#define MAX_WRITERS 8
+
+/* n threads run fn(prod{t, i, per}) from one barrier; returns when all
+ * have finished. */
+static void run_writers(struct gm_tel *t, unsigned n, uint64_t per,
+                        void *(*fn)(void *))
+{
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, n);
+    pthread_t th[MAX_WRITERS];
+    struct prod pr[MAX_WRITERS];
+    ck_assert_uint_le(n, MAX_WRITERS);
+    for (unsigned i = 0; i < n; i++) {
+        pr[i] = (struct prod){ t, i, per, &go };
+        pthread_create(&th[i], NULL, fn, &pr[i]);
+    }
+    for (unsigned i = 0; i < n; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&go);
+}
+
 static void *producer(void *arg)
 {
     struct prod *p = arg;
@@ -428,16 +449,7 @@ static void run_ring_stress(uint32_t ring, uint64_t per, bool no_loss)
     }
     close(pfd[1]);
     wait_ready(pfd[0]);
-    pthread_barrier_t go;
-    pthread_barrier_init(&go, NULL, PRODUCERS);
-    pthread_t th[PRODUCERS];
-    struct prod pr[PRODUCERS];
-    for (unsigned i = 0; i < PRODUCERS; i++) {
-        pr[i] = (struct prod){ &t, i, per, &go };
-        pthread_create(&th[i], NULL, producer, &pr[i]);
-    }
-    for (unsigned i = 0; i < PRODUCERS; i++)
-        pthread_join(th[i], NULL);
+    run_writers(&t, PRODUCERS, per, producer);
     int st;
     ck_assert_int_eq(waitpid(child, &st, 0), child);
     struct gm_snapshot *snap = malloc(sizeof *snap);
@@ -447,7 +459,6 @@ static void run_ring_stress(uint32_t ring, uint64_t per, bool no_loss)
     free(snap);
     gm_tel_close(&t, false);
     rmdir(dir);
-    pthread_barrier_destroy(&go);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
                   "reader process failed (status %d)", st);
 }
@@ -549,21 +560,11 @@ START_TEST(test_mp_stats_never_torn)
     }
     close(pfd[1]);
     wait_ready(pfd[0]);
-    pthread_barrier_t go;
-    pthread_barrier_init(&go, NULL, STAT_WRITERS);
-    pthread_t th[STAT_WRITERS];
-    struct prod pr[STAT_WRITERS];
-    for (unsigned i = 0; i < STAT_WRITERS; i++) {
-        pr[i] = (struct prod){ &t, i, STAT_ITERS, &go };
-        pthread_create(&th[i], NULL, stat_writer, &pr[i]);
-    }
-    for (unsigned i = 0; i < STAT_WRITERS; i++)
-        pthread_join(th[i], NULL);
+    run_writers(&t, STAT_WRITERS, STAT_ITERS, stat_writer);
     int st;
     ck_assert_int_eq(waitpid(child, &st, 0), child);
     gm_tel_close(&t, false);
     rmdir(dir);
-    pthread_barrier_destroy(&go);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
                   "snapshot process failed (status %d)", st);
 }
@@ -599,22 +600,14 @@ START_TEST(test_threads_stats_and_ring)
 {
     struct mem_seg m;
     mem_open(&m, 64, 1);
-    pthread_barrier_t go;
-    pthread_barrier_init(&go, NULL, STAT_WRITERS);
     struct snapper sp = { &m.t, 0, 0, 0 };
-    pthread_t rd, th[STAT_WRITERS];
+    pthread_t rd;
     pthread_create(&rd, NULL, snap_thread, &sp);
-    struct prod pr[STAT_WRITERS];
-    for (unsigned i = 0; i < STAT_WRITERS; i++) {
-        pr[i] = (struct prod){ &m.t, i, 5000, &go };
-        pthread_create(&th[i], NULL, stat_writer, &pr[i]);
-    }
     struct gm_cursor c;
     gm_cursor_init(&c, &m.seg, false);
     struct gm_abi_record r[64];
     uint64_t got = 0, lost_total = 0, lost;
-    for (unsigned i = 0; i < STAT_WRITERS; i++)
-        pthread_join(th[i], NULL);
+    run_writers(&m.t, STAT_WRITERS, 5000, stat_writer);
     __atomic_store_n(&sp.stop, 1, __ATOMIC_RELEASE);
     pthread_join(rd, NULL);
     size_t n;
@@ -625,7 +618,6 @@ START_TEST(test_threads_stats_and_ring)
     }
     EXPECT_EQ(got + lost_total, 2 * STAT_WRITERS * 5000);
     EXPECT_EQ(sp.bad, 0);
-    pthread_barrier_destroy(&go);
     mem_close(&m);
 }
 END_TEST
