@@ -8,6 +8,7 @@
  */
 #include "shim/abi.h"
 #include "shim/account.h"
+#include "shim/cuformat.h"
 #include "shim/real.h"
 #include "shim/state.h"
 
@@ -82,23 +83,12 @@ GM_EXPORT CUresult CUDAAPI cuMemRetainAllocationHandle(
 
 /* ---- arrays ----------------------------------------------------------- */
 
+/* Unknown formats count as one byte per channel (the driver refuses
+ * them; the reservation is rolled back). */
 static uint64_t format_bytes(CUarray_format f)
 {
-    switch (f) {
-    case CU_AD_FORMAT_UNSIGNED_INT8:
-    case CU_AD_FORMAT_SIGNED_INT8:
-        return 1;
-    case CU_AD_FORMAT_UNSIGNED_INT16:
-    case CU_AD_FORMAT_SIGNED_INT16:
-    case CU_AD_FORMAT_HALF:
-        return 2;
-    case CU_AD_FORMAT_UNSIGNED_INT32:
-    case CU_AD_FORMAT_SIGNED_INT32:
-    case CU_AD_FORMAT_FLOAT:
-        return 4;
-    default:
-        return 1;
-    }
+    unsigned b = gm_cu_format_bytes(f);
+    return b ? b : 1;
 }
 
 static uint64_t mul_sat(uint64_t a, uint64_t b)

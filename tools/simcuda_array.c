@@ -24,33 +24,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ARRAY_ALIGN (64ULL << 10)
+#include "shim/cuformat.h"
 
-static unsigned fmt_bytes(CUarray_format f)
-{
-    switch (f) {
-    case CU_AD_FORMAT_UNSIGNED_INT8:
-    case CU_AD_FORMAT_SIGNED_INT8:
-        return 1;
-    case CU_AD_FORMAT_UNSIGNED_INT16:
-    case CU_AD_FORMAT_SIGNED_INT16:
-    case CU_AD_FORMAT_HALF:
-        return 2;
-    case CU_AD_FORMAT_UNSIGNED_INT32:
-    case CU_AD_FORMAT_SIGNED_INT32:
-    case CU_AD_FORMAT_FLOAT:
-        return 4;
-    default:
-        return 0;
-    }
-}
+#define ARRAY_ALIGN (64ULL << 10)
 
 __extension__ typedef unsigned __int128 u128;
 
 /* Bytes of one level (not rounded to the alignment); 0 when invalid. */
 static u128 level_bytes(uint64_t w, uint64_t h, uint64_t d, CUarray_format f, unsigned ch)
 {
-    unsigned eb = fmt_bytes(f);
+    unsigned eb = gm_cu_format_bytes(f);
     if (w == 0 || eb == 0 || (ch != 1 && ch != 2 && ch != 4) || (d != 0 && h == 0))
         return 0;
     u128 row = ((u128)w * eb * ch + SIM_ALIGN - 1) / SIM_ALIGN * SIM_ALIGN;
