@@ -187,7 +187,7 @@ static int init_locked(void)
     }
     gm_ticks_init();
     gm_hook_clock = !gm_st.policy.telemetry ? 0 : gm_tick_tsc ? 1 : 2;
-    gm_st.start_ns = gm_hook_now();
+    gm_st.start_ns = gm_clock_monotonic_ns();
     if (gm_st.policy.telemetry)
         open_telemetry();
     gm_grp_init();

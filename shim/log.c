@@ -7,6 +7,8 @@
  */
 #include "shim/log.h"
 
+#include "shim/clock.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -46,16 +48,9 @@ void gm_log(int level, const char *fmt, ...)
     (void)w;
 }
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 uint64_t gm_ratelimit_pass(struct gm_ratelimit *r, uint64_t interval_ns)
 {
-    uint64_t now = mono_ns();
+    uint64_t now = gm_clock_monotonic_ns();
     uint64_t next = atomic_load_explicit(&r->next_ns, memory_order_relaxed);
     if (now >= next &&
         atomic_compare_exchange_strong_explicit(&r->next_ns, &next,

@@ -40,7 +40,7 @@ bool gm_oomwait(int dev, struct gm_dev *d, uint64_t size, unsigned api,
                 uint64_t *used)
 {
     pthread_once(&cv_once, cv_init);
-    uint64_t start = gm_hook_now();
+    uint64_t start = gm_clock_monotonic_ns();
     uint64_t deadline = start + gm_st.policy.oom_wait_ns;
     char s[32];
     gm_format_size(size, s, sizeof s);
@@ -59,7 +59,7 @@ bool gm_oomwait(int dev, struct gm_dev *d, uint64_t size, unsigned api,
             ok = true;
             break;
         }
-        uint64_t now = gm_hook_now();
+        uint64_t now = gm_clock_monotonic_ns();
         if (now >= deadline)
             break;
         if (by_group) {
@@ -84,7 +84,7 @@ bool gm_oomwait(int dev, struct gm_dev *d, uint64_t size, unsigned api,
     }
     atomic_fetch_sub(&waiters, 1);
     pthread_mutex_unlock(&mu);
-    uint64_t waited_ms = (gm_hook_now() - start) / 1000000u;
+    uint64_t waited_ms = (gm_clock_monotonic_ns() - start) / 1000000u;
     gm_tel_event(&gm_st.tel, GM_EV_WAIT_END, (unsigned)dev, api, size, ok,
                  gm_budget_used(&d->budget));
     gm_log(GM_LOG_WARN, "device %d: %s of %s %s after %llu ms", dev,

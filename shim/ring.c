@@ -82,13 +82,6 @@ size_t gm_tel_layout_size(uint32_t ring_events, uint32_t slots)
 
 /* ---- writer: cold helpers ------------------------------------------------ */
 
-static inline uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts); /* vDSO: no syscall */
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* First use of a device: present = 1, dev_seen = max(dev_seen, dev+1). */
 void gm_tw_mark_present(struct gm_abi_header *h, struct gm_abi_dev *d,
                         unsigned dev)
@@ -109,7 +102,7 @@ void gm_tel_device(struct gm_tel *t, unsigned dev, uint64_t physical,
     struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL)
         return;
-    struct gm_abi_dev *d = tw_stats_begin(h, dev, now_ns());
+    struct gm_abi_dev *d = tw_stats_begin(h, dev, gm_clock_realtime_ns());
     if (d == NULL)
         return;
     tw_put(&d->physical, physical);
@@ -122,7 +115,7 @@ void gm_tel_alloc_frag(struct gm_tel *t, unsigned dev, unsigned api,
                        uint64_t used_after, uint64_t peak, uint32_t frag_ppm)
 {
     struct gm_tel_ev e = {
-        .ts_ns = now_ns(), .lat_ns = lat_ns, .addr = addr, .size = size,
+        .ts_ns = gm_clock_realtime_ns(), .lat_ns = lat_ns, .addr = addr, .size = size,
         .used = used_after, .peak = peak, .dev = dev, .api = api,
         .frag_ppm = frag_ppm,
     };
@@ -142,7 +135,7 @@ void gm_tel_free_frag(struct gm_tel *t, unsigned dev, unsigned api,
                       uint64_t used_after, uint32_t frag_ppm)
 {
     struct gm_tel_ev e = {
-        .ts_ns = now_ns(), .lat_ns = lat_ns, .addr = addr, .size = size,
+        .ts_ns = gm_clock_realtime_ns(), .lat_ns = lat_ns, .addr = addr, .size = size,
         .used = used_after, .dev = dev, .api = api, .frag_ppm = frag_ppm,
     };
     gm_tel_free_ev(t, &e);
@@ -161,7 +154,7 @@ void gm_tel_refuse(struct gm_tel *t, unsigned dev, unsigned api,
     struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL)
         return;
-    uint64_t now = now_ns();
+    uint64_t now = gm_clock_realtime_ns();
     struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
     if (d != NULL) {
         tw_inc(&d->refusals);
@@ -177,7 +170,7 @@ void gm_tel_context(struct gm_tel *t, unsigned dev, uint64_t bytes,
     struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL)
         return;
-    uint64_t now = now_ns();
+    uint64_t now = gm_clock_realtime_ns();
     struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
     if (d != NULL) {
         tw_add(&d->context_bytes, bytes);
@@ -193,7 +186,7 @@ void gm_tel_limit(struct gm_tel *t, unsigned dev, uint64_t new_limit)
     struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL)
         return;
-    uint64_t now = now_ns(), old = 0, used = 0;
+    uint64_t now = gm_clock_realtime_ns(), old = 0, used = 0;
     struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
     if (d != NULL) {
         old = tw_get(&d->limit);
@@ -232,7 +225,7 @@ void gm_tel_host(struct gm_tel *t, unsigned api, uint64_t addr, int64_t delta)
             next = cur + mag < cur ? UINT64_MAX : cur + mag;
     } while (!__atomic_compare_exchange_n(&h->host_pinned, &cur, next, true,
                                           __ATOMIC_RELEASE, __ATOMIC_RELAXED));
-    tw_ring_push(h, GM_EV_HOST, api, GM_ABI_NO_DEVICE, now_ns(), 0,
+    tw_ring_push(h, GM_EV_HOST, api, GM_ABI_NO_DEVICE, gm_clock_realtime_ns(), 0,
               mag, (uint64_t)delta, next, addr);
 }
 
@@ -242,7 +235,7 @@ void gm_tel_event(struct gm_tel *t, unsigned kind, unsigned dev, unsigned api,
     struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL)
         return;
-    uint64_t now = now_ns();
+    uint64_t now = gm_clock_realtime_ns();
     struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
     if (d != NULL) {
         switch (kind) {
@@ -278,7 +271,7 @@ void gm_tel_pool(struct gm_tel *t, unsigned dev, uint64_t reserve_bytes)
     struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL)
         return;
-    struct gm_abi_dev *d = tw_stats_begin(h, dev, now_ns());
+    struct gm_abi_dev *d = tw_stats_begin(h, dev, gm_clock_realtime_ns());
     if (d == NULL)
         return;
     tw_put(&d->pool_reserve, reserve_bytes);
@@ -290,7 +283,7 @@ void gm_tel_sync(struct gm_tel *t, unsigned dev, uint64_t used, uint64_t peak)
     struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL)
         return;
-    uint64_t now = now_ns();
+    uint64_t now = gm_clock_realtime_ns();
     struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
     if (d == NULL)
         return;
@@ -355,7 +348,7 @@ static void init_image(struct gm_abi_header *h, uint32_t cap, uint32_t slots,
     h->pid = (uint32_t)getpid();
     h->mode = p->mode;
     h->on_oom = p->on_oom;
-    h->created_ns = now_ns();
+    h->created_ns = gm_clock_realtime_ns();
     uint64_t ticks;
     if (gm_proc_start_ticks(0, &ticks) == 0) {
         h->start_ticks = ticks;
@@ -527,7 +520,7 @@ void gm_tel_close(struct gm_tel *t, bool keep)
     struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL)
         return;
-    TW_ST_REL(&h->closed_ns, now_ns());
+    TW_ST_REL(&h->closed_ns, gm_clock_realtime_ns());
     __atomic_fetch_or(&h->flags, GM_ABI_F_CLOSED | (keep ? GM_ABI_F_KEPT : 0u),
                       __ATOMIC_RELEASE);
     if (t->shared) {
@@ -664,7 +657,7 @@ int gm_tel_read(const struct gm_abi_header *h, uint32_t slots, uint32_t cap,
     out->start_realtime_ns = h->start_realtime_ns;
     out->created_ns = h->created_ns;
     out->closed_ns = TW_LD_ACQ(&h->closed_ns);
-    out->taken_ns = now_ns();
+    out->taken_ns = gm_clock_realtime_ns();
     out->host_pinned = TW_LD_ACQ(&h->host_pinned);
     out->ring_capacity = cap;
     out->ring_head = TW_LD_ACQ(&h->ring_head);

@@ -45,7 +45,7 @@ uint64_t gm_staged_limit(uint64_t peak, double headroom, uint64_t cap)
 
 void gm_staged_poll_slow(void)
 {
-    if (gm_hook_now() < deadline_ns ||
+    if (gm_clock_monotonic_ns() < deadline_ns ||
         atomic_exchange(&gm_staged_armed, 0) == 0)
         return;
     char w[32];

@@ -141,12 +141,4 @@ static inline uint64_t gm_hook_ticks(void)
     return gm_hook_clock != 0 ? gm_clock_monotonic_ns() : 0;
 }
 
-/* Monotonic nanoseconds (vDSO clock_gettime, no syscall). */
-static inline uint64_t gm_hook_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 #endif

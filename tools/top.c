@@ -25,6 +25,7 @@
 
 #include "policy/parse.h"
 #include "policy/policy.h"
+#include "shim/clock.h"
 #include "tools/reader.h"
 #include "tools/util.h"
 #include "tools/view.h"
@@ -117,20 +118,6 @@ static void on_stop(int sig)
 {
     (void)sig;
     stop_flag = 1;
-}
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t real_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* ---- collection ---------------------------------------------------------------- */
@@ -294,7 +281,7 @@ static int collect(struct top *t)
     struct gm_scan sc;
     if (gm_scan(t->prefix, 0, &sc) < 0)
         return -1;
-    uint64_t now = mono_ns();
+    uint64_t now = gm_clock_monotonic_ns();
     for (size_t i = 0; i < t->nents; i++)
         t->ents[i]->seen = false;
     size_t n = gm_scan_rows(&sc, rows, MAX_ENTS);
@@ -534,13 +521,13 @@ static int run_interactive(struct top *t)
             break;
         }
         done++;
-        uint64_t next = mono_ns() + (uint64_t)(t->delay * 1e9);
+        uint64_t next = gm_clock_monotonic_ns() + (uint64_t)(t->delay * 1e9);
         for (;;) {
             build_rows(t);
             if (t->m.screen != GM_SCR_TABLE && t->m.screen != GM_SCR_HELP)
                 detail_update(t);
             gm_view_draw(&t->m);
-            uint64_t now = mono_ns();
+            uint64_t now = gm_clock_monotonic_ns();
             if (now >= next || stop_flag || quit)
                 break;
             int k = gm_view_key((int)((next - now) / 1000000) + 1);
@@ -607,7 +594,7 @@ static int run_batch(struct top *t)
         }
         if (t->json) {
             printf("{\"time_ns\":%llu,\"prefix\":",
-                   (unsigned long long)real_ns());
+                   (unsigned long long)gm_clock_realtime_ns());
             gm_json_str(stdout, t->prefix);
             putchar(',');
             json_devices(stdout, &sc);

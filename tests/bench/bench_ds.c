@@ -24,16 +24,10 @@
 #include <time.h>
 
 #include "shim/arena.h"
+#include "shim/clock.h"
 #include "shim/frag.h"
 
 #define NPOS 4096   /* pre-drawn gap indices, cycled */
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t rng_next(uint64_t *s)
 {
@@ -78,9 +72,9 @@ static double frag_ns(uint64_t size, uint64_t live, uint64_t pairs)
     struct gm_frag f;
     frag_setup(&f, size, live, pos);
     frag_loop(&f, size, pos, pairs / 10);   /* warm up */
-    uint64_t t0 = now_ns();
+    uint64_t t0 = gm_clock_monotonic_ns();
     frag_loop(&f, size, pos, pairs);
-    uint64_t t1 = now_ns();
+    uint64_t t1 = gm_clock_monotonic_ns();
     gm_frag_destroy(&f);
     return (double)(t1 - t0) / (double)pairs;
 }
@@ -115,9 +109,9 @@ static double arena_ns(uint64_t size, uint64_t live, uint64_t pairs)
     if (arena_setup(&a, size, live) != 0)
         return -1;
     arena_loop(&a, size, pairs / 10);
-    uint64_t t0 = now_ns();
+    uint64_t t0 = gm_clock_monotonic_ns();
     arena_loop(&a, size, pairs);
-    uint64_t t1 = now_ns();
+    uint64_t t1 = gm_clock_monotonic_ns();
     gm_arena_destroy(&a);
     return (double)(t1 - t0) / (double)pairs;
 }
@@ -130,9 +124,9 @@ struct mt_arg {
 static void *mt_thread(void *p)
 {
     struct mt_arg *m = p;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = gm_clock_monotonic_ns();
     arena_loop(m->a, m->size, m->pairs);
-    m->ns = now_ns() - t0;
+    m->ns = gm_clock_monotonic_ns() - t0;
     return NULL;
 }
 

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "shim/abi.h"
+#include "shim/clock.h"
 #include "shim/telemetry.h"
 #include "tools/reader.h"
 
@@ -48,13 +49,6 @@
 static char tmpdir[128];
 static pid_t seg_pids[NSEG];
 static int nseg_pids;
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t thread_cpu_ns(void)
 {
@@ -117,7 +111,7 @@ static void *produce(void *arg)
     const uint64_t size = 1u << 20;
     uint64_t addr = 0x700000000000ull + ((uint64_t)p->dev << 40);
     pthread_barrier_wait(p->bar);
-    uint64_t c0 = thread_cpu_ns(), t0 = now_ns(), t = t0, pairs = 0;
+    uint64_t c0 = thread_cpu_ns(), t0 = gm_clock_monotonic_ns(), t = t0, pairs = 0;
     while (t - t0 < RUN_NS) {
         for (unsigned k = 0; k < BATCH; k++) {
             gm_tel_alloc(p->t, p->dev, GM_API_MEM_ALLOC, addr, size, 2000,
@@ -125,7 +119,7 @@ static void *produce(void *arg)
             gm_tel_free(p->t, p->dev, GM_API_MEM_FREE, addr, size, 500, 0);
         }
         pairs += BATCH;
-        t = now_ns();
+        t = gm_clock_monotonic_ns();
     }
     p->pairs = pairs;
     p->start_ns = t0;
@@ -299,9 +293,9 @@ static int reader_row(enum step step, const char *label)
     uint64_t t[ROUNDS];
     int good = read_round(step);   /* warm up: page cache, SIGBUS hook */
     for (int r = 0; r < ROUNDS; r++) {
-        uint64_t t0 = now_ns();
+        uint64_t t0 = gm_clock_monotonic_ns();
         good = read_round(step);
-        t[r] = now_ns() - t0;
+        t[r] = gm_clock_monotonic_ns() - t0;
         if (good < 0)
             return -1;
     }

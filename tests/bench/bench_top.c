@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "shim/abi.h"
+#include "shim/clock.h"
 #include "shim/telemetry.h"
 
 #define NPROC 50
@@ -52,13 +53,6 @@ static char prefix[40];
 static char top_path[512];
 static bool cleaned;
 static volatile pid_t top_pid;   /* the gpumem-top run in progress, or 0 */
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void sleep_ms(long ms)
 {
@@ -165,9 +159,9 @@ static void cleanup(void)
     cleaned = true;
     for (int i = 0; i < nkids; i++)
         kill(kids[i], SIGTERM);
-    uint64_t end = now_ns() + 2000000000ull;
+    uint64_t end = gm_clock_monotonic_ns() + 2000000000ull;
     int left = nkids;
-    while (left > 0 && now_ns() < end) {
+    while (left > 0 && gm_clock_monotonic_ns() < end) {
         left = 0;
         for (int i = 0; i < nkids; i++) {
             if (reaped[i])
@@ -225,7 +219,7 @@ static void await(pid_t pid, int fd, uint64_t t0, struct run *r)
             r->status = -1;
             break;
         }
-        if (!killed && now_ns() - t0 > RUN_LIMIT_NS) {
+        if (!killed && gm_clock_monotonic_ns() - t0 > RUN_LIMIT_NS) {
             kill(pid, SIGKILL);
             killed = true;
         }
@@ -238,7 +232,7 @@ static void await(pid_t pid, int fd, uint64_t t0, struct run *r)
         }
     }
     top_pid = 0;
-    r->wall_s = (double)(now_ns() - t0) / 1e9;
+    r->wall_s = (double)(gm_clock_monotonic_ns() - t0) / 1e9;
     r->cpu_s = tv_s(ru.ru_utime) + tv_s(ru.ru_stime);
 }
 
@@ -246,7 +240,7 @@ static void await(pid_t pid, int fd, uint64_t t0, struct run *r)
 static int run_json(const char *delay, const char *iters, int out_fd,
                     struct run *r)
 {
-    uint64_t t0 = now_ns();
+    uint64_t t0 = gm_clock_monotonic_ns();
     pid_t pid = fork();
     if (pid < 0)
         return -1;
@@ -274,7 +268,7 @@ static int run_tty(const char *delay, const char *iters, struct run *r)
     struct winsize ws = { .ws_row = 60, .ws_col = 200 };
     ioctl(m, TIOCSWINSZ, &ws);
     const char *slave = ptsname(m);
-    uint64_t t0 = now_ns();
+    uint64_t t0 = gm_clock_monotonic_ns();
     pid_t pid = slave ? fork() : -1;
     if (pid < 0) {
         close(m);
@@ -302,7 +296,7 @@ static int count_seen(void)
     if (pipe(pfd) != 0)
         return -1;
     fflush(stdout);
-    uint64_t t0 = now_ns();
+    uint64_t t0 = gm_clock_monotonic_ns();
     pid_t pid = fork();
     if (pid < 0)
         return -1;
