@@ -58,7 +58,7 @@ NO_UNDEF     := $(if $(SANFLAGS),,-Wl,--no-undefined)
 POLICY_SRC := $(wildcard policy/*.c)
 SHIM_SRC   := $(wildcard shim/*.c)
 SHIM_PURE  := $(wildcard shim/ring.c shim/frag.c shim/fragq.c shim/arena.c shim/track.c \
-                         shim/shmfile.c \
+                         shim/shmfile.c shim/nodepool.c \
                          shim/clock.c shim/report.c shim/abinames.c shim/msg.c)
 SHIM_PURE  += $(wildcard shim/group.c)
 TOOLLIB_SRC := $(wildcard tools/reader.c tools/util.c tools/svg.c tools/jsonw.c)

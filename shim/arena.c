@@ -37,21 +37,14 @@
 
 #define GRAIN_SHIFT 9
 #define HASH_FIRST_BITS 9
-#define SLAB_FIRST ((size_t)64 << 10)
-#define SLAB_MAX ((size_t)8 << 20)
 
 struct gm_arena_blk {
     uint64_t off;
     uint64_t size;
     struct gm_arena_blk *prev, *next;   /* physical neighbours */
-    struct gm_arena_blk *l, *r;         /* treap children; l: hash/spare link */
+    struct gm_arena_blk *l, *r;         /* treap children; l: hash link */
     uint32_t prio;
     uint8_t is_free;
-};
-
-struct gm_arena_slab {
-    struct gm_arena_slab *next;
-    size_t bytes;
 };
 
 /* ---- lock -------------------------------------------------------------- */
@@ -95,39 +88,14 @@ static void *map_bytes(size_t bytes)
     return p == MAP_FAILED ? NULL : p;
 }
 
-static int slab_grow(struct gm_arena *a)
+static inline struct gm_arena_blk *blk_get(struct gm_arena *a)
 {
-    size_t bytes = a->next_slab ? a->next_slab : SLAB_FIRST;
-    struct gm_arena_slab *s = map_bytes(bytes);
-    if (!s)
-        return -ENOMEM;
-    s->next = a->slabs;
-    s->bytes = bytes;
-    a->slabs = s;
-    a->bump = (char *)s + 64;
-    a->bump_end = (char *)s + bytes;
-    a->next_slab = bytes < SLAB_MAX ? bytes * 2 : SLAB_MAX;
-    return 0;
+    return gm_nodepool_get(&a->blocks, sizeof(struct gm_arena_blk));
 }
 
-static struct gm_arena_blk *blk_get(struct gm_arena *a)
+static inline void blk_put(struct gm_arena *a, struct gm_arena_blk *b)
 {
-    struct gm_arena_blk *b = a->spare;
-    if (b) {
-        a->spare = b->l;
-        return b;
-    }
-    if ((size_t)(a->bump_end - a->bump) < sizeof *b && slab_grow(a) != 0)
-        return NULL;
-    b = (struct gm_arena_blk *)(void *)a->bump;
-    a->bump += sizeof *b;
-    return b;
-}
-
-static void blk_put(struct gm_arena *a, struct gm_arena_blk *b)
-{
-    b->l = a->spare;
-    a->spare = b;
+    gm_nodepool_put(&a->blocks, b);
 }
 
 /* ---- free-block treaps ------------------------------------------------- */
@@ -347,12 +315,7 @@ static void publish(struct gm_arena *a)
 
 static void release_maps(struct gm_arena *a)
 {
-    struct gm_arena_slab *s = a->slabs;
-    while (s) {
-        struct gm_arena_slab *next = s->next;
-        munmap(s, s->bytes);
-        s = next;
-    }
+    gm_nodepool_destroy(&a->blocks);
     if (a->hash)
         munmap(a->hash, (a->hash_mask + 1) * sizeof *a->hash);
 }

@@ -32,11 +32,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shim/nodepool.h"
+
 #define GM_ARENA_ALIGN 512u
 #define GM_ARENA_CLASSES 64
 
 struct gm_arena_blk;
-struct gm_arena_slab;
 
 struct gm_arena {
     uint64_t base;                /* fixed at init */
@@ -53,10 +54,7 @@ struct gm_arena {
     uint64_t used_bytes;
     uint64_t largest;             /* largest free block */
     uint64_t rng;                 /* tree priorities */
-    struct gm_arena_blk *spare;   /* recycled block records */
-    char *bump, *bump_end;
-    struct gm_arena_slab *slabs;
-    size_t next_slab;
+    struct gm_nodepool blocks;    /* where block records come from */
     /* Published at the end of each alloc/free (relaxed; see arena.c). */
     _Atomic uint64_t pub_used;
     _Atomic uint64_t pub_largest;

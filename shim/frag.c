@@ -31,65 +31,26 @@
 
 #include <errno.h>
 #include <string.h>
-#include <sys/mman.h>
-
-#define SLAB_FIRST ((size_t)64 << 10)
-#define SLAB_MAX ((size_t)8 << 20)
 
 struct gm_frag_node {
     uint64_t start;
     uint64_t end;                 /* start + size, no overflow (checked) */
     uint64_t gap;
     uint64_t maxgap;
-    struct gm_frag_node *c[2];    /* c[0] doubles as the spare-list link */
+    struct gm_frag_node *c[2];
     struct gm_frag_node *parent;
     struct gm_frag_node *prev, *next;   /* in-order neighbours */
     uint32_t prio;
 };
 
-struct gm_frag_slab {
-    struct gm_frag_slab *next;
-    size_t bytes;
-};
-
-/* ---- node storage ------------------------------------------------------ */
-
-static int slab_grow(struct gm_frag *f)
+static inline struct gm_frag_node *node_get(struct gm_frag *f)
 {
-    size_t bytes = f->next_slab ? f->next_slab : SLAB_FIRST;
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        return -ENOMEM;
-    struct gm_frag_slab *s = p;
-    s->next = f->slabs;
-    s->bytes = bytes;
-    f->slabs = s;
-    /* Nodes start at the first 64-byte boundary after the header. */
-    f->bump = (char *)p + 64;
-    f->bump_end = (char *)p + bytes;
-    f->next_slab = bytes < SLAB_MAX ? bytes * 2 : SLAB_MAX;
-    return 0;
+    return gm_nodepool_get(&f->nodes, sizeof(struct gm_frag_node));
 }
 
-static struct gm_frag_node *node_get(struct gm_frag *f)
+static inline void node_put(struct gm_frag *f, struct gm_frag_node *n)
 {
-    struct gm_frag_node *n = f->spare;
-    if (n) {
-        f->spare = n->c[0];
-        return n;
-    }
-    if ((size_t)(f->bump_end - f->bump) < sizeof *n && slab_grow(f) != 0)
-        return NULL;
-    n = (struct gm_frag_node *)(void *)f->bump;
-    f->bump += sizeof *n;
-    return n;
-}
-
-static void node_put(struct gm_frag *f, struct gm_frag_node *n)
-{
-    n->c[0] = f->spare;
-    f->spare = n;
+    gm_nodepool_put(&f->nodes, n);
 }
 
 /* ---- tree helpers ------------------------------------------------------ */
@@ -165,12 +126,7 @@ int gm_frag_init(struct gm_frag *f)
 
 void gm_frag_destroy(struct gm_frag *f)
 {
-    struct gm_frag_slab *s = f->slabs;
-    while (s) {
-        struct gm_frag_slab *next = s->next;
-        munmap(s, s->bytes);
-        s = next;
-    }
+    gm_nodepool_destroy(&f->nodes);
     gm_frag_init(f);
 }
 

@@ -17,8 +17,9 @@
  * Insert and remove take expected O(log n) time (a treap whose nodes carry
  * their subtree's largest gap; its shape depends on internal random
  * priorities, never on the caller's address pattern); every query is O(1).
- * Nodes come from mmap'd slabs recycled through a free list, never from
- * malloc; slabs are kept until gm_frag_destroy. gm_frag_init maps nothing,
+ * Nodes come from mmap'd slabs recycled through a free list
+ * (shim/nodepool.h), never from malloc; slabs are kept until
+ * gm_frag_destroy. gm_frag_init maps nothing,
  * so an unused tracker costs nothing.
  *
  * Thread safety: none inside. The caller serialises every call on one
@@ -36,15 +37,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shim/nodepool.h"
+
 struct gm_frag_node;
-struct gm_frag_slab;
 
 struct gm_frag {
     struct gm_frag_node *root;
-    struct gm_frag_node *spare;   /* recycled nodes */
-    char *bump, *bump_end;        /* uncarved part of the newest slab */
-    struct gm_frag_slab *slabs;
-    size_t next_slab;             /* bytes of the next slab to map */
+    struct gm_nodepool nodes;     /* where the tree's nodes come from */
     uint64_t count;               /* live intervals */
     uint64_t total_gap;           /* sum of the gaps */
     uint64_t largest;             /* the largest gap (root's maximum) */
