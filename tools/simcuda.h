@@ -212,6 +212,10 @@ extern struct gm_sim_state gm_sim;
 /* CUDA_SUCCESS after a successful cuInit, else CUDA_ERROR_NOT_INITIALIZED. */
 CUresult gm_sim_ready(void);
 bool gm_sim_valid_dev(CUdevice d);
+/* The checks a call on a device makes first, in the driver's order:
+ * initialised, then the arguments (args_ok false: CUDA_ERROR_INVALID_VALUE),
+ * then the ordinal (CUDA_ERROR_INVALID_DEVICE). */
+CUresult gm_sim_dev_entry(CUdevice dev, bool args_ok);
 /* The allocation-call gate: counts the call (SIMCUDA_FAIL) and spins for
  * SIMCUDA_LATENCY. Returns the injected error or CUDA_SUCCESS. */
 CUresult gm_sim_alloc_gate(void);

@@ -144,13 +144,9 @@ static void tls_set(int i, CUcontext c, int dev, int api)
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
-    CUresult rc = gm_sim_ready();
+    CUresult rc = gm_sim_dev_entry(dev, pctx != NULL);
     if (rc != CUDA_SUCCESS)
         return rc;
-    if (pctx == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (!gm_sim_valid_dev(dev))
-        return CUDA_ERROR_INVALID_DEVICE;
     struct gm_sim_dev *d = &gm_sim.dev[dev];
     pthread_mutex_lock(&d->lock);
     if (!atomic_load(&d->primary_active) && (rc = ctx_open(d)) == CUDA_SUCCESS)
@@ -167,11 +163,9 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
  * context ends now (its references stay counted, as on a real driver). */
 static CUresult primary_release(CUdevice dev, bool reset)
 {
-    CUresult rc = gm_sim_ready();
+    CUresult rc = gm_sim_dev_entry(dev, true);
     if (rc != CUDA_SUCCESS)
         return rc;
-    if (!gm_sim_valid_dev(dev))
-        return CUDA_ERROR_INVALID_DEVICE;
     struct gm_sim_dev *d = &gm_sim.dev[dev];
     pthread_mutex_lock(&d->lock);
     int refs = atomic_load(&d->primary_refs);
@@ -215,13 +209,9 @@ CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 
 CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
 {
-    CUresult rc = gm_sim_ready();
+    CUresult rc = gm_sim_dev_entry(dev, flags != NULL && active != NULL);
     if (rc != CUDA_SUCCESS)
         return rc;
-    if (flags == NULL || active == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (!gm_sim_valid_dev(dev))
-        return CUDA_ERROR_INVALID_DEVICE;
     struct gm_sim_dev *d = &gm_sim.dev[dev];
     pthread_mutex_lock(&d->lock);
     *flags = d->primary_flags;
@@ -232,11 +222,9 @@ CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *acti
 
 static CUresult primary_set_flags(CUdevice dev, unsigned int flags)
 {
-    CUresult rc = gm_sim_ready();
+    CUresult rc = gm_sim_dev_entry(dev, true);
     if (rc != CUDA_SUCCESS)
         return rc;
-    if (!gm_sim_valid_dev(dev))
-        return CUDA_ERROR_INVALID_DEVICE;
     if (flags & ~(unsigned)CU_CTX_FLAGS_MASK)
         return CUDA_ERROR_INVALID_VALUE;
     struct gm_sim_dev *d = &gm_sim.dev[dev];
@@ -260,13 +248,9 @@ CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
 
 static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev, int api)
 {
-    CUresult rc = gm_sim_ready();
+    CUresult rc = gm_sim_dev_entry(dev, pctx != NULL);
     if (rc != CUDA_SUCCESS)
         return rc;
-    if (pctx == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (!gm_sim_valid_dev(dev))
-        return CUDA_ERROR_INVALID_DEVICE;
     if (tls_depth == SIM_CTX_STACK)
         return CUDA_ERROR_OUT_OF_MEMORY;
     struct gm_sim_ctx *c = calloc(1, sizeof *c);

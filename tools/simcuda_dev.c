@@ -41,13 +41,12 @@ CUresult cuDeviceGetCount(int *count)
     return CUDA_SUCCESS;
 }
 
-/* Common checks of a (pointer, device) query. */
-static CUresult dev_query(const void *out, CUdevice dev)
+CUresult gm_sim_dev_entry(CUdevice dev, bool args_ok)
 {
     CUresult rc = gm_sim_ready();
     if (rc != CUDA_SUCCESS)
         return rc;
-    if (out == NULL)
+    if (!args_ok)
         return CUDA_ERROR_INVALID_VALUE;
     if (!gm_sim_valid_dev(dev))
         return CUDA_ERROR_INVALID_DEVICE;
@@ -56,7 +55,7 @@ static CUresult dev_query(const void *out, CUdevice dev)
 
 CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 {
-    CUresult rc = dev_query(name, dev);
+    CUresult rc = gm_sim_dev_entry(dev, name != NULL);
     if (rc != CUDA_SUCCESS)
         return rc;
     if (len <= 0)
@@ -75,7 +74,7 @@ static uint64_t mix64(uint64_t x)
 
 static CUresult dev_uuid(CUuuid *uuid, CUdevice dev)
 {
-    CUresult rc = dev_query(uuid, dev);
+    CUresult rc = gm_sim_dev_entry(dev, uuid != NULL);
     if (rc != CUDA_SUCCESS)
         return rc;
     uint64_t a = mix64(gm_sim.cfg.uuid_seed * 131 + (uint64_t)dev * 2 + 1);
@@ -99,7 +98,7 @@ CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
 
 CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 {
-    CUresult rc = dev_query(bytes, dev);
+    CUresult rc = gm_sim_dev_entry(dev, bytes != NULL);
     if (rc != CUDA_SUCCESS)
         return rc;
     *bytes = gm_sim.dev[dev].capacity;
@@ -109,7 +108,7 @@ CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 /* v1: 32-bit result, clamped. */
 CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice dev)
 {
-    CUresult rc = dev_query(bytes, dev);
+    CUresult rc = gm_sim_dev_entry(dev, bytes != NULL);
     if (rc != CUDA_SUCCESS)
         return rc;
     uint64_t cap = gm_sim.dev[dev].capacity;
@@ -176,7 +175,7 @@ static int attr_value(CUdevice_attribute a, CUdevice dev)
 
 CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
 {
-    CUresult rc = dev_query(pi, dev);
+    CUresult rc = gm_sim_dev_entry(dev, pi != NULL);
     if (rc != CUDA_SUCCESS)
         return rc;
     if ((int)attrib < 1 || attrib >= CU_DEVICE_ATTRIBUTE_MAX)
@@ -187,7 +186,7 @@ CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
 
 CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
 {
-    CUresult rc = dev_query(pciBusId, dev);
+    CUresult rc = gm_sim_dev_entry(dev, pciBusId != NULL);
     if (rc != CUDA_SUCCESS)
         return rc;
     if (len <= 0)

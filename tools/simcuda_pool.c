@@ -410,13 +410,9 @@ CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *pool_out, void *handle
 
 static CUresult dev_pool(CUmemoryPool *pool, CUdevice dev, bool current)
 {
-    CUresult rc = gm_sim_ready();
+    CUresult rc = gm_sim_dev_entry(dev, pool != NULL);
     if (rc != CUDA_SUCCESS)
         return rc;
-    if (pool == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (!gm_sim_valid_dev(dev))
-        return CUDA_ERROR_INVALID_DEVICE;
     struct gm_sim_dev *d = &gm_sim.dev[dev];
     pthread_mutex_lock(&d->lock);
     *pool = (CUmemoryPool)(void *)(current ? d->cur_pool : d->default_pool);
@@ -437,11 +433,9 @@ CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
 CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
 {
     struct gm_sim_dev *d;
-    CUresult rc = gm_sim_ready();
+    CUresult rc = gm_sim_dev_entry(dev, true);
     if (rc != CUDA_SUCCESS)
         return rc;
-    if (!gm_sim_valid_dev(dev))
-        return CUDA_ERROR_INVALID_DEVICE;
     struct gm_sim_pool *p = gm_sim_lock_handle(SIM_H_POOL, (uintptr_t)pool, &d);
     if (p == NULL)
         return CUDA_ERROR_INVALID_VALUE;
