@@ -156,62 +156,18 @@ static void publish(int dev, int64_t delta)
     gm_tel_pool(&gm_st.tel, (unsigned)dev, v);
 }
 
-/* Set the pool's charge to `now`, applying the difference. */
-static inline uint64_t recharge(struct pool *s, struct gm_dev *d, uint64_t now)
+/* Set the pool's charge to `now`, applying the difference to its device's
+ * budget in one step together with the release of `held` bytes (an
+ * admission's provisional hold, or 0). */
+static inline uint64_t recharge(struct pool *s, struct gm_dev *d, uint64_t now,
+                                uint64_t held)
 {
     uint64_t old = atomic_load_explicit(&s->charged, memory_order_relaxed);
     if (GM_LIKELY(old == now)) /* the common case: the pool did not grow */
-        return gm_budget_used(&d->budget);
+        return held ? gm_budget_release(&d->budget, held)
+                    : gm_budget_used(&d->budget);
     old = atomic_exchange(&s->charged, now);
     int dev = atomic_load_explicit(&s->dev, memory_order_relaxed);
-    uint64_t used;
-    if (now >= old)
-        used = gm_budget_force(&d->budget, now - old);
-    else
-        used = gm_budget_release(&d->budget, old - now);
-    if (now != old) {
-        publish(dev, (int64_t)(now - old));
-        if (now < old)
-            gm_oomwait_wake();
-    }
-    return used;
-}
-
-uint64_t gm_pool_refresh(int dev, struct gm_dev *d, struct gm_pool *s)
-{
-    if (s == NULL ||
-        atomic_load_explicit(&s->imported, memory_order_relaxed))
-        return gm_budget_used(&d->budget);
-    int pdev = atomic_load_explicit(&s->dev, memory_order_relaxed);
-    struct gm_dev *pd = pdev == dev ? d : gm_dev_get(pdev);
-    if (pd == NULL)
-        return gm_budget_used(&d->budget);
-    if (GM_UNLIKELY(atomic_load_explicit(&s->dead, memory_order_relaxed)))
-        atomic_store(&s->dead, 0);
-    return recharge(s, pd, pool_attr(gm_pool_handle(s),
-                                     CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT));
-}
-
-uint64_t gm_pool_settle(int dev, struct gm_dev *d, struct gm_pool *s,
-                        uint64_t held)
-{
-    if (s == NULL ||
-        atomic_load_explicit(&s->imported, memory_order_relaxed)) {
-        gm_budget_release(&d->budget, held);
-        return gm_budget_used(&d->budget);
-    }
-    int pdev = atomic_load_explicit(&s->dev, memory_order_relaxed);
-    if (pdev != dev) { /* a pool of another device: charge it there */
-        gm_budget_release(&d->budget, held);
-        return gm_pool_refresh(dev, d, s);
-    }
-    if (GM_UNLIKELY(atomic_load_explicit(&s->dead, memory_order_relaxed)))
-        atomic_store(&s->dead, 0);
-    uint64_t now = pool_attr(gm_pool_handle(s),
-                             CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
-    uint64_t old = atomic_load_explicit(&s->charged, memory_order_relaxed);
-    if (old != now)
-        old = atomic_exchange(&s->charged, now);
     uint64_t used = gm_budget_settle(&d->budget, now > old ? now - old : 0,
                                      held + (old > now ? old - now : 0));
     if (now != old) {
@@ -220,6 +176,35 @@ uint64_t gm_pool_settle(int dev, struct gm_dev *d, struct gm_pool *s,
             gm_oomwait_wake();
     }
     return used;
+}
+
+uint64_t gm_pool_settle(int dev, struct gm_dev *d, struct gm_pool *s,
+                        uint64_t held)
+{
+    if (s == NULL ||
+        atomic_load_explicit(&s->imported, memory_order_relaxed))
+        return held ? gm_budget_release(&d->budget, held)
+                    : gm_budget_used(&d->budget);
+    int pdev = atomic_load_explicit(&s->dev, memory_order_relaxed);
+    struct gm_dev *pd = d;
+    if (pdev != dev) { /* a pool of another device: charge it there */
+        if (held)
+            gm_budget_release(&d->budget, held);
+        held = 0;
+        pd = gm_dev_get(pdev);
+        if (pd == NULL)
+            return gm_budget_used(&d->budget);
+    }
+    if (GM_UNLIKELY(atomic_load_explicit(&s->dead, memory_order_relaxed)))
+        atomic_store(&s->dead, 0);
+    return recharge(s, pd, pool_attr(gm_pool_handle(s),
+                                     CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT),
+                    held);
+}
+
+uint64_t gm_pool_refresh(int dev, struct gm_dev *d, struct gm_pool *s)
+{
+    return gm_pool_settle(dev, d, s, 0);
 }
 
 static uint64_t refresh_handle(int dev, struct gm_dev *d, CUmemoryPool pool)
@@ -252,7 +237,7 @@ uint64_t gm_pool_trim_device(int dev, struct gm_dev *d)
         gm_real.cuMemPoolTrimTo(p, (size_t)used);
         gm_depth--;
         uint64_t after = pool_attr(p, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
-        recharge(s, d, after);
+        recharge(s, d, after, 0);
         if (after < before) {
             freed += before - after;
             gm_tel_event(&gm_st.tel, GM_EV_TRIM, (unsigned)dev,
@@ -354,7 +339,7 @@ GM_EXPORT CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool)
     struct gm_dev *d = gm_dev_get(atomic_load(&s->dev));
     if (d != NULL && !atomic_load(&s->imported)) {
         uint64_t before = atomic_load(&s->charged);
-        uint64_t used = recharge(s, d, 0);
+        uint64_t used = recharge(s, d, 0, 0);
         if (before)
             gm_tel_event(&gm_st.tel, GM_EV_FREE, (unsigned)atomic_load(&s->dev),
                          GM_API_POOL_DESTROY, before,
