@@ -1,0 +1,71 @@
+/*
+ * tests/unit/test_clock.c — the hooks' tick clock (shim/clock.c): a tick
+ * difference converts to the nanoseconds CLOCK_MONOTONIC saw, and a tick
+ * reading converts to the CLOCK_REALTIME instant, whether the ticks are
+ * the TSC (clocksource tsc) or monotonic nanoseconds. Bounds are wide
+ * (a loaded machine may stretch a sleep); a wrong factor is off by orders
+ * of magnitude.
+ */
+#include <check.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "shim/clock.h"
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = { 0, ms * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+START_TEST(test_tick_difference_is_monotonic_time)
+{
+    gm_ticks_init();
+    ck_assert_uint_gt(gm_tick_mult, 0);
+    for (int i = 0; i < 3; i++) {
+        uint64_t n0 = gm_clock_monotonic_ns(), t0 = gm_ticks();
+        sleep_ms(20);
+        uint64_t t1 = gm_ticks(), n1 = gm_clock_monotonic_ns();
+        uint64_t ns = gm_ticks_ns(t1 - t0), want = n1 - n0;
+        ck_assert_msg(ns > want / 2 && ns < want * 2,
+                      "%llu ns of ticks for %llu ns of CLOCK_MONOTONIC",
+                      (unsigned long long)ns, (unsigned long long)want);
+    }
+}
+END_TEST
+
+START_TEST(test_tick_reading_is_realtime)
+{
+    gm_ticks_init();
+    for (int i = 0; i < 5; i++) {
+        uint64_t r0 = gm_clock_realtime_ns();
+        uint64_t ts = gm_ticks_realtime(gm_ticks());
+        uint64_t r1 = gm_clock_realtime_ns();
+        /* Within 5 ms of the interval the system clock saw. */
+        ck_assert_msg(ts + 5000000 >= r0 && ts <= r1 + 5000000,
+                      "tick time %llu outside [%llu, %llu]",
+                      (unsigned long long)ts, (unsigned long long)r0,
+                      (unsigned long long)r1);
+        sleep_ms(30); /* past the 2^27-tick re-anchoring on fast TSCs */
+    }
+}
+END_TEST
+
+static Suite *clock_suite(void)
+{
+    Suite *s = suite_create("clock");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_tick_difference_is_monotonic_time);
+    tcase_add_test(tc, test_tick_reading_is_realtime);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(clock_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
