@@ -7,19 +7,22 @@
 #
 # Conventions (so adding a file needs no edit here):
 #   policy/*.c                    -> libgmcore.a and the shim
-#   shim/*.c                      -> libgpumem.so; the pure modules listed in
-#                                    SHIM_PURE also go into libgmcore.a
-#   tools/reader.c tools/util.c   -> libgmcore.a (shared by the tools)
-#   tools/gpumem.c tools/cmd_*.c  -> gpumem
-#   tools/top.c tools/view.c      -> gpumem-top (ncurses)
-#   tools/simcuda.c               -> sim/libcuda.so.1
-#   tools/trainsim.c              -> gpumem-trainsim
+#   shim/<layer>/*.c              -> libgpumem.so; the pure modules (SHIM_PURE:
+#                                    shim/base, shim/telemetry, shim/group and
+#                                    two record stores) also go into libgmcore.a
+#   tools/lib/*.c                 -> libgmcore.a (shared by the tools)
+#   tools/cli/*.c                 -> gpumem
+#   tools/top/*.c                 -> gpumem-top (ncurses)
+#   tools/sim/*.c                 -> sim/libcuda.so.1
+#   tools/trainsim/*.c            -> gpumem-trainsim
 #   tests/unit/test_*.c           Check suites linked with libgmcore.a
 #   tests/sim/test_*.c            Check suites linked with the simulated driver
 #   tests/progs/*.c               helper programs (direct_*.c link the
 #                                 simulated libcuda; the rest use dlopen)
 #   tests/integ/test_*.c          Check suites that run programs under the shim
 #   tests/integ/test_*.sh         shell tests (exit 0 pass, 77 skip)
+#   tests/lint/test_*.sh          checks of the source tree itself (layering)
+#   The layering of shim/, policy/ and tools/ is checked by tests/layers.sh.
 
 CUDA_HOME ?= /usr/local/cuda
 BUILD     ?= build
@@ -56,15 +59,17 @@ NO_UNDEF     := $(if $(SANFLAGS),,-Wl,--no-undefined)
 
 # ---- sources -------------------------------------------------------------
 POLICY_SRC := $(wildcard policy/*.c)
-SHIM_SRC   := $(wildcard shim/*.c)
-SHIM_PURE  := $(wildcard shim/ring.c shim/frag.c shim/fragq.c shim/arena.c shim/track.c \
-                         shim/shmfile.c shim/nodepool.c \
-                         shim/clock.c shim/report.c shim/abinames.c shim/msg.c)
-SHIM_PURE  += $(wildcard shim/group.c)
-TOOLLIB_SRC := $(wildcard tools/reader.c tools/util.c tools/svg.c tools/jsonw.c)
+SHIM_SRC   := $(wildcard shim/*/*.c)
+SHIM_PURE  := $(filter-out shim/base/log.c,$(wildcard shim/base/*.c)) \
+              $(wildcard shim/telemetry/*.c shim/group/*.c) \
+              $(wildcard shim/admit/arena.c shim/account/track.c)
+TOOLLIB_SRC := $(wildcard tools/lib/*.c)
 CORE_SRC   := $(POLICY_SRC) $(SHIM_PURE) $(TOOLLIB_SRC)
-GPUMEM_SRC := $(wildcard tools/gpumem.c tools/cmd_*.c)
-TOP_SRC    := $(wildcard tools/top.c tools/view.c)
+GPUMEM_SRC := $(wildcard tools/cli/*.c)
+TOP_SRC    := $(wildcard tools/top/*.c)
+SIM_SRC    := $(wildcard tools/sim/*.c)
+TRAINSIM_SRC := $(wildcard tools/trainsim/*.c)
+EXPORTS    := shim/intercept/exports.map
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -86,17 +91,18 @@ SIMT_BIN  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(SIMT_SRC))
 INTEG_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(INTEG_SRC))
 PROG_BIN  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(PROG_SRC))
 SHELL_TESTS := $(wildcard tests/integ/test_*.sh)
+LINT_TESTS  := $(wildcard tests/lint/test_*.sh)
 BENCH_SRC := $(wildcard tests/bench/*.c)
 BENCH_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(BENCH_SRC))
 
 PROGRAMS := $(SHIM_SO) $(SIM_SO) $(TRAINSIM) $(GPUMEM_BIN) $(TOP_BIN)
 
 .SECONDARY:
-.PHONY: all check check-unit check-sim check-integ tests demo sanitize bench fuzz \
+.PHONY: all check check-lint check-unit check-sim check-integ tests demo sanitize bench fuzz \
         install clean gpu-check gpu-bench
 all: $(filter-out $(if $(GPUMEM_SRC),,$(GPUMEM_BIN)) $(if $(TOP_SRC),,$(TOP_BIN)) \
-        $(if $(wildcard tools/simcuda.c),,$(SIM_SO)) \
-        $(if $(wildcard tools/trainsim.c),,$(TRAINSIM)),$(PROGRAMS))
+        $(if $(SIM_SRC),,$(SIM_SO)) \
+        $(if $(TRAINSIM_SRC),,$(TRAINSIM)),$(PROGRAMS))
 
 # ---- compile ---------------------------------------------------------------
 $(BUILD)/obj/%.o: %.c
@@ -112,20 +118,20 @@ $(LIBCORE): $(CORE_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
 # The preloaded library: hidden visibility, explicit export map.
-$(SHIM_SO): $(SHIM_OBJ) shim/exports.map
+$(SHIM_SO): $(SHIM_OBJ) $(EXPORTS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) -shared -o $@ $(SHIM_OBJ) -Wl,--version-script=shim/exports.map \
+	$(Q)$(CC) -shared -o $@ $(SHIM_OBJ) -Wl,--version-script=$(EXPORTS) \
 	    -Wl,-z,now -Wl,-z,relro $(NO_UNDEF) $(SYSLIBS)
 
-$(SIM_SO): $(call obj,tools/simcuda.c) $(call obj,$(wildcard tools/simcuda_*.c)) $(LIBCORE)
+$(SIM_SO): $(call obj,$(SIM_SRC)) $(LIBCORE)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS_ALL) -shared -o $@ $(filter %.o,$^) $(LIBCORE) -Wl,-soname,libcuda.so.1 \
 	    -Wl,-Bsymbolic $(NO_UNDEF) $(SYSLIBS)
 	$(Q)ln -sf libcuda.so.1 $(BUILD)/sim/libcuda.so
 
-$(TRAINSIM): $(call obj,tools/trainsim.c) $(LIBCORE)
+$(TRAINSIM): $(call obj,$(TRAINSIM_SRC)) $(LIBCORE)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(LIBCORE) $(SYSLIBS)
 
@@ -200,7 +206,10 @@ tests: all $(UNIT_BIN) $(SIMT_BIN) $(INTEG_BIN) $(PROG_BIN)
 # Runs every suite; prints each suite's result and one closing line
 # "N passed, N failed". Exit status non-zero when anything failed.
 check: tests
-	$(Q)BUILD=$(BUILD) sh tests/run-tests.sh $(UNIT_BIN) $(SIMT_BIN) $(INTEG_BIN) $(SHELL_TESTS)
+	$(Q)BUILD=$(BUILD) sh tests/run-tests.sh $(LINT_TESTS) $(UNIT_BIN) $(SIMT_BIN) $(INTEG_BIN) $(SHELL_TESTS)
+
+check-lint:
+	$(Q)BUILD=$(BUILD) sh tests/run-tests.sh $(LINT_TESTS)
 
 check-unit: $(UNIT_BIN)
 	$(Q)BUILD=$(BUILD) sh tests/run-tests.sh $(UNIT_BIN)

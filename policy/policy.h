@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shim/base/log.h"
+
 #define GM_MAX_DEVICES 64
 #define GM_NAME_MAX 64      /* group names: [A-Za-z0-9_.-]{1,64} */
 #define GM_PREFIX_MAX 32    /* shm prefix:  [A-Za-z0-9_.-]{1,32} */
@@ -37,8 +39,6 @@ struct gm_limit {
 enum gm_mode { GM_MODE_GROW = 0, GM_MODE_STATIC, GM_MODE_STAGED };
 enum gm_on_oom { GM_OOM_FAIL = 0, GM_OOM_WAIT, GM_OOM_SPILL, GM_OOM_WARN };
 enum gm_report { GM_REPORT_NONE = 0, GM_REPORT_STDERR, GM_REPORT_JSON };
-enum gm_log { GM_LOG_QUIET = 0, GM_LOG_ERROR, GM_LOG_WARN, GM_LOG_INFO,
-              GM_LOG_DEBUG };
 enum gm_bad_config { GM_BAD_EXIT = 0, GM_BAD_WARN };
 
 /* Where a value came from. */

@@ -1,7 +1,7 @@
 /*
  * tests/bench/bench_ds.c — cost of the shim's two data structures, in ns
- * per operation pair: fragmentation tracker insert + remove (shim/frag.c)
- * and static arena alloc + free (shim/arena.c), at block sizes 256 B,
+ * per operation pair: fragmentation tracker insert + remove (shim/telemetry/frag.c)
+ * and static arena alloc + free (shim/admit/arena.c), at block sizes 256 B,
  * 64 KiB, 2 MiB, 64 MiB with 1, 1k and 100k live blocks; then the arena
  * pair with 2 and 4 threads sharing one arena. No assertions: it prints a
  * plain-text table.
@@ -23,9 +23,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "shim/arena.h"
-#include "shim/clock.h"
-#include "shim/frag.h"
+#include "shim/admit/arena.h"
+#include "shim/base/clock.h"
+#include "shim/telemetry/frag.h"
 
 #define NPOS 4096   /* pre-drawn gap indices, cycled */
 

@@ -1,7 +1,7 @@
 /*
  * tests/bench/bench_tel.c — throughput of the telemetry writer
- * (shim/ring.c) and cost of a reader snapshot of many segments
- * (tools/reader.c). No assertions: it prints plain-text tables.
+ * (shim/telemetry/ring.c) and cost of a reader snapshot of many segments
+ * (tools/lib/reader.c). No assertions: it prints plain-text tables.
  *
  * 1. Producers: 1 thread, 2 threads on one device, 2 threads on two
  *    devices, each writing gm_tel_alloc + gm_tel_free pairs (two ring
@@ -34,10 +34,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "shim/abi.h"
-#include "shim/clock.h"
-#include "shim/telemetry.h"
-#include "tools/reader.h"
+#include "shim/telemetry/abi.h"
+#include "shim/base/clock.h"
+#include "shim/telemetry/telemetry.h"
+#include "tools/lib/reader.h"
 
 #define RUN_NS 1000000000ull   /* producer run length */
 #define BATCH 256u             /* pairs between clock reads */

@@ -38,9 +38,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "shim/abi.h"
-#include "shim/clock.h"
-#include "shim/telemetry.h"
+#include "shim/telemetry/abi.h"
+#include "shim/base/clock.h"
+#include "shim/telemetry/telemetry.h"
 
 #define NPROC 50
 #define SEG_RING 4096u

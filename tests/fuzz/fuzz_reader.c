@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shim/telemetry.h"
-#include "tools/reader.h"
+#include "shim/telemetry/telemetry.h"
+#include "tools/lib/reader.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "gm_spawn.h"
-#include "shim/group.h"
+#include "shim/group/group.h"
 
 static char out[1 << 16];
 static char prefix[64], env_prefix[96], env_group[96];

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "gm_spawn.h"
-#include "tools/reader.h"
+#include "tools/lib/reader.h"
 
 static char out[1 << 16];
 

@@ -3,7 +3,7 @@
  * report, gc) and `gpumem-top --once/--json` against gpumem-trainsim
  * running under the shim on the simulated driver, and their view of shared
  * budgets: group segments made by forked children that join a group
- * through shim/group.h directly (libgmcore.a), then are killed.
+ * through shim/group/group.h directly (libgmcore.a), then are killed.
  *
  * Each case uses its own segment prefix (GPUMEM_SHM_PREFIX), so cases and
  * other programs never see each other's segments; every segment a case
@@ -26,8 +26,8 @@
 #include <unistd.h>
 
 #include "gm_spawn.h"
-#include "shim/group.h"
-#include "tools/reader.h"
+#include "shim/group/group.h"
+#include "tools/lib/reader.h"
 
 #define OUT_CAP (4 << 20)
 

@@ -10,7 +10,7 @@
  * so the expected figures are the real driver's. One process per test
  * (Check's fork mode), each configuring the driver before cuInit.
  */
-#include "tools/simcuda.h"
+#include "tools/sim/simcuda.h"
 #include "tests/sim/sim_boot.h"
 
 #include <check.h>

@@ -10,7 +10,7 @@
  * returned pointer must be the address of that exported variant, found by
  * dlsym on a handle of the library.
  */
-#include "tools/simcuda.h"
+#include "tools/sim/simcuda.h"
 
 #include <check.h>
 #include <dlfcn.h>

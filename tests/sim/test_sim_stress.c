@@ -10,7 +10,7 @@
  * Deterministic per thread (fixed seeds); outcomes other than success or
  * CUDA_ERROR_OUT_OF_MEMORY fail the test. Run under TSan by `make sanitize`.
  */
-#include "tools/simcuda.h"
+#include "tools/sim/simcuda.h"
 
 #include <check.h>
 #include <pthread.h>

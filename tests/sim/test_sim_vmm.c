@@ -7,7 +7,7 @@
  * The reference-count and error cases follow what a real CUDA 13.0 driver
  * answered on an H200. One process per test (Check's fork mode).
  */
-#include "tools/simcuda.h"
+#include "tools/sim/simcuda.h"
 #include "tests/sim/sim_boot.h"
 
 #include <check.h>

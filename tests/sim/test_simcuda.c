@@ -9,7 +9,7 @@
  * its own forked process (Check's fork mode, forced in main) and sets its
  * variables before calling cuInit.
  */
-#include "tools/simcuda.h"
+#include "tools/sim/simcuda.h"
 #include "tests/sim/sim_boot.h"
 
 #include <check.h>

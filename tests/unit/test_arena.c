@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_arena.c — the static-mode arena (shim/arena.c): argument
+ * tests/unit/test_arena.c — the static-mode arena (shim/admit/arena.c): argument
  * checks, exhaustion, double free, best-fit choice and exact fragmentation
  * on constructed patterns, random sequences against a reference model that
  * predicts every address, and a 4-thread stress with an ownership shadow.
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shim/arena.h"
+#include "shim/admit/arena.h"
 
 #define KiB 1024ull
 #define MiB (1024ull * 1024ull)

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_clock.c — the hooks' tick clock (shim/clock.c): a tick
+ * tests/unit/test_clock.c — the hooks' tick clock (shim/base/clock.c): a tick
  * difference converts to the nanoseconds CLOCK_MONOTONIC saw, and a tick
  * reading converts to the CLOCK_REALTIME instant, whether the ticks are
  * the TSC (clocksource tsc) or monotonic nanoseconds. Bounds are wide
@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "shim/clock.h"
+#include "shim/base/clock.h"
 
 static void sleep_ms(long ms)
 {

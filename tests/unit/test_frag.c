@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_frag.c — the fragmentation tracker (shim/frag.c) against
+ * tests/unit/test_frag.c — the fragmentation tracker (shim/telemetry/frag.c) against
  * hand-computed patterns and a brute-force reference model (a sorted array
  * of intervals, rescanned after every operation).
  */
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shim/frag.h"
+#include "shim/telemetry/frag.h"
 
 #include "tests/unit/gm_expect.h"
 

@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_fragq.c — the lock-free hand-off in front of the
- * fragmentation tracker (shim/fragq.c): operations applied in post order,
+ * fragmentation tracker (shim/telemetry/fragq.c): operations applied in post order,
  * queued operations applied by the role holder or by their poster, the
  * figure published only when it changed, and many threads posting at once
  * leaving exactly the tracker a single thread would (TSan runs this too).
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shim/fragq.h"
+#include "shim/telemetry/fragq.h"
 
 #include "tests/unit/gm_expect.h"
 

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_group.c — shared budgets (shim/group.c) with real
+ * tests/unit/test_group.c — shared budgets (shim/group/group.c) with real
  * processes: members are forked children driven over pipes, so every
  * cross-process path (robust mutex, futex wake-ups, /proc liveness) runs
  * as in production. Covers: the segment file (mode, size, removal), the
@@ -26,8 +26,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "shim/clock.h"
-#include "shim/group.h"
+#include "shim/base/clock.h"
+#include "shim/group/group.h"
 
 __extension__ typedef unsigned __int128 u128;
 

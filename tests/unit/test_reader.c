@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_reader.c — the reader library (tools/reader.c): listing
+ * tests/unit/test_reader.c — the reader library (tools/lib/reader.c): listing
  * segments of a prefix, refusing invalid images with a clear reason for
  * every header check, refusing symbolic links, snapshots equal to what was
  * written, bounded reads of a block whose writer died mid-update, invariant
@@ -18,9 +18,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "shim/clock.h"
-#include "shim/telemetry.h"
-#include "tools/reader.h"
+#include "shim/base/clock.h"
+#include "shim/telemetry/telemetry.h"
+#include "tools/lib/reader.h"
 
 static char dir[64];
 

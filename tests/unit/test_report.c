@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_report.c — the exit report (shim/report.c): text and
+ * tests/unit/test_report.c — the exit report (shim/telemetry/report.c): text and
  * JSON for a known sequence of gm_tel_* calls, figure by figure; the
  * quantile rule of log2 histograms; latency formatting; events lost; live
  * vs exit wording; inconsistent devices; JSON string escaping; truncation
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shim/report.h"
-#include "shim/telemetry.h"
+#include "shim/telemetry/report.h"
+#include "shim/telemetry/telemetry.h"
 
 #define MiB (1ull << 20)
 #define START_NS 1000000000000000000ull

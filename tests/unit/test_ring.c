@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_ring.c — the event ring and the seqlocked stats
- * (shim/ring.c) read through the reader library (tools/reader.c):
+ * (shim/telemetry/ring.c) read through the reader library (tools/lib/reader.c):
  * wrap-around, overwrite with exact loss counts, unpublished and dropped
  * slots, and two cross-process stress cases — 4 producer threads with a
  * reader in another process (no record torn, duplicated or out of order;
@@ -19,9 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "shim/clock.h"
-#include "shim/telemetry.h"
-#include "tools/reader.h"
+#include "shim/base/clock.h"
+#include "shim/telemetry/telemetry.h"
+#include "tools/lib/reader.h"
 
 #include "tests/unit/gm_expect.h"
 

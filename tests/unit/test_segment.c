@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_segment.c — creation of the per-process telemetry
- * segment (shim/ring.c): name, mode 0600 whatever the umask, layout,
+ * segment (shim/telemetry/ring.c): name, mode 0600 whatever the umask, layout,
  * removal or keeping at close, replacement of a stale segment left under
  * our pid (other start time, or this image before exec), never touching
  * one a live process holds, refusing a planted symbolic link or other
@@ -22,9 +22,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "shim/clock.h"
-#include "shim/telemetry.h"
-#include "tools/reader.h"
+#include "shim/base/clock.h"
+#include "shim/telemetry/telemetry.h"
+#include "tools/lib/reader.h"
 
 #define PREFIX "gmseg"
 

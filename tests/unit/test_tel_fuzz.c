@@ -18,9 +18,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "shim/clock.h"
-#include "shim/telemetry.h"
-#include "tools/reader.h"
+#include "shim/base/clock.h"
+#include "shim/telemetry/telemetry.h"
+#include "tools/lib/reader.h"
 
 static uint64_t rng = 0x243f6a8885a308d3ull;
 

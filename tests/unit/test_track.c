@@ -8,7 +8,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "shim/track.h"
+#include "shim/account/track.h"
 
 static struct gm_alloc mk(enum gm_ns ns, uint64_t key, uint64_t size)
 {

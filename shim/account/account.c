@@ -1,0 +1,51 @@
+/*
+ * shim/account/account.c — commit / rollback / release out of line, and
+ * a key the driver reused before we saw its free.
+ *
+ * The telemetry update and the fragmentation hand-off are lock-free; the
+ * table insert takes its shard's lock (one of 256).
+ */
+#include "shim/account/account.h"
+
+#include "shim/account/commit.h"
+#include "shim/account/release.h"
+
+void gm_acct_rollback(struct gm_dev *d, uint64_t size)
+{
+    gm_budget_release(&d->budget, size);
+    gm_grp_give(d, size);
+    gm_release_wake();
+}
+
+void gm_acct_publish_frag(void *ctx, uint32_t ppm)
+{
+    gm_tel_frag(&gm_st.tel, (unsigned)(uintptr_t)ctx, ppm);
+}
+
+void gm_acct_commit_entry(struct gm_dev *d, const struct gm_alloc *a,
+                          uint64_t t0, uint64_t t1)
+{
+    gm_acct_commit_inline(d, a, t0, t1);
+}
+
+void gm_acct_released(const struct gm_alloc *a, unsigned api, uint64_t t0,
+                      uint64_t t1)
+{
+    gm_acct_released_inline(a, api, t0, t1);
+}
+
+/* The driver reused a key whose free we never saw (e.g. memory freed by
+ * destroying its context): drop the stale charge and its interval, then
+ * add the new one. */
+void gm_acct_commit_collision(const struct gm_alloc *a,
+                              const struct gm_alloc *old, int r, uint64_t t1)
+{
+    if (r == 1) {
+        gm_acct_frag_post(old, false);
+        gm_acct_released(old, old->api, t1, t1);
+        gm_acct_frag_post(a, true);
+    } else {
+        gm_log(GM_LOG_ERROR, "out of memory for the allocation table; "
+               "this allocation is not tracked");
+    }
+}

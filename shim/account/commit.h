@@ -1,0 +1,79 @@
+/*
+ * shim/account/commit.h — the bodies of gm_acct_commit_entry and
+ * gm_acct_released (shim/account/account.h), inline so that the common
+ * allocation and free paths run without a call between wrapper and
+ * bookkeeping. Rules as in account.h: the telemetry event is published
+ * and the interval posted before the entry enters the table (a free can
+ * only find the entry after that), and a release gives back exactly the
+ * entry's charge and rings the release doorbell.
+ */
+#ifndef GM_COMMIT_H
+#define GM_COMMIT_H
+
+#include "shim/account/grouphook.h"
+#include "shim/account/release.h"
+#include "shim/account/state.h"
+#include "shim/account/track.h"
+#include "shim/base/clock.h"
+#include "shim/telemetry/fragq.h"
+#include "shim/telemetry/telwrite.h"
+
+/* The fragmentation applier's figure goes to the device's stats (ctx:
+ * the device). */
+void gm_acct_publish_frag(void *ctx, uint32_t ppm);
+
+void gm_acct_commit_collision(const struct gm_alloc *a,
+                              const struct gm_alloc *old, int r, uint64_t t1)
+    __attribute__((cold));
+
+static inline __attribute__((always_inline)) void gm_acct_commit_inline(
+    struct gm_dev *d, const struct gm_alloc *a, uint64_t t0, uint64_t t1)
+{
+    if (gm_telemetry_on()) {
+        struct gm_tel_ev e = {
+            .ts_ns = gm_ticks_realtime(t1), .lat_ns = gm_ticks_ns(t1 - t0),
+            .addr = a->key, .size = a->size,
+            .used = gm_budget_used(&d->budget),
+            .peak = gm_budget_peak(&d->budget),
+            .dev = a->dev, .api = a->api, .frag_ppm = GM_TEL_FRAG_KEEP,
+            .known = true, /* gm_dev_get ran gm_tel_device */
+        };
+        gm_tel_alloc_ev(&gm_st.tel, &e);
+        if (a->ns == GM_NS_PTR)
+            gm_fragq_post(&d->frag, a->key, a->size, gm_acct_publish_frag,
+                          (void *)(uintptr_t)a->dev);
+    }
+    struct gm_alloc old;
+    int r = gm_track_insert(a, &old);
+    if (GM_UNLIKELY(r != 0))
+        gm_acct_commit_collision(a, &old, r, t1);
+}
+
+static inline __attribute__((always_inline)) void gm_acct_released_inline(
+    const struct gm_alloc *a, unsigned api, uint64_t t0, uint64_t t1)
+{
+    if (GM_UNLIKELY(a->dev >= GM_MAX_DEVICES))
+        return;
+    struct gm_dev *d = &gm_st.dev[a->dev];
+    uint64_t used;
+    if (GM_LIKELY(!(a->flags & GM_AF_UNCHARGED))) {
+        used = gm_budget_release(&d->budget, a->size);
+        gm_grp_give(d, a->size);
+    } else {
+        used = gm_budget_used(&d->budget);
+        if (a->flags & GM_AF_GROUP)
+            gm_grp_give(d, a->size);
+    }
+    if (gm_telemetry_on()) {
+        struct gm_tel_ev e = {
+            .ts_ns = gm_ticks_realtime(t1), .lat_ns = gm_ticks_ns(t1 - t0),
+            .addr = a->key, .size = a->size, .used = used,
+            .dev = a->dev, .api = api, .frag_ppm = GM_TEL_FRAG_KEEP,
+            .known = true, /* the entry's device was resolved */
+        };
+        gm_tel_free_ev(&gm_st.tel, &e);
+    }
+    gm_release_wake();
+}
+
+#endif

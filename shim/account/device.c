@@ -1,0 +1,109 @@
+/*
+ * shim/account/device.c — resolving a device's record at its first use
+ * (limit, physical total, group registration, telemetry block) and
+ * measuring the memory of its first context. Invariants in device.h;
+ * driver calls made here run with the nesting guard raised.
+ */
+#include "shim/account/device.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "policy/parse.h"
+#include "shim/account/grouphook.h"
+#include "shim/driver/nvml.h"
+#include "shim/driver/real.h"
+
+static void resolve_device(int dev, struct gm_dev *d)
+{
+    size_t total = 0;
+    gm_depth++;
+    if (gm_real.cuDeviceTotalMem_v2 == NULL ||
+        gm_real.cuDeviceTotalMem_v2(&total, (CUdevice)dev) != CUDA_SUCCESS)
+        total = 0;
+    gm_depth--;
+    d->physical = total;
+    gm_fragq_init(&d->frag);
+    gm_grp_device(dev, d);
+    uint64_t limit = gm_policy_limit_for(&gm_st.policy, (unsigned)dev, total);
+    gm_budget_set_limit(&d->budget, limit);
+    gm_tel_device(&gm_st.tel, (unsigned)dev, total, limit);
+    if (limit != 0 && gm_log_enabled(GM_LOG_INFO)) {
+        char l[32], t[32];
+        gm_format_size(limit, l, sizeof l);
+        gm_format_size(total, t, sizeof t);
+        gm_log(GM_LOG_INFO, "device %d: limit %s of %s", dev, l, t);
+    }
+}
+
+struct gm_dev *gm_dev_get_slow(int dev)
+{
+    if (dev < 0 || dev >= GM_MAX_DEVICES)
+        return NULL;
+    struct gm_dev *d = &gm_st.dev[dev];
+    if (atomic_load_explicit(&d->ready, memory_order_acquire) == 2)
+        return d;
+    pthread_mutex_lock(&gm_st.dev_lock);
+    if (atomic_load_explicit(&d->ready, memory_order_relaxed) != 2) {
+        resolve_device(dev, d);
+        atomic_store_explicit(&d->ready, 2, memory_order_release);
+    }
+    pthread_mutex_unlock(&gm_st.dev_lock);
+    return d;
+}
+
+/* Device memory the driver reports in use for the whole device right now,
+ * through the new context; 0 when it cannot say. */
+static uint64_t driver_in_use(CUcontext ctx)
+{
+    size_t f = 0, t = 0;
+    if (gm_real.cuCtxPushCurrent_v2 == NULL || gm_real.cuMemGetInfo_v2 == NULL)
+        return 0;
+    if (gm_real.cuCtxPushCurrent_v2(ctx) != CUDA_SUCCESS)
+        return 0;
+    CUresult rc = gm_real.cuMemGetInfo_v2(&f, &t);
+    CUcontext popped;
+    if (gm_real.cuCtxPopCurrent_v2)
+        gm_real.cuCtxPopCurrent_v2(&popped);
+    return rc == CUDA_SUCCESS && t >= f ? (uint64_t)(t - f) : 0;
+}
+
+void gm_dev_context_before(int dev, uint64_t *nvml_used)
+{
+    *nvml_used = UINT64_MAX;
+    struct gm_dev *d = gm_dev_get(dev);
+    if (d == NULL || atomic_load(&d->ctx_measured))
+        return;
+    gm_depth++;
+    *nvml_used = gm_nvml_used(dev);
+    gm_depth--;
+}
+
+bool gm_dev_context_created(int dev, CUcontext ctx, uint64_t nvml_before)
+{
+    struct gm_dev *d = gm_dev_get(dev);
+    if (d == NULL || atomic_exchange(&d->ctx_measured, 1) != 0)
+        return false;
+    atomic_fetch_or(&gm_ctx_devices, 1ull << dev);
+    gm_depth++;
+    uint64_t bytes = 0;
+    uint64_t after = nvml_before != UINT64_MAX ? gm_nvml_used(dev)
+                                               : UINT64_MAX;
+    if (after != UINT64_MAX)
+        bytes = after > nvml_before ? after - nvml_before : 0;
+    else
+        bytes = driver_in_use(ctx);
+    gm_depth--;
+    uint64_t used = gm_budget_force(&d->budget, bytes);
+    if (!gm_grp_take(d, bytes))
+        gm_log(GM_LOG_WARN, "device %d: group '%s' is full; this context's "
+               "memory is not counted in it", dev, gm_st.policy.group);
+    gm_tel_context(&gm_st.tel, (unsigned)dev, bytes, used,
+                   gm_budget_peak(&d->budget));
+    if (gm_log_enabled(GM_LOG_INFO)) {
+        char b[32];
+        gm_format_size(bytes, b, sizeof b);
+        gm_log(GM_LOG_INFO, "device %d: context takes %s (charged)", dev, b);
+    }
+    return true;
+}

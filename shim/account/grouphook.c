@@ -1,0 +1,161 @@
+/*
+ * shim/account/grouphook.c — wiring shim/group/group.c into the shim: join, per-device
+ * registration, charge/release, cross-process waits, reclaim events.
+ */
+#include "shim/account/grouphook.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "policy/parse.h"
+#include "shim/telemetry/abi.h"
+#include "shim/group/group.h"
+#include "shim/driver/real.h"
+
+static struct gm_group group;
+static _Atomic int joined;
+static int gdev_dev[GM_GROUP_MAX_DEVICES]; /* group device -> CUDA ordinal */
+static _Atomic int broken_warned;
+
+/* Runs with the group's lock held, from any thread: record only. */
+static void on_reclaim(void *arg, int gdev, int pid, uint64_t bytes)
+{
+    (void)arg;
+    int dev = gdev >= 0 && gdev < GM_GROUP_MAX_DEVICES ? gdev_dev[gdev] : 0;
+    gm_tel_event(&gm_st.tel, GM_EV_RECLAIM, (unsigned)dev, GM_API_NONE, bytes,
+                 (uint64_t)pid, gm_budget_used(&gm_st.dev[dev].budget));
+}
+
+void gm_grp_init(void)
+{
+    const struct gm_policy *p = &gm_st.policy;
+    if (p->group[0] == '\0')
+        return;
+    struct gm_group_params gp = {
+        .dir = NULL, .prefix = p->shm_prefix, .name = p->group,
+        .weight = p->priority, .limit = p->group_limit, .keep = false,
+        .on_reclaim = on_reclaim, .arg = NULL,
+    };
+    char msg[512] = "";
+    if (gm_group_join(&group, &gp, msg, sizeof msg) != 0) {
+        gm_log(GM_LOG_WARN, "cannot join group '%s' (%s); running with the "
+               "process limit only", p->group, msg[0] ? msg : "unknown");
+        return;
+    }
+    if (msg[0])
+        gm_log(GM_LOG_WARN, "%s", msg);
+    gm_group_start_reaper(&group, 0);
+    atomic_store(&joined, 1);
+}
+
+void gm_grp_device(int dev, struct gm_dev *d)
+{
+    if (!atomic_load(&joined))
+        return;
+    CUuuid u;
+    memset(&u, 0, sizeof u);
+    gm_depth++;
+    CUresult rc = gm_real.cuDeviceGetUuid_v2
+                      ? gm_real.cuDeviceGetUuid_v2(&u, (CUdevice)dev)
+                      : CUDA_ERROR_NOT_FOUND;
+    gm_depth--;
+    if (rc != CUDA_SUCCESS) {
+        gm_log(GM_LOG_WARN, "device %d: no UUID (driver error %d); not in "
+               "group '%s'", dev, (int)rc, gm_st.policy.group);
+        return;
+    }
+    char msg[512] = "";
+    int g = gm_group_device(&group, (const unsigned char *)u.bytes,
+                            d->physical, msg, sizeof msg);
+    if (msg[0])
+        gm_log(GM_LOG_WARN, "%s", msg);
+    if (g < 0 || g >= GM_GROUP_MAX_DEVICES)
+        return;
+    gdev_dev[g] = dev;
+    d->gdev1 = g + 1;
+}
+
+static void warn_broken(void)
+{
+    if (gm_group_broken(&group) && !atomic_exchange(&broken_warned, 1))
+        gm_log(GM_LOG_WARN, "group '%s' became unusable (its segment was "
+               "damaged or taken over); only the process limit applies now",
+               gm_st.policy.group);
+}
+
+bool gm_grp_take_slow(struct gm_dev *d, uint64_t size)
+{
+    uint64_t used;
+    bool ok = gm_group_reserve(&group, d->gdev1 - 1, size, &used);
+    warn_broken();
+    return ok;
+}
+
+void gm_grp_give_slow(struct gm_dev *d, uint64_t size)
+{
+    gm_group_release(&group, d->gdev1 - 1, size);
+}
+
+bool gm_grp_wait(struct gm_dev *d, uint64_t size, uint64_t deadline_ns)
+{
+    if (d->gdev1 == 0)
+        return true;
+    uint64_t used;
+    return gm_group_wait(&group, d->gdev1 - 1, size, deadline_ns, &used);
+}
+
+void gm_grp_describe(struct gm_dev *d, char *buf, size_t cap)
+{
+    struct gm_group_usage u;
+    if (d->gdev1 == 0 || gm_group_query(&group, d->gdev1 - 1, &u) != 0) {
+        snprintf(buf, cap, "group '%s'", gm_st.policy.group);
+        return;
+    }
+    char us[32], ls[32];
+    gm_format_size(u.used, us, sizeof us);
+    gm_format_size(u.limit, ls, sizeof ls);
+    snprintf(buf, cap, "group '%s' has %s used of %s limit",
+             gm_st.policy.group, us, ls);
+}
+
+size_t gm_grp_report(char *buf, size_t cap)
+{
+    size_t n = 0;
+    if (!atomic_load(&joined) || cap == 0)
+        return 0;
+    buf[0] = '\0';
+    for (unsigned i = 0; i < GM_MAX_DEVICES; i++) {
+        struct gm_dev *d = &gm_st.dev[i];
+        struct gm_group_usage u;
+        if (d->gdev1 == 0 || gm_group_query(&group, d->gdev1 - 1, &u) != 0)
+            continue;
+        char us[32], ls[32], ms[32], ss[32];
+        gm_format_size(u.used, us, sizeof us);
+        gm_format_size(u.limit, ls, sizeof ls);
+        gm_format_size(u.mine, ms, sizeof ms);
+        gm_format_size(u.share, ss, sizeof ss);
+        int k = snprintf(buf + n, cap - n,
+                         "gpumem: device %u: group '%s': %s used of %s limit "
+                         "by all members at exit; this process %s, guaranteed "
+                         "share %s\n",
+                         i, gm_st.policy.group, us, ls, ms, ss);
+        if (k < 0 || (size_t)k >= cap - n)
+            break;
+        n += (size_t)k;
+    }
+    return n;
+}
+
+void gm_grp_leave(void)
+{
+    if (atomic_exchange(&joined, 0))
+        gm_group_leave(&group);
+}
+
+void gm_grp_forget(void)
+{
+    if (atomic_exchange(&joined, 0))
+        gm_group_forget(&group);
+    for (unsigned i = 0; i < GM_MAX_DEVICES; i++)
+        gm_st.dev[i].gdev1 = 0;
+}

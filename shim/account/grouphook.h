@@ -1,0 +1,49 @@
+/*
+ * shim/account/grouphook.h — the shim's use of a shared budget (GPUMEM_GROUP):
+ * joining at initialisation, registering each device by UUID, and
+ * charging the group next to the process budget.
+ *
+ * Invariant: every byte the shim charges to a device's group entry is
+ * given back through gm_grp_give (or reclaimed by another member if this
+ * process dies). Devices without a group entry (no group, or a group that
+ * could not be joined) cost one load on the allocation path.
+ */
+#ifndef GM_GROUPHOOK_H
+#define GM_GROUPHOOK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shim/account/state.h"
+
+/* Join GPUMEM_GROUP (after telemetry is open). Warns once on failure and
+ * runs on without the group. */
+void gm_grp_init(void);
+/* Register device `dev` with the group (at its first use). */
+void gm_grp_device(int dev, struct gm_dev *d);
+bool gm_grp_take_slow(struct gm_dev *d, uint64_t size);
+void gm_grp_give_slow(struct gm_dev *d, uint64_t size);
+/* Charge / give back `size` on the device's group entry. take returns
+ * false when the group refuses. */
+static inline bool gm_grp_take(struct gm_dev *d, uint64_t size)
+{
+    return GM_LIKELY(d->gdev1 == 0) || gm_grp_take_slow(d, size);
+}
+static inline void gm_grp_give(struct gm_dev *d, uint64_t size)
+{
+    if (GM_UNLIKELY(d->gdev1 != 0))
+        gm_grp_give_slow(d, size);
+}
+/* Block until the group can take `size` (then it is taken) or until the
+ * CLOCK_MONOTONIC deadline. */
+bool gm_grp_wait(struct gm_dev *d, uint64_t size, uint64_t deadline_ns);
+/* "group 'NAME': 7.5 GiB used of 8.0 GiB limit" for refusal messages. */
+void gm_grp_describe(struct gm_dev *d, char *buf, size_t cap);
+/* Exit-report lines for the group (text; "" when not in a group). */
+size_t gm_grp_report(char *buf, size_t cap);
+/* Leave at exit; forget after fork (the child is not a member). */
+void gm_grp_leave(void);
+void gm_grp_forget(void);
+
+#endif

@@ -1,0 +1,336 @@
+/*
+ * shim/account/pools.c — stream-ordered pool accounting: the known pools,
+ * their charges, what the pool wrappers (shim/intercept/hooks_pool.c)
+ * report of a pool's life, and the refresh after a synchronisation.
+ *
+ * Pools are few: a fixed open-addressing table of POOLS slots, keys
+ * claimed with compare-and-swap and never removed (a destroyed pool is
+ * marked dead and its slot revived if the driver reuses the handle).
+ * Reading a pool's reserve is a driver call, so no lock is held around it:
+ * the new figure is exchanged into `charged` and the difference applied to
+ * the budget, which keeps the budget equal to the sum of the figures last
+ * exchanged whatever the interleaving.
+ */
+#include "shim/account/pools.h"
+
+#include <stdatomic.h>
+
+#include "shim/account/release.h"
+#include "shim/account/device.h"
+#include "shim/account/state.h"
+#include "shim/base/spin.h"
+#include "shim/driver/real.h"
+#include "shim/telemetry/abi.h"
+
+#define POOLS 256u
+
+struct gm_pool {
+    _Atomic uint64_t key;      /* CUmemoryPool; 0 = free slot */
+    _Atomic uint64_t charged;  /* bytes of this pool in the budget */
+    _Atomic int dev;
+    _Atomic int imported;      /* 1: belongs to another process */
+    _Atomic int dead;          /* destroyed */
+};
+#define pool gm_pool
+
+static struct pool pools[POOLS];
+_Atomic int gm_pools_dirty; /* an async free since the last refresh */
+static _Atomic uint64_t dev_reserve[GM_MAX_DEVICES]; /* sum of charged */
+/* Each device's current pool (its slot), once known. */
+static struct gm_pool *_Atomic current[GM_MAX_DEVICES];
+
+static gm_spin create_lock; /* new slots only; lookups take no lock */
+
+static struct pool *slot(CUmemoryPool p, int dev, int create)
+{
+    uint64_t k = (uint64_t)(uintptr_t)p;
+    if (k == 0)
+        return NULL;
+    unsigned h = (unsigned)((k * 0x9e3779b97f4a7c15ull) >> 56);
+    for (unsigned i = 0; i < POOLS; i++) {
+        struct pool *s = &pools[(h + i) & (POOLS - 1)];
+        uint64_t cur = atomic_load_explicit(&s->key, memory_order_acquire);
+        if (GM_LIKELY(cur == k))
+            return s;
+        if (cur != 0)
+            continue;
+        if (!create)
+            return NULL;
+        /* Claim under the lock; the slot's fields are set before its key is
+         * published (release store, paired with the acquire above). */
+        gm_spin_lock(&create_lock);
+        cur = atomic_load_explicit(&s->key, memory_order_acquire);
+        if (cur == 0) {
+            atomic_store(&s->dev, dev);
+            atomic_store(&s->charged, 0);
+            atomic_store(&s->imported, 0);
+            atomic_store(&s->dead, 0);
+            atomic_store_explicit(&s->key, k, memory_order_release);
+            cur = k;
+        }
+        gm_spin_unlock(&create_lock);
+        if (cur == k)
+            return s;
+    }
+    return NULL; /* table full: that pool's live bytes are charged */
+}
+
+static inline uint64_t pool_attr(CUmemoryPool p, CUmemPool_attribute a)
+{
+    cuuint64_t v = 0;
+    if (gm_real.cuMemPoolGetAttribute == NULL)
+        return 0;
+    gm_depth++;
+    CUresult rc = gm_real.cuMemPoolGetAttribute(p, a, &v);
+    gm_depth--;
+    return rc == CUDA_SUCCESS ? (uint64_t)v : 0;
+}
+
+/* The slot of `pool` if it can be accounted (a slot exists or was made,
+ * not imported), else NULL: the caller then charges the live bytes. */
+static struct pool *accountable(CUmemoryPool pool, int dev)
+{
+    struct pool *s = slot(pool, dev, 1);
+    return s != NULL && !atomic_load_explicit(&s->imported,
+                                              memory_order_relaxed)
+               ? s : NULL;
+}
+
+CUmemoryPool gm_pool_handle(const struct gm_pool *s)
+{
+    return (CUmemoryPool)(uintptr_t)atomic_load_explicit(
+        &s->key, memory_order_relaxed);
+}
+
+struct gm_pool *gm_pool_for(int dev, CUmemoryPool pool)
+{
+    if (dev < 0 || dev >= GM_MAX_DEVICES)
+        return NULL;
+    if (pool != NULL)
+        return accountable(pool, dev);
+    struct pool *s = atomic_load_explicit(&current[dev], memory_order_acquire);
+    if (GM_LIKELY(s != NULL))
+        return atomic_load_explicit(&s->imported, memory_order_relaxed)
+                   ? NULL : s;
+    if (gm_real.cuDeviceGetMemPool == NULL ||
+        gm_real.cuMemPoolGetAttribute == NULL)
+        return NULL;
+    CUmemoryPool p = NULL;
+    gm_depth++;
+    CUresult rc = gm_real.cuDeviceGetMemPool(&p, (CUdevice)dev);
+    gm_depth--;
+    if (rc != CUDA_SUCCESS)
+        return NULL;
+    s = slot(p, dev, 1);
+    if (s != NULL)
+        atomic_store_explicit(&current[dev], s, memory_order_release);
+    return s != NULL && !atomic_load_explicit(&s->imported,
+                                              memory_order_relaxed)
+               ? s : NULL;
+}
+
+uint64_t gm_pool_idle(struct gm_pool *s)
+{
+    CUmemoryPool pool = gm_pool_handle(s);
+    uint64_t r = pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
+    uint64_t u = pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT);
+    return r > u ? r - u : 0;
+}
+
+static void publish(int dev, int64_t delta)
+{
+    if (dev < 0 || dev >= GM_MAX_DEVICES)
+        return;
+    uint64_t v;
+    if (delta >= 0) {
+        v = atomic_fetch_add(&dev_reserve[dev], (uint64_t)delta) +
+            (uint64_t)delta;
+    } else {
+        uint64_t o = atomic_load(&dev_reserve[dev]);
+        do {
+            v = (uint64_t)-delta > o ? 0 : o - (uint64_t)-delta;
+        } while (!atomic_compare_exchange_weak(&dev_reserve[dev], &o, v));
+    }
+    gm_tel_pool(&gm_st.tel, (unsigned)dev, v);
+}
+
+/* Set the pool's charge to `now`, applying the difference to its device's
+ * budget in one step together with the release of `held` bytes (an
+ * admission's provisional hold, or 0). */
+static inline uint64_t recharge(struct pool *s, struct gm_dev *d, uint64_t now,
+                                uint64_t held)
+{
+    uint64_t old = atomic_load_explicit(&s->charged, memory_order_relaxed);
+    if (GM_LIKELY(old == now)) /* the common case: the pool did not grow */
+        return held ? gm_budget_release(&d->budget, held)
+                    : gm_budget_used(&d->budget);
+    old = atomic_exchange(&s->charged, now);
+    int dev = atomic_load_explicit(&s->dev, memory_order_relaxed);
+    uint64_t used = gm_budget_settle(&d->budget, now > old ? now - old : 0,
+                                     held + (old > now ? old - now : 0));
+    if (now != old) {
+        publish(dev, (int64_t)(now - old));
+        if (now < old)
+            gm_release_wake();
+    }
+    return used;
+}
+
+uint64_t gm_pool_settle(int dev, struct gm_dev *d, struct gm_pool *s,
+                        uint64_t held)
+{
+    if (s == NULL ||
+        atomic_load_explicit(&s->imported, memory_order_relaxed))
+        return held ? gm_budget_release(&d->budget, held)
+                    : gm_budget_used(&d->budget);
+    int pdev = atomic_load_explicit(&s->dev, memory_order_relaxed);
+    struct gm_dev *pd = d;
+    if (pdev != dev) { /* a pool of another device: charge it there */
+        if (held)
+            gm_budget_release(&d->budget, held);
+        held = 0;
+        pd = gm_dev_get(pdev);
+        if (pd == NULL)
+            return gm_budget_used(&d->budget);
+    }
+    if (GM_UNLIKELY(atomic_load_explicit(&s->dead, memory_order_relaxed)))
+        atomic_store(&s->dead, 0);
+    return recharge(s, pd, pool_attr(gm_pool_handle(s),
+                                     CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT),
+                    held);
+}
+
+uint64_t gm_pool_refresh(int dev, struct gm_dev *d, struct gm_pool *s)
+{
+    return gm_pool_settle(dev, d, s, 0);
+}
+
+static uint64_t refresh_handle(int dev, struct gm_dev *d, CUmemoryPool pool)
+{
+    return gm_pool_refresh(dev, d, slot(pool, dev, 1));
+}
+
+uint64_t gm_pool_trim_device(int dev, struct gm_dev *d)
+{
+    if (gm_real.cuMemPoolTrimTo == NULL)
+        return 0;
+    uint64_t freed = 0;
+    bool synced = false;
+    for (unsigned i = 0; i < POOLS; i++) {
+        struct pool *s = &pools[i];
+        uint64_t k = atomic_load_explicit(&s->key, memory_order_acquire);
+        if (k == 0 || atomic_load(&s->dev) != dev || atomic_load(&s->dead) ||
+            atomic_load(&s->imported))
+            continue;
+        CUmemoryPool p = (CUmemoryPool)(uintptr_t)k;
+        uint64_t used = pool_attr(p, CU_MEMPOOL_ATTR_USED_MEM_CURRENT);
+        uint64_t before = atomic_load(&s->charged);
+        if (before <= used)
+            continue;
+        gm_depth++;
+        if (!synced && gm_real.cuCtxSynchronize) {
+            gm_real.cuCtxSynchronize(); /* frees must land before a trim */
+            synced = true;
+        }
+        gm_real.cuMemPoolTrimTo(p, (size_t)used);
+        gm_depth--;
+        uint64_t after = pool_attr(p, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
+        recharge(s, d, after, 0);
+        if (after < before) {
+            freed += before - after;
+            gm_tel_event(&gm_st.tel, GM_EV_TRIM, (unsigned)dev,
+                         GM_API_POOL_TRIM, before - after, k,
+                         gm_budget_used(&d->budget));
+        }
+    }
+    return freed;
+}
+
+void gm_pool_freed(void)
+{
+    atomic_store_explicit(&gm_pools_dirty, 1, memory_order_relaxed);
+}
+
+void gm_pools_synced_slow(void)
+{
+    if (!atomic_exchange(&gm_pools_dirty, 0))
+        return;
+    for (unsigned i = 0; i < POOLS; i++) {
+        struct pool *s = &pools[i];
+        uint64_t k = atomic_load_explicit(&s->key, memory_order_acquire);
+        if (k == 0 || atomic_load(&s->dead) || atomic_load(&s->imported) ||
+            atomic_load(&s->charged) == 0)
+            continue;
+        int dev = atomic_load(&s->dev);
+        struct gm_dev *d = gm_dev_get(dev);
+        if (d)
+            gm_pool_refresh(dev, d, s);
+    }
+}
+
+void gm_pools_reset(void)
+{
+    atomic_store(&gm_pools_dirty, 0);
+    for (unsigned i = 0; i < POOLS; i++) {
+        atomic_store(&pools[i].key, 0);
+        atomic_store(&pools[i].charged, 0);
+        atomic_store(&pools[i].dead, 0);
+        atomic_store(&pools[i].imported, 0);
+    }
+    for (unsigned i = 0; i < GM_MAX_DEVICES; i++) {
+        atomic_store(&dev_reserve[i], 0);
+        atomic_store(&current[i], NULL);
+    }
+}
+
+/* ---- what the pool wrappers report --------------------------------------- */
+
+void gm_pool_created(CUmemoryPool pool, int dev)
+{
+    slot(pool, dev, 1);
+}
+
+void gm_pool_imported(CUmemoryPool pool, int dev)
+{
+    struct pool *s = slot(pool, dev, 1);
+    if (s)
+        atomic_store(&s->imported, 1);
+}
+
+void gm_pool_destroyed(CUmemoryPool pool)
+{
+    struct pool *s = slot(pool, 0, 0);
+    if (s == NULL)
+        return;
+    atomic_store(&s->dead, 1);
+    struct gm_dev *d = gm_dev_get(atomic_load(&s->dev));
+    if (d != NULL && !atomic_load(&s->imported)) {
+        uint64_t before = atomic_load(&s->charged);
+        uint64_t used = recharge(s, d, 0, 0);
+        if (before)
+            gm_tel_event(&gm_st.tel, GM_EV_FREE, (unsigned)atomic_load(&s->dev),
+                         GM_API_POOL_DESTROY, before,
+                         (uint64_t)(uintptr_t)pool, used);
+    }
+    for (unsigned i = 0; i < GM_MAX_DEVICES; i++) {
+        struct pool *cur = s;
+        atomic_compare_exchange_strong(&current[i], &cur, NULL);
+    }
+}
+
+void gm_pool_trimmed(CUmemoryPool pool)
+{
+    struct pool *s = slot(pool, 0, 0);
+    if (s == NULL)
+        return;
+    int dev = atomic_load(&s->dev);
+    struct gm_dev *d = gm_dev_get(dev);
+    if (d)
+        refresh_handle(dev, d, pool);
+}
+
+void gm_pool_set_current(int dev, CUmemoryPool pool)
+{
+    if (dev >= 0 && dev < GM_MAX_DEVICES)
+        atomic_store(&current[dev], slot(pool, dev, 1));
+}

@@ -1,0 +1,34 @@
+/*
+ * shim/account/state.c — the process-wide state (gm_st, the hooks' clock)
+ * and which device a call is for.
+ *
+ * Invariant: the driver call made here runs with the nesting guard raised.
+ */
+#include "shim/account/state.h"
+
+#include "shim/driver/real.h"
+
+/* Devices on which a context was created through our wrappers. While
+ * there is exactly one, the current context (if any) is on it, and the
+ * driver need not be asked; a call without any current context fails in
+ * the driver anyway, and its reservation is rolled back. */
+_Atomic uint64_t gm_ctx_devices;
+
+struct gm_state gm_st = { .dev_lock = PTHREAD_MUTEX_INITIALIZER };
+int gm_hook_clock;
+
+int gm_current_device_slow(void)
+{
+    CUdevice d = -1;
+    if (gm_real.cuCtxGetDevice == NULL)
+        return -1;
+    gm_depth++;
+    CUresult rc = gm_real.cuCtxGetDevice(&d);
+    gm_depth--;
+    return rc == CUDA_SUCCESS ? (int)d : -1;
+}
+
+void gm_dev_reset(void)
+{
+    atomic_store(&gm_ctx_devices, 0);
+}

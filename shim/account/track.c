@@ -1,0 +1,260 @@
+/*
+ * shim/account/track.c — sharded open-addressing hash of live allocations.
+ *
+ * Invariants per shard: cap is 0 or a power of two >= 64; count < 0.7 cap
+ * after every insert; no tombstones (backward-shift deletion keeps every
+ * probe chain contiguous); slots[] is only touched with the shard's lock
+ * held. Growth maps a table twice the size, rehashes, unmaps the old one.
+ */
+#include "shim/account/track.h"
+
+#include <string.h>
+#include <sys/mman.h>
+
+#include "shim/base/spin.h"
+
+#define SHARDS 256u
+#define MIN_CAP 64u
+
+struct shard {
+    gm_spin lock;
+    uint32_t count;
+    uint32_t cap;
+    uint32_t grow_at;             /* count that triggers growth: 0.7 cap */
+    struct gm_alloc *slots;
+    char pad[64 - sizeof(gm_spin) - 3 * sizeof(uint32_t) -
+             sizeof(struct gm_alloc *)];
+};
+
+static struct shard shards[SHARDS];
+
+/* Multiplicative hash: the top byte picks the shard, the low bits (with
+ * the high half folded in, so aligned pointers spread) the slot. */
+static inline uint64_t mix(uint64_t key, unsigned ns)
+{
+    uint64_t h = (key ^ ((uint64_t)ns << 59)) * 0x9e3779b97f4a7c15ull;
+    return h ^ (h >> 32);
+}
+
+static inline struct shard *shard_of(uint64_t h)
+{
+    return &shards[h >> 56];
+}
+
+static struct gm_alloc *map_slots(uint32_t cap)
+{
+    void *p = mmap(NULL, (size_t)cap * sizeof(struct gm_alloc),
+                   PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* Index of the key, or of the empty slot where it would go. */
+static inline uint32_t probe(const struct shard *s, uint64_t h, unsigned ns,
+                             uint64_t key)
+{
+    uint32_t mask = s->cap - 1;
+    uint32_t i = (uint32_t)h & mask;
+    while (s->slots[i].ns != 0 &&
+           !(s->slots[i].ns == ns && s->slots[i].key == key))
+        i = (i + 1) & mask;
+    return i;
+}
+
+static int grow(struct shard *s)
+{
+    uint32_t ncap = s->cap ? s->cap * 2 : MIN_CAP;
+    struct gm_alloc *n = map_slots(ncap);
+    if (n == NULL)
+        return -1;
+    struct gm_alloc *old = s->slots;
+    uint32_t ocap = s->cap;
+    s->slots = n;
+    s->cap = ncap;
+    s->grow_at = (uint32_t)((uint64_t)ncap * 7 / 10);
+    for (uint32_t i = 0; i < ocap; i++) {
+        if (old[i].ns == 0)
+            continue;
+        uint32_t j = probe(s, mix(old[i].key, old[i].ns), old[i].ns,
+                           old[i].key);
+        n[j] = old[i];
+    }
+    if (old)
+        munmap(old, (size_t)ocap * sizeof(struct gm_alloc));
+    return 0;
+}
+
+/* Backward-shift deletion of slot i (linear probing). */
+static inline void erase(struct shard *s, uint32_t i)
+{
+    uint32_t mask = s->cap - 1;
+    uint32_t j = i;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (s->slots[j].ns == 0)
+            break;
+        uint32_t home = (uint32_t)mix(s->slots[j].key, s->slots[j].ns) & mask;
+        /* Move j back to i unless its home lies cyclically in (i, j]. */
+        if (((j - home) & mask) >= ((j - i) & mask)) {
+            s->slots[i] = s->slots[j];
+            i = j;
+        }
+    }
+    memset(&s->slots[i], 0, sizeof s->slots[i]);
+    s->count--;
+}
+
+/* The key's slot index in a locked shard, or -1 when absent. */
+static inline int64_t find_locked(const struct shard *s, uint64_t h,
+                                  enum gm_ns ns, uint64_t key)
+{
+    if (s->cap == 0)
+        return -1;
+    uint32_t i = probe(s, h, ns, key);
+    return s->slots[i].ns != 0 ? (int64_t)i : -1;
+}
+
+/* Insert with the shard locked (rc as gm_track_insert). */
+static inline int insert_locked(struct shard *s, uint64_t h,
+                                const struct gm_alloc *a, struct gm_alloc *old)
+{
+    uint32_t i = probe(s, h, a->ns, a->key);
+    int rc = 0;
+    if (s->slots[i].ns != 0) {
+        if (old)
+            *old = s->slots[i];
+        rc = 1;
+    } else {
+        s->count++;
+    }
+    s->slots[i] = *a;
+    return rc;
+}
+
+/* The shard was busy or full: wait for it, grow it, insert. */
+static __attribute__((noinline)) int insert_slow(struct shard *s, uint64_t h,
+                                                 const struct gm_alloc *a,
+                                                 struct gm_alloc *old)
+{
+    int rc = -1;
+    gm_spin_lock(&s->lock);
+    if (s->count + 1 <= s->grow_at || grow(s) == 0)
+        rc = insert_locked(s, h, a, old);
+    gm_spin_unlock(&s->lock);
+    return rc;
+}
+
+/* The fast paths below make no call but tail calls, so they need no
+ * callee-saved registers. */
+int gm_track_insert(const struct gm_alloc *a, struct gm_alloc *old)
+{
+    uint64_t h = mix(a->key, a->ns);
+    struct shard *s = shard_of(h);
+    if (__builtin_expect(!gm_spin_trylock(&s->lock), 0))
+        return insert_slow(s, h, a, old);
+    if (__builtin_expect(s->count + 1 > s->grow_at, 0)) {
+        gm_spin_unlock(&s->lock);
+        return insert_slow(s, h, a, old);
+    }
+    int rc = insert_locked(s, h, a, old);
+    gm_spin_unlock(&s->lock);
+    return rc;
+}
+
+static inline bool remove_locked(struct shard *s, uint64_t h, enum gm_ns ns,
+                                 uint64_t key, struct gm_alloc *out)
+{
+    int64_t i = find_locked(s, h, ns, key);
+    if (i < 0)
+        return false;
+    if (out)
+        *out = s->slots[i];
+    erase(s, (uint32_t)i);
+    return true;
+}
+
+static __attribute__((noinline)) bool remove_slow(struct shard *s, uint64_t h,
+                                                  enum gm_ns ns, uint64_t key,
+                                                  struct gm_alloc *out)
+{
+    gm_spin_lock(&s->lock);
+    bool found = remove_locked(s, h, ns, key, out);
+    gm_spin_unlock(&s->lock);
+    return found;
+}
+
+bool gm_track_remove(enum gm_ns ns, uint64_t key, struct gm_alloc *out)
+{
+    uint64_t h = mix(key, ns);
+    struct shard *s = shard_of(h);
+    if (__builtin_expect(!gm_spin_trylock(&s->lock), 0))
+        return remove_slow(s, h, ns, key, out);
+    bool found = remove_locked(s, h, ns, key, out);
+    gm_spin_unlock(&s->lock);
+    return found;
+}
+
+bool gm_track_find(enum gm_ns ns, uint64_t key, struct gm_alloc *out)
+{
+    uint64_t h = mix(key, ns);
+    struct shard *s = shard_of(h);
+    gm_spin_lock(&s->lock);
+    int64_t i = find_locked(s, h, ns, key);
+    if (i >= 0 && out)
+        *out = s->slots[i];
+    gm_spin_unlock(&s->lock);
+    return i >= 0;
+}
+
+bool gm_track_ref(enum gm_ns ns, uint64_t key)
+{
+    uint64_t h = mix(key, ns);
+    struct shard *s = shard_of(h);
+    gm_spin_lock(&s->lock);
+    int64_t i = find_locked(s, h, ns, key);
+    if (i >= 0 && s->slots[i].refs < UINT32_MAX)
+        s->slots[i].refs++;
+    gm_spin_unlock(&s->lock);
+    return i >= 0;
+}
+
+int gm_track_unref(enum gm_ns ns, uint64_t key, struct gm_alloc *out)
+{
+    uint64_t h = mix(key, ns);
+    struct shard *s = shard_of(h);
+    int rc = -1;
+    gm_spin_lock(&s->lock);
+    int64_t i = find_locked(s, h, ns, key);
+    if (i >= 0 && s->slots[i].refs > 1) {
+        s->slots[i].refs--;
+        rc = 0;
+    } else if (i >= 0) {
+        if (out)
+            *out = s->slots[i];
+        erase(s, (uint32_t)i);
+        rc = 1;
+    }
+    gm_spin_unlock(&s->lock);
+    return rc;
+}
+
+uint64_t gm_track_count(void)
+{
+    uint64_t n = 0;
+    for (unsigned i = 0; i < SHARDS; i++)
+        n += __atomic_load_n(&shards[i].count, __ATOMIC_RELAXED);
+    return n;
+}
+
+void gm_track_reset(void)
+{
+    for (unsigned i = 0; i < SHARDS; i++) {
+        struct shard *s = &shards[i];
+        if (s->slots)
+            munmap(s->slots, (size_t)s->cap * sizeof(struct gm_alloc));
+        s->slots = NULL;
+        s->cap = 0;
+        s->count = 0;
+        s->grow_at = 0;
+        atomic_store_explicit(&s->lock.v, 0, memory_order_relaxed);
+    }
+}

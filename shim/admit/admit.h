@@ -1,0 +1,51 @@
+/*
+ * shim/admit/admit.h — the decision for one request: reserve `size` on the
+ * device's budget and, when the device is in a group, on the group; on
+ * refusal, reclaim and apply the out-of-memory policy (admit.c). What an
+ * admitted request then becomes (commit or rollback) is shim/account.
+ *
+ * Invariant: a refused request leaves nothing reserved; an admitted one
+ * (GM_ADMIT_OK) holds exactly `size` on the process budget and on the
+ * group, which the caller commits or rolls back.
+ */
+#ifndef GM_ADMIT_H
+#define GM_ADMIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "shim/account/account.h"
+#include "shim/account/grouphook.h"
+#include "shim/account/state.h"
+#include "shim/admit/staged.h"
+#include "shim/admit/take.h"
+
+/* Outcome of a reservation. */
+enum gm_admit {
+    GM_ADMIT_OK = 0,      /* charged; call the driver, then commit/rollback */
+    GM_ADMIT_REFUSED,     /* return CUDA_ERROR_OUT_OF_MEMORY */
+    GM_ADMIT_SPILL,       /* not charged: serve as managed memory instead */
+};
+
+/* Reserve, applying reclaim and the out-of-memory policy on refusal. */
+enum gm_admit gm_admit_reserve_slow(int dev, struct gm_dev *d, uint64_t size,
+                                    unsigned api, bool spillable);
+static inline enum gm_admit gm_admit_reserve(int dev, struct gm_dev *d,
+                                             uint64_t size, unsigned api,
+                                             bool spillable)
+{
+    uint64_t used;
+    gm_staged_poll();
+    if (GM_LIKELY(gm_budget_reserve(&d->budget, size, &used))) {
+        if (GM_LIKELY(gm_grp_take(d, size)))
+            return GM_ADMIT_OK;
+        gm_budget_release(&d->budget, size);
+    }
+    return gm_admit_reserve_slow(dev, d, size, api, spillable);
+}
+/* Adjust a reservation to the size the driver actually used (pitch,
+ * arrays). Returns false (and keeps the original charge) when growing it
+ * would pass the limit. */
+bool gm_admit_adjust(struct gm_dev *d, uint64_t reserved, uint64_t actual);
+
+#endif

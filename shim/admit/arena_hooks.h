@@ -1,0 +1,32 @@
+/*
+ * shim/admit/arena_hooks.h — static mode (GPUMEM_MODE=static) as the wrappers see
+ * it: one driver allocation per device made at its first context, from
+ * which cuMemAlloc and cuMemAllocPitch requests are served.
+ */
+#ifndef GM_ARENA_HOOKS_H
+#define GM_ARENA_HOOKS_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "shim/driver/cuda_api.h"
+
+struct gm_dev;
+
+/* Bit d set: device d has an arena (checked inline on every free). */
+extern _Atomic uint64_t gm_arena_bits __attribute__((visibility("hidden")));
+
+/* At the first context on `dev` in static mode: reserve the arena. */
+void gm_static_setup(int dev, struct gm_dev *d, CUcontext ctx);
+/* Serve an allocation from the device's arena. Returns false when the
+ * device has no arena (the caller goes to the driver); true with *rc set
+ * (CUDA_SUCCESS and *p, or CUDA_ERROR_OUT_OF_MEMORY) otherwise. */
+bool gm_arena_try_alloc(int dev, struct gm_dev *d, uint64_t size,
+                        unsigned api, CUdeviceptr *p, CUresult *rc);
+/* Return an arena pointer. False when `p` is in no arena. */
+bool gm_arena_try_free(CUdeviceptr p, unsigned api, CUresult *rc);
+/* Fork child: forget the parent's arenas. */
+void gm_static_reset(void);
+
+#endif

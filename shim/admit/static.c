@@ -1,0 +1,143 @@
+/*
+ * shim/admit/static.c — GPUMEM_MODE=static: at the first context on a device the
+ * shim takes GPUMEM_STATIC_SIZE (default: all the room the limit leaves
+ * after the context) in one driver allocation, charges it to the device,
+ * and serves cuMemAlloc_v2 and cuMemAllocPitch(_v2) from it with the
+ * best-fit sub-allocator in shim/admit/arena.c. Frees of arena pointers return
+ * to the arena; everything else goes to the driver as in grow mode.
+ *
+ * Invariants: an arena is initialised completely before its pointer is
+ * published in gm_dev.arena (release store; readers acquire); it lives
+ * until the process exits. Arena pieces are not charged again: the whole
+ * arena already is. Telemetry records each piece as an allocation so the
+ * counts, sizes and leak check work as in grow mode, with `used` standing
+ * at context + arena.
+ */
+#include <errno.h>
+
+#include "policy/parse.h"
+#include "shim/telemetry/abi.h"
+#include "shim/admit/admit.h"
+#include "shim/admit/arena.h"
+#include "shim/admit/arena_hooks.h"
+#include "shim/driver/real.h"
+#include "shim/account/state.h"
+
+static struct gm_arena arenas[GM_MAX_DEVICES];
+_Atomic uint64_t gm_arena_bits;  /* devices that have an arena */
+
+static uint64_t arena_size(struct gm_dev *d)
+{
+    uint64_t room = gm_budget_room(&d->budget);
+    uint64_t limit = gm_budget_limit(&d->budget);
+    const struct gm_limit *s = &gm_st.policy.static_size;
+    uint64_t want = s->kind == GM_LIMIT_NONE ? room : gm_limit_resolve(s, limit);
+    if (want > room)
+        want = room;
+    return want & ~((2ull << 20) - 1);
+}
+
+void gm_static_setup(int dev, struct gm_dev *d, CUcontext ctx)
+{
+    if (gm_st.policy.mode != GM_MODE_STATIC || gm_real.cuMemAlloc_v2 == NULL)
+        return;
+    uint64_t size = arena_size(d);
+    char s[32];
+    gm_format_size(size, s, sizeof s);
+    if (size == 0) {
+        gm_log(GM_LOG_WARN, "device %d: no room for a static arena; "
+               "allocating on demand", dev);
+        return;
+    }
+    uint64_t used;
+    bool by_group;
+    if (!gm_admit_take(d, size, &used, &by_group)) {
+        gm_log(GM_LOG_WARN, "device %d: no room for a static arena of %s%s; "
+               "allocating on demand", dev, s,
+               by_group ? " in the group" : "");
+        return;
+    }
+    CUdeviceptr base = 0;
+    CUcontext popped;
+    gm_depth++;
+    CUresult rc = gm_real.cuCtxPushCurrent_v2(ctx);
+    if (rc == CUDA_SUCCESS) {
+        rc = gm_real.cuMemAlloc_v2(&base, (size_t)size);
+        gm_real.cuCtxPopCurrent_v2(&popped);
+    }
+    gm_depth--;
+    if (rc != CUDA_SUCCESS ||
+        gm_arena_init(&arenas[dev], base, size) != 0) {
+        gm_acct_rollback(d, size);
+        gm_log(GM_LOG_ERROR, "device %d: the static arena of %s could not be "
+               "allocated (driver error %d); allocating on demand", dev, s,
+               (int)rc);
+        return;
+    }
+    gm_tel_event(&gm_st.tel, GM_EV_MODE, (unsigned)dev, GM_API_MEM_ALLOC,
+                 size, base, used);
+    gm_log(GM_LOG_INFO, "device %d: static arena of %s reserved", dev, s);
+    __atomic_store_n(&d->arena, &arenas[dev], __ATOMIC_RELEASE);
+    atomic_fetch_or(&gm_arena_bits, 1ull << dev);
+}
+
+bool gm_arena_try_alloc(int dev, struct gm_dev *d, uint64_t size,
+                        unsigned api, CUdeviceptr *p, CUresult *rc)
+{
+    struct gm_arena *a = __atomic_load_n(&d->arena, __ATOMIC_ACQUIRE);
+    if (GM_LIKELY(a == NULL))
+        return false;
+    uint64_t addr = 0, charged = 0;
+    uint64_t t0 = gm_hook_ticks();
+    int r = gm_arena_alloc(a, size, &addr, &charged);
+    uint64_t lat = gm_ticks_ns(gm_hook_ticks() - t0);
+    if (r != 0) {
+        *rc = r == -EINVAL ? CUDA_ERROR_INVALID_VALUE
+                           : CUDA_ERROR_OUT_OF_MEMORY;
+        if (r == -ENOMEM) {
+            gm_tel_refuse(&gm_st.tel, (unsigned)dev, api, size,
+                          gm_arena_used(a), a->size);
+            gm_log(GM_LOG_WARN, "device %d: %s of %llu bytes refused: the "
+                   "static arena has no free block that large", dev,
+                   gm_api_name(api), (unsigned long long)size);
+        }
+        return true;
+    }
+    *p = addr;
+    *rc = CUDA_SUCCESS;
+    gm_tel_alloc_frag(&gm_st.tel, (unsigned)dev, api, addr, charged, lat,
+                      gm_budget_used(&d->budget), gm_budget_peak(&d->budget),
+                      gm_arena_frag_ppm(a));
+    return true;
+}
+
+bool gm_arena_try_free(CUdeviceptr p, unsigned api, CUresult *rc)
+{
+    uint64_t bits = atomic_load_explicit(&gm_arena_bits, memory_order_acquire);
+    while (GM_UNLIKELY(bits != 0)) {
+        unsigned dev = (unsigned)__builtin_ctzll(bits);
+        bits &= bits - 1;
+        struct gm_arena *a = &arenas[dev];
+        if (!gm_arena_owns(a, p))
+            continue;
+        uint64_t size = 0;
+        uint64_t t0 = gm_hook_ticks();
+        int r = gm_arena_free(a, p, &size);
+        uint64_t lat = gm_ticks_ns(gm_hook_ticks() - t0);
+        if (r != 0) {
+            *rc = CUDA_ERROR_INVALID_VALUE;
+            return true;
+        }
+        struct gm_dev *d = &gm_st.dev[dev];
+        gm_tel_free_frag(&gm_st.tel, dev, api, p, size, lat,
+                         gm_budget_used(&d->budget), gm_arena_frag_ppm(a));
+        *rc = CUDA_SUCCESS;
+        return true;
+    }
+    return false;
+}
+
+void gm_static_reset(void)
+{
+    atomic_store(&gm_arena_bits, 0);
+}

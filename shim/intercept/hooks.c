@@ -1,0 +1,547 @@
+/*
+ * shim/intercept/hooks.c — wrappers of the device-pointer allocation family:
+ * cuMemAlloc(_v2), cuMemAllocPitch(_v2), cuMemAllocManaged,
+ * cuMemAllocAsync(_ptsz), cuMemAllocFromPoolAsync(_ptsz), and their frees.
+ *
+ * Each wrapper: guard (initialised, not nested, valid arguments) ->
+ * reserve against the current device's budget -> real call (timed, guard
+ * raised) -> commit, or roll back on failure. Frees take the entry out of
+ * the table first (so a concurrent allocation that gets the same address
+ * cannot collide with it), call the driver, and release the charge only on
+ * success (the entry goes back on failure). Invalid arguments and calls
+ * with no current context go to the driver untouched, so the program sees
+ * the driver's own error.
+ */
+#include "shim/intercept/lifecycle.h"
+#include "shim/telemetry/abi.h"
+#include "shim/admit/admit.h"
+#include "shim/account/commit.h"
+#include "shim/admit/arena_hooks.h"
+#include "shim/account/grouphook.h"
+#include "shim/account/pools.h"
+#include "shim/admit/staged.h"
+#include "shim/driver/real.h"
+#include "shim/account/device.h"
+#include "shim/account/state.h"
+
+
+/* Which real function an allocation goes to. */
+enum kind { K_V2, K_V1, K_MANAGED, K_ASYNC, K_ASYNC_PTSZ, K_POOL, K_POOL_PTSZ };
+
+struct req {
+    enum kind kind;
+    unsigned api;
+    CUdeviceptr *out;        /* 64-bit result (v1: a temporary) */
+    CUdeviceptr_v1 *out_v1;  /* v1 only */
+    uint64_t size;
+    unsigned flags;          /* managed: attach flags */
+    CUstream stream;
+    CUmemoryPool pool;
+};
+
+/* Inlined into each wrapper with a constant kind: the switch folds away. */
+static inline __attribute__((always_inline)) CUresult
+call_real(enum kind k, const struct req *r, CUdeviceptr *p)
+{
+    CUresult rc = CUDA_ERROR_NOT_FOUND;
+    gm_depth++;
+    switch (k) {
+    case K_V2:
+        if (gm_real.cuMemAlloc_v2)
+            rc = gm_real.cuMemAlloc_v2(p, (size_t)r->size);
+        break;
+    case K_V1:
+        if (gm_real.cuMemAlloc) {
+            CUdeviceptr_v1 v = 0;
+            rc = gm_real.cuMemAlloc(&v, (unsigned)r->size);
+            *p = v;
+        }
+        break;
+    case K_MANAGED:
+        if (gm_real.cuMemAllocManaged)
+            rc = gm_real.cuMemAllocManaged(p, (size_t)r->size, r->flags);
+        break;
+    case K_ASYNC:
+        if (gm_real.cuMemAllocAsync)
+            rc = gm_real.cuMemAllocAsync(p, (size_t)r->size, r->stream);
+        break;
+    case K_ASYNC_PTSZ:
+        if (gm_real.cuMemAllocAsync_ptsz)
+            rc = gm_real.cuMemAllocAsync_ptsz(p, (size_t)r->size, r->stream);
+        break;
+    case K_POOL:
+        if (gm_real.cuMemAllocFromPoolAsync)
+            rc = gm_real.cuMemAllocFromPoolAsync(p, (size_t)r->size, r->pool,
+                                                 r->stream);
+        break;
+    case K_POOL_PTSZ:
+        if (gm_real.cuMemAllocFromPoolAsync_ptsz)
+            rc = gm_real.cuMemAllocFromPoolAsync_ptsz(p, (size_t)r->size,
+                                                      r->pool, r->stream);
+        break;
+    }
+    gm_depth--;
+    return rc;
+}
+
+/* Refused but spillable: serve as managed memory, recorded, not charged. */
+static __attribute__((noinline, cold)) CUresult
+spill(int dev, struct gm_dev *d, uint64_t size, unsigned api, CUdeviceptr *p)
+{
+    if (gm_real.cuMemAllocManaged == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    gm_depth++;
+    CUresult rc = gm_real.cuMemAllocManaged(p, (size_t)size,
+                                            CU_MEM_ATTACH_GLOBAL);
+    gm_depth--;
+    if (rc != CUDA_SUCCESS)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    uint64_t t = gm_hook_ticks();
+    gm_acct_commit(dev, d, GM_NS_PTR, *p, size, api,
+                   GM_AF_SPILL | GM_AF_UNCHARGED, t, t);
+    return CUDA_SUCCESS;
+}
+
+/* Undo an async allocation that grew its pool past the limit: free it on
+ * its stream, trim the pool back, recharge. */
+static void async_undo(int dev, struct gm_dev *d, const struct req *r,
+                       CUdeviceptr p, struct gm_pool *pool)
+{
+    gm_depth++;
+    if (r->kind == K_ASYNC_PTSZ || r->kind == K_POOL_PTSZ) {
+        if (gm_real.cuMemFreeAsync_ptsz)
+            gm_real.cuMemFreeAsync_ptsz(p, r->stream);
+    } else if (gm_real.cuMemFreeAsync) {
+        gm_real.cuMemFreeAsync(p, r->stream);
+    }
+    gm_depth--;
+    gm_pool_trim_device(dev, d);
+    gm_pool_refresh(dev, d, pool);
+}
+
+/* Stream-ordered allocation: the device is charged what the pool holds.
+ * A provisional reservation of the request keeps concurrent admissions
+ * from passing the limit together; a request that does not fit may still
+ * be served from memory the pool already holds. */
+static inline __attribute__((always_inline)) CUresult
+alloc_async(enum kind k, int dev, struct gm_dev *d, const struct req *r,
+            struct gm_pool *pool)
+{
+    uint64_t used;
+    uint64_t prov = r->size;
+    gm_staged_poll();
+    if (!gm_budget_hold(&d->budget, prov, &used)) {
+        prov = 0;
+        if (gm_pool_idle(pool) < r->size) {
+            if (gm_admit_reserve(dev, d, r->size, r->api, false) !=
+                GM_ADMIT_OK)
+                return CUDA_ERROR_OUT_OF_MEMORY;
+            prov = r->size; /* also on the group */
+        } else if (!gm_grp_take(d, r->size)) {
+            goto group_refused;
+        }
+    } else if (!gm_grp_take(d, r->size)) {
+        gm_budget_release(&d->budget, prov);
+        if (gm_admit_reserve(dev, d, r->size, r->api, false) != GM_ADMIT_OK)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    /* From here the group holds r->size for the live allocation. */
+    CUdeviceptr p = 0;
+    uint64_t t0 = gm_hook_ticks();
+    CUresult rc = call_real(k, r, &p);
+    uint64_t t1 = gm_hook_ticks();
+    if (rc != CUDA_SUCCESS) {
+        gm_budget_release(&d->budget, prov);
+        gm_grp_give(d, r->size);
+        return rc;
+    }
+    gm_pool_settle(dev, d, pool, prov);
+    uint64_t limit = gm_budget_limit(&d->budget);
+    if (limit != 0 && gm_budget_used(&d->budget) > limit &&
+        gm_st.policy.on_oom != GM_OOM_WARN) {
+        async_undo(dev, d, r, p, pool);
+        gm_grp_give(d, r->size);
+        gm_tel_refuse(&gm_st.tel, (unsigned)dev, r->api, r->size,
+                      gm_budget_used(&d->budget), limit);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *r->out = p;
+    struct gm_alloc a = {
+        .key = p, .size = r->size, .dev = (uint8_t)dev, .ns = GM_NS_PTR,
+        .api = (uint8_t)r->api,
+        .flags = GM_AF_ASYNC | GM_AF_UNCHARGED | (d->gdev1 ? GM_AF_GROUP : 0),
+        .refs = 1, .aux = (uint64_t)(uintptr_t)gm_pool_handle(pool),
+    };
+    gm_acct_commit_inline(d, &a, t0, t1);
+    return CUDA_SUCCESS;
+
+group_refused:
+    gm_tel_refuse(&gm_st.tel, (unsigned)dev, r->api, r->size,
+                  gm_budget_used(&d->budget), gm_budget_limit(&d->budget));
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+static inline __attribute__((always_inline)) CUresult
+alloc_ptr(enum kind k, const struct req *r)
+{
+    int dev = gm_current_device();
+    struct gm_dev *d = gm_dev_get(dev);
+    CUdeviceptr p = 0;
+    if (d == NULL) { /* no context: let the driver say so */
+        CUresult rc = call_real(k, r, &p);
+        if (rc == CUDA_SUCCESS)
+            *r->out = p;
+        return rc;
+    }
+    if (k >= K_ASYNC) {
+        struct gm_pool *pool = gm_pool_for(dev, k >= K_POOL ? r->pool
+                                                             : NULL);
+        if (pool != NULL)
+            return alloc_async(k, dev, d, r, pool);
+    }
+    bool spillable = k == K_V2;
+    if (k == K_V2) { /* v1's 32-bit pointers cannot reach the arena */
+        CUresult rc;
+        if (GM_UNLIKELY(__atomic_load_n(&d->arena, __ATOMIC_ACQUIRE) != NULL) &&
+            gm_arena_try_alloc(dev, d, r->size, r->api, &p, &rc)) {
+            if (rc == CUDA_SUCCESS)
+                *r->out = p;
+            return rc;
+        }
+    }
+    switch (gm_admit_reserve(dev, d, r->size, r->api, spillable)) {
+    case GM_ADMIT_REFUSED:
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    case GM_ADMIT_SPILL: {
+        CUresult rc = spill(dev, d, r->size, r->api, &p);
+        if (rc == CUDA_SUCCESS)
+            *r->out = p;
+        return rc;
+    }
+    case GM_ADMIT_OK:
+        break;
+    }
+    uint64_t t0 = gm_hook_ticks();
+    CUresult rc = call_real(k, r, &p);
+    uint64_t t1 = gm_hook_ticks();
+    if (rc != CUDA_SUCCESS) {
+        gm_acct_rollback(d, r->size);
+        return rc;
+    }
+    *r->out = p;
+    struct gm_alloc a = {
+        .key = p, .size = r->size, .dev = (uint8_t)dev, .ns = GM_NS_PTR,
+        .api = (uint8_t)r->api, .flags = k >= K_ASYNC ? GM_AF_ASYNC : 0,
+        .refs = 1,
+    };
+    gm_acct_commit_inline(d, &a, t0, t1);
+    return rc;
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    GM_NEED_REAL(cuMemAlloc_v2);
+    if (!gm_active() || dptr == NULL || bytesize == 0)
+        return gm_real.cuMemAlloc_v2(dptr, bytesize);
+    struct req r = { .kind = K_V2, .api = GM_API_MEM_ALLOC, .out = dptr,
+                     .size = bytesize };
+    return alloc_ptr(K_V2, &r);
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemAlloc(CUdeviceptr_v1 *dptr,
+                                      unsigned int bytesize)
+{
+    GM_NEED_REAL(cuMemAlloc);
+    if (!gm_active() || dptr == NULL || bytesize == 0)
+        return gm_real.cuMemAlloc(dptr, bytesize);
+    CUdeviceptr p = 0;
+    struct req r = { .kind = K_V1, .api = GM_API_MEM_ALLOC, .out = &p,
+                     .size = bytesize };
+    CUresult rc = alloc_ptr(K_V1, &r);
+    if (rc == CUDA_SUCCESS)
+        *dptr = (CUdeviceptr_v1)p;
+    return rc;
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr,
+                                             size_t bytesize,
+                                             unsigned int flags)
+{
+    GM_NEED_REAL(cuMemAllocManaged);
+    if (!gm_active() || dptr == NULL || bytesize == 0)
+        return gm_real.cuMemAllocManaged(dptr, bytesize, flags);
+    struct req r = { .kind = K_MANAGED, .api = GM_API_MEM_ALLOC_MANAGED,
+                     .out = dptr, .size = bytesize, .flags = flags };
+    return alloc_ptr(K_MANAGED, &r);
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize,
+                                           CUstream hStream)
+{
+    GM_NEED_REAL(cuMemAllocAsync);
+    if (!gm_active() || dptr == NULL || bytesize == 0)
+        return gm_real.cuMemAllocAsync(dptr, bytesize, hStream);
+    struct req r = { .kind = K_ASYNC, .api = GM_API_MEM_ALLOC_ASYNC,
+                     .out = dptr, .size = bytesize, .stream = hStream };
+    return alloc_ptr(K_ASYNC, &r);
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr,
+                                                size_t bytesize,
+                                                CUstream hStream)
+{
+    GM_NEED_REAL(cuMemAllocAsync_ptsz);
+    if (!gm_active() || dptr == NULL || bytesize == 0)
+        return gm_real.cuMemAllocAsync_ptsz(dptr, bytesize, hStream);
+    struct req r = { .kind = K_ASYNC_PTSZ, .api = GM_API_MEM_ALLOC_ASYNC,
+                     .out = dptr, .size = bytesize, .stream = hStream };
+    return alloc_ptr(K_ASYNC_PTSZ, &r);
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr,
+                                                   size_t bytesize,
+                                                   CUmemoryPool pool,
+                                                   CUstream hStream)
+{
+    GM_NEED_REAL(cuMemAllocFromPoolAsync);
+    if (!gm_active() || dptr == NULL || bytesize == 0)
+        return gm_real.cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream);
+    struct req r = { .kind = K_POOL, .api = GM_API_MEM_ALLOC_FROM_POOL,
+                     .out = dptr, .size = bytesize, .stream = hStream,
+                     .pool = pool };
+    return alloc_ptr(K_POOL, &r);
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr,
+                                                        size_t bytesize,
+                                                        CUmemoryPool pool,
+                                                        CUstream hStream)
+{
+    GM_NEED_REAL(cuMemAllocFromPoolAsync_ptsz);
+    if (!gm_active() || dptr == NULL || bytesize == 0)
+        return gm_real.cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool,
+                                                    hStream);
+    struct req r = { .kind = K_POOL_PTSZ, .api = GM_API_MEM_ALLOC_FROM_POOL,
+                     .out = dptr, .size = bytesize, .stream = hStream,
+                     .pool = pool };
+    return alloc_ptr(K_POOL_PTSZ, &r);
+}
+
+/* ---- pitch ------------------------------------------------------------ */
+
+static CUresult pitch_common(CUdeviceptr *dptr, size_t *pitch, size_t width,
+                             size_t height, unsigned elem, int v1)
+{
+    int dev = gm_current_device();
+    struct gm_dev *d = gm_dev_get(dev);
+    if (!v1 && d != NULL &&
+        GM_UNLIKELY(__atomic_load_n(&d->arena, __ATOMIC_ACQUIRE) != NULL) &&
+        (elem == 4 || elem == 8 || elem == 16)) {
+        /* Static mode: rows padded to 512 bytes, served from the arena. */
+        uint64_t pw = ((uint64_t)width + 511u) & ~(uint64_t)511u;
+        CUdeviceptr p = 0;
+        CUresult rc;
+        if (height <= UINT64_MAX / pw &&
+            gm_arena_try_alloc(dev, d, pw * height, GM_API_MEM_ALLOC_PITCH,
+                               &p, &rc)) {
+            if (rc == CUDA_SUCCESS) {
+                *dptr = p;
+                *pitch = (size_t)pw;
+            }
+            return rc;
+        }
+    }
+    uint64_t rw = ((uint64_t)width + 511u) & ~(uint64_t)511u;
+    uint64_t est = height != 0 && rw > UINT64_MAX / height ? 0 : rw * height;
+    CUdeviceptr p = 0;
+    size_t pp = 0;
+    CUresult rc;
+    if (d == NULL || est == 0) {
+        d = NULL;
+    } else {
+        switch (gm_admit_reserve(dev, d, est, GM_API_MEM_ALLOC_PITCH, !v1)) {
+        case GM_ADMIT_OK:
+            break;
+        case GM_ADMIT_SPILL: {
+            /* Managed memory with rows padded to 512 bytes. */
+            CUresult src = spill(dev, d, est, GM_API_MEM_ALLOC_PITCH, &p);
+            if (src == CUDA_SUCCESS) {
+                *dptr = p;
+                *pitch = (size_t)rw;
+            }
+            return src;
+        }
+        default:
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    }
+    uint64_t t0 = gm_hook_ticks();
+    gm_depth++;
+    if (v1) {
+        CUdeviceptr_v1 q = 0;
+        unsigned int qp = 0;
+        rc = gm_real.cuMemAllocPitch(&q, &qp, (unsigned)width,
+                                     (unsigned)height, elem);
+        p = q;
+        pp = qp;
+    } else {
+        rc = gm_real.cuMemAllocPitch_v2(&p, &pp, width, height, elem);
+    }
+    gm_depth--;
+    uint64_t t1 = gm_hook_ticks();
+    if (d == NULL) {
+        if (rc == CUDA_SUCCESS) {
+            *dptr = p;
+            *pitch = pp;
+        }
+        return rc;
+    }
+    if (rc != CUDA_SUCCESS) {
+        gm_acct_rollback(d, est);
+        return rc;
+    }
+    uint64_t actual = (uint64_t)pp * height;
+    if (!gm_admit_adjust(d, est, actual)) {
+        gm_depth++;
+        if (v1)
+            gm_real.cuMemFree((CUdeviceptr_v1)p);
+        else
+            gm_real.cuMemFree_v2(p);
+        gm_depth--;
+        gm_acct_rollback(d, est);
+        gm_tel_refuse(&gm_st.tel, (unsigned)dev, GM_API_MEM_ALLOC_PITCH,
+                      actual, gm_budget_used(&d->budget),
+                      gm_budget_limit(&d->budget));
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *dptr = p;
+    *pitch = pp;
+    gm_acct_commit(dev, d, GM_NS_PTR, p, actual, GM_API_MEM_ALLOC_PITCH, 0,
+                   t0, t1);
+    return CUDA_SUCCESS;
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr,
+                                              size_t *pPitch,
+                                              size_t WidthInBytes,
+                                              size_t Height,
+                                              unsigned int ElementSizeBytes)
+{
+    GM_NEED_REAL(cuMemAllocPitch_v2);
+    if (!gm_active() || dptr == NULL || pPitch == NULL || WidthInBytes == 0 ||
+        Height == 0)
+        return gm_real.cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height,
+                                          ElementSizeBytes);
+    return pitch_common(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes,
+                        0);
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr_v1 *dptr,
+                                           unsigned int *pPitch,
+                                           unsigned int WidthInBytes,
+                                           unsigned int Height,
+                                           unsigned int ElementSizeBytes)
+{
+    GM_NEED_REAL(cuMemAllocPitch);
+    if (!gm_active() || dptr == NULL || pPitch == NULL || WidthInBytes == 0 ||
+        Height == 0 || gm_real.cuMemFree == NULL)
+        return gm_real.cuMemAllocPitch(dptr, pPitch, WidthInBytes, Height,
+                                       ElementSizeBytes);
+    CUdeviceptr p = 0;
+    size_t pp = 0;
+    CUresult rc = pitch_common(&p, &pp, WidthInBytes, Height,
+                               ElementSizeBytes, 1);
+    if (rc == CUDA_SUCCESS) {
+        *dptr = (CUdeviceptr_v1)p;
+        *pPitch = (unsigned int)pp;
+    }
+    return rc;
+}
+
+/* ---- frees ------------------------------------------------------------ */
+
+enum fkind { F_V2, F_V1, F_ASYNC, F_ASYNC_PTSZ };
+
+static inline __attribute__((always_inline)) CUresult
+free_real(enum fkind k, CUdeviceptr p, CUstream s)
+{
+    CUresult rc = CUDA_ERROR_NOT_FOUND;
+    gm_depth++;
+    switch (k) {
+    case F_V2:
+        if (gm_real.cuMemFree_v2)
+            rc = gm_real.cuMemFree_v2(p);
+        break;
+    case F_V1:
+        if (gm_real.cuMemFree)
+            rc = gm_real.cuMemFree((CUdeviceptr_v1)p);
+        break;
+    case F_ASYNC:
+        if (gm_real.cuMemFreeAsync)
+            rc = gm_real.cuMemFreeAsync(p, s);
+        break;
+    case F_ASYNC_PTSZ:
+        if (gm_real.cuMemFreeAsync_ptsz)
+            rc = gm_real.cuMemFreeAsync_ptsz(p, s);
+        break;
+    }
+    gm_depth--;
+    return rc;
+}
+
+static inline __attribute__((always_inline)) CUresult
+free_ptr(enum fkind k, unsigned api, CUdeviceptr p, CUstream s)
+{
+    if (!gm_active() || p == 0)
+        return free_real(k, p, s);
+    if (k == F_V2 || k == F_V1) {
+        CUresult rc;
+        if (GM_UNLIKELY(atomic_load_explicit(&gm_arena_bits,
+                                             memory_order_relaxed) != 0) &&
+            gm_arena_try_free(p, api, &rc))
+            return rc;
+    }
+    struct gm_alloc a;
+    bool known = gm_track_remove(GM_NS_PTR, p, &a);
+    if (known)
+        gm_acct_frag_post(&a, false);
+    uint64_t t0 = gm_hook_ticks();
+    CUresult rc = free_real(k, p, s);
+    uint64_t t1 = gm_hook_ticks();
+    if (GM_UNLIKELY(rc != CUDA_SUCCESS)) {
+        if (known) {
+            gm_track_insert(&a, NULL);
+            gm_acct_frag_post(&a, true);
+        }
+        return rc;
+    }
+    if (known) {
+        gm_acct_released_inline(&a, api, t0, t1);
+        /* A pool gives memory back only at a synchronisation point:
+         * refresh it then, not now. */
+        if (a.aux != 0)
+            gm_pool_freed();
+    }
+    return rc;
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
+{
+    return free_ptr(F_V2, GM_API_MEM_FREE, dptr, NULL);
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemFree(CUdeviceptr_v1 dptr)
+{
+    return free_ptr(F_V1, GM_API_MEM_FREE, dptr, NULL);
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+{
+    return free_ptr(F_ASYNC, GM_API_MEM_FREE_ASYNC, dptr, hStream);
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr,
+                                               CUstream hStream)
+{
+    return free_ptr(F_ASYNC_PTSZ, GM_API_MEM_FREE_ASYNC, dptr, hStream);
+}

@@ -1,0 +1,218 @@
+/*
+ * shim/intercept/entry.c — lifecycle: the (empty) constructor, one-time initialisation
+ * at first CUDA use, fork handling, and the exit report.
+ *
+ * Invariants: a process that never calls a CUDA entry point runs no code of
+ * ours beyond the dynamic linker's relocation of this library: no thread,
+ * no file, no segment, no allocation. Initialisation runs exactly once per
+ * process image (gm_init_state 0 -> 1 -> 2|3 under init_lock); a thread
+ * that re-enters while it is initialising (the driver's constructor calling
+ * back) sees state 1 and passes through. After fork the child forgets the
+ * parent's segment and accounting and initialises afresh at its own first
+ * CUDA use.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "policy/parse.h"
+#include "shim/intercept/lifecycle.h"
+#include "shim/admit/arena_hooks.h"
+#include "shim/driver/real.h"
+#include "shim/telemetry/report.h"
+#include "shim/account/state.h"
+#include "shim/account/grouphook.h"
+#include "shim/account/release.h"
+#include "shim/account/pools.h"
+#include "shim/admit/staged.h"
+#include "shim/account/track.h"
+
+_Atomic int gm_init_state;
+
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(pthread_t) init_owner;
+static int atfork_registered;
+
+extern char **environ;
+
+static void write_diag(const struct gm_diag *d)
+{
+    if (d->len == 0)
+        return;
+    size_t off = 0;
+    while (off < d->len) {
+        ssize_t w = write(STDERR_FILENO, d->text + off, d->len - off);
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+}
+
+static void expand_pid(const char *in, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (size_t i = 0; in[i] != '\0' && o + 1 < cap; i++) {
+        if (in[i] == '%' && in[i + 1] == 'p') {
+            int k = snprintf(out + o, cap - o, "%ld", (long)getpid());
+            if (k < 0 || (size_t)k >= cap - o)
+                break;
+            o += (size_t)k;
+            i++;
+        } else {
+            out[o++] = in[i];
+        }
+    }
+    out[o] = '\0';
+}
+
+static void exit_report(void)
+{
+    const struct gm_policy *p = &gm_st.policy;
+    if (p->report == GM_REPORT_NONE || gm_st.tel.hdr == NULL)
+        return;
+    static char buf[65536];
+    size_t n = gm_report_from_segment(gm_st.tel.hdr,
+                                      p->report == GM_REPORT_JSON, buf,
+                                      sizeof buf);
+    if (n >= sizeof buf)
+        n = sizeof buf - 1;
+    if (p->report == GM_REPORT_STDERR) {
+        n += gm_grp_report(buf + n, sizeof buf - n);
+        ssize_t w = write(STDERR_FILENO, buf, n);
+        (void)w;
+        return;
+    }
+    char path[GM_PATH_MAX];
+    expand_pid(p->report_path, path, sizeof path);
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        gm_log(GM_LOG_ERROR, "cannot write the report to %s: %s", path,
+               strerror(errno));
+        return;
+    }
+    fwrite(buf, 1, n, f);
+    fclose(f);
+}
+
+static void at_exit(void)
+{
+    if (atomic_load_explicit(&gm_init_state, memory_order_acquire) != 2)
+        return;
+    gm_depth++;
+    for (unsigned i = 0; i < GM_MAX_DEVICES; i++) {
+        struct gm_dev *d = &gm_st.dev[i];
+        if (atomic_load(&d->ready) == 2)
+            gm_tel_sync(&gm_st.tel, i, gm_budget_used(&d->budget),
+                        gm_budget_peak(&d->budget));
+    }
+    exit_report();
+    gm_grp_leave();
+    gm_tel_close(&gm_st.tel, gm_st.policy.keep);
+    gm_depth--;
+}
+
+static void fork_child(void)
+{
+    /* The child owns nothing of the parent's: not its segment, not its
+     * allocations (CUDA state does not survive fork), not its counters. */
+    gm_tel_forget(&gm_st.tel);
+    gm_grp_forget();
+    gm_track_reset();
+    for (unsigned i = 0; i < GM_MAX_DEVICES; i++) {
+        struct gm_dev *d = &gm_st.dev[i];
+        atomic_store(&d->budget.used, 0);
+        atomic_store(&d->budget.peak, 0);
+        atomic_store(&d->budget.limit, 0);
+        atomic_store(&d->ctx_measured, 0);
+        if (atomic_load(&d->ready) == 2)
+            gm_fragq_destroy(&d->frag);
+        d->arena = NULL;
+        d->physical = 0;
+        atomic_store(&d->ready, 0);
+    }
+    gm_release_reset();
+    gm_static_reset();
+    gm_dev_reset();
+    gm_pools_reset();
+    atomic_store(&gm_staged_armed, 0);
+    pthread_mutex_init(&gm_st.dev_lock, NULL);
+    pthread_mutex_init(&init_lock, NULL);
+    atomic_store(&gm_init_state, 0);
+}
+
+static void open_telemetry(void)
+{
+    char summary[256];
+    gm_policy_summary(&gm_st.policy, summary, sizeof summary);
+    struct gm_tel_params tp = {
+        .prefix = gm_st.policy.shm_prefix,
+        .ring_events = gm_st.policy.ring_events,
+        .policy_summary = summary,
+        .mode = (uint32_t)gm_st.policy.mode,
+        .on_oom = (uint32_t)gm_st.policy.on_oom,
+        .shm_dir = NULL,
+    };
+    char err[256] = "";
+    int rc = gm_tel_open(&gm_st.tel, &tp, err, sizeof err);
+    if (rc != 0)
+        gm_log(GM_LOG_WARN, "telemetry segment not shared (%s); limits are "
+               "still enforced", err[0] ? err : "unknown reason");
+}
+
+static int init_locked(void)
+{
+    static struct gm_diag diag;
+    memset(&diag, 0, sizeof diag);
+    int bad = gm_policy_load(&gm_st.policy, environ, &diag);
+    gm_log_set_level(gm_st.policy.log_level);
+    if (gm_st.policy.log_level > GM_LOG_QUIET || bad)
+        write_diag(&diag);
+    if (bad && gm_st.policy.on_bad_config == GM_BAD_EXIT) {
+        static const char msg[] = "gpumem: bad configuration; exiting with "
+            "status 2 (set GPUMEM_ON_BAD_CONFIG=warn to run with defaults "
+            "instead)\n";
+        ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+        (void)w;
+        _exit(2);
+    }
+    char err[512];
+    if (gm_real_load(gm_st.policy.cuda_library, err, sizeof err) != 0) {
+        gm_log(GM_LOG_ERROR, "%s; passing calls through unaccounted", err);
+        return 3;
+    }
+    gm_ticks_init();
+    gm_hook_clock = !gm_st.policy.telemetry ? 0 : gm_tick_tsc ? 1 : 2;
+    gm_st.start_ns = gm_clock_monotonic_ns();
+    if (gm_st.policy.telemetry)
+        open_telemetry();
+    gm_grp_init();
+    gm_staged_arm(gm_st.start_ns);
+    if (!atfork_registered) {
+        pthread_atfork(NULL, NULL, fork_child);
+        atexit(at_exit);
+        atfork_registered = 1;
+    }
+    return 2;
+}
+
+void gm_init_slow(void)
+{
+    int s = atomic_load_explicit(&gm_init_state, memory_order_acquire);
+    if (s >= 2)
+        return;
+    if (s == 1 && pthread_equal(atomic_load(&init_owner), pthread_self()))
+        return; /* re-entered from our own initialisation */
+    gm_depth++;
+    pthread_mutex_lock(&init_lock);
+    if (atomic_load_explicit(&gm_init_state, memory_order_acquire) == 0) {
+        atomic_store(&init_owner, pthread_self());
+        atomic_store_explicit(&gm_init_state, 1, memory_order_release);
+        int r = init_locked();
+        atomic_store_explicit(&gm_init_state, r, memory_order_release);
+    }
+    pthread_mutex_unlock(&init_lock);
+    gm_depth--;
+}

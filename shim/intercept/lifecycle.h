@@ -1,0 +1,51 @@
+/*
+ * shim/intercept/lifecycle.h — what every wrapper asks first: is the shim
+ * initialised (initialising it at the first CUDA call), and does
+ * accounting apply to this call.
+ *
+ * Invariants: initialisation runs exactly once per process image
+ * (gm_init_state 0 -> 1 -> 2|3 under the init lock in lifecycle.c); the
+ * state is published with a release store that gm_active's acquire load
+ * pairs with, so a wrapper that sees 2 sees the whole policy and the
+ * driver table. A call made while the nesting guard (gm_depth,
+ * shim/driver/real.h) is raised is never accounted.
+ */
+#ifndef GM_LIFECYCLE_H
+#define GM_LIFECYCLE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "shim/base/compiler.h"
+#include "shim/driver/real.h"
+
+/* 0 = not initialised, 1 = initialising, 2 = ready, 3 = disabled (init
+ * failed; every wrapper passes through). */
+extern _Atomic int gm_init_state __attribute__((visibility("hidden")));
+
+void gm_init_slow(void);
+
+/* True when accounting applies to this call: initialised, and not nested
+ * inside another wrapper or our own driver calls. */
+static inline bool gm_active(void)
+{
+    int s = atomic_load_explicit(&gm_init_state, memory_order_acquire);
+    if (GM_UNLIKELY(s < 2)) {
+        gm_init_slow();
+        s = atomic_load_explicit(&gm_init_state, memory_order_acquire);
+    }
+    return s == 2 && gm_depth == 0;
+}
+
+/* In a wrapper: make sure the real function is known (initialising on
+ * the first call), else answer as a driver without it would. */
+#define GM_NEED_REAL(fn)                                                  \
+    do {                                                                  \
+        if (GM_UNLIKELY(gm_real.fn == NULL)) {                            \
+            (void)gm_active();                                            \
+            if (gm_real.fn == NULL)                                       \
+                return CUDA_ERROR_NOT_FOUND;                              \
+        }                                                                 \
+    } while (0)
+
+#endif

@@ -1,0 +1,223 @@
+/*
+ * shim/telemetry/abi.h — the shared-memory layout: the one contract between the shim
+ * (writer) and the tools (readers). Documented field by field in docs/abi.md.
+ *
+ * Identifiers below (API ids, event kinds) are part of the ABI: values are
+ * never reused or renumbered; new ones are appended.
+ */
+#ifndef GM_ABI_H
+#define GM_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Which driver entry point (family, not variant) an event came from. */
+enum gm_api {
+    GM_API_NONE = 0,
+    GM_API_MEM_ALLOC,            /* cuMemAlloc, cuMemAlloc_v2 */
+    GM_API_MEM_ALLOC_PITCH,      /* cuMemAllocPitch(_v2) */
+    GM_API_MEM_ALLOC_MANAGED,    /* cuMemAllocManaged */
+    GM_API_MEM_FREE,             /* cuMemFree(_v2) */
+    GM_API_MEM_ALLOC_ASYNC,      /* cuMemAllocAsync(_ptsz) */
+    GM_API_MEM_ALLOC_FROM_POOL,  /* cuMemAllocFromPoolAsync(_ptsz) */
+    GM_API_MEM_FREE_ASYNC,       /* cuMemFreeAsync(_ptsz) */
+    GM_API_MEM_CREATE,           /* cuMemCreate */
+    GM_API_MEM_RELEASE,          /* cuMemRelease */
+    GM_API_MEM_RETAIN,           /* cuMemRetainAllocationHandle */
+    GM_API_ARRAY_CREATE,         /* cuArrayCreate(_v2) */
+    GM_API_ARRAY3D_CREATE,       /* cuArray3DCreate(_v2) */
+    GM_API_ARRAY_DESTROY,        /* cuArrayDestroy */
+    GM_API_MIPMAP_CREATE,        /* cuMipmappedArrayCreate */
+    GM_API_MIPMAP_DESTROY,       /* cuMipmappedArrayDestroy */
+    GM_API_MEM_HOST_ALLOC,       /* cuMemHostAlloc */
+    GM_API_MEM_ALLOC_HOST,       /* cuMemAllocHost(_v2) */
+    GM_API_MEM_FREE_HOST,        /* cuMemFreeHost */
+    GM_API_CTX_CREATE,           /* cuCtxCreate(_v2/_v3/_v4) */
+    GM_API_PRIMARY_CTX_RETAIN,   /* cuDevicePrimaryCtxRetain */
+    GM_API_POOL_TRIM,            /* cuMemPoolTrimTo (by gpumem) */
+    GM_API_POOL_DESTROY,         /* cuMemPoolDestroy */
+    GM_API_COUNT
+};
+
+/* Event kinds in the ring. */
+enum gm_ev_kind {
+    GM_EV_NONE = 0,
+    GM_EV_ALLOC,       /* memory charged */
+    GM_EV_FREE,        /* memory released */
+    GM_EV_OOM,         /* request refused at the limit */
+    GM_EV_LIMIT,       /* limit changed (staged freeze, ...) */
+    GM_EV_CONTEXT,     /* context memory measured and charged */
+    GM_EV_SPILL,       /* refused request served as managed memory */
+    GM_EV_MODE,        /* mode change */
+    GM_EV_OVER_LIMIT,  /* allowed past the limit (on_oom=warn) */
+    GM_EV_WAIT_BEGIN,  /* on_oom=wait: a thread started waiting */
+    GM_EV_WAIT_END,    /* ... and stopped (size = bytes, addr = 1 if served) */
+    GM_EV_TRIM,        /* pool trimmed; size = bytes returned */
+    GM_EV_RECLAIM,     /* a dead group member's charge reclaimed */
+    GM_EV_HOST,        /* pinned host memory (size signed in addr field) */
+    GM_EV_COUNT
+};
+
+/* Names: "cuMemAlloc", "alloc", ... ("?" for an unknown value; shim/telemetry/abinames.c). */
+const char *gm_api_name(unsigned api);
+const char *gm_ev_kind_name(unsigned kind);
+
+/* ------------------------------------------------------------------------
+ * The segment: /dev/shm/<prefix>.<pid>, mode 0600, one per process.
+ *
+ *   offset 0            struct gm_abi_header       (header_size bytes)
+ *   dev_offset          struct gm_abi_dev[dev_slots] (dev_size bytes each)
+ *   ring_offset         struct gm_abi_record[ring_capacity] (64 bytes each)
+ *   total_size          end of file
+ *
+ * dev_offset = header_size, ring_offset = dev_offset + dev_slots*dev_size,
+ * total_size = ring_offset + ring_capacity*record_size. Every offset is a
+ * multiple of 64. All integers are native-endian (the segment never leaves
+ * the machine). Readers refuse a segment whose magic, version or any size
+ * differs from what they were built with.
+ *
+ * Memory-order contract (docs/abi.md has the full text):
+ *  - Header fields other than those marked "atomic" are written once before
+ *    `magic` is stored (release); a reader loads `magic` (acquire) first.
+ *  - Device blocks: a multi-writer seqlock; writers never wait. A writer
+ *    increments wbegin (atomic), updates fields with atomic read-modify-
+ *    writes or release stores, then increments wdone (release). A reader
+ *    loads wdone (acquire), wbegin, and when they are equal every field
+ *    (acquire) and wbegin again; the copy is consistent when that equals
+ *    the wdone it loaded first.
+ *  - Ring records: a per-slot seqlock keyed by the event index. A producer
+ *    claims index i with fetch_add on `ring_head`, swaps the slot's `seq`
+ *    from an older published value to (i+1)|GM_ABI_SEQ_BUSY (or drops its
+ *    record when the slot is busy or newer), stores the fields (release),
+ *    then stores seq = i+1 (release). A reader accepts the slot as event i
+ *    only when seq == i+1 before and after copying the fields.
+ * ------------------------------------------------------------------------ */
+
+/* "GPUMEMSG" read as a little-endian 64-bit integer. */
+#define GM_ABI_MAGIC 0x47534d454d555047ull
+#define GM_ABI_VERSION 2u
+
+#define GM_ABI_MAX_DEVICES 64u      /* device blocks at most */
+#define GM_ABI_RECORD_SIZE 64u
+#define GM_ABI_RING_MIN 16u         /* ring capacity bounds (powers of two) */
+#define GM_ABI_RING_MAX (1u << 24)
+#define GM_ABI_RING_DEFAULT 65536u
+#define GM_ABI_CMDLINE_LEN 512u     /* NUL-terminated within the field */
+#define GM_ABI_POLICY_LEN 512u
+#define GM_ABI_SIZE_BUCKETS 48u     /* bucket b: sizes in [2^b, 2^(b+1)) */
+#define GM_ABI_LAT_BUCKETS 40u      /* bucket b: ns in [2^b, 2^(b+1)) */
+
+/* Record seq: bit 63 set while a producer is writing the slot. */
+#define GM_ABI_SEQ_BUSY (1ull << 63)
+/* Record dev for events that belong to no device (GM_EV_HOST). */
+#define GM_ABI_NO_DEVICE 0xffffffffu
+
+/* Header flags. */
+#define GM_ABI_F_CLOSED 1u   /* the writer closed the segment (normal exit) */
+#define GM_ABI_F_KEPT 2u     /* ... and left it in place (GPUMEM_KEEP=1) */
+
+struct gm_abi_header {
+    uint64_t magic;              /*    0  GM_ABI_MAGIC, stored last (release) */
+    uint32_t abi_version;        /*    8  GM_ABI_VERSION */
+    uint32_t header_size;        /*   12  sizeof(struct gm_abi_header) */
+    uint32_t dev_size;           /*   16  sizeof(struct gm_abi_dev) */
+    uint32_t record_size;        /*   20  GM_ABI_RECORD_SIZE */
+    uint32_t dev_slots;          /*   24  device blocks, 1..64 */
+    uint32_t ring_capacity;      /*   28  records, power of two */
+    uint64_t dev_offset;         /*   32  = header_size */
+    uint64_t ring_offset;        /*   40  = dev_offset + dev_slots*dev_size */
+    uint64_t total_size;         /*   48  bytes in the segment */
+    uint32_t pid;                /*   56  writer's pid */
+    uint32_t mode;               /*   60  enum gm_mode (policy/policy.h) */
+    uint32_t on_oom;             /*   64  enum gm_on_oom */
+    uint32_t flags;              /*   68  atomic: GM_ABI_F_* */
+    uint64_t start_ticks;        /*   72  /proc/<pid>/stat field 22 (or 0) */
+    uint64_t start_realtime_ns;  /*   80  process start, CLOCK_REALTIME ns */
+    uint64_t created_ns;         /*   88  segment creation, CLOCK_REALTIME ns */
+    uint64_t closed_ns;          /*   96  atomic: when closed (0: open) */
+    uint64_t dev_seen;           /*  104  atomic: 1 + highest device written */
+    uint64_t host_pinned;        /*  112  atomic: pinned host bytes, process */
+    uint64_t ring_dropped;       /*  120  atomic: records producers dropped */
+    char cmdline[GM_ABI_CMDLINE_LEN]; /* 128 /proc/self/cmdline, NULs -> ' ' */
+    char policy[GM_ABI_POLICY_LEN];   /* 640 effective policy summary */
+    uint64_t ring_head;          /* 1152  atomic: events claimed so far */
+    uint64_t pad_head[7];        /* 1160  keeps ring_head on its own line */
+    uint64_t reserved[104];      /* 1216  zero */
+};                               /* 2048 */
+
+struct gm_abi_dev {
+    uint64_t wbegin;             /*    0  atomic: writers that entered */
+    uint64_t wdone;              /*    8  atomic: writers that left */
+    uint64_t present;            /*   16  1 once the device was used */
+    uint64_t physical;           /*   24  physical total bytes (0: unknown) */
+    uint64_t limit;              /*   32  bytes, 0 = no limit */
+    uint64_t used;               /*   40  bytes charged now */
+    uint64_t peak;               /*   48  high-water mark of used */
+    uint64_t peak_ns;            /*   56  CLOCK_REALTIME ns, peak last rose */
+    uint64_t context_bytes;      /*   64  context memory measured and charged */
+    uint64_t pool_reserve;       /*   72  bytes held by stream-ordered pools */
+    uint64_t allocs;             /*   80  allocations charged */
+    uint64_t frees;              /*   88  releases */
+    uint64_t refusals;           /*   96  requests refused (OOM) */
+    uint64_t spills;             /*  104  requests served as managed memory */
+    uint64_t spilled_bytes;      /*  112 */
+    uint64_t over_limit;         /*  120  allowed past the limit (warn) */
+    uint64_t total_bytes;        /*  128  bytes allocated since start */
+    uint64_t live_allocs;        /*  136  allocations not yet released */
+    uint64_t live_bytes;         /*  144  their bytes */
+    uint64_t frag_ppm;           /*  152  fragmentation now, ppm */
+    uint64_t frag_peak_ppm;      /*  160  fragmentation when peak was reached */
+    uint64_t waits;              /*  168  on_oom=wait waits begun */
+    uint64_t trims;              /*  176  pool trims */
+    uint64_t trimmed_bytes;      /*  184 */
+    uint64_t reclaims;           /*  192  group charges reclaimed */
+    uint64_t reclaimed_bytes;    /*  200 */
+    uint64_t last_ns;            /*  208  CLOCK_REALTIME ns, last update */
+    uint64_t lat_sum_ns;         /*  216  sum of allocation latencies */
+    uint64_t reserved0[4];       /*  224  zero */
+    uint64_t size_hist[GM_ABI_SIZE_BUCKETS]; /* 256 allocation sizes, log2 */
+    uint64_t lat_hist[GM_ABI_LAT_BUCKETS];   /* 640 allocation latency, log2 */
+    uint64_t reserved1[8];       /*  960  zero */
+};                               /* 1024 */
+
+struct gm_abi_record {
+    uint64_t seq;                /*    0  index+1 when published; BUSY bit */
+    uint64_t ts_ns;              /*    8  CLOCK_REALTIME ns */
+    uint16_t kind;               /*   16  enum gm_ev_kind */
+    uint16_t api;                /*   18  enum gm_api */
+    uint32_t dev;                /*   20  device ordinal or GM_ABI_NO_DEVICE */
+    uint32_t tid;                /*   24  writer thread id (gettid) */
+    uint32_t lat_ns;             /*   28  driver-call latency, saturated */
+    uint64_t size;               /*   32  bytes (kind-specific, docs/abi.md) */
+    uint64_t addr;               /*   40  address / handle (kind-specific) */
+    uint64_t used_after;         /*   48  device used after the event */
+    uint64_t extra;              /*   56  kind-specific (OOM: the limit) */
+};                               /*   64 */
+
+_Static_assert(sizeof(struct gm_abi_header) == 2048, "header size");
+_Static_assert(offsetof(struct gm_abi_header, flags) == 68, "flags");
+_Static_assert(offsetof(struct gm_abi_header, ring_dropped) == 120,
+               "ring_dropped");
+_Static_assert(offsetof(struct gm_abi_header, cmdline) == 128,
+               "cmdline");
+_Static_assert(offsetof(struct gm_abi_header, policy) == 640,
+               "policy");
+_Static_assert(offsetof(struct gm_abi_header, ring_head) == 1152,
+               "ring_head");
+_Static_assert(sizeof(struct gm_abi_dev) == 1024, "device block size");
+_Static_assert(offsetof(struct gm_abi_dev, present) == 16, "present");
+_Static_assert(offsetof(struct gm_abi_dev, lat_sum_ns) == 216,
+               "lat_sum_ns");
+_Static_assert(offsetof(struct gm_abi_dev, size_hist) == 256,
+               "size_hist");
+_Static_assert(offsetof(struct gm_abi_dev, lat_hist) == 640,
+               "lat_hist");
+_Static_assert(sizeof(struct gm_abi_record) == GM_ABI_RECORD_SIZE,
+               "record size");
+_Static_assert(offsetof(struct gm_abi_record, kind) == 16, "kind");
+_Static_assert(offsetof(struct gm_abi_record, lat_ns) == 28, "lat");
+_Static_assert(offsetof(struct gm_abi_record, size) == 32, "size");
+_Static_assert(offsetof(struct gm_abi_record, extra) == 56, "extra");
+_Static_assert(GM_EV_COUNT <= 65535 && GM_API_COUNT <= 65535, "u16 ids");
+
+#endif

@@ -1,0 +1,334 @@
+/*
+ * shim/telemetry/report.c — the exit report as text and JSON from a telemetry
+ * snapshot (see shim/telemetry/report.h; figures defined in docs/metrics.md).
+ *
+ * Invariants: output goes only into the caller's buffer through one
+ * snprintf-like appender that keeps counting past the end, so the return
+ * value is always the full length; integer arithmetic only (no rounding
+ * surprises between the text and the JSON); no malloc.
+ */
+#include "shim/telemetry/report.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "policy/parse.h"
+#include "policy/policy.h"
+
+struct out {
+    char *buf;
+    size_t cap;
+    size_t len;
+};
+
+static void emit(struct out *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void emit(struct out *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n;
+    if (o->len < o->cap)
+        n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
+    else
+        n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        o->len += (size_t)n;
+}
+
+static void emit_char(struct out *o, char c)
+{
+    if (o->len + 1 < o->cap) {
+        o->buf[o->len] = c;
+        o->buf[o->len + 1] = '\0';
+    }
+    o->len++;
+}
+
+static size_t finish(struct out *o)
+{
+    if (o->cap > 0 && o->len >= o->cap)
+        o->buf[o->cap - 1] = '\0';
+    return o->len;
+}
+
+/* ---- figures ------------------------------------------------------------- */
+
+uint64_t gm_hist_quantile(const uint64_t *hist, unsigned nbuckets,
+                          unsigned per_mille)
+{
+    if (per_mille < 1)
+        per_mille = 1;
+    if (per_mille > 1000)
+        per_mille = 1000;
+    uint64_t total = 0;
+    for (unsigned b = 0; b < nbuckets; b++)
+        total = total + hist[b] < total ? UINT64_MAX : total + hist[b];
+    if (total == 0)
+        return 0;
+    /* ceil(total * per_mille / 1000) without overflow. */
+    uint64_t rank = total / 1000 * per_mille +
+                    ((total % 1000) * per_mille + 999) / 1000;
+    uint64_t cum = 0;
+    unsigned b = 0;
+    for (; b < nbuckets; b++) {
+        cum = cum + hist[b] < cum ? UINT64_MAX : cum + hist[b];
+        if (cum >= rank)
+            break;
+    }
+    if (b >= nbuckets)
+        b = nbuckets - 1;
+    return b + 1 < 64 ? 1ull << (b + 1) : UINT64_MAX;
+}
+
+size_t gm_format_latency(uint64_t ns, char *buf, size_t cap)
+{
+    static const struct { uint64_t div; const char *unit; } u[] = {
+        { 1000ull, "µs" }, { 1000000ull, "ms" }, { 1000000000ull, "s" },
+    };
+    int n;
+    if (ns < 1000) {
+        n = snprintf(buf, cap, "%llu ns", (unsigned long long)ns);
+    } else {
+        unsigned i = 0;
+        uint64_t tenths;
+        for (;; i++) { /* rounded to a tenth; 999.96 µs -> 1.0 ms */
+            uint64_t d = u[i].div;
+            tenths = ns / d * 10 + ((ns % d) * 10 + d / 2) / d;
+            if (tenths < 10000 || i == 2)
+                break;
+        }
+        n = snprintf(buf, cap, "%llu.%u %s",
+                     (unsigned long long)(tenths / 10),
+                     (unsigned)(tenths % 10), u[i].unit);
+    }
+    return n < 0 ? 0 : (size_t)n;
+}
+
+bool gm_report_dev_used(const struct gm_abi_dev *d)
+{
+    return d->present && (d->allocs || d->frees || d->refusals ||
+                          d->context_bytes || d->spills || d->over_limit ||
+                          d->peak);
+}
+
+/* Whole seconds and thousandths between the process start and `ns`. */
+static uint64_t since_start_ms(const struct gm_snapshot *s, uint64_t ns)
+{
+    return ns > s->start_realtime_ns ? (ns - s->start_realtime_ns) / 1000000
+                                     : 0;
+}
+
+/* ---- text ---------------------------------------------------------------- */
+
+static void text_device(struct out *o, const struct gm_snapshot *s,
+                        unsigned i, unsigned flags)
+{
+    const struct gm_abi_dev *d = &s->dev[i];
+    char peak[32], lim[32], ctx[32], live[32], p50[32], p99[32];
+    gm_format_size(d->peak, peak, sizeof peak);
+    gm_format_size(d->limit, lim, sizeof lim);
+    gm_format_size(d->context_bytes, ctx, sizeof ctx);
+    gm_format_size(d->live_bytes, live, sizeof live);
+
+    emit(o, "gpumem: device %u: peak %s", i, peak);
+    if (d->limit)
+        emit(o, " of %s limit", lim);
+    else
+        emit(o, " (no limit)");
+    if (s->mode != GM_MODE_GROW || s->on_oom != GM_OOM_FAIL)
+        emit(o, " (mode %s, on_oom %s)", gm_mode_name((enum gm_mode)s->mode),
+             gm_on_oom_name((enum gm_on_oom)s->on_oom));
+    if (d->peak_ns) {
+        uint64_t ms = since_start_ms(s, d->peak_ns);
+        emit(o, " at %llu.%llu s", (unsigned long long)(ms / 1000),
+             (unsigned long long)(ms % 1000 / 100));
+    }
+    emit(o, "; context %s; %llu allocs, %llu frees, %llu refused", ctx,
+         (unsigned long long)d->allocs, (unsigned long long)d->frees,
+         (unsigned long long)d->refusals);
+    if (d->spills) {
+        char sp[32];
+        gm_format_size(d->spilled_bytes, sp, sizeof sp);
+        emit(o, ", %llu spilled (%s)", (unsigned long long)d->spills, sp);
+    }
+    if (d->over_limit)
+        emit(o, ", %llu over the limit", (unsigned long long)d->over_limit);
+    emit(o, "; %llu live (%s) %s", (unsigned long long)d->live_allocs, live,
+         flags & GM_REPORT_LIVE ? "now" : "at exit");
+    uint64_t tenths = (d->frag_peak_ppm + 500) / 1000;
+    emit(o, "; frag at peak %llu.%llu%%", (unsigned long long)(tenths / 10),
+         (unsigned long long)(tenths % 10));
+    if (d->allocs) {
+        gm_format_latency(gm_hist_quantile(d->lat_hist, GM_ABI_LAT_BUCKETS,
+                                           500), p50, sizeof p50);
+        gm_format_latency(gm_hist_quantile(d->lat_hist, GM_ABI_LAT_BUCKETS,
+                                           990), p99, sizeof p99);
+        emit(o, "; alloc latency p50 %s p99 %s", p50, p99);
+    } else {
+        emit(o, "; alloc latency n/a");
+    }
+    emit(o, "; %llu events lost",
+         (unsigned long long)gm_snapshot_events_lost(s));
+    if (s->dev_state[i] != GM_SNAP_OK)
+        emit(o, " (inconsistent snapshot)");
+    emit_char(o, '\n');
+}
+
+size_t gm_report_text(const struct gm_snapshot *s, unsigned flags, char *buf,
+                      size_t cap)
+{
+    struct out o = { buf, cap, 0 };
+    if (cap > 0)
+        buf[0] = '\0';
+    unsigned shown = 0;
+    for (unsigned i = 0; i < s->dev_count && i < GM_ABI_MAX_DEVICES; i++) {
+        if (!gm_report_dev_used(&s->dev[i]))
+            continue;
+        text_device(&o, s, i, flags);
+        shown++;
+    }
+    if (shown == 0)
+        emit(&o, "gpumem: no device memory was used\n");
+    return finish(&o);
+}
+
+/* ---- JSON ---------------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at p (1..4), 0 if invalid. */
+static size_t utf8_len(const unsigned char *p)
+{
+    unsigned c = p[0];
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3
+             : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || (n == 2 && c < 0xc2) || (n == 4 && c > 0xf4))
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    if (n == 3 && ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f)))
+        return 0;
+    if (n == 4 && ((c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] > 0x8f)))
+        return 0;
+    return n;
+}
+
+static void json_string(struct out *o, const char *str)
+{
+    const unsigned char *p = (const unsigned char *)str;
+    emit_char(o, '"');
+    while (*p) {
+        size_t n = utf8_len(p);
+        if (n == 0) {
+            emit(o, "\\ufffd");
+            p++;
+        } else if (*p == '"' || *p == '\\') {
+            emit_char(o, '\\');
+            emit_char(o, (char)*p++);
+        } else if (*p < 0x20 || *p == 0x7f) {
+            emit(o, "\\u%04x", *p++);
+        } else {
+            for (size_t i = 0; i < n; i++)
+                emit_char(o, (char)*p++);
+        }
+    }
+    emit_char(o, '"');
+}
+
+static void json_u64(struct out *o, const char *key, uint64_t v, bool comma)
+{
+    emit(o, "\"%s\":%llu%s", key, (unsigned long long)v, comma ? "," : "");
+}
+
+static void json_device(struct out *o, const struct gm_snapshot *s,
+                        unsigned i)
+{
+    const struct gm_abi_dev *d = &s->dev[i];
+    emit(o, "{\"device\":%u,\"consistent\":%s,", i,
+         s->dev_state[i] == GM_SNAP_OK ? "true" : "false");
+    json_u64(o, "physical_bytes", d->physical, true);
+    json_u64(o, "limit_bytes", d->limit, true);
+    json_u64(o, "used_bytes", d->used, true);
+    json_u64(o, "peak_bytes", d->peak, true);
+    if (d->peak_ns) {
+        uint64_t ms = since_start_ms(s, d->peak_ns);
+        emit(o, "\"peak_at_s\":%llu.%03llu,", (unsigned long long)(ms / 1000),
+             (unsigned long long)(ms % 1000));
+    } else {
+        emit(o, "\"peak_at_s\":null,");
+    }
+    json_u64(o, "context_bytes", d->context_bytes, true);
+    json_u64(o, "pool_reserve_bytes", d->pool_reserve, true);
+    json_u64(o, "allocs", d->allocs, true);
+    json_u64(o, "frees", d->frees, true);
+    json_u64(o, "refused", d->refusals, true);
+    json_u64(o, "spills", d->spills, true);
+    json_u64(o, "spilled_bytes", d->spilled_bytes, true);
+    json_u64(o, "over_limit", d->over_limit, true);
+    json_u64(o, "total_allocated_bytes", d->total_bytes, true);
+    json_u64(o, "live_allocs", d->live_allocs, true);
+    json_u64(o, "live_bytes", d->live_bytes, true);
+    json_u64(o, "frag_ppm", d->frag_ppm, true);
+    json_u64(o, "frag_at_peak_ppm", d->frag_peak_ppm, true);
+    json_u64(o, "alloc_latency_p50_ns",
+             gm_hist_quantile(d->lat_hist, GM_ABI_LAT_BUCKETS, 500), true);
+    json_u64(o, "alloc_latency_p99_ns",
+             gm_hist_quantile(d->lat_hist, GM_ABI_LAT_BUCKETS, 990), true);
+    json_u64(o, "alloc_latency_mean_ns",
+             d->allocs ? d->lat_sum_ns / d->allocs : 0, false);
+    emit_char(o, '}');
+}
+
+size_t gm_report_json(const struct gm_snapshot *s, unsigned flags, char *buf,
+                      size_t cap)
+{
+    struct out o = { buf, cap, 0 };
+    if (cap > 0)
+        buf[0] = '\0';
+    emit(&o, "{\"pid\":%u,\"command\":", s->pid);
+    json_string(&o, s->cmdline);
+    emit(&o, ",\"policy\":");
+    json_string(&o, s->policy);
+    emit(&o, ",\"mode\":");
+    json_string(&o, gm_mode_name((enum gm_mode)s->mode));
+    emit(&o, ",\"on_oom\":");
+    json_string(&o, gm_on_oom_name((enum gm_on_oom)s->on_oom));
+    emit(&o, ",\"state\":\"%s\",", flags & GM_REPORT_LIVE ? "live" : "exit");
+    json_u64(&o, "start_realtime_ns", s->start_realtime_ns, true);
+    json_u64(&o, "host_pinned_bytes", s->host_pinned, true);
+    json_u64(&o, "events_written", s->ring_head, true);
+    json_u64(&o, "events_dropped", s->ring_dropped, true);
+    json_u64(&o, "events_lost", gm_snapshot_events_lost(s), true);
+    emit(&o, "\"devices\":[");
+    unsigned shown = 0;
+    for (unsigned i = 0; i < s->dev_count && i < GM_ABI_MAX_DEVICES; i++) {
+        if (!gm_report_dev_used(&s->dev[i]))
+            continue;
+        if (shown++)
+            emit_char(&o, ',');
+        json_device(&o, s, i);
+    }
+    emit(&o, "]}\n");
+    return finish(&o);
+}
+
+/* ---- the shim's exit report ---------------------------------------------- */
+
+size_t gm_report_from_segment(const struct gm_abi_header *hdr, bool json,
+                              char *buf, size_t cap)
+{
+    static struct gm_snapshot snap; /* 66 KiB: not on a thread's stack */
+    static int busy;
+    if (cap > 0)
+        buf[0] = '\0';
+    if (hdr == NULL || __atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
+        return 0;
+    gm_tel_read(hdr, hdr->dev_slots, hdr->ring_capacity, &snap);
+    size_t n = json ? gm_report_json(&snap, 0, buf, cap)
+                    : gm_report_text(&snap, 0, buf, cap);
+    __atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+    return n;
+}

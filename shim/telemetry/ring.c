@@ -1,0 +1,695 @@
+/*
+ * shim/telemetry/ring.c — the telemetry segment: creation (shared file or private
+ * fallback), the seqlocked per-device stats, the multi-producer event ring,
+ * and the read primitives shared with the exit report and tools/lib/reader.c.
+ *
+ * Invariants:
+ *  - Every shared field is accessed with __atomic builtins. Nothing here
+ *    locks or waits on the hot path.
+ *  - Device blocks take any number of concurrent writers: a writer counts
+ *    itself in wbegin (atomic increment), changes fields only with atomic
+ *    read-modify-writes (sums, maxima) or release stores (figures), and
+ *    counts itself in wdone last (release). A reader loads wdone (acquire),
+ *    the fields (acquire), then wbegin; the copy is consistent when that
+ *    wbegin equals the wdone it started from: every writer whose store it
+ *    saw had already been counted in wbegin (its increment comes before
+ *    its release stores), so none was inside while it copied.
+ *  - Ring records: a producer that finds its slot busy or already holding
+ *    a later event drops its record and counts it in ring_dropped, so a
+ *    slot's seq only grows and never has two writers.
+ *  - Nothing here allocates with malloc, prints, or makes a syscall on the
+ *    hot path; counters saturate, subtractions clamp.
+ */
+#include "shim/base/msg.h"
+#include "shim/telemetry/telemetry.h"
+#include "shim/telemetry/telwrite.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shim/base/clock.h"
+#include "shim/base/shmfile.h"
+#include "shim/base/spin.h"
+
+
+#define READ_ATTEMPTS 64u
+#define STUCK_ATTEMPTS 16u
+
+/* The scalar fields of struct gm_abi_dev after seq and lock. */
+#define GM_DEV_SCALARS(X)                                                   \
+    X(present) X(physical) X(limit) X(used) X(peak) X(peak_ns)              \
+    X(context_bytes) X(pool_reserve) X(allocs) X(frees) X(refusals)         \
+    X(spills) X(spilled_bytes) X(over_limit) X(total_bytes) X(live_allocs)  \
+    X(live_bytes) X(frag_ppm) X(frag_peak_ppm) X(waits) X(trims)            \
+    X(trimmed_bytes) X(reclaims) X(reclaimed_bytes) X(last_ns) X(lat_sum_ns)
+
+/* ---- geometry ----------------------------------------------------------- */
+
+static uint32_t ring_cap(uint32_t want)
+{
+    if (want == 0)
+        want = GM_ABI_RING_DEFAULT;
+    if (want > GM_ABI_RING_MAX)
+        want = GM_ABI_RING_MAX;
+    uint32_t c = GM_ABI_RING_MIN;
+    while (c < want)
+        c <<= 1;
+    return c;
+}
+
+static uint32_t dev_slots(uint32_t want)
+{
+    return want == 0 || want > GM_ABI_MAX_DEVICES ? GM_ABI_MAX_DEVICES : want;
+}
+
+size_t gm_tel_layout_size(uint32_t ring_events, uint32_t slots)
+{
+    return sizeof(struct gm_abi_header) +
+           (size_t)dev_slots(slots) * sizeof(struct gm_abi_dev) +
+           (size_t)ring_cap(ring_events) * sizeof(struct gm_abi_record);
+}
+
+/* ---- writer: stats ------------------------------------------------------ */
+
+/* ---- writer: cold helpers ------------------------------------------------ */
+
+/* First use of a device: present = 1, dev_seen = max(dev_seen, dev+1). */
+void gm_tw_mark_present(struct gm_abi_header *h, struct gm_abi_dev *d,
+                        unsigned dev)
+{
+    tw_put(&d->present, 1);
+    uint64_t want = (uint64_t)dev + 1, cur = TW_LD_RLX(&h->dev_seen);
+    while (cur < want &&
+           !__atomic_compare_exchange_n(&h->dev_seen, &cur, want, true,
+                                        __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+        ;
+}
+
+/* ---- writer: the hooks' API --------------------------------------------- */
+
+void gm_tel_device(struct gm_tel *t, unsigned dev, uint64_t physical,
+                   uint64_t limit)
+{
+    struct gm_abi_header *h = tw_tel_hdr(t);
+    if (h == NULL)
+        return;
+    struct gm_abi_dev *d = tw_stats_begin(h, dev, gm_clock_realtime_ns());
+    if (d == NULL)
+        return;
+    tw_put(&d->physical, physical);
+    tw_put(&d->limit, limit);
+    tw_stats_end(d);
+}
+
+void gm_tel_alloc_frag(struct gm_tel *t, unsigned dev, unsigned api,
+                       uint64_t addr, uint64_t size, uint64_t lat_ns,
+                       uint64_t used_after, uint64_t peak, uint32_t frag_ppm)
+{
+    struct gm_tel_ev e = {
+        .ts_ns = gm_clock_realtime_ns(), .lat_ns = lat_ns, .addr = addr, .size = size,
+        .used = used_after, .peak = peak, .dev = dev, .api = api,
+        .frag_ppm = frag_ppm,
+    };
+    gm_tel_alloc_ev(t, &e);
+}
+
+void gm_tel_alloc(struct gm_tel *t, unsigned dev, unsigned api, uint64_t addr,
+                  uint64_t size, uint64_t lat_ns, uint64_t used_after,
+                  uint64_t peak)
+{
+    gm_tel_alloc_frag(t, dev, api, addr, size, lat_ns, used_after, peak,
+                      GM_TEL_FRAG_KEEP);
+}
+
+void gm_tel_free_frag(struct gm_tel *t, unsigned dev, unsigned api,
+                      uint64_t addr, uint64_t size, uint64_t lat_ns,
+                      uint64_t used_after, uint32_t frag_ppm)
+{
+    struct gm_tel_ev e = {
+        .ts_ns = gm_clock_realtime_ns(), .lat_ns = lat_ns, .addr = addr, .size = size,
+        .used = used_after, .dev = dev, .api = api, .frag_ppm = frag_ppm,
+    };
+    gm_tel_free_ev(t, &e);
+}
+
+void gm_tel_free(struct gm_tel *t, unsigned dev, unsigned api, uint64_t addr,
+                 uint64_t size, uint64_t lat_ns, uint64_t used_after)
+{
+    gm_tel_free_frag(t, dev, api, addr, size, lat_ns, used_after,
+                     GM_TEL_FRAG_KEEP);
+}
+
+void gm_tel_refuse(struct gm_tel *t, unsigned dev, unsigned api,
+                   uint64_t size, uint64_t used, uint64_t limit)
+{
+    struct gm_abi_header *h = tw_tel_hdr(t);
+    if (h == NULL)
+        return;
+    uint64_t now = gm_clock_realtime_ns();
+    struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
+    if (d != NULL) {
+        tw_inc(&d->refusals);
+        tw_set_used_peak(d, used, 0, now);
+        tw_stats_end(d);
+    }
+    tw_ring_push(h, GM_EV_OOM, api, dev, now, 0, size, 0, used, limit);
+}
+
+void gm_tel_context(struct gm_tel *t, unsigned dev, uint64_t bytes,
+                    uint64_t used_after, uint64_t peak)
+{
+    struct gm_abi_header *h = tw_tel_hdr(t);
+    if (h == NULL)
+        return;
+    uint64_t now = gm_clock_realtime_ns();
+    struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
+    if (d != NULL) {
+        tw_add(&d->context_bytes, bytes);
+        tw_set_used_peak(d, used_after, peak, now);
+        tw_stats_end(d);
+    }
+    tw_ring_push(h, GM_EV_CONTEXT, GM_API_NONE, dev, now, 0, bytes, 0,
+              used_after, 0);
+}
+
+void gm_tel_limit(struct gm_tel *t, unsigned dev, uint64_t new_limit)
+{
+    struct gm_abi_header *h = tw_tel_hdr(t);
+    if (h == NULL)
+        return;
+    uint64_t now = gm_clock_realtime_ns(), old = 0, used = 0;
+    struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
+    if (d != NULL) {
+        old = tw_get(&d->limit);
+        used = tw_get(&d->used);
+        tw_put(&d->limit, new_limit);
+        tw_stats_end(d);
+    }
+    tw_ring_push(h, GM_EV_LIMIT, GM_API_NONE, dev, now, 0, new_limit, 0, used,
+              old);
+}
+
+void gm_tel_frag(struct gm_tel *t, unsigned dev, uint32_t frag_ppm)
+{
+    struct gm_abi_header *h = tw_tel_hdr(t);
+    if (h == NULL || dev >= h->dev_slots)
+        return;
+    /* Not an event of its own: last_ns is left alone. */
+    struct gm_abi_dev *d =
+        (struct gm_abi_dev *)((char *)h + sizeof *h) + dev;
+    __atomic_fetch_add(&d->wbegin, 1, __ATOMIC_ACQ_REL);
+    tw_put_frag(d, frag_ppm);
+    tw_stats_end(d);
+}
+
+void gm_tel_host(struct gm_tel *t, unsigned api, uint64_t addr, int64_t delta)
+{
+    struct gm_abi_header *h = tw_tel_hdr(t);
+    if (h == NULL)
+        return;
+    uint64_t mag = delta < 0 ? (uint64_t)0 - (uint64_t)delta : (uint64_t)delta;
+    uint64_t cur = TW_LD_RLX(&h->host_pinned), next;
+    do {
+        if (delta < 0)
+            next = cur > mag ? cur - mag : 0;
+        else
+            next = cur + mag < cur ? UINT64_MAX : cur + mag;
+    } while (!__atomic_compare_exchange_n(&h->host_pinned, &cur, next, true,
+                                          __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+    tw_ring_push(h, GM_EV_HOST, api, GM_ABI_NO_DEVICE, gm_clock_realtime_ns(), 0,
+              mag, (uint64_t)delta, next, addr);
+}
+
+void gm_tel_event(struct gm_tel *t, unsigned kind, unsigned dev, unsigned api,
+                  uint64_t size, uint64_t addr, uint64_t used_after)
+{
+    struct gm_abi_header *h = tw_tel_hdr(t);
+    if (h == NULL)
+        return;
+    uint64_t now = gm_clock_realtime_ns();
+    struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
+    if (d != NULL) {
+        switch (kind) {
+        case GM_EV_SPILL:
+            tw_inc(&d->spills);
+            tw_add(&d->spilled_bytes, size);
+            break;
+        case GM_EV_OVER_LIMIT:
+            tw_inc(&d->over_limit);
+            break;
+        case GM_EV_WAIT_BEGIN:
+            tw_inc(&d->waits);
+            break;
+        case GM_EV_TRIM:
+            tw_inc(&d->trims);
+            tw_add(&d->trimmed_bytes, size);
+            break;
+        case GM_EV_RECLAIM:
+            tw_inc(&d->reclaims);
+            tw_add(&d->reclaimed_bytes, size);
+            break;
+        default:
+            break;
+        }
+        tw_set_used_peak(d, used_after, 0, now);
+        tw_stats_end(d);
+    }
+    tw_ring_push(h, kind, api, dev, now, 0, size, addr, used_after, 0);
+}
+
+void gm_tel_pool(struct gm_tel *t, unsigned dev, uint64_t reserve_bytes)
+{
+    struct gm_abi_header *h = tw_tel_hdr(t);
+    if (h == NULL)
+        return;
+    struct gm_abi_dev *d = tw_stats_begin(h, dev, gm_clock_realtime_ns());
+    if (d == NULL)
+        return;
+    tw_put(&d->pool_reserve, reserve_bytes);
+    tw_stats_end(d);
+}
+
+void gm_tel_sync(struct gm_tel *t, unsigned dev, uint64_t used, uint64_t peak)
+{
+    struct gm_abi_header *h = tw_tel_hdr(t);
+    if (h == NULL)
+        return;
+    uint64_t now = gm_clock_realtime_ns();
+    struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
+    if (d == NULL)
+        return;
+    tw_set_used_peak(d, used, peak, now);
+    tw_stats_end(d);
+}
+
+/* ---- segment creation --------------------------------------------------- */
+
+static bool prefix_ok(const char *p)
+{
+    size_t n = strlen(p);
+    if (n == 0 || n > 32 || p[0] == '.')
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = p[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+static void read_cmdline(char *dst, size_t cap)
+{
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    size_t n = 0;
+    while (n < cap - 1) {
+        ssize_t r = read(fd, dst + n, cap - 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)dst[i] < 0x20 || dst[i] == 0x7f)
+            dst[i] = ' ';
+    while (n > 0 && dst[n - 1] == ' ')
+        n--;
+    dst[n] = '\0';
+}
+
+/* Fills a zeroed image; magic is stored last (release) so a reader that
+ * sees it (acquire) sees every other header field. */
+static void init_image(struct gm_abi_header *h, uint32_t cap, uint32_t slots,
+                       const struct gm_tel_params *p)
+{
+    h->abi_version = GM_ABI_VERSION;
+    h->header_size = sizeof *h;
+    h->dev_size = sizeof(struct gm_abi_dev);
+    h->record_size = sizeof(struct gm_abi_record);
+    h->dev_slots = slots;
+    h->ring_capacity = cap;
+    h->dev_offset = sizeof *h;
+    h->ring_offset = sizeof *h + (uint64_t)slots * sizeof(struct gm_abi_dev);
+    h->total_size =
+        h->ring_offset + (uint64_t)cap * sizeof(struct gm_abi_record);
+    h->pid = (uint32_t)getpid();
+    h->mode = p->mode;
+    h->on_oom = p->on_oom;
+    h->created_ns = gm_clock_realtime_ns();
+    uint64_t ticks;
+    if (gm_proc_start_ticks(0, &ticks) == 0) {
+        h->start_ticks = ticks;
+        h->start_realtime_ns = gm_proc_start_realtime_ns(ticks);
+    }
+    if (h->start_realtime_ns == 0 || h->start_realtime_ns > h->created_ns)
+        h->start_realtime_ns = h->created_ns;
+    read_cmdline(h->cmdline, sizeof h->cmdline);
+    if (p->policy_summary != NULL)
+        snprintf(h->policy, sizeof h->policy, "%s", p->policy_summary);
+    TW_ST_REL(&h->magic, GM_ABI_MAGIC);
+}
+
+static void attach(struct gm_tel *t, void *mem, size_t len, bool shared)
+{
+    t->map_len = len;
+    t->shared = shared;
+    __atomic_store_n(&t->hdr, (struct gm_abi_header *)mem, __ATOMIC_RELEASE);
+}
+
+/* A file already sits at our path. Remove it when nobody holds it locked
+ * (its writer is dead: a previous process with our pid, or this process's
+ * image before exec, whose descriptor closed on exec). Returns 0 when the
+ * path is free now, -1 (reason in err) when it must be left alone. */
+static int clear_stale(const char *path, char *err, size_t cap)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return 0;
+        if (errno == ELOOP)
+            gm_msgf(err, cap, "%s is a symbolic link; not following it",
+                    path);
+        else
+            gm_msgf(err, cap, "cannot inspect %s: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    int rc = -1;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        gm_msgf(err, cap, "%s exists and is not a regular file; left alone",
+                path);
+    } else if (st.st_uid != geteuid()) {
+        gm_msgf(err, cap, "%s exists and belongs to another user; left "
+                "alone", path);
+    } else {
+        int locked = -1, why = 0;
+        for (int i = 0; i < 3 && locked != 0; i++) {
+            locked = flock(fd, LOCK_EX | LOCK_NB);
+            why = locked != 0 ? errno : 0;
+            if (locked != 0 && why == EWOULDBLOCK)
+                nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
+            else
+                break;
+        }
+        if (locked != 0 && why != EWOULDBLOCK) {
+            /* No locks on this file system: fall back to the header. */
+            struct gm_abi_header h;
+            if (pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
+                h.magic == GM_ABI_MAGIC && h.pid == (uint32_t)getpid())
+                locked = 0;
+        }
+        if (locked != 0)
+            gm_msgf(err, cap, "%s is in use by a live process; left alone",
+                    path);
+        else if (unlink(path) != 0 && errno != ENOENT)
+            gm_msgf(err, cap, "cannot remove the stale %s: %s", path,
+                    strerror(errno));
+        else
+            rc = 0;
+    }
+    close(fd);
+    return rc;
+}
+
+/* Creates, sizes and maps the shared segment. Returns the mapping or NULL
+ * (reason in err, nothing left behind). */
+static void *open_shared(struct gm_tel *t, const struct gm_tel_params *p,
+                         size_t len, char *err, size_t cap)
+{
+    const char *prefix = p->prefix && p->prefix[0] ? p->prefix : "gpumem";
+    const char *dir = p->shm_dir && p->shm_dir[0] ? p->shm_dir : "/dev/shm";
+    if (!prefix_ok(prefix)) {
+        gm_msgf(err, cap, "invalid segment prefix \"%s\"", prefix);
+        return NULL;
+    }
+    int n = snprintf(t->path, sizeof t->path, "%s/%s.%ld", dir, prefix,
+                     (long)getpid());
+    if (n < 0 || (size_t)n >= sizeof t->path) {
+        gm_msgf(err, cap, "segment path too long in %s", dir);
+        return NULL;
+    }
+    if (gm_shm_fsize_would_kill(len)) {
+        gm_msgf(err, cap, "the file size limit (RLIMIT_FSIZE) is below the "
+                "segment size for %s", t->path);
+        return NULL;
+    }
+    int fd = -1;
+    for (int attempt = 0; attempt < 2 && fd < 0; attempt++) {
+        fd = open(t->path, O_CREAT | O_EXCL | O_NOFOLLOW | O_RDWR | O_CLOEXEC,
+                  0600);
+        if (fd >= 0)
+            break;
+        if (errno != EEXIST || attempt == 1) {
+            gm_msgf(err, cap, "cannot create %s: %s", t->path,
+                    strerror(errno));
+            return NULL;
+        }
+        if (clear_stale(t->path, err, cap) != 0)
+            return NULL;
+    }
+    int e;
+    void *mem = gm_shm_size_map(fd, len, &e);
+    if (mem == NULL) {
+        gm_msgf(err, cap, "cannot size the segment %s (full /dev/shm?): %s",
+                t->path, strerror(e));
+        unlink(t->path);
+        close(fd);
+        return NULL;
+    }
+    t->fd = fd;
+    return mem;
+}
+
+int gm_tel_open(struct gm_tel *t, const struct gm_tel_params *p, char *err,
+                size_t errcap)
+{
+    t->hdr = NULL;
+    t->map_len = 0;
+    t->shared = false;
+    t->path[0] = '\0';
+    t->fd = -1;
+    if (err != NULL && errcap > 0)
+        err[0] = '\0';
+    uint32_t cap = ring_cap(p->ring_events), slots = dev_slots(p->dev_slots);
+    size_t len = gm_tel_layout_size(cap, slots);
+    void *mem = open_shared(t, p, len, err, errcap);
+    bool shared = mem != NULL;
+    if (!shared) {
+        t->path[0] = '\0';
+        mem = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (mem == MAP_FAILED)
+            return -1;
+    }
+    init_image(mem, cap, slots, p);
+    attach(t, mem, len, shared);
+    return shared ? 0 : 1;
+}
+
+int gm_tel_open_mem(struct gm_tel *t, void *mem, size_t len,
+                    const struct gm_tel_params *p)
+{
+    uint32_t cap = ring_cap(p->ring_events), slots = dev_slots(p->dev_slots);
+    size_t need = gm_tel_layout_size(cap, slots);
+    t->hdr = NULL;
+    t->fd = -1;
+    t->path[0] = '\0';
+    if (mem == NULL || len < need || ((uintptr_t)mem & 63u) != 0)
+        return -1;
+    memset(mem, 0, need);
+    init_image(mem, cap, slots, p);
+    attach(t, mem, 0, false);
+    return 0;
+}
+
+void gm_tel_close(struct gm_tel *t, bool keep)
+{
+    struct gm_abi_header *h = tw_tel_hdr(t);
+    if (h == NULL)
+        return;
+    TW_ST_REL(&h->closed_ns, gm_clock_realtime_ns());
+    __atomic_fetch_or(&h->flags, GM_ABI_F_CLOSED | (keep ? GM_ABI_F_KEPT : 0u),
+                      __ATOMIC_RELEASE);
+    if (t->shared) {
+        if (!keep)
+            unlink(t->path);
+        if (t->fd >= 0) {
+            /* Explicitly: the mapping we leave keeps the file open. */
+            flock(t->fd, LOCK_UN);
+            close(t->fd);
+        }
+    }
+    t->fd = -1;
+    __atomic_store_n(&t->hdr, NULL, __ATOMIC_RELEASE);
+}
+
+void gm_tel_forget(struct gm_tel *t)
+{
+    /* Our copies only: the lock belongs to the open file that parent and
+     * child share, so it is never unlocked here (that would unlock the
+     * parent's); closing our descriptor and unmapping our copy of the
+     * mapping drops our references, so the lock ends with the parent. */
+    if (t->hdr != NULL && t->shared && t->fd >= 0)
+        close(t->fd);
+    if (t->hdr != NULL && t->map_len > 0)
+        munmap(t->hdr, t->map_len);
+    t->fd = -1;
+    t->shared = false;
+    t->path[0] = '\0';
+    t->map_len = 0;
+    __atomic_store_n(&t->hdr, NULL, __ATOMIC_RELEASE);
+    gm_thread_id_reset();
+}
+
+/* ---- read side ---------------------------------------------------------- */
+
+static void backoff(unsigned attempt)
+{
+    unsigned n = 1u << (attempt < 6 ? attempt : 6);
+    for (unsigned i = 0; i < n; i++)
+        gm_cpu_relax();
+}
+
+static void copy_dev(const struct gm_abi_dev *s, struct gm_abi_dev *d)
+{
+#define GM_COPY(f) d->f = TW_LD_ACQ(&s->f);
+    GM_DEV_SCALARS(GM_COPY)
+#undef GM_COPY
+    for (unsigned i = 0; i < GM_ABI_SIZE_BUCKETS; i++)
+        d->size_hist[i] = TW_LD_ACQ(&s->size_hist[i]);
+    for (unsigned i = 0; i < GM_ABI_LAT_BUCKETS; i++)
+        d->lat_hist[i] = TW_LD_ACQ(&s->lat_hist[i]);
+}
+
+/* The writer's invariants (docs/abi.md, "Invariants"). */
+static bool dev_sane(const struct gm_abi_dev *d)
+{
+    uint64_t sz = 0, lat = 0;
+    for (unsigned i = 0; i < GM_ABI_SIZE_BUCKETS; i++)
+        sz += d->size_hist[i];
+    for (unsigned i = 0; i < GM_ABI_LAT_BUCKETS; i++)
+        lat += d->lat_hist[i];
+    return d->present <= 1 && d->used <= d->peak &&
+           d->live_allocs <= d->allocs && d->live_bytes <= d->total_bytes &&
+           d->frag_ppm <= 1000000 && d->frag_peak_ppm <= 1000000 &&
+           (d->allocs == UINT64_MAX || (sz == d->allocs && lat == d->allocs));
+}
+
+int gm_tel_read_dev(const struct gm_abi_dev *src, struct gm_abi_dev *dst)
+{
+    uint64_t last = 0;
+    unsigned same = 0;
+    for (unsigned a = 0; a < READ_ATTEMPTS; a++) {
+        uint64_t done = TW_LD_ACQ(&src->wdone);
+        uint64_t begun = TW_LD_RLX(&src->wbegin);
+        if (begun != done) {
+            /* A writer is inside; one that stays there is dead. */
+            same = begun == last ? same + 1 : 0;
+            last = begun;
+            if (same >= STUCK_ATTEMPTS)
+                break;
+            backoff(a);
+            continue;
+        }
+        copy_dev(src, dst);
+        /* The acquire field loads keep this load after them: equal to
+         * `done` only if no writer began since every writer counted in
+         * `done` had finished. */
+        uint64_t b2 = TW_LD_RLX(&src->wbegin);
+        if (b2 == done) {
+            dst->wbegin = dst->wdone = done;
+            return dev_sane(dst) ? GM_SNAP_OK : GM_SNAP_INSANE;
+        }
+        backoff(a);
+    }
+    copy_dev(src, dst);
+    dst->wdone = TW_LD_RLX(&src->wdone);
+    dst->wbegin = TW_LD_RLX(&src->wbegin);
+    return GM_SNAP_BUSY;
+}
+
+int gm_tel_read_record(const struct gm_abi_record *slot, uint64_t index,
+                       struct gm_abi_record *out)
+{
+    uint64_t want = index + 1;
+    uint64_t s1 = TW_LD_ACQ(&slot->seq); /* pairs with ring_push's publish */
+    if (s1 != want)
+        return (s1 & ~GM_ABI_SEQ_BUSY) > want ? GM_REC_GONE : GM_REC_PENDING;
+    out->ts_ns = TW_LD_ACQ(&slot->ts_ns);
+    out->kind = TW_LD_ACQ(&slot->kind);
+    out->api = TW_LD_ACQ(&slot->api);
+    out->dev = TW_LD_ACQ(&slot->dev);
+    out->tid = TW_LD_ACQ(&slot->tid);
+    out->lat_ns = TW_LD_ACQ(&slot->lat_ns);
+    out->size = TW_LD_ACQ(&slot->size);
+    out->addr = TW_LD_ACQ(&slot->addr);
+    out->used_after = TW_LD_ACQ(&slot->used_after);
+    out->extra = TW_LD_ACQ(&slot->extra);
+    if (TW_LD_RLX(&slot->seq) != s1)
+        return GM_REC_GONE; /* a later event took the slot meanwhile */
+    out->seq = s1;
+    return GM_REC_OK;
+}
+
+int gm_tel_read(const struct gm_abi_header *h, uint32_t slots, uint32_t cap,
+                struct gm_snapshot *out)
+{
+    memset(out, 0, offsetof(struct gm_snapshot, dev));
+    (void)TW_LD_ACQ(&h->magic); /* pairs with init_image's release */
+    out->pid = h->pid;
+    out->mode = h->mode;
+    out->on_oom = h->on_oom;
+    out->flags = TW_LD_ACQ(&h->flags);
+    out->start_ticks = h->start_ticks;
+    out->start_realtime_ns = h->start_realtime_ns;
+    out->created_ns = h->created_ns;
+    out->closed_ns = TW_LD_ACQ(&h->closed_ns);
+    out->taken_ns = gm_clock_realtime_ns();
+    out->host_pinned = TW_LD_ACQ(&h->host_pinned);
+    out->ring_capacity = cap;
+    out->ring_head = TW_LD_ACQ(&h->ring_head);
+    out->ring_dropped = TW_LD_ACQ(&h->ring_dropped);
+    memcpy(out->cmdline, h->cmdline, sizeof out->cmdline);
+    out->cmdline[sizeof out->cmdline - 1] = '\0';
+    memcpy(out->policy, h->policy, sizeof out->policy);
+    out->policy[sizeof out->policy - 1] = '\0';
+    out->dev_slots = slots;
+    uint64_t seen = TW_LD_ACQ(&h->dev_seen);
+    out->dev_count = seen < slots ? (uint32_t)seen : slots;
+    const struct gm_abi_dev *devs =
+        (const struct gm_abi_dev *)((const char *)h + sizeof *h);
+    int bad = 0;
+    for (uint32_t i = 0; i < out->dev_count; i++) {
+        out->dev_state[i] = (uint8_t)gm_tel_read_dev(&devs[i], &out->dev[i]);
+        bad += out->dev_state[i] != GM_SNAP_OK;
+    }
+    return bad;
+}
+
+int gm_tel_snapshot(const struct gm_tel *t, struct gm_snapshot *out)
+{
+    const struct gm_abi_header *h = tw_tel_hdr(t);
+    if (h == NULL)
+        return -1;
+    return gm_tel_read(h, h->dev_slots, h->ring_capacity, out);
+}
+
+uint64_t gm_snapshot_events_lost(const struct gm_snapshot *s)
+{
+    uint64_t over = s->ring_head > s->ring_capacity
+                        ? s->ring_head - s->ring_capacity : 0;
+    return over + s->ring_dropped < over ? UINT64_MAX : over + s->ring_dropped;
+}

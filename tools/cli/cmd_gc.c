@@ -1,0 +1,223 @@
+/*
+ * tools/cli/cmd_gc.c — `gpumem gc [--dry-run] [--prefix P]`: remove the
+ * segments of processes that are gone (exited with GPUMEM_KEEP=1, or
+ * killed), and the group segments (shared budgets) that have no live
+ * member left, printing one line per segment removed.
+ *
+ * Invariants: a segment is removed only when it is a regular file owned by
+ * the caller and the reader's liveness test says its writer is gone (pid
+ * absent or start time different, and the writer's lock free); the test is
+ * repeated on the open file right before the unlink. A segment that
+ * cannot be validated is removed only when it is ours and no process has
+ * its pid. Never a live writer's, never another user's. A group segment
+ * is removed only by gm_group_gc, which re-checks under the group's mutex
+ * that no member is alive and refuses files that are not the caller's;
+ * groups a lock-free snapshot already shows with a live member are not
+ * even opened for writing.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tools/cli/gpumem.h"
+#include "tools/lib/util.h"
+
+const char gm_help_gc[] =
+    "NAME\n"
+    "    gpumem gc - remove the segments of processes that are gone\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    gpumem gc [--dry-run] [--prefix P]\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    A process run with GPUMEM_KEEP=1 leaves its telemetry segment\n"
+    "    /dev/shm/<prefix>.<pid> in place after exit, and a killed process\n"
+    "    cannot remove its own. gpumem gc removes every such segment of\n"
+    "    the current user: the process is gone when its pid no longer\n"
+    "    exists or now belongs to a process started at another time, and\n"
+    "    no process holds the segment's lock. Segments of running\n"
+    "    processes and of other users are never touched. One line per\n"
+    "    segment removed: its path, pid and whether it exited (kept) or\n"
+    "    died.\n"
+    "\n"
+    "    It also removes the group segments /dev/shm/<prefix>.group.<NAME>\n"
+    "    (GPUMEM_GROUP) of the current user in which no member process is\n"
+    "    alive any more (all members were killed, or a creator died before\n"
+    "    setting the segment up). A group with a live member is left\n"
+    "    alone: its members reclaim the charges of dead ones themselves.\n"
+    "\n"
+    "OPTIONS\n"
+    "    --dry-run\n"
+    "        Print what would be removed; remove nothing.\n"
+    "    --prefix P\n"
+    "        Clean segments named P.<pid> and P.group.<NAME> (default:\n"
+    "        $GPUMEM_SHM_PREFIX, else gpumem).\n"
+    "    -h, --help\n"
+    "        Print this manual page and exit.\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0   Success (also when nothing was removed).\n"
+    "    1   The directory could not be read or a removal failed.\n"
+    "    2   Unknown option or bad prefix.\n"
+    "\n"
+    "EXAMPLES\n"
+    "    gpumem gc --dry-run\n"
+    "        would remove /dev/shm/gpumem.41017 (pid 41017, exited)\n"
+    "    gpumem gc\n"
+    "        removed /dev/shm/gpumem.41017 (pid 41017, exited)\n"
+    "        removed /dev/shm/gpumem.group.train (group train, no live "
+    "member)\n";
+
+#define GC_MAX 65536
+
+static int remove_one(const char *path, int pid, const char *why, bool dry)
+{
+    if (dry) {
+        printf("would remove %s (pid %d, %s)\n", path, pid, why);
+        return 0;
+    }
+    if (unlink(path) != 0 && errno != ENOENT) {
+        fprintf(stderr, "gpumem: gc: cannot remove %s: %s\n", path,
+                strerror(errno));
+        return 1;
+    }
+    printf("removed %s (pid %d, %s)\n", path, pid, why);
+    return 0;
+}
+
+/* A file the reader refuses: ours, a regular file, and its pid gone. */
+static int gc_unreadable(const char *prefix, int pid, bool dry)
+{
+    char path[512];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s.%d", gm_tool_shm_dir(), prefix, pid);
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_uid != getuid())
+        return 0;
+    if (kill(pid, 0) == 0 || errno != ESRCH)
+        return 0;
+    return remove_one(path, pid, "unreadable", dry);
+}
+
+static int gc_one(const char *prefix, int pid, bool dry)
+{
+    struct gm_seg s;
+    char err[256];
+    if (gm_seg_open(&s, gm_tool_shm_dir(), prefix, pid, err, sizeof err) != 0)
+        return gc_unreadable(prefix, pid, dry);
+    int rc = 0;
+    enum gm_seg_state st = gm_seg_state(&s);
+    if (s.uid == getuid() && st != GM_SEG_ALIVE) {
+        /* Re-check on the open file: a new process with this pid may have
+         * replaced it meanwhile. */
+        struct stat a, b;
+        if (fstat(s.fd, &a) == 0 && lstat(s.path, &b) == 0 &&
+            a.st_ino == b.st_ino && a.st_dev == b.st_dev &&
+            gm_seg_state(&s) != GM_SEG_ALIVE)
+            rc = remove_one(s.path, pid, st == GM_SEG_EXITED ? "exited"
+                                                             : "died", dry);
+    }
+    gm_seg_close(&s);
+    return rc;
+}
+
+/* ---- groups ------------------------------------------------------------ */
+
+struct ggc {
+    bool dry;
+    int rc;
+};
+
+static int gc_group(void *arg, const char *path, const char *name)
+{
+    struct ggc *c = arg;
+    struct stat st;
+    char err[512];
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_uid != getuid())
+        return 0;
+    struct gm_group_view *v = malloc(sizeof *v);
+    if (v == NULL) {
+        fprintf(stderr, "gpumem: gc: out of memory\n");
+        c->rc = 1;
+        return 1;
+    }
+    bool readable = gm_group_snapshot(path, v, err, sizeof err) == 0;
+    unsigned live = readable ? gm_group_live_members(v) : 0;
+    unsigned dead = readable ? gm_group_dead_members(v) : 0;
+    free(v);
+    if (live > 0)
+        return 0;
+    /* The snapshot says "(being created?)" for a file that is empty or
+     * not initialised; anything else it refuses is not ours to judge. */
+    if (!readable && strstr(err, "being created?") == NULL) {
+        fprintf(stderr, "gpumem: gc: %s; left alone\n", err);
+        return 0;
+    }
+    char why[64];
+    if (!readable)
+        snprintf(why, sizeof why, "never set up by its creator");
+    else if (dead > 0)
+        snprintf(why, sizeof why, "no live member, %u dead", dead);
+    else
+        snprintf(why, sizeof why, "no member");
+    if (c->dry) {
+        printf("would remove %s (group %s, %s)\n", path, name, why);
+        return 0;
+    }
+    int r = gm_group_gc(path, err, sizeof err);
+    if (r == 1) {
+        printf("removed %s (group %s, %s)\n", path, name, why);
+    } else if (r < 0) {
+        /* A creator still setting it up is not a failure. */
+        fprintf(stderr, "gpumem: gc: %s\n", err);
+        c->rc |= readable ? 1 : 0;
+    }
+    return 0;
+}
+
+int gm_cmd_gc(int argc, char **argv)
+{
+    static int pids[GC_MAX];
+    bool dry = false;
+    const char *popt = NULL;
+    for (int i = 1; i < argc; i++) {
+        int r;
+        if (strcmp(argv[i], "--dry-run") == 0 || strcmp(argv[i], "-n") == 0) {
+            dry = true;
+        } else if ((r = gm_opt_value("gc", argc, argv, &i, "--prefix",
+                                     &popt)) != 0) {
+            if (r < 0)
+                return GM_EXIT_USAGE;
+        } else {
+            fprintf(stderr, "gpumem: gc: unknown %s '%s'; usage: gpumem gc "
+                    "[--dry-run] [--prefix P]\n",
+                    argv[i][0] == '-' ? "option" : "argument", argv[i]);
+            return GM_EXIT_USAGE;
+        }
+    }
+    const char *prefix = gm_tool_prefix("gc", popt);
+    if (prefix == NULL)
+        return GM_EXIT_USAGE;
+    int n = gm_reader_list(gm_tool_shm_dir(), prefix, pids, GC_MAX);
+    if (n < 0) {
+        fprintf(stderr, "gpumem: gc: cannot read %s: %s\n", gm_tool_shm_dir(),
+                strerror(errno));
+        return 1;
+    }
+    int rc = 0;
+    for (int i = 0; i < n && i < GC_MAX; i++)
+        rc |= gc_one(prefix, pids[i], dry);
+    struct ggc c = { dry, 0 };
+    if (gm_group_list(gm_tool_shm_dir(), prefix, gc_group, &c) < 0) {
+        fprintf(stderr, "gpumem: gc: cannot read %s: %s\n",
+                gm_tool_shm_dir(), strerror(errno));
+        return 1;
+    }
+    return rc | c.rc;
+}

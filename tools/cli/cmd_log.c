@@ -1,0 +1,416 @@
+/*
+ * tools/cli/cmd_log.c — `gpumem log [-f] [--format jsonl|csv|text]
+ * [--kinds K,...] [--prefix P] [PID...]`: print the events of the
+ * processes' rings, oldest first, with a "lost" line for every gap
+ * (records overwritten or dropped before they were read); with -f keep
+ * polling every 100 ms until the followed processes have exited.
+ *
+ * Invariants: every event index of a followed segment is printed or
+ * counted lost exactly once (the reader's drain guarantees it); a segment
+ * is drained to its end (flushing unpublished records) once its writer is
+ * gone, and then closed. In jsonl a "process" line precedes each
+ * process's events, carrying the command, policy and device limits, so
+ * `gpumem report --from` can rebuild the figures from the file alone.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "policy/parse.h"
+#include "policy/policy.h"
+#include "tools/cli/gpumem.h"
+#include "tools/lib/util.h"
+
+const char gm_help_log[] =
+    "NAME\n"
+    "    gpumem log - print the event streams of processes under gpumem\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    gpumem log [-f] [--format jsonl|csv|text] [--kinds K[,K...]]\n"
+    "               [--prefix P] [PID...]\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    Prints the events each process's library recorded in its segment's\n"
+    "    ring (alloc, free, oom, limit, context, spill, mode, over_limit,\n"
+    "    wait_begin, wait_end, trim, reclaim, host), oldest first, for the\n"
+    "    given PIDs or for every segment of the current user. The ring\n"
+    "    holds the last GPUMEM_RING_EVENTS events; older ones, and any a\n"
+    "    producer had to drop, are reported as one line per gap saying how\n"
+    "    many were lost.\n"
+    "\n"
+    "    Formats (one line per event):\n"
+    "    text   time, pid, device, kind, API, size, address, used after\n"
+    "           the event, latency; gaps as \"pid P: lost N events\".\n"
+    "    jsonl  one JSON object per line: pid, seq (event index), ts_ns,\n"
+    "           kind, api, dev (null for host memory), tid, size, addr,\n"
+    "           used_after, extra, lat_ns. Each process starts with a\n"
+    "           {\"kind\":\"process\",...} line (command, policy, limits);\n"
+    "           gaps are {\"pid\":P,\"kind\":\"lost\",\"count\":N}.\n"
+    "    csv    a header line, then pid,seq,ts_ns,kind,api,dev,tid,size,\n"
+    "           addr,used_after,extra,lat_ns; a gap is a row of kind lost\n"
+    "           with the count in size.\n"
+    "\n"
+    "OPTIONS\n"
+    "    -f, --follow\n"
+    "        Keep printing new events (polling every 100 ms) until every\n"
+    "        followed process has exited. Without PIDs, processes that\n"
+    "        start meanwhile are followed too, and gpumem log waits for a\n"
+    "        first one when none exists.\n"
+    "    --format F\n"
+    "        text (default), jsonl or csv.\n"
+    "    --kinds K[,K...]\n"
+    "        Only these event kinds (e.g. oom,alloc). Gap lines and the\n"
+    "        jsonl process lines are always printed.\n"
+    "    --prefix P\n"
+    "        Read segments named P.<pid> (default: $GPUMEM_SHM_PREFIX, else\n"
+    "        gpumem).\n"
+    "    -h, --help\n"
+    "        Print this manual page and exit.\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0   Success.\n"
+    "    1   A PID given has no readable segment.\n"
+    "    2   Unknown option, bad format, kind or PID.\n"
+    "\n"
+    "EXAMPLES\n"
+    "    gpumem log --kinds oom 41017\n"
+    "    gpumem log -f --format jsonl > trace.jsonl; gpumem report --from "
+    "trace.jsonl\n";
+
+enum fmt { FMT_TEXT, FMT_JSONL, FMT_CSV };
+
+#define MAX_FOLLOW 1024
+#define DRAIN_BATCH 1024
+
+struct tracked {
+    int pid;
+    bool done;
+    struct gm_seg seg;
+    struct gm_cursor cur;
+};
+
+struct log_ctx {
+    enum fmt fmt;
+    uint32_t kinds;              /* bit per enum gm_ev_kind; 0 = all */
+    bool follow;
+    const char *prefix;
+    struct tracked *t;
+    size_t nt;
+    bool named;                  /* PIDs were given */
+};
+
+static int parse_kinds(const char *s, uint32_t *mask)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    *mask = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        unsigned k;
+        for (k = 1; k < GM_EV_COUNT; k++)
+            if (strcmp(tok, gm_ev_kind_name(k)) == 0)
+                break;
+        if (k == GM_EV_COUNT) {
+            fprintf(stderr, "gpumem: log: unknown event kind '%s'; kinds: ",
+                    tok);
+            for (k = 1; k < GM_EV_COUNT; k++)
+                fprintf(stderr, "%s%s", k > 1 ? "," : "", gm_ev_kind_name(k));
+            fputc('\n', stderr);
+            return -1;
+        }
+        *mask |= 1u << k;
+    }
+    return *mask ? 0 : -1;
+}
+
+/* ---- printing -------------------------------------------------------------- */
+
+static void print_process(const struct log_ctx *c, const struct gm_seg *s)
+{
+    static struct gm_snapshot snap;
+    if (gm_seg_snapshot(s, &snap) < 0)
+        return;
+    if (c->fmt == FMT_CSV)
+        return;
+    if (c->fmt == FMT_TEXT) {
+        printf("pid %u: %s [%s]\n", snap.pid, snap.cmdline, snap.policy);
+        return;
+    }
+    printf("{\"pid\":%u,\"kind\":\"process\",\"command\":", snap.pid);
+    gm_json_str(stdout, snap.cmdline);
+    printf(",\"policy\":");
+    gm_json_str(stdout, snap.policy);
+    printf(",\"mode\":\"%s\",\"on_oom\":\"%s\",\"start_realtime_ns\":%llu,"
+           "\"devices\":[", gm_mode_name((enum gm_mode)snap.mode),
+           gm_on_oom_name((enum gm_on_oom)snap.on_oom),
+           (unsigned long long)snap.start_realtime_ns);
+    unsigned shown = 0;
+    for (unsigned i = 0; i < snap.dev_count && i < GM_ABI_MAX_DEVICES; i++) {
+        const struct gm_abi_dev *d = &snap.dev[i];
+        if (!d->present)
+            continue;
+        printf("%s{\"device\":%u,\"physical\":%llu,\"limit\":%llu}",
+               shown++ ? "," : "", i, (unsigned long long)d->physical,
+               (unsigned long long)d->limit);
+    }
+    printf("]}\n");
+}
+
+static void print_lost(const struct log_ctx *c, int pid, uint64_t n)
+{
+    if (c->fmt == FMT_JSONL)
+        printf("{\"pid\":%d,\"kind\":\"lost\",\"count\":%llu}\n", pid,
+               (unsigned long long)n);
+    else if (c->fmt == FMT_CSV)
+        printf("%d,,,lost,,,,%llu,,,,\n", pid, (unsigned long long)n);
+    else
+        printf("pid %d: lost %llu events\n", pid, (unsigned long long)n);
+}
+
+static void print_text(int pid, const struct gm_abi_record *r)
+{
+    time_t sec = (time_t)(r->ts_ns / 1000000000ull);
+    struct tm tm;
+    char when[32], size[32], used[32], lat[32], dev[16] = "host";
+    localtime_r(&sec, &tm);
+    strftime(when, sizeof when, "%H:%M:%S", &tm);
+    gm_format_size(r->size, size, sizeof size);
+    gm_format_size(r->used_after, used, sizeof used);
+    gm_format_latency(r->lat_ns, lat, sizeof lat);
+    if (r->dev != GM_ABI_NO_DEVICE)
+        snprintf(dev, sizeof dev, "dev %u", r->dev);
+    printf("%s.%06llu pid %d %s %-10s %-24s %11s at 0x%llx used %s", when,
+           (unsigned long long)(r->ts_ns / 1000 % 1000000), pid, dev,
+           gm_ev_kind_name(r->kind), gm_api_name(r->api), size,
+           (unsigned long long)r->addr, used);
+    if (r->kind == GM_EV_ALLOC || r->kind == GM_EV_FREE)
+        printf(" lat %s", lat);
+    if (r->kind == GM_EV_OOM) {
+        char lim[32];
+        gm_format_size(r->extra, lim, sizeof lim);
+        printf(" limit %s", lim);
+    }
+    putchar('\n');
+}
+
+static void print_event(const struct log_ctx *c, int pid,
+                        const struct gm_abi_record *r)
+{
+    if (c->kinds && (r->kind >= 32 || !(c->kinds & (1u << r->kind))))
+        return;
+    unsigned long long seq = (unsigned long long)(r->seq - 1);
+    if (c->fmt == FMT_TEXT) {
+        print_text(pid, r);
+    } else if (c->fmt == FMT_CSV) {
+        printf("%d,%llu,%llu,%s,%s,", pid, seq, (unsigned long long)r->ts_ns,
+               gm_ev_kind_name(r->kind), gm_api_name(r->api));
+        if (r->dev != GM_ABI_NO_DEVICE)
+            printf("%u", r->dev);
+        printf(",%u,%llu,%llu,%llu,%llu,%u\n", r->tid,
+               (unsigned long long)r->size, (unsigned long long)r->addr,
+               (unsigned long long)r->used_after,
+               (unsigned long long)r->extra, r->lat_ns);
+    } else {
+        printf("{\"pid\":%d,\"seq\":%llu,\"ts_ns\":%llu,\"kind\":\"%s\","
+               "\"api\":\"%s\",\"dev\":", pid, seq,
+               (unsigned long long)r->ts_ns, gm_ev_kind_name(r->kind),
+               gm_api_name(r->api));
+        if (r->dev != GM_ABI_NO_DEVICE)
+            printf("%u", r->dev);
+        else
+            printf("null");
+        printf(",\"tid\":%u,\"size\":%llu,\"addr\":%llu,\"used_after\":%llu,"
+               "\"extra\":%llu,\"lat_ns\":%u}\n", r->tid,
+               (unsigned long long)r->size, (unsigned long long)r->addr,
+               (unsigned long long)r->used_after,
+               (unsigned long long)r->extra, r->lat_ns);
+    }
+}
+
+/* ---- draining -------------------------------------------------------------- */
+
+/* Print what the ring holds past the cursor; flush: count unpublished
+ * records lost (writer gone, or a one-shot read). */
+static void drain_all(const struct log_ctx *c, struct tracked *t, bool flush)
+{
+    static struct gm_abi_record buf[DRAIN_BATCH];
+    for (unsigned rounds = 0; rounds < 1u << 16; rounds++) {
+        uint64_t lost = 0;
+        size_t n = gm_seg_drain(&t->seg, &t->cur, buf, DRAIN_BATCH,
+                                flush ? GM_DRAIN_FLUSH : 0, &lost);
+        if (lost)
+            print_lost(c, t->pid, lost);
+        for (size_t i = 0; i < n; i++)
+            print_event(c, t->pid, &buf[i]);
+        if (n == 0 && lost == 0)
+            break;
+    }
+}
+
+static bool is_tracked(const struct log_ctx *c, int pid)
+{
+    for (size_t i = 0; i < c->nt; i++)
+        if (c->t[i].pid == pid)
+            return true;
+    return false;
+}
+
+static int track(struct log_ctx *c, int pid, bool quiet)
+{
+    char err[256];
+    if (c->nt >= MAX_FOLLOW)
+        return -1;
+    struct tracked *t = &c->t[c->nt];
+    memset(t, 0, sizeof *t);
+    if (gm_seg_open(&t->seg, gm_tool_shm_dir(), c->prefix, pid, err,
+                    sizeof err) != 0) {
+        if (!quiet)
+            fprintf(stderr, "gpumem: log: pid %d: %s.%d: %s\n", pid,
+                    c->prefix, pid, err);
+        return -1;
+    }
+    if (!c->named && t->seg.uid != getuid()) {
+        gm_seg_close(&t->seg);
+        return -1;
+    }
+    t->pid = pid;
+    gm_cursor_init(&t->cur, &t->seg, false);
+    c->nt++;
+    print_process(c, &t->seg);
+    return 0;
+}
+
+static void discover(struct log_ctx *c)
+{
+    static int pids[MAX_FOLLOW];
+    int n = gm_reader_list(gm_tool_shm_dir(), c->prefix, pids, MAX_FOLLOW);
+    for (int i = 0; i < n && i < MAX_FOLLOW; i++)
+        if (!is_tracked(c, pids[i]))
+            track(c, pids[i], true);
+}
+
+/* One pass over every open segment; returns how many are still open. */
+static size_t poll_once(struct log_ctx *c)
+{
+    size_t open = 0;
+    for (size_t i = 0; i < c->nt; i++) {
+        struct tracked *t = &c->t[i];
+        if (t->done)
+            continue;
+        bool gone = !c->follow || gm_seg_state(&t->seg) != GM_SEG_ALIVE;
+        drain_all(c, t, gone);
+        if (gone) {
+            gm_seg_close(&t->seg);
+            t->done = true;
+        } else {
+            open++;
+        }
+    }
+    return open;
+}
+
+static int run_log(struct log_ctx *c)
+{
+    for (;;) {
+        if (!c->named)
+            discover(c);
+        size_t open = poll_once(c);
+        fflush(stdout);
+        if (!c->follow)
+            return 0;
+        if (open == 0 && (c->named || c->nt > 0))
+            return 0;
+        struct timespec ts = { 0, 100000000L };
+        nanosleep(&ts, NULL);
+    }
+}
+
+static int parse_pid(const char *s, int *pid)
+{
+    uint64_t v;
+    if (gm_parse_uint(s, &v) != 0 || v == 0 || v > 0x7fffffff) {
+        fprintf(stderr, "gpumem: log: '%s' is not a pid (gpumem log "
+                "--help)\n", s);
+        return -1;
+    }
+    *pid = (int)v;
+    return 0;
+}
+
+static int parse_args(struct log_ctx *c, int argc, char **argv, int *pids,
+                      size_t *np)
+{
+    const char *popt = NULL, *v;
+    for (int i = 1; i < argc; i++) {
+        int r = 0;
+        if (strcmp(argv[i], "-f") == 0 || strcmp(argv[i], "--follow") == 0) {
+            c->follow = true;
+        } else if ((r = gm_opt_value("log", argc, argv, &i, "--format",
+                                     &v)) > 0) {
+            if (strcmp(v, "jsonl") == 0)
+                c->fmt = FMT_JSONL;
+            else if (strcmp(v, "csv") == 0)
+                c->fmt = FMT_CSV;
+            else if (strcmp(v, "text") == 0)
+                c->fmt = FMT_TEXT;
+            else {
+                fprintf(stderr, "gpumem: log: unknown format '%s'; use "
+                        "text, jsonl or csv\n", v);
+                return -1;
+            }
+        } else if (r == 0 && (r = gm_opt_value("log", argc, argv, &i,
+                                               "--kinds", &v)) > 0) {
+            if (parse_kinds(v, &c->kinds) != 0)
+                return -1;
+        } else if (r == 0 && (r = gm_opt_value("log", argc, argv, &i,
+                                               "--prefix", &popt)) > 0) {
+            continue;
+        } else if (r < 0) {
+            return -1;
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "gpumem: log: unknown option '%s'; usage: gpumem "
+                    "log [-f] [--format jsonl|csv|text] [--kinds K,...] "
+                    "[--prefix P] [PID...]\n", argv[i]);
+            return -1;
+        } else {
+            if (*np >= MAX_FOLLOW || parse_pid(argv[i], &pids[*np]) != 0)
+                return -1;
+            (*np)++;
+        }
+    }
+    c->prefix = gm_tool_prefix("log", popt);
+    return c->prefix ? 0 : -1;
+}
+
+int gm_cmd_log(int argc, char **argv)
+{
+    static int pids[MAX_FOLLOW];
+    struct log_ctx c = { .fmt = FMT_TEXT };
+    size_t np = 0;
+    if (parse_args(&c, argc, argv, pids, &np) != 0)
+        return GM_EXIT_USAGE;
+    c.t = calloc(MAX_FOLLOW, sizeof *c.t);
+    if (c.t == NULL) {
+        fprintf(stderr, "gpumem: log: out of memory\n");
+        return 1;
+    }
+    c.named = np > 0;
+    if (c.fmt == FMT_CSV)
+        printf("pid,seq,ts_ns,kind,api,dev,tid,size,addr,used_after,extra,"
+               "lat_ns\n");
+    int rc = 0;
+    for (size_t i = 0; i < np; i++)
+        if (!is_tracked(&c, pids[i]) && track(&c, pids[i], false) != 0)
+            rc = 1;
+    if (rc == 0)
+        rc = run_log(&c);
+    for (size_t i = 0; i < c.nt; i++)
+        if (!c.t[i].done)
+            gm_seg_close(&c.t[i].seg);
+    free(c.t);
+    return rc;
+}

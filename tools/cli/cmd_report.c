@@ -1,0 +1,515 @@
+/*
+ * tools/cli/cmd_report.c — `gpumem report [PID | --from TRACE.jsonl] [--json]
+ * [--svg FILE] [--prefix P]`: the exit-report figures (shim/telemetry/report.h) of a
+ * live or kept process, or of a trace written by `gpumem log --format
+ * jsonl`; optionally the usage-over-time image (tools/lib/svg.h).
+ *
+ * Invariants: a segment's figures come from one consistent snapshot and
+ * are formatted by the shim's own report code, so `gpumem report` and the
+ * exit report agree. A trace is turned into the same struct gm_snapshot
+ * the segment would hold (counts, sizes and latency histograms, used,
+ * peak, live allocations at the end); fragmentation is not in a trace and
+ * reads 0. A trace line that is not one of ours is skipped, never trusted.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/parse.h"
+#include "policy/policy.h"
+#include "tools/cli/gpumem.h"
+#include "tools/lib/svg.h"
+#include "tools/lib/util.h"
+
+const char gm_help_report[] =
+    "NAME\n"
+    "    gpumem report - memory figures of a process or of a recorded trace\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    gpumem report [PID] [--json] [--svg FILE] [--prefix P]\n"
+    "    gpumem report --from TRACE.jsonl [PID] [--json] [--svg FILE]\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    Prints the figures of the exit report (GPUMEM_REPORT) for a\n"
+    "    running process or one kept after exit (GPUMEM_KEEP=1): per\n"
+    "    device the peak and when it was reached, the limit, context\n"
+    "    memory, allocations, frees and refused requests, the allocations\n"
+    "    still live (a leak check at exit), fragmentation at the peak,\n"
+    "    allocation latency p50/p99 and events lost. Without PID, the only\n"
+    "    process of the current user is reported.\n"
+    "\n"
+    "    With --from, the figures are computed from a trace written by\n"
+    "    gpumem log --format jsonl: counts, sizes, latencies, used, peak and\n"
+    "    allocations live at the end of the trace (fragmentation is not in\n"
+    "    a trace and reads 0; events lost before the trace started are not\n"
+    "    counted). PID picks one process of a trace holding several.\n"
+    "\n"
+    "OPTIONS\n"
+    "    --json\n"
+    "        One JSON object (the keys of GPUMEM_REPORT=json, see\n"
+    "        docs/metrics.md) instead of text lines.\n"
+    "    --svg FILE\n"
+    "        Also draw device memory used over time, per device, with the\n"
+    "        limit (dashed), the peak (circle) and refused requests (red\n"
+    "        crosses), into FILE as SVG. For a process, the samples are the\n"
+    "        events its ring still holds.\n"
+    "    --from TRACE.jsonl\n"
+    "        Read a recorded trace instead of a segment ('-': stdin).\n"
+    "    --prefix P\n"
+    "        Read segments named P.<pid> (default: $GPUMEM_SHM_PREFIX, else\n"
+    "        gpumem).\n"
+    "    -h, --help\n"
+    "        Print this manual page and exit.\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0   Success.\n"
+    "    1   No such segment or trace, or FILE could not be written.\n"
+    "    2   Usage error (unknown option, no PID and not exactly one\n"
+    "        process, a trace holding several processes and no PID).\n"
+    "\n"
+    "EXAMPLES\n"
+    "    gpumem report 41017\n"
+    "        gpumem: device 0: peak 544.0 MiB of 2.0 GiB limit at 0.4 s; ...\n"
+    "    gpumem report --json --svg usage.svg 41017\n"
+    "    gpumem log --format jsonl 41017 > t.jsonl; gpumem report --from "
+    "t.jsonl\n";
+
+struct report_args {
+    bool json;
+    const char *svg;
+    const char *from;
+    const char *prefix;
+    int pid;                     /* 0: not given */
+};
+
+/* ---- output ------------------------------------------------------------------ */
+
+static int print_report(const struct gm_snapshot *s, unsigned flags,
+                        bool json)
+{
+    size_t n = json ? gm_report_json(s, flags, NULL, 0)
+                    : gm_report_text(s, flags, NULL, 0);
+    char *buf = malloc(n + 1);
+    if (buf == NULL) {
+        fprintf(stderr, "gpumem: report: out of memory\n");
+        return 1;
+    }
+    if (json)
+        gm_report_json(s, flags, buf, n + 1);
+    else
+        gm_report_text(s, flags, buf, n + 1);
+    fwrite(buf, 1, n, stdout);
+    free(buf);
+    return 0;
+}
+
+static int write_svg(const struct gm_timeline *tl, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        fprintf(stderr, "gpumem: report: cannot write %s: %s\n", path,
+                strerror(errno));
+        return 1;
+    }
+    int r = gm_svg_write(tl, f);
+    if (fclose(f) != 0 || r != 0) {
+        fprintf(stderr, "gpumem: report: cannot write %s\n", path);
+        return 1;
+    }
+    return 0;
+}
+
+static void tl_title(struct gm_timeline *tl, const struct gm_snapshot *s)
+{
+    snprintf(tl->title, sizeof tl->title, "pid %u: %.160s", s->pid,
+             s->cmdline);
+}
+
+/* Limits and exact peaks from the snapshot override what samples show. */
+static void tl_from_snapshot(struct gm_timeline *tl,
+                             const struct gm_snapshot *s)
+{
+    tl->t0_ns = s->start_realtime_ns;
+    for (unsigned i = 0; i < s->dev_count && i < GM_ABI_MAX_DEVICES; i++) {
+        const struct gm_abi_dev *d = &s->dev[i];
+        if (!gm_report_dev_used(d))
+            continue;
+        tl->dev[i].present = true;
+        tl->dev[i].limit = d->limit;
+        if (d->peak >= tl->dev[i].peak && d->peak_ns) {
+            tl->dev[i].peak = d->peak;
+            tl->dev[i].peak_ns = d->peak_ns;
+        }
+    }
+}
+
+static void tl_record(struct gm_timeline *tl, const struct gm_abi_record *r)
+{
+    if (r->dev >= GM_ABI_MAX_DEVICES || r->kind == GM_EV_HOST)
+        return;
+    if (r->kind == GM_EV_OOM)
+        gm_tl_oom(tl, r->dev, r->ts_ns, r->used_after);
+    else
+        gm_tl_add(tl, r->dev, r->ts_ns, r->used_after);
+}
+
+/* ---- a live or kept segment ------------------------------------------------ */
+
+static void seg_timeline(struct gm_seg *seg, struct gm_timeline *tl)
+{
+    static struct gm_abi_record buf[1024];
+    struct gm_cursor c;
+    gm_cursor_init(&c, seg, false);
+    for (unsigned rounds = 0; rounds < 1u << 16; rounds++) {
+        uint64_t lost = 0;
+        size_t n = gm_seg_drain(seg, &c, buf, 1024, GM_DRAIN_FLUSH, &lost);
+        for (size_t i = 0; i < n; i++)
+            tl_record(tl, &buf[i]);
+        if (n == 0 && lost == 0)
+            break;
+    }
+}
+
+static int only_pid(const char *prefix, int *pid)
+{
+    struct gm_scan sc;
+    if (gm_scan(prefix, 0, &sc) < 0)
+        return 1;
+    size_t n = sc.n;
+    if (n == 1)
+        *pid = sc.procs[0].p.pid;
+    gm_scan_free(&sc);
+    if (n == 1)
+        return 0;
+    fprintf(stderr, "gpumem: report: %s; name a PID (gpumem ps lists them)"
+            "\n", n == 0 ? "no process found" : "several processes found");
+    return GM_EXIT_USAGE;
+}
+
+static int report_pid(const struct report_args *a)
+{
+    static struct gm_proc p;
+    struct gm_seg seg;
+    char err[256];
+    int pid = a->pid, rc;
+    if (pid == 0 && (rc = only_pid(a->prefix, &pid)) != 0)
+        return rc;
+    if (gm_seg_open(&seg, gm_tool_shm_dir(), a->prefix, pid, err,
+                    sizeof err) != 0) {
+        fprintf(stderr, "gpumem: report: pid %d: %s.%d: %s\n", pid, a->prefix,
+                pid, err);
+        return 1;
+    }
+    if (gm_seg_summary(&seg, &p) < 0) {
+        gm_seg_close(&seg);
+        fprintf(stderr, "gpumem: report: pid %d: segment unreadable\n", pid);
+        return 1;
+    }
+    rc = print_report(&p.snap, p.state == GM_SEG_ALIVE ? GM_REPORT_LIVE : 0,
+                      a->json);
+    if (rc == 0 && a->svg) {
+        static struct gm_timeline tl;
+        gm_tl_init(&tl);
+        seg_timeline(&seg, &tl);
+        tl_from_snapshot(&tl, &p.snap);
+        tl_title(&tl, &p.snap);
+        rc = write_svg(&tl, a->svg);
+        gm_tl_free(&tl);
+    }
+    gm_seg_close(&seg);
+    return rc;
+}
+
+/* ---- a trace ------------------------------------------------------------------- */
+
+/* The text right after "key": in a line of ours, or NULL. */
+static const char *jfield(const char *line, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(line, pat);
+    return p ? p + strlen(pat) : NULL;
+}
+
+static bool ju64(const char *line, const char *key, uint64_t *v)
+{
+    const char *p = jfield(line, key);
+    if (p == NULL || *p < '0' || *p > '9')
+        return false;
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(p, &end, 10);
+    if (errno != 0)
+        return false;
+    *v = (uint64_t)x;
+    return true;
+}
+
+/* A JSON string value (escapes resolved for \" \\ \n \t only). */
+static bool jstr(const char *line, const char *key, char *out, size_t cap)
+{
+    const char *p = jfield(line, key);
+    size_t n = 0;
+    if (p == NULL || *p != '"' || cap == 0)
+        return false;
+    for (p++; *p && *p != '"'; p++) {
+        char c = *p;
+        if (c == '\\' && p[1]) {
+            c = *++p;
+            c = c == 'n' ? '\n' : c == 't' ? '\t' : c;
+        }
+        if (n + 1 < cap)
+            out[n++] = c;
+    }
+    out[n] = '\0';
+    return *p == '"';
+}
+
+static unsigned enum_of(const char *name, const char *(*fn)(int), int n)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(fn(i), name) == 0)
+            return (unsigned)i;
+    return 0;
+}
+
+static const char *mode_name_i(int i) { return gm_mode_name((enum gm_mode)i); }
+static const char *oom_name_i(int i)
+{
+    return gm_on_oom_name((enum gm_on_oom)i);
+}
+
+static void trace_process(const char *line, struct gm_snapshot *s)
+{
+    char buf[GM_ABI_POLICY_LEN];
+    uint64_t v;
+    jstr(line, "command", s->cmdline, sizeof s->cmdline);
+    jstr(line, "policy", s->policy, sizeof s->policy);
+    if (jstr(line, "mode", buf, sizeof buf))
+        s->mode = enum_of(buf, mode_name_i, 3);
+    if (jstr(line, "on_oom", buf, sizeof buf))
+        s->on_oom = enum_of(buf, oom_name_i, 4);
+    if (ju64(line, "start_realtime_ns", &v))
+        s->start_realtime_ns = v;
+    /* "devices":[{"device":N,"physical":P,"limit":L},...] */
+    const char *p = jfield(line, "devices");
+    while (p && (p = strstr(p, "{\"device\":")) != NULL) {
+        uint64_t dev, phys = 0, lim = 0;
+        if (ju64(p, "device", &dev) && dev < GM_ABI_MAX_DEVICES) {
+            ju64(p, "physical", &phys);
+            ju64(p, "limit", &lim);
+            s->dev[dev].physical = phys;
+            s->dev[dev].limit = lim;
+        }
+        p++;
+    }
+}
+
+static unsigned bucket(uint64_t v, unsigned n)
+{
+    unsigned b = v ? 63u - (unsigned)__builtin_clzll(v) : 0u;
+    return b < n ? b : n - 1;
+}
+
+static void sub_clamp(uint64_t *f, uint64_t v)
+{
+    *f = *f > v ? *f - v : 0;
+}
+
+/* Apply one event to its device block, as the writer would have. */
+static void trace_event(struct gm_snapshot *s, unsigned kind, unsigned dev,
+                        uint64_t ts, uint64_t size, uint64_t used,
+                        uint64_t lat, struct gm_timeline *tl)
+{
+    struct gm_abi_dev *d = &s->dev[dev];
+    d->present = 1;
+    if (dev + 1 > s->dev_count)
+        s->dev_count = dev + 1;
+    switch (kind) {
+    case GM_EV_ALLOC:
+        d->allocs++;
+        d->total_bytes += size;
+        d->live_allocs++;
+        d->live_bytes += size;
+        d->size_hist[bucket(size, GM_ABI_SIZE_BUCKETS)]++;
+        d->lat_hist[bucket(lat, GM_ABI_LAT_BUCKETS)]++;
+        d->lat_sum_ns += lat;
+        break;
+    case GM_EV_FREE:
+        d->frees++;
+        sub_clamp(&d->live_allocs, 1);
+        sub_clamp(&d->live_bytes, size);
+        break;
+    case GM_EV_OOM: d->refusals++; break;
+    case GM_EV_CONTEXT: d->context_bytes += size; break;
+    case GM_EV_SPILL: d->spills++; d->spilled_bytes += size; break;
+    case GM_EV_OVER_LIMIT: d->over_limit++; break;
+    case GM_EV_WAIT_BEGIN: d->waits++; break;
+    case GM_EV_TRIM: d->trims++; d->trimmed_bytes += size; break;
+    case GM_EV_RECLAIM: d->reclaims++; d->reclaimed_bytes += size; break;
+    case GM_EV_LIMIT: d->limit = size; break;
+    default: break;
+    }
+    d->used = used;
+    if (used > d->peak || d->peak_ns == 0) {
+        d->peak = used > d->peak ? used : d->peak;
+        d->peak_ns = ts;
+    }
+    d->last_ns = ts;
+    if (tl != NULL) {
+        if (kind == GM_EV_OOM)
+            gm_tl_oom(tl, dev, ts, used);
+        else
+            gm_tl_add(tl, dev, ts, used);
+    }
+}
+
+static unsigned kind_of(const char *name)
+{
+    for (unsigned k = 1; k < GM_EV_COUNT; k++)
+        if (strcmp(gm_ev_kind_name(k), name) == 0)
+            return k;
+    return GM_EV_NONE;
+}
+
+/* One trace line; returns its pid (0 when not a line of ours). */
+static int trace_line(const char *line, int want, struct gm_snapshot *s,
+                      struct gm_timeline *tl)
+{
+    uint64_t pid, dev, ts = 0, size = 0, used = 0, lat = 0, n;
+    char kind[32];
+    if (!ju64(line, "pid", &pid) || pid == 0 || pid > 0x7fffffff ||
+        !jstr(line, "kind", kind, sizeof kind))
+        return 0;
+    if (want != 0 && (int)pid != want)
+        return (int)pid;
+    s->pid = (uint32_t)pid;
+    if (strcmp(kind, "process") == 0) {
+        trace_process(line, s);
+    } else if (strcmp(kind, "lost") == 0) {
+        if (ju64(line, "count", &n)) {
+            s->ring_dropped += n;
+            s->ring_head += n;
+        }
+    } else {
+        unsigned k = kind_of(kind);
+        s->ring_head++;
+        if (k == GM_EV_HOST) {
+            if (ju64(line, "used_after", &used))
+                s->host_pinned = used;
+        } else if (k != GM_EV_NONE && ju64(line, "dev", &dev) &&
+                   dev < GM_ABI_MAX_DEVICES) {
+            ju64(line, "ts_ns", &ts);
+            ju64(line, "size", &size);
+            ju64(line, "used_after", &used);
+            ju64(line, "lat_ns", &lat);
+            trace_event(s, k, (unsigned)dev, ts, size, used, lat, tl);
+        }
+    }
+    return (int)pid;
+}
+
+static int read_trace(FILE *f, int *want, struct gm_snapshot *s,
+                      struct gm_timeline *tl)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    int others = 0, first = *want;
+    while (getline(&line, &cap, f) > 0) {
+        int pid = trace_line(line, first, s, tl);
+        if (pid == 0)
+            continue;
+        if (first == 0)
+            first = pid;
+        else if (pid != first)
+            others++;
+    }
+    free(line);
+    if (others && *want == 0) {
+        fprintf(stderr, "gpumem: report: the trace holds several processes; "
+                "name one PID\n");
+        return GM_EXIT_USAGE;
+    }
+    *want = first;
+    return 0;
+}
+
+static int report_trace(const struct report_args *a)
+{
+    static struct gm_snapshot s;
+    static struct gm_timeline tl;
+    bool in = strcmp(a->from, "-") == 0;
+    FILE *f = in ? stdin : fopen(a->from, "r");
+    if (f == NULL) {
+        fprintf(stderr, "gpumem: report: cannot read %s: %s\n", a->from,
+                strerror(errno));
+        return 1;
+    }
+    memset(&s, 0, sizeof s);
+    s.ring_capacity = UINT64_MAX;
+    s.dev_slots = GM_ABI_MAX_DEVICES;
+    gm_tl_init(&tl);
+    int pid = a->pid;
+    int rc = read_trace(f, &pid, &s, a->svg ? &tl : NULL);
+    if (!in)
+        fclose(f);
+    if (rc == 0 && pid == 0) {
+        fprintf(stderr, "gpumem: report: %s holds no gpumem events\n",
+                a->from);
+        rc = 1;
+    }
+    if (rc == 0)
+        rc = print_report(&s, 0, a->json);
+    if (rc == 0 && a->svg) {
+        tl_from_snapshot(&tl, &s);
+        tl_title(&tl, &s);
+        rc = write_svg(&tl, a->svg);
+    }
+    gm_tl_free(&tl);
+    return rc;
+}
+
+/* ---- arguments ----------------------------------------------------------------- */
+
+static int parse_args(struct report_args *a, int argc, char **argv)
+{
+    const char *popt = NULL;
+    for (int i = 1; i < argc; i++) {
+        int r = 0;
+        uint64_t v;
+        if (strcmp(argv[i], "--json") == 0)
+            a->json = true;
+        else if ((r = gm_opt_value("report", argc, argv, &i, "--svg",
+                                   &a->svg)) != 0 ||
+                 (r = gm_opt_value("report", argc, argv, &i, "--from",
+                                   &a->from)) != 0 ||
+                 (r = gm_opt_value("report", argc, argv, &i, "--prefix",
+                                   &popt)) != 0) {
+            if (r < 0)
+                return -1;
+        } else if (argv[i][0] != '-' && a->pid == 0 &&
+                   gm_parse_uint(argv[i], &v) == 0 && v > 0 &&
+                   v <= 0x7fffffff) {
+            a->pid = (int)v;
+        } else {
+            fprintf(stderr, "gpumem: report: unexpected %s '%s'; usage: "
+                    "gpumem report [PID | --from TRACE.jsonl] [--json] "
+                    "[--svg FILE]\n", argv[i][0] == '-' ? "option"
+                                                        : "argument", argv[i]);
+            return -1;
+        }
+    }
+    a->prefix = gm_tool_prefix("report", popt);
+    return a->prefix ? 0 : -1;
+}
+
+int gm_cmd_report(int argc, char **argv)
+{
+    struct report_args a = { 0 };
+    if (parse_args(&a, argc, argv) != 0)
+        return GM_EXIT_USAGE;
+    return a.from ? report_trace(&a) : report_pid(&a);
+}

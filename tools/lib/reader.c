@@ -1,0 +1,716 @@
+/*
+ * tools/lib/reader.c — the reader library of the telemetry segments (see
+ * tools/lib/reader.h; layout in shim/telemetry/abi.h, contract in docs/abi.md).
+ *
+ * Invariants: nothing in a segment is used before validate() accepted it;
+ * the geometry it accepted is kept in struct gm_seg and every address is
+ * computed from that copy, never from the mapping again; every loop is
+ * bounded by validated sizes or the caller's buffer; every access to a
+ * mapped file runs under guarded(), which turns the SIGBUS of a file
+ * truncated after mapping into an error return.
+ */
+#include "shim/base/msg.h"
+#include "tools/lib/reader.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shim/base/clock.h"
+
+#define LD_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define GUARD_FAULT INT_MIN
+
+/* The largest segment any valid geometry describes. */
+#define MAX_SEGMENT                                                         \
+    (sizeof(struct gm_abi_header) +                                         \
+     (size_t)GM_ABI_MAX_DEVICES * sizeof(struct gm_abi_dev) +               \
+     (size_t)GM_ABI_RING_MAX * sizeof(struct gm_abi_record))
+
+/* ---- SIGBUS guard ------------------------------------------------------- */
+
+static __thread sigjmp_buf *guard_jb;
+static struct sigaction prev_bus;
+static pthread_once_t bus_once = PTHREAD_ONCE_INIT;
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    sigjmp_buf *jb = guard_jb;
+    if (jb != NULL) {
+        guard_jb = NULL;
+        siglongjmp(*jb, 1);
+    }
+    /* Not a fault of ours: hand the signal to whoever had it before.
+     * Returning re-runs the faulting access, which now reaches it. */
+    sigaction(SIGBUS, &prev_bus, NULL);
+    if (si == NULL || si->si_code <= 0)
+        raise(sig); /* sent, not a fault: deliver it again */
+}
+
+static void install_bus(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, &prev_bus);
+}
+
+/* Runs fn(arg) with SIGBUS turned into the return value GUARD_FAULT. */
+static int guarded(int (*fn)(void *), void *arg)
+{
+    sigjmp_buf jb;
+    sigjmp_buf *prev = guard_jb;
+    if (sigsetjmp(jb, 1) != 0) {
+        guard_jb = prev;
+        return GUARD_FAULT;
+    }
+    guard_jb = &jb;
+    int r = fn(arg);
+    guard_jb = prev;
+    return r;
+}
+
+/* ---- validation --------------------------------------------------------- */
+
+static bool pow2(uint64_t v)
+{
+    return v != 0 && (v & (v - 1)) == 0;
+}
+
+/* Checks n bytes at p; on success fills the geometry of s (if non-NULL).
+ * Each header field is loaded once. */
+static int validate(const unsigned char *p, size_t n, struct gm_seg *s,
+                    char *err, size_t cap)
+{
+    const struct gm_abi_header *h = (const struct gm_abi_header *)p;
+    if (n < sizeof h->magic + sizeof h->abi_version) {
+        gm_msgf(err, cap, "too small for a segment: %zu bytes", n);
+        return -1;
+    }
+    uint64_t magic = LD_ACQ(&h->magic); /* pairs with the writer's release */
+    if (magic == 0) {
+        gm_msgf(err, cap, "not initialised yet (magic 0)");
+        return -1;
+    }
+    if (magic != GM_ABI_MAGIC) {
+        gm_msgf(err, cap, "bad magic: not a gpumem segment");
+        return -1;
+    }
+    uint32_t ver = h->abi_version;
+    if (ver != GM_ABI_VERSION) {
+        gm_msgf(err, cap, "ABI version %u; this tool reads version %u", ver,
+                GM_ABI_VERSION);
+        return -1;
+    }
+    if (n < sizeof *h) {
+        gm_msgf(err, cap, "truncated: %zu bytes, smaller than the header",
+                n);
+        return -1;
+    }
+    uint32_t hs = h->header_size, ds = h->dev_size, rs = h->record_size;
+    uint32_t slots = h->dev_slots, rcap = h->ring_capacity;
+    uint64_t doff = h->dev_offset, roff = h->ring_offset;
+    uint64_t total = h->total_size;
+    uint32_t pid = h->pid;
+    if (hs != sizeof *h || ds != sizeof(struct gm_abi_dev) ||
+        rs != sizeof(struct gm_abi_record)) {
+        gm_msgf(err, cap, "layout sizes header %u, device %u, record %u; "
+                "expected %zu, %zu, %zu", hs, ds, rs, sizeof *h,
+                sizeof(struct gm_abi_dev), sizeof(struct gm_abi_record));
+        return -1;
+    }
+    if (slots < 1 || slots > GM_ABI_MAX_DEVICES) {
+        gm_msgf(err, cap, "device slots %u outside 1..%u", slots,
+                GM_ABI_MAX_DEVICES);
+        return -1;
+    }
+    if (!pow2(rcap) || rcap < GM_ABI_RING_MIN || rcap > GM_ABI_RING_MAX) {
+        gm_msgf(err, cap, "ring capacity %u is not a power of two in "
+                "%u..%u", rcap, GM_ABI_RING_MIN, GM_ABI_RING_MAX);
+        return -1;
+    }
+    uint64_t want_roff = (uint64_t)hs + (uint64_t)slots * ds;
+    uint64_t want_total = want_roff + (uint64_t)rcap * rs;
+    if (doff != hs || roff != want_roff || total != want_total) {
+        gm_msgf(err, cap, "inconsistent offsets (devices %llu, ring %llu, "
+                "size %llu)", (unsigned long long)doff,
+                (unsigned long long)roff, (unsigned long long)total);
+        return -1;
+    }
+    if (n < total) {
+        gm_msgf(err, cap, "truncated: %zu bytes, the header says %llu", n,
+                (unsigned long long)total);
+        return -1;
+    }
+    if (memchr(h->cmdline, '\0', sizeof h->cmdline) == NULL ||
+        memchr(h->policy, '\0', sizeof h->policy) == NULL) {
+        gm_msgf(err, cap, "unterminated command line or policy string");
+        return -1;
+    }
+    if (pid == 0 || pid > INT_MAX) {
+        gm_msgf(err, cap, "bad pid %u", pid);
+        return -1;
+    }
+    if (s != NULL) {
+        s->pid = pid;
+        s->start_ticks = h->start_ticks;
+        s->dev_slots = slots;
+        s->ring_capacity = rcap;
+        s->dev_offset = doff;
+        s->ring_offset = roff;
+        s->total_size = total;
+    }
+    return 0;
+}
+
+int gm_seg_validate(const void *p, size_t n, char *err, size_t errcap)
+{
+    if (p == NULL || ((uintptr_t)p & 63u) != 0) {
+        gm_msgf(err, errcap, "image not 64-byte aligned");
+        return -1;
+    }
+    return validate(p, n, NULL, err, errcap);
+}
+
+/* ---- open / close ------------------------------------------------------- */
+
+static void seg_reset(struct gm_seg *s)
+{
+    memset(s, 0, offsetof(struct gm_seg, head));
+    s->head_len = 0;
+    s->fd = -1;
+}
+
+int gm_seg_open_mem(struct gm_seg *s, const void *p, size_t n, char *err,
+                    size_t errcap)
+{
+    seg_reset(s);
+    if (gm_seg_validate(p, n, err, errcap) != 0)
+        return -1;
+    validate(p, n, s, NULL, 0);
+    s->base = p;
+    s->len = n;
+    s->uid = getuid();
+    return 0;
+}
+
+/* n bytes at offset off, whole; false on error or a short read (a file
+ * truncated since it was opened). */
+static bool pread_all(int fd, void *buf, size_t n, uint64_t off)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(fd, (char *)buf + got, n - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return false;
+        got += (size_t)r;
+    }
+    return true;
+}
+
+int gm_seg_open_path(struct gm_seg *s, const char *path, char *err,
+                     size_t errcap)
+{
+    seg_reset(s);
+    snprintf(s->path, sizeof s->path, "%s", path);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        gm_msgf(err, errcap, "%s: %s", path,
+                errno == ELOOP ? "is a symbolic link; not following it"
+                               : strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
+        gm_msgf(err, errcap, "%s: not a regular non-empty file", path);
+        close(fd);
+        return -1;
+    }
+    size_t len = (uint64_t)st.st_size > MAX_SEGMENT ? MAX_SEGMENT
+                                                    : (size_t)st.st_size;
+    /* The header is validated from a copy; device blocks are copied when
+     * snapshotting and the ring is mapped only when events are read, so
+     * listing many processes costs a few system calls each. */
+    const size_t hs = sizeof(struct gm_abi_header);
+    size_t hn = len < sizeof s->head ? len : sizeof s->head;
+    char why[160] = "";
+    if (!pread_all(fd, s->head, hn, 0)) {
+        gm_msgf(err, errcap, "%s: truncated while reading", path);
+        close(fd);
+        seg_reset(s);
+        return -1;
+    }
+    /* validate() reads only the header (never past hn: the sizes it checks
+     * first keep it there) and checks the file's size against the
+     * geometry. */
+    if (validate(s->head, hn < hs ? hn : len, s, why, sizeof why) != 0) {
+        gm_msgf(err, errcap, "%s: %s", path, why);
+        close(fd);
+        seg_reset(s);
+        return -1;
+    }
+    s->len = len;
+    s->fd = fd;
+    s->uid = st.st_uid;
+    s->head_len = hn;
+    return 0;
+}
+
+/* Map the whole segment (for the event ring), once; the mapping must show
+ * the geometry validated at open. */
+struct remap_args {
+    const unsigned char *p;
+    size_t n;
+    struct gm_seg *s;
+};
+
+static int remap_cb(void *arg)
+{
+    struct remap_args *a = arg;
+    struct gm_seg again = *a->s;
+    if (validate(a->p, a->n, &again, NULL, 0) != 0)
+        return -1;
+    return again.dev_slots == a->s->dev_slots &&
+                   again.ring_capacity == a->s->ring_capacity &&
+                   again.total_size == a->s->total_size
+               ? 0 : -1;
+}
+
+static int seg_map(const struct gm_seg *cs)
+{
+    struct gm_seg *s = (struct gm_seg *)cs; /* the mapping is a cache */
+    if (s->base != NULL)
+        return 0;
+    if (s->fd < 0)
+        return -1;
+    void *m = mmap(NULL, s->len, PROT_READ, MAP_SHARED, s->fd, 0);
+    if (m == MAP_FAILED)
+        return -1;
+    pthread_once(&bus_once, install_bus);
+    struct remap_args a = { m, s->len, s };
+    if (guarded(remap_cb, &a) != 0) {
+        munmap(m, s->len);
+        return -1;
+    }
+    s->base = m;
+    s->mapped = true;
+    return 0;
+}
+
+int gm_seg_open(struct gm_seg *s, const char *dir, const char *prefix,
+                int pid, char *err, size_t errcap)
+{
+    char path[512];
+    int n = snprintf(path, sizeof path, "%s/%s.%d",
+                     dir ? dir : GM_READER_DEFAULT_DIR, prefix, pid);
+    if (n < 0 || (size_t)n >= sizeof path) {
+        seg_reset(s);
+        gm_msgf(err, errcap, "segment path too long");
+        return -1;
+    }
+    return gm_seg_open_path(s, path, err, errcap);
+}
+
+void gm_seg_close(struct gm_seg *s)
+{
+    if (s->mapped)
+        munmap((void *)s->base, s->len);
+    if (s->fd >= 0)
+        close(s->fd);
+    seg_reset(s);
+}
+
+/* ---- listing ------------------------------------------------------------ */
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* "<digits>" without a leading zero, 1..INT_MAX; -1 otherwise. */
+static int parse_pid(const char *q)
+{
+    if (*q < '1' || *q > '9')
+        return -1;
+    long v = 0;
+    for (; *q; q++) {
+        if (*q < '0' || *q > '9')
+            return -1;
+        v = v * 10 + (*q - '0');
+        if (v > INT_MAX)
+            return -1;
+    }
+    return (int)v;
+}
+
+int gm_reader_list(const char *dir, const char *prefix, int *pids,
+                   size_t max)
+{
+    DIR *d = opendir(dir ? dir : GM_READER_DEFAULT_DIR);
+    if (d == NULL)
+        return -1;
+    size_t plen = strlen(prefix), count = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *name = e->d_name;
+        if (strncmp(name, prefix, plen) != 0 || name[plen] != '.')
+            continue;
+        int pid = parse_pid(name + plen + 1); /* ".group.x" fails here */
+        if (pid < 0)
+            continue;
+        if (count < max)
+            pids[count] = pid;
+        if (count < INT_MAX)
+            count++;
+    }
+    closedir(d);
+    if (count > 0 && max > 0)
+        qsort(pids, count < max ? count : max, sizeof *pids, cmp_int);
+    return (int)count;
+}
+
+/* ---- snapshots and liveness -------------------------------------------- */
+
+struct snap_args {
+    const struct gm_seg *s;
+    struct gm_snapshot *out;
+};
+
+static int snap_cb(void *arg)
+{
+    struct snap_args *a = arg;
+    return gm_tel_read((const struct gm_abi_header *)a->s->base,
+                       a->s->dev_slots, a->s->ring_capacity, a->out);
+}
+
+static void snap_backoff(unsigned attempt)
+{
+    if (attempt < 4)
+        sched_yield();
+    else
+        nanosleep(&(struct timespec){ 0, 20000 }, NULL);
+}
+
+#define SNAP_ATTEMPTS 64u
+#define SNAP_STUCK 16u
+#define SNAP_FIRST_DEVS 2u
+
+/* A snapshot through pread: the seqlock protocol of shim/telemetry/abi.h with whole
+ * copies for loads, which system calls keep in order: wdone from copy A,
+ * the fields from copy B, wbegin from copy C; a device is consistent when
+ * C's wbegin equals A's wdone. Copy C of one round is copy A of the next. */
+static int snapshot_file(const struct gm_seg *s, struct gm_snapshot *out)
+{
+    const size_t hs = sizeof(struct gm_abi_header);
+    const size_t ds = sizeof(struct gm_abi_dev);
+    uint32_t slots = s->dev_slots;
+    /* Copy A: the header (for dev_seen and the header's counters) and
+     * the first device blocks; the rest when more devices were seen. */
+    _Alignas(64) unsigned char small[3][sizeof s->head];
+    unsigned char *a = small[0], *b = small[1], *c = small[2];
+    int rc = -1;
+    uint32_t first = slots < 2 ? slots : 2;
+    if (!pread_all(s->fd, a, hs + first * ds, 0))
+        return -1;
+    uint64_t seen = ((const struct gm_abi_header *)a)->dev_seen;
+    uint32_t n = seen < slots ? (uint32_t)seen : slots;
+    size_t devs = (size_t)n * ds, need = hs + devs;
+    if (need > sizeof s->head) {
+        a = aligned_alloc(64, need);
+        b = aligned_alloc(64, need);
+        c = aligned_alloc(64, need);
+        if (a == NULL || b == NULL || c == NULL)
+            goto out;
+        memcpy(a, small[0], hs + first * ds);
+        if (!pread_all(s->fd, a + hs + first * ds, (n - first) * ds,
+                       hs + first * ds))
+            goto out;
+    }
+    uint64_t pending = n >= 64 ? ~0ull : (1ull << n) - 1; /* unsettled */
+    uint64_t stuck = 0, last[GM_ABI_MAX_DEVICES];
+    unsigned same[GM_ABI_MAX_DEVICES];
+    memset(same, 0, sizeof same);
+    memset(last, 0, sizeof last);
+    memcpy(b, a, hs); /* header fields: as of copy A */
+    struct gm_abi_dev *da = (struct gm_abi_dev *)(a + hs);
+    struct gm_abi_dev *db = (struct gm_abi_dev *)(b + hs);
+    const struct gm_abi_dev *dc = (const struct gm_abi_dev *)(c + hs);
+    for (unsigned att = 0; att < SNAP_ATTEMPTS && pending != 0; att++) {
+        if (att > 0)
+            snap_backoff(att);
+        if (!pread_all(s->fd, c + hs, devs, hs)) /* copy B */
+            goto out;
+        for (uint32_t i = 0; i < n; i++)
+            if (pending >> i & 1)
+                db[i] = dc[i];
+        if (!pread_all(s->fd, c + hs, devs, hs)) /* copy C */
+            goto out;
+        for (uint32_t i = 0; i < n; i++) {
+            if (!(pending >> i & 1))
+                continue;
+            if (da[i].wbegin == da[i].wdone && dc[i].wbegin == da[i].wdone) {
+                pending &= ~(1ull << i);
+                continue;
+            }
+            /* A writer inside; one that stays there is dead. */
+            bool inside = dc[i].wbegin != dc[i].wdone;
+            same[i] = inside && dc[i].wbegin == last[i] ? same[i] + 1 : 0;
+            last[i] = dc[i].wbegin;
+            if (same[i] >= SNAP_STUCK) {
+                pending &= ~(1ull << i);
+                stuck |= 1ull << i;
+            }
+        }
+        memcpy(da, dc, devs); /* C is the next round's A */
+    }
+    /* b: header of copy A and each device's consistent copy (or its last
+     * one). The counters are settled here, so gm_tel_read only copies and
+     * checks the writer's invariants; the states come from the rounds. */
+    for (uint32_t i = 0; i < n; i++)
+        db[i].wbegin = db[i].wdone;
+    gm_tel_read((const struct gm_abi_header *)b, slots, s->ring_capacity,
+                out);
+    out->dev_count = n;
+    rc = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if ((pending | stuck) >> i & 1)
+            out->dev_state[i] = GM_SNAP_BUSY;
+        rc += out->dev_state[i] != GM_SNAP_OK;
+    }
+out:
+    if (a != small[0]) {
+        free(a);
+        free(b);
+        free(c);
+    }
+    return rc;
+}
+
+int gm_seg_snapshot(const struct gm_seg *s, struct gm_snapshot *out)
+{
+    if (s->base == NULL)
+        return s->fd >= 0 ? snapshot_file(s, out) : -1;
+    struct snap_args a = { s, out };
+    int r = guarded(snap_cb, &a);
+    return r == GUARD_FAULT ? -1 : r;
+}
+
+static int flags_cb(void *arg)
+{
+    const struct gm_seg *s = arg;
+    const struct gm_abi_header *h = (const struct gm_abi_header *)s->base;
+    return (int)(LD_ACQ(&h->flags) & 0x7fffffffu);
+}
+
+enum gm_seg_state gm_seg_state(const struct gm_seg *s)
+{
+    if (gm_proc_alive((int)s->pid, s->start_ticks))
+        return GM_SEG_ALIVE;
+    if (s->fd >= 0) {
+        /* The writer holds LOCK_EX for the segment's life. */
+        if (flock(s->fd, LOCK_SH | LOCK_NB) != 0) {
+            if (errno == EWOULDBLOCK)
+                return GM_SEG_ALIVE;
+        } else {
+            flock(s->fd, LOCK_UN);
+        }
+    }
+    int f;
+    if (s->base == NULL) {
+        uint32_t v = 0;
+        f = s->fd >= 0 &&
+                    pread_all(s->fd, &v, sizeof v,
+                              offsetof(struct gm_abi_header, flags))
+                ? (int)(v & 0x7fffffffu) : GUARD_FAULT;
+    } else {
+        f = guarded(flags_cb, (void *)s);
+    }
+    return f != GUARD_FAULT && (f & GM_ABI_F_CLOSED) ? GM_SEG_EXITED
+                                                     : GM_SEG_DEAD;
+}
+
+const char *gm_seg_state_name(enum gm_seg_state st)
+{
+    switch (st) {
+    case GM_SEG_ALIVE: return "alive";
+    case GM_SEG_EXITED: return "exited";
+    case GM_SEG_DEAD: return "dead";
+    }
+    return "?";
+}
+
+int gm_seg_summary(const struct gm_seg *s, struct gm_proc *out)
+{
+    out->pid = (int)s->pid;
+    out->uid = s->uid;
+    out->busy = gm_seg_snapshot(s, &out->snap);
+    out->state = gm_seg_state(s);
+    return out->busy;
+}
+
+/* ---- events ------------------------------------------------------------- */
+
+struct head_args {
+    const struct gm_seg *s;
+    uint64_t head;
+};
+
+static int head_cb(void *arg)
+{
+    struct head_args *a = arg;
+    const struct gm_abi_header *h = (const struct gm_abi_header *)a->s->base;
+    a->head = LD_ACQ(&h->ring_head);
+    return 0;
+}
+
+void gm_cursor_init(struct gm_cursor *c, const struct gm_seg *s,
+                    bool only_new)
+{
+    memset(c, 0, sizeof *c);
+    if (only_new && seg_map(s) == 0) {
+        struct head_args a = { s, 0 };
+        if (guarded(head_cb, &a) == 0)
+            c->next = a.head;
+    }
+}
+
+struct drain_args {
+    const struct gm_seg *s;
+    struct gm_cursor *c;
+    struct gm_abi_record *out;
+    size_t max;
+    unsigned flags;
+    size_t n;
+    uint64_t lost;
+};
+
+/* Works on a copy of the cursor, so a fault leaves the caller's intact. */
+static int drain_cb(void *arg)
+{
+    struct drain_args *a = arg;
+    const struct gm_seg *s = a->s;
+    struct gm_cursor *c = a->c;
+    const struct gm_abi_header *h = (const struct gm_abi_header *)s->base;
+    const struct gm_abi_record *ring =
+        (const struct gm_abi_record *)(s->base + s->ring_offset);
+    uint64_t cap = s->ring_capacity, mask = cap - 1;
+    uint64_t head = LD_ACQ(&h->ring_head); /* read once: bounds this call */
+    if (c->next > head)
+        c->next = head; /* a head that went back: nothing to read */
+    if (head - c->next > cap) {
+        a->lost += head - c->next - cap; /* overwritten before we came */
+        c->next = head - cap;
+    }
+    for (uint64_t step = 0; step < cap && c->next < head && a->n < a->max;
+         step++) {
+        struct gm_abi_record r;
+        int st = gm_tel_read_record(&ring[c->next & mask], c->next, &r);
+        if (st == GM_REC_OK) {
+            a->out[a->n++] = r;
+        } else if (st == GM_REC_GONE) {
+            a->lost++;
+        } else if (a->flags & GM_DRAIN_FLUSH) {
+            a->lost++;
+        } else {
+            uint64_t now = gm_clock_monotonic_ns();
+            if (c->stall_since_ns == 0 || c->stall_idx != c->next) {
+                c->stall_idx = c->next;
+                c->stall_since_ns = now ? now : 1;
+                break;
+            }
+            if (now - c->stall_since_ns < GM_READER_STALL_NS)
+                break;
+            a->lost++; /* claimed long ago, never published: dropped */
+        }
+        c->next++;
+        c->stall_since_ns = 0;
+    }
+    return 0;
+}
+
+size_t gm_seg_drain(const struct gm_seg *s, struct gm_cursor *c,
+                    struct gm_abi_record *out, size_t max, unsigned flags,
+                    uint64_t *lost)
+{
+    if (seg_map(s) != 0) {
+        if (lost != NULL)
+            *lost = 0;
+        return 0;
+    }
+    struct gm_cursor work = *c;
+    struct drain_args a = { s, &work, out, max, flags, 0, 0 };
+    int r = guarded(drain_cb, &a);
+    if (lost != NULL)
+        *lost = r == GUARD_FAULT ? 0 : a.lost;
+    if (r == GUARD_FAULT)
+        return 0;
+    *c = work;
+    return a.n;
+}
+
+
+
+/* ---- hostile input ------------------------------------------------------ */
+
+int gm_reader_check_bytes(const void *p, size_t n)
+{
+    if (n > MAX_SEGMENT)
+        n = MAX_SEGMENT;
+    size_t alloc = (n + 63) / 64 * 64;
+    unsigned char *img = aligned_alloc(64, alloc ? alloc : 64);
+    struct gm_snapshot *snap = malloc(sizeof *snap);
+    char *text = malloc(65536);
+    int rc = -1;
+    if (img == NULL || snap == NULL || text == NULL)
+        goto out;
+    if (n)
+        memcpy(img, p, n);
+    struct gm_seg s;
+    char err[192];
+    if (gm_seg_open_mem(&s, img, n, err, sizeof err) != 0)
+        goto out;
+    rc = 0;
+    if (gm_seg_snapshot(&s, snap) >= 0) {
+        gm_report_text(snap, 0, text, 65536);
+        gm_report_json(snap, GM_REPORT_LIVE, text, 65536);
+    }
+    struct gm_cursor c;
+    gm_cursor_init(&c, &s, false);
+    struct gm_abi_record recs[64];
+    for (uint64_t i = 0; i <= s.ring_capacity / 64 + 2; i++) {
+        uint64_t lost = 0;
+        size_t got = gm_seg_drain(&s, &c, recs, 64, GM_DRAIN_FLUSH, &lost);
+        for (size_t k = 0; k < got; k++) {
+            (void)gm_ev_kind_name(recs[k].kind);
+            (void)gm_api_name(recs[k].api);
+        }
+        if (got == 0 && lost == 0)
+            break;
+    }
+    gm_seg_close(&s);
+out:
+    free(text);
+    free(snap);
+    free(img);
+    return rc;
+}

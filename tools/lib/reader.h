@@ -1,0 +1,147 @@
+/*
+ * tools/lib/reader.h — the reader library of the telemetry segments, used by
+ * `gpumem` and `gpumem-top`: list the segments of a prefix, map one
+ * read-only, validate it before trusting anything, take consistent stats
+ * snapshots, drain events with exact loss counts, tell live writers from
+ * dead ones. Layout: shim/telemetry/abi.h, docs/abi.md.
+ *
+ * Guarantees: no function crashes or loops without bound on a truncated,
+ * hostile or concurrently modified segment. Geometry (device slots, ring
+ * capacity, offsets) is validated once at open and kept in struct gm_seg;
+ * the mapping's copy is never re-read for addressing. Loops are bounded by
+ * the validated capacity and the caller's buffer. A segment file truncated
+ * after it was mapped makes the next access fault with SIGBUS; the library
+ * installs a SIGBUS handler at the first gm_seg_open of a file (chaining to
+ * any previous handler for faults that are not its own) and turns the
+ * fault into an error return. The program never waits on a writer, and a
+ * writer never waits on a reader.
+ *
+ * Not thread-safe per struct gm_seg / struct gm_cursor (one thread each);
+ * separate segments may be read from separate threads.
+ */
+#ifndef GM_READER_H
+#define GM_READER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "shim/telemetry/abi.h"
+#include "shim/telemetry/report.h"     /* gm_hist_quantile, gm_report_text/json */
+#include "shim/telemetry/telemetry.h"  /* struct gm_snapshot, enum gm_snap_state */
+
+#define GM_READER_DEFAULT_DIR "/dev/shm"
+
+/* The pids of the segments "<prefix>.<pid>" in dir (group segments
+ * "<prefix>.group.*" and any other name are skipped), ascending, at most
+ * max of them stored. Returns how many exist (may exceed max), or -1 when
+ * dir cannot be read (errno set). Does not open the files. */
+int gm_reader_list(const char *dir, const char *prefix, int *pids,
+                   size_t max);
+
+/* An open, validated segment. Fields are read-only for callers. */
+struct gm_seg {
+    const unsigned char *base;   /* mapping (or caller memory) */
+    size_t len;                  /* bytes mapped */
+    int fd;                      /* -1 for memory images */
+    bool mapped;                 /* base is ours to munmap */
+    uid_t uid;                   /* file owner (the writer's uid) */
+    uint32_t pid;                /* header pid (== the name's for files) */
+    uint64_t start_ticks;
+    uint32_t dev_slots;          /* validated geometry */
+    uint32_t ring_capacity;
+    uint64_t dev_offset, ring_offset, total_size;
+    char path[512];
+    /* Files: the header as read and validated at open (the mapping of
+     * the whole segment is made only to read events). */
+    _Alignas(64) unsigned char head[sizeof(struct gm_abi_header) +
+                                    2 * sizeof(struct gm_abi_dev)];
+    size_t head_len;             /* bytes of head read (0: none) */
+};
+
+/* Open "<dir>/<prefix>.<pid>" read-only (O_NOFOLLOW: a symbolic link is
+ * refused), map it PROT_READ and validate it. Returns 0, or -1 with a
+ * one-line reason in err (e.g. "bad magic: not a gpumem segment",
+ * "ABI version 2; this tool reads version 1", "truncated: 4096 bytes, the
+ * header says 331776"). On error nothing stays open. */
+int gm_seg_open(struct gm_seg *s, const char *dir, const char *prefix,
+                int pid, char *err, size_t errcap);
+int gm_seg_open_path(struct gm_seg *s, const char *path, char *err,
+                     size_t errcap);
+/* Validate and use n bytes at p (not copied: p must stay valid and be
+ * 64-byte aligned, else -1). uid is getuid(), fd -1. */
+int gm_seg_open_mem(struct gm_seg *s, const void *p, size_t n, char *err,
+                    size_t errcap);
+void gm_seg_close(struct gm_seg *s);
+
+/* Check an image without opening anything: 0 valid, -1 (reason in err). */
+int gm_seg_validate(const void *p, size_t n, char *err, size_t errcap);
+
+/* Consistent copy of the header and of every device seen (seqlock, at
+ * most 64 attempts each; see enum gm_snap_state for devices that could
+ * not be read consistently or fail the writer's invariants). Returns the
+ * number of such devices, or -1 when the segment faulted (truncated). */
+int gm_seg_snapshot(const struct gm_seg *s, struct gm_snapshot *out);
+
+enum gm_seg_state {
+    GM_SEG_ALIVE = 0,  /* the writer runs (pid and start time match, or
+                          its lock is held: another pid namespace) */
+    GM_SEG_EXITED,     /* gone after closing the segment (kept) */
+    GM_SEG_DEAD,       /* gone without closing it (killed, crashed) */
+};
+/* Liveness: kill(pid, 0) and /proc/<pid>/stat start time against the
+ * header; failing that, whether the writer's flock is still held. */
+enum gm_seg_state gm_seg_state(const struct gm_seg *s);
+const char *gm_seg_state_name(enum gm_seg_state st); /* "alive", ... */
+
+/* Event cursor: the next event index to read. */
+struct gm_cursor {
+    uint64_t next;
+    uint64_t stall_idx;          /* index the reader waits on, if any */
+    uint64_t stall_since_ns;     /* CLOCK_MONOTONIC when it started */
+};
+/* Start at the oldest event (index 0: the first drain reports how many
+ * were overwritten before it as lost) or, with only_new, at the head. */
+void gm_cursor_init(struct gm_cursor *c, const struct gm_seg *s,
+                    bool only_new);
+
+/* How long the reader waits on an event that was claimed but is not
+ * published (a producer between its claim and its publish, or a record a
+ * producer dropped) before counting it lost and moving on. */
+#define GM_READER_STALL_NS 500000000ull
+#define GM_DRAIN_FLUSH 1u   /* do not wait: count unpublished events lost
+                               at once (writer dead, or a one-shot read) */
+
+/* Copy up to max events from the cursor on, in index order, each whole and
+ * consistent (never a torn or duplicated record). *lost (if non-NULL) is
+ * set to the number of events skipped during this call: overwritten
+ * before they could be read, or unpublished past the stall time. Every
+ * event index the cursor passes is either returned or counted lost,
+ * exactly once. Returns the number copied, or 0 with *lost = 0 on a
+ * fault. Bounded: at most ring_capacity slots are examined per call. */
+size_t gm_seg_drain(const struct gm_seg *s, struct gm_cursor *c,
+                    struct gm_abi_record *out, size_t max, unsigned flags,
+                    uint64_t *lost);
+
+/* Everything a process row needs. */
+struct gm_proc {
+    int pid;
+    uid_t uid;
+    enum gm_seg_state state;
+    int busy;                    /* gm_seg_snapshot's result */
+    struct gm_snapshot snap;
+};
+/* Snapshot + owner + liveness. Returns gm_seg_snapshot's result. */
+int gm_seg_summary(const struct gm_seg *s, struct gm_proc *out);
+
+/* Names for tools: "alloc", "free", "oom", ... and "cuMemAlloc", ...;
+ * "?" for an unknown value. */
+
+/* The fuzzing and hostile-input entry point: treat n bytes at p (any
+ * alignment) as a segment image; validate it, and when valid snapshot it,
+ * drain every event and format both reports. Returns 0 when the image was
+ * accepted, -1 when it was refused. Never crashes, never loops. */
+int gm_reader_check_bytes(const void *p, size_t n);
+
+#endif

@@ -1,0 +1,55 @@
+/*
+ * tools/lib/svg.h — device memory over time as an SVG image (`gpumem report
+ * --svg`): a timeline of "used" samples per device, with the limit, the
+ * peak and the refused requests (OOM), drawn with labelled axes in binary
+ * units and a legend.
+ *
+ * Invariants: a timeline owns its sample arrays (gm_tl_free releases
+ * them); samples of a device are kept in the order added (callers add
+ * them in event order); the peak of a device is at least every sample.
+ */
+#ifndef GM_SVG_H
+#define GM_SVG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "shim/telemetry/abi.h"
+
+struct gm_tl_point {
+    uint64_t t_ns;               /* CLOCK_REALTIME ns */
+    uint64_t used;               /* bytes */
+};
+
+struct gm_tl_dev {
+    bool present;
+    uint64_t limit;              /* 0: no limit */
+    uint64_t peak, peak_ns;      /* high-water mark and when */
+    struct gm_tl_point *pts;
+    size_t n, cap;
+    struct gm_tl_point *ooms;    /* used at the refusal */
+    size_t noom, oomcap;
+};
+
+struct gm_timeline {
+    uint64_t t0_ns;              /* x = 0 (process start); 0: first sample */
+    char title[256];
+    struct gm_tl_dev dev[GM_ABI_MAX_DEVICES];
+};
+
+void gm_tl_init(struct gm_timeline *tl);
+void gm_tl_free(struct gm_timeline *tl);
+/* A "used" sample on dev; raises the peak. -1 when out of memory or dev
+ * is out of range. */
+int gm_tl_add(struct gm_timeline *tl, unsigned dev, uint64_t t_ns,
+              uint64_t used);
+/* A refused request on dev while `used` bytes were charged. */
+int gm_tl_oom(struct gm_timeline *tl, unsigned dev, uint64_t t_ns,
+              uint64_t used);
+
+/* Write the image; returns 0, or -1 when writing failed. */
+int gm_svg_write(const struct gm_timeline *tl, FILE *f);
+
+#endif

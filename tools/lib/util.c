@@ -1,0 +1,731 @@
+/*
+ * tools/lib/util.c — helpers shared by `gpumem` and `gpumem-top` (see
+ * tools/lib/util.h): prefix choice, JSON strings, segment scans, the process
+ * table in text and JSON, the scan of group segments and the groups
+ * section in text and JSON.
+ *
+ * Invariants: segments are opened read-only through the reader library and
+ * closed again before gm_scan returns (a scan holds copies, not mappings);
+ * group segments are copied with gm_group_snapshot (pread, no lock); every
+ * figure printed comes from a snapshot copy.
+ */
+#include "tools/lib/util.h"
+
+#include <errno.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "policy/parse.h"
+#include "policy/policy.h"
+
+#define SCAN_MAX 4096
+#define GSCAN_MAX 256
+
+static bool prefix_ok(const char *p)
+{
+    size_t n = strlen(p);
+    if (n == 0 || n > GM_PREFIX_MAX)
+        return false;
+    for (; *p; p++) {
+        char c = *p;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+const char *gm_tool_prefix(const char *cmd, const char *opt)
+{
+    const char *p = opt;
+    const char *from = "--prefix";
+    if (p == NULL) {
+        p = getenv("GPUMEM_SHM_PREFIX");
+        from = "GPUMEM_SHM_PREFIX";
+        if (p == NULL || *p == '\0')
+            return "gpumem";
+    }
+    if (!prefix_ok(p)) {
+        fprintf(stderr, "gpumem: %s: %s '%s' is not a segment prefix; use "
+                "1 to %d characters of A-Z a-z 0-9 _ . -\n", cmd, from, p,
+                GM_PREFIX_MAX);
+        return NULL;
+    }
+    return p;
+}
+
+const char *gm_tool_shm_dir(void)
+{
+    return GM_READER_DEFAULT_DIR;
+}
+
+void gm_json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p == '\n')
+            fputs("\\n", f);
+        else if (*p == '\t')
+            fputs("\\t", f);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+const char *gm_user_name(uid_t uid, char *buf, size_t cap)
+{
+    struct passwd pw, *res = NULL;
+    char tmp[1024];
+    if (getpwuid_r(uid, &pw, tmp, sizeof tmp, &res) == 0 && res != NULL)
+        snprintf(buf, cap, "%s", res->pw_name);
+    else
+        snprintf(buf, cap, "%u", (unsigned)uid);
+    return buf;
+}
+
+/* ---- scanning ------------------------------------------------------------ */
+
+static bool want_proc(const struct gm_scan_proc *sp, unsigned flags)
+{
+    if (!(flags & GM_SCAN_ALL_USERS) && sp->p.uid != getuid())
+        return false;
+    if (!(flags & GM_SCAN_DEAD) && sp->p.state == GM_SEG_DEAD)
+        return false;
+    /* A writer that exited without GPUMEM_KEEP unlinks its segment; one
+     * seen closed but not kept is about to disappear. */
+    if (!(flags & GM_SCAN_DEAD) && sp->p.state == GM_SEG_EXITED && !sp->kept)
+        return false;
+    return true;
+}
+
+static int read_one(const char *prefix, int pid, struct gm_scan_proc *sp)
+{
+    struct gm_seg s;
+    char err[256];
+    if (gm_seg_open(&s, gm_tool_shm_dir(), prefix, pid, err, sizeof err) != 0)
+        return -1;
+    memset(sp, 0, sizeof *sp);
+    int r = gm_seg_summary(&s, &sp->p);
+    snprintf(sp->path, sizeof sp->path, "%s", s.path);
+    gm_seg_close(&s);
+    if (r < 0)
+        return -1;
+    sp->kept = (sp->p.snap.flags & GM_ABI_F_KEPT) != 0;
+    return 0;
+}
+
+int gm_scan(const char *prefix, unsigned flags, struct gm_scan *out)
+{
+    static int pids[SCAN_MAX];
+    out->procs = NULL;
+    out->n = 0;
+    int n = gm_reader_list(gm_tool_shm_dir(), prefix, pids, SCAN_MAX);
+    if (n < 0) {
+        fprintf(stderr, "gpumem: cannot read %s: %s\n", gm_tool_shm_dir(),
+                strerror(errno));
+        return -1;
+    }
+    if (n > SCAN_MAX)
+        n = SCAN_MAX;
+    if (n == 0)
+        return 0;
+    out->procs = calloc((size_t)n, sizeof *out->procs);
+    if (out->procs == NULL) {
+        fprintf(stderr, "gpumem: out of memory\n");
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        struct gm_scan_proc *sp = &out->procs[out->n];
+        if (read_one(prefix, pids[i], sp) == 0 && want_proc(sp, flags))
+            out->n++;
+    }
+    return (int)out->n;
+}
+
+void gm_scan_free(struct gm_scan *sc)
+{
+    free(sc->procs);
+    sc->procs = NULL;
+    sc->n = 0;
+}
+
+const char *gm_proc_state_word(const struct gm_scan_proc *sp)
+{
+    switch (sp->p.state) {
+    case GM_SEG_ALIVE: return "live";
+    case GM_SEG_EXITED: return sp->kept ? "kept" : "exited";
+    case GM_SEG_DEAD: return "dead";
+    }
+    return "?";
+}
+
+static bool dev_used(const struct gm_abi_dev *d)
+{
+    return d->present || d->allocs || d->used || d->refusals;
+}
+
+size_t gm_scan_rows(const struct gm_scan *sc, struct gm_row *rows,
+                    size_t max)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < sc->n && k < max; i++) {
+        const struct gm_snapshot *s = &sc->procs[i].p.snap;
+        size_t before = k;
+        for (unsigned d = 0; d < s->dev_count && d < GM_ABI_MAX_DEVICES &&
+                             k < max; d++) {
+            if (!dev_used(&s->dev[d]))
+                continue;
+            rows[k++] = (struct gm_row){ &sc->procs[i], (int)d, &s->dev[d] };
+        }
+        if (k == before && k < max)
+            rows[k++] = (struct gm_row){ &sc->procs[i], -1, NULL };
+    }
+    return k;
+}
+
+uint64_t gm_dev_lat_q(const struct gm_abi_dev *d, unsigned per_mille)
+{
+    return gm_hist_quantile(d->lat_hist, GM_ABI_LAT_BUCKETS, per_mille);
+}
+
+size_t gm_size_short(uint64_t bytes, char *buf, size_t cap)
+{
+    static const char units[] = "BKMGTPE";
+    unsigned u = 0;
+    uint64_t whole = bytes, rem = 0;
+    while (whole >= 1024 && u < 6) {
+        rem = whole % 1024;
+        whole /= 1024;
+        u++;
+    }
+    int n;
+    if (u == 0)
+        n = snprintf(buf, cap, "%lluB", (unsigned long long)bytes);
+    else
+        n = snprintf(buf, cap, "%llu.%llu%c", (unsigned long long)whole,
+                     (unsigned long long)(rem * 10 / 1024), units[u]);
+    return n < 0 ? 0 : (size_t)n;
+}
+
+/* ---- text table ---------------------------------------------------------- */
+
+static void pct_text(const struct gm_abi_dev *d, char *buf, size_t cap)
+{
+    if (d == NULL || d->limit == 0)
+        snprintf(buf, cap, "-");
+    else
+        snprintf(buf, cap, "%llu%%",
+                 (unsigned long long)(d->used * 100 / d->limit));
+}
+
+static void print_row(FILE *f, const struct gm_row *r)
+{
+    const struct gm_snapshot *s = &r->sp->p.snap;
+    const struct gm_abi_dev *d = r->d;
+    char user[64], used[32] = "-", peak[32] = "-", lim[32] = "-", pct[16];
+    char dev[16] = "-", frag[32] = "-", p99[32] = "-";
+    gm_user_name(r->sp->p.uid, user, sizeof user);
+    pct_text(d, pct, sizeof pct);
+    if (d != NULL) {
+        snprintf(dev, sizeof dev, "%d", r->dev);
+        gm_size_short(d->used, used, sizeof used);
+        gm_size_short(d->peak, peak, sizeof peak);
+        if (d->limit)
+            gm_size_short(d->limit, lim, sizeof lim);
+        snprintf(frag, sizeof frag, "%llu.%llu%%",
+                 (unsigned long long)(d->frag_ppm / 10000),
+                 (unsigned long long)(d->frag_ppm / 1000 % 10));
+        if (d->allocs)
+            gm_format_latency(gm_dev_lat_q(d, 990), p99, sizeof p99);
+    }
+    fprintf(f, "%7d %-8.8s %3s %8s %8s %8s %4s %8llu %8llu %5llu %6s %9s "
+            "%-6s %-6s %s\n", r->sp->p.pid, user, dev, used, peak, lim, pct,
+            (unsigned long long)(d ? d->allocs : 0),
+            (unsigned long long)(d ? d->frees : 0),
+            (unsigned long long)(d ? d->refusals : 0), frag, p99,
+            gm_mode_name((enum gm_mode)s->mode), gm_proc_state_word(r->sp),
+            s->cmdline);
+}
+
+void gm_rows_print_text(FILE *f, const struct gm_row *rows, size_t n)
+{
+    fprintf(f, "%7s %-8s %3s %8s %8s %8s %4s %8s %8s %5s %6s %9s %-6s %-6s "
+            "%s\n", "PID", "USER", "DEV", "USED", "PEAK", "LIMIT", "%",
+            "ALLOCS", "FREES", "OOMS", "FRAG", "P99", "MODE", "STATE",
+            "COMMAND");
+    for (size_t i = 0; i < n; i++)
+        print_row(f, &rows[i]);
+}
+
+/* ---- JSON ---------------------------------------------------------------- */
+
+static void ju(FILE *f, const char *key, uint64_t v)
+{
+    fprintf(f, ",\"%s\":%llu", key, (unsigned long long)v);
+}
+
+static void dev_json(FILE *f, const struct gm_snapshot *s, unsigned i)
+{
+    const struct gm_abi_dev *d = &s->dev[i];
+    fprintf(f, "{\"device\":%u,\"consistent\":%s", i,
+            s->dev_state[i] == GM_SNAP_OK ? "true" : "false");
+    ju(f, "physical", d->physical);
+    ju(f, "limit", d->limit);
+    ju(f, "used", d->used);
+    ju(f, "peak", d->peak);
+    ju(f, "context", d->context_bytes);
+    ju(f, "pool_reserve", d->pool_reserve);
+    ju(f, "allocs", d->allocs);
+    ju(f, "frees", d->frees);
+    ju(f, "ooms", d->refusals);
+    ju(f, "live_allocs", d->live_allocs);
+    ju(f, "live_bytes", d->live_bytes);
+    ju(f, "total_allocated", d->total_bytes);
+    ju(f, "frag_ppm", d->frag_ppm);
+    ju(f, "alloc_latency_p50_ns", gm_dev_lat_q(d, 500));
+    ju(f, "alloc_latency_p99_ns", gm_dev_lat_q(d, 990));
+    fputc('}', f);
+}
+
+void gm_proc_print_json(FILE *f, const struct gm_scan_proc *sp)
+{
+    const struct gm_snapshot *s = &sp->p.snap;
+    uint64_t used = 0, peak = 0, limit = 0, ctx = 0, allocs = 0, frees = 0;
+    uint64_t ooms = 0, live = 0, live_bytes = 0;
+    bool unlimited = false;
+    char user[64];
+    for (unsigned i = 0; i < s->dev_count && i < GM_ABI_MAX_DEVICES; i++) {
+        const struct gm_abi_dev *d = &s->dev[i];
+        if (!dev_used(d))
+            continue;
+        used += d->used;
+        peak += d->peak;
+        limit += d->limit;
+        unlimited |= d->limit == 0;
+        ctx += d->context_bytes;
+        allocs += d->allocs;
+        frees += d->frees;
+        ooms += d->refusals;
+        live += d->live_allocs;
+        live_bytes += d->live_bytes;
+    }
+    fprintf(f, "{\"pid\":%d,\"user\":", sp->p.pid);
+    gm_json_str(f, gm_user_name(sp->p.uid, user, sizeof user));
+    fprintf(f, ",\"uid\":%u,\"state\":\"%s\",\"command\":",
+            (unsigned)sp->p.uid, gm_proc_state_word(sp));
+    gm_json_str(f, s->cmdline);
+    fprintf(f, ",\"mode\":\"%s\",\"on_oom\":\"%s\",\"policy\":",
+            gm_mode_name((enum gm_mode)s->mode),
+            gm_on_oom_name((enum gm_on_oom)s->on_oom));
+    gm_json_str(f, s->policy);
+    ju(f, "used", used);
+    ju(f, "peak", peak);
+    ju(f, "limit", unlimited ? 0 : limit);
+    ju(f, "context", ctx);
+    ju(f, "allocs", allocs);
+    ju(f, "frees", frees);
+    ju(f, "ooms", ooms);
+    ju(f, "live_allocs", live);
+    ju(f, "live_bytes", live_bytes);
+    ju(f, "host_pinned", s->host_pinned);
+    ju(f, "events", s->ring_head);
+    ju(f, "events_lost", gm_snapshot_events_lost(s));
+    ju(f, "start_realtime_ns", s->start_realtime_ns);
+    fputs(",\"devices\":[", f);
+    unsigned shown = 0;
+    for (unsigned i = 0; i < s->dev_count && i < GM_ABI_MAX_DEVICES; i++) {
+        if (!dev_used(&s->dev[i]))
+            continue;
+        if (shown++)
+            fputc(',', f);
+        dev_json(f, s, i);
+    }
+    fputs("]}", f);
+}
+
+void gm_scan_print_json(FILE *f, const struct gm_scan *sc)
+{
+    fputc('[', f);
+    for (size_t i = 0; i < sc->n; i++) {
+        if (i)
+            fputc(',', f);
+        gm_proc_print_json(f, &sc->procs[i]);
+    }
+    fputc(']', f);
+}
+
+/* ---- groups: scan ------------------------------------------------------- */
+
+struct gpaths {
+    char (*path)[512];
+    size_t n, cap;
+};
+
+static int add_gpath(void *arg, const char *path, const char *name)
+{
+    struct gpaths *gp = arg;
+    (void)name;
+    if (gp->n == gp->cap) {
+        size_t cap = gp->cap ? gp->cap * 2 : 16;
+        if (cap > GSCAN_MAX)
+            return 1;
+        void *p = realloc(gp->path, cap * sizeof gp->path[0]);
+        if (p == NULL)
+            return 1;
+        gp->path = p;
+        gp->cap = cap;
+    }
+    snprintf(gp->path[gp->n++], sizeof gp->path[0], "%s", path);
+    return 0;
+}
+
+/* The command lines of g's members from their process segments. */
+static void member_commands(const char *prefix, struct gm_scan_group *g)
+{
+    struct gm_snapshot *snap = malloc(sizeof *snap);
+    if (snap == NULL)
+        return;
+    for (unsigned i = 0; i < g->v.nmembers && i < GM_GROUP_MAX_MEMBERS;
+         i++) {
+        const struct gm_group_view_member *m = &g->v.member[i];
+        struct gm_seg s;
+        char err[256];
+        g->cmd[i][0] = '\0';
+        if (m->pid <= 0 || gm_seg_open(&s, gm_tool_shm_dir(), prefix, m->pid,
+                                       err, sizeof err) != 0)
+            continue;
+        if (gm_seg_snapshot(&s, snap) >= 0 &&
+            (m->start_ticks == 0 || snap->start_ticks == 0 ||
+             m->start_ticks == snap->start_ticks))
+            snprintf(g->cmd[i], sizeof g->cmd[i], "%s", snap->cmdline);
+        gm_seg_close(&s);
+    }
+    free(snap);
+}
+
+/* Reads one group file into g; false when it is not to be listed. */
+static bool read_group(const char *path, unsigned flags,
+                       struct gm_scan_group *g)
+{
+    struct stat st;
+    char err[512];
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return false;
+    if (!(flags & GM_SCAN_ALL_USERS) && st.st_uid != getuid())
+        return false;
+    if (gm_group_snapshot(path, &g->v, err, sizeof err) != 0)
+        return false;
+    snprintf(g->path, sizeof g->path, "%s", path);
+    g->uid = st.st_uid;
+    return true;
+}
+
+static int cmp_group(const void *a, const void *b)
+{
+    const struct gm_scan_group *x = a, *y = b;
+    int c = strcmp(x->v.name, y->v.name);
+    return c ? c : strcmp(x->path, y->path);
+}
+
+int gm_gscan(const char *prefix, unsigned flags, struct gm_gscan *out)
+{
+    struct gpaths gp = { NULL, 0, 0 };
+    out->groups = NULL;
+    out->n = 0;
+    if (gm_group_list(gm_tool_shm_dir(), prefix, add_gpath, &gp) < 0) {
+        fprintf(stderr, "gpumem: cannot read %s: %s\n", gm_tool_shm_dir(),
+                strerror(errno));
+        return -1;
+    }
+    if (gp.n > 0) {
+        out->groups = calloc(gp.n, sizeof *out->groups);
+        if (out->groups == NULL) {
+            free(gp.path);
+            fprintf(stderr, "gpumem: out of memory\n");
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < gp.n; i++)
+        if (read_group(gp.path[i], flags, &out->groups[out->n]))
+            member_commands(prefix, &out->groups[out->n++]);
+    free(gp.path);
+    if (out->n > 1)
+        qsort(out->groups, out->n, sizeof *out->groups, cmp_group);
+    return (int)out->n;
+}
+
+void gm_gscan_free(struct gm_gscan *gs)
+{
+    free(gs->groups);
+    gs->groups = NULL;
+    gs->n = 0;
+}
+
+unsigned gm_group_live_members(const struct gm_group_view *v)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < v->nmembers && i < GM_GROUP_MAX_MEMBERS; i++)
+        n += v->member[i].alive;
+    return n;
+}
+
+unsigned gm_group_dead_members(const struct gm_group_view *v)
+{
+    unsigned n = v->nmembers < GM_GROUP_MAX_MEMBERS ? v->nmembers
+                                                    : GM_GROUP_MAX_MEMBERS;
+    return n - gm_group_live_members(v);
+}
+
+const char *gm_uuid_short(const unsigned char uuid[16], char *buf,
+                          size_t cap)
+{
+    snprintf(buf, cap, "GPU-%02x%02x%02x%02x", uuid[0], uuid[1], uuid[2],
+             uuid[3]);
+    return buf;
+}
+
+static void uuid_full(const unsigned char u[16], char *buf, size_t cap)
+{
+    static const int dash[] = { 4, 6, 8, 10 };
+    size_t k = (size_t)snprintf(buf, cap, "GPU-");
+    for (int i = 0, d = 0; i < 16 && k + 3 < cap; i++) {
+        if (d < 4 && i == dash[d]) {
+            buf[k++] = '-';
+            d++;
+        }
+        k += (size_t)snprintf(buf + k, cap - k, "%02x", u[i]);
+    }
+}
+
+/* ---- groups: text ------------------------------------------------------- */
+
+static void size_or_dash(uint64_t v, bool show, char *buf, size_t cap)
+{
+    if (show)
+        gm_size_short(v, buf, cap);
+    else
+        snprintf(buf, cap, "-");
+}
+
+static void group_dev_line(FILE *f, const struct gm_scan_group *g, int d,
+                           const char *members)
+{
+    const struct gm_group_view *v = &g->v;
+    char dev[24] = "-", used[32] = "-", peak[32] = "-", lim[32] = "-";
+    char pct[16] = "-";
+    if (d >= 0) {
+        const struct gm_group_view_dev *gd = &v->dev[d];
+        gm_uuid_short(gd->uuid, dev, sizeof dev);
+        gm_size_short(gd->used, used, sizeof used);
+        gm_size_short(gd->peak, peak, sizeof peak);
+        size_or_dash(gd->limit, gd->limit != 0, lim, sizeof lim);
+        if (gd->limit)
+            snprintf(pct, sizeof pct, "%llu%%",
+                     (unsigned long long)(gd->used * 100 / gd->limit));
+    }
+    fprintf(f, "%-16s %-12s %8s %8s %8s %4s  %s\n", v->name, dev, used, peak,
+            lim, pct, members);
+}
+
+static void member_line(FILE *f, const struct gm_scan_group *g, unsigned i,
+                        int d)
+{
+    const struct gm_group_view_member *m = &g->v.member[i];
+    char dev[24] = "-", share[32] = "-", used[32] = "-";
+    if (d >= 0) {
+        const struct gm_group_view_dev *gd = &g->v.dev[d];
+        gm_uuid_short(gd->uuid, dev, sizeof dev);
+        size_or_dash(m->share[d], gd->limit != 0, share, sizeof share);
+        gm_size_short(m->used[d], used, sizeof used);
+    }
+    fprintf(f, "  %7d %7.2f %-12s %8s %8s %-6s %s\n", m->pid, m->weight, dev,
+            share, used, m->alive ? "live" : "dead",
+            g->cmd[i][0] ? g->cmd[i] : "-");
+}
+
+static void group_text(FILE *f, const struct gm_scan_group *g)
+{
+    const struct gm_group_view *v = &g->v;
+    char members[48];
+    unsigned live = gm_group_live_members(v), dead = gm_group_dead_members(v);
+    if (dead)
+        snprintf(members, sizeof members, "%u (+%u dead)", live, dead);
+    else
+        snprintf(members, sizeof members, "%u", live);
+    bool any = false;
+    for (unsigned d = 0; d < v->ndev && d < GM_GROUP_MAX_DEVICES; d++)
+        if (v->dev[d].present) {
+            group_dev_line(f, g, (int)d, members);
+            any = true;
+        }
+    if (!any)
+        group_dev_line(f, g, -1, members);
+    fprintf(f, "  %7s %7s %-12s %8s %8s %-6s %s\n", "PID", "WEIGHT",
+            "DEVICE", "SHARE", "USED", "STATE", "COMMAND");
+    for (unsigned i = 0; i < v->nmembers && i < GM_GROUP_MAX_MEMBERS; i++) {
+        bool shown = false;
+        for (unsigned d = 0; d < v->ndev && d < GM_GROUP_MAX_DEVICES; d++)
+            if (v->dev[d].present) {
+                member_line(f, g, i, (int)d);
+                shown = true;
+            }
+        if (!shown)
+            member_line(f, g, i, -1);
+    }
+}
+
+void gm_gscan_print_text(FILE *f, const struct gm_gscan *gs)
+{
+    if (gs->n == 0)
+        return;
+    fprintf(f, "\n%-16s %-12s %8s %8s %8s %4s  %s\n", "GROUP", "DEVICE",
+            "USED", "PEAK", "LIMIT", "%", "MEMBERS");
+    for (size_t i = 0; i < gs->n; i++)
+        group_text(f, &gs->groups[i]);
+}
+
+/* ---- groups: JSON ------------------------------------------------------- */
+
+static void gdev_json(FILE *f, const struct gm_group_view_dev *d, unsigned i)
+{
+    char uuid[48];
+    uuid_full(d->uuid, uuid, sizeof uuid);
+    fprintf(f, "{\"device\":%u,\"uuid\":\"%s\"", i, uuid);
+    ju(f, "physical", d->physical);
+    ju(f, "limit", d->limit);
+    ju(f, "used", d->used);
+    ju(f, "peak", d->peak);
+    ju(f, "reclaimed_bytes", d->reclaimed_bytes);
+    fputc('}', f);
+}
+
+static void member_json(FILE *f, const struct gm_scan_group *g, unsigned i)
+{
+    const struct gm_group_view *v = &g->v;
+    const struct gm_group_view_member *m = &v->member[i];
+    uint64_t used = 0, share = 0;
+    for (unsigned d = 0; d < v->ndev && d < GM_GROUP_MAX_DEVICES; d++)
+        if (v->dev[d].present) {
+            used += m->used[d];
+            share += m->share[d];
+        }
+    /* "slot" first: a member object never starts like a process's. */
+    fprintf(f, "{\"slot\":%d,\"pid\":%d,\"state\":\"%s\",\"weight\":%g",
+            m->slot, m->pid, m->alive ? "live" : "dead", m->weight);
+    ju(f, "waiting", m->waiting);
+    ju(f, "joined_realtime_ns", m->joined_ns);
+    fputs(",\"command\":", f);
+    if (g->cmd[i][0])
+        gm_json_str(f, g->cmd[i]);
+    else
+        fputs("null", f);
+    ju(f, "used", used);
+    ju(f, "share", share);
+    fputs(",\"devices\":[", f);
+    unsigned shown = 0;
+    for (unsigned d = 0; d < v->ndev && d < GM_GROUP_MAX_DEVICES; d++) {
+        if (!v->dev[d].present)
+            continue;
+        fprintf(f, "%s{\"device\":%u", shown++ ? "," : "", d);
+        ju(f, "share", m->share[d]);
+        ju(f, "used", m->used[d]);
+        fputc('}', f);
+    }
+    fputs("]}", f);
+}
+
+static void group_json(FILE *f, const struct gm_scan_group *g)
+{
+    const struct gm_group_view *v = &g->v;
+    uint64_t used = 0, peak = 0, limit = 0;
+    bool unlimited = false, any = false;
+    for (unsigned d = 0; d < v->ndev && d < GM_GROUP_MAX_DEVICES; d++) {
+        const struct gm_group_view_dev *gd = &v->dev[d];
+        if (!gd->present)
+            continue;
+        any = true;
+        used += gd->used;
+        peak += gd->peak;
+        limit += gd->limit;
+        unlimited |= gd->limit == 0;
+    }
+    char user[64];
+    fputs("{\"group\":", f);
+    gm_json_str(f, v->name);
+    fputs(",\"path\":", f);
+    gm_json_str(f, g->path);
+    fputs(",\"user\":", f);
+    gm_json_str(f, gm_user_name(g->uid, user, sizeof user));
+    fprintf(f, ",\"uid\":%u,\"consistent\":%s", (unsigned)g->uid,
+            v->consistent ? "true" : "false");
+    ju(f, "live_members", gm_group_live_members(v));
+    ju(f, "dead_members", gm_group_dead_members(v));
+    ju(f, "used", used);
+    ju(f, "peak", peak);
+    ju(f, "limit", unlimited || !any ? 0 : limit);
+    ju(f, "joins", v->joins);
+    ju(f, "reclaims", v->reclaims);
+    ju(f, "reclaimed_bytes", v->reclaimed_bytes);
+    ju(f, "repairs", v->repairs);
+    ju(f, "waiters", v->waiters);
+    ju(f, "created_realtime_ns", v->created_ns);
+    fputs(",\"devices\":[", f);
+    unsigned shown = 0;
+    for (unsigned d = 0; d < v->ndev && d < GM_GROUP_MAX_DEVICES; d++) {
+        if (!v->dev[d].present)
+            continue;
+        if (shown++)
+            fputc(',', f);
+        gdev_json(f, &v->dev[d], d);
+    }
+    fputs("],\"members\":[", f);
+    for (unsigned i = 0; i < v->nmembers && i < GM_GROUP_MAX_MEMBERS; i++) {
+        if (i)
+            fputc(',', f);
+        member_json(f, g, i);
+    }
+    fputs("]}", f);
+}
+
+void gm_gscan_print_json(FILE *f, const struct gm_gscan *gs)
+{
+    fputc('[', f);
+    for (size_t i = 0; i < gs->n; i++) {
+        if (i)
+            fputc(',', f);
+        group_json(f, &gs->groups[i]);
+    }
+    fputc(']', f);
+}
+
+/* ---- options ------------------------------------------------------------- */
+
+int gm_opt_value(const char *cmd, int argc, char **argv, int *i,
+                 const char *name, const char **val)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0)
+        return 0;
+    if (a[n] == '=') {
+        *val = a + n + 1;
+        return 1;
+    }
+    if (a[n] != '\0')
+        return 0;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "gpumem: %s: option %s needs a value (gpumem %s "
+                "--help)\n", cmd, name, cmd);
+        return -1;
+    }
+    *val = argv[++*i];
+    return 1;
+}

@@ -1,0 +1,147 @@
+/*
+ * tools/lib/util.h — helpers shared by `gpumem` and `gpumem-top`: the segment
+ * prefix (--prefix, GPUMEM_SHM_PREFIX, "gpumem"), JSON string escaping, a
+ * scan of every readable segment of a prefix into process records, the
+ * per-device rows derived from them, the process table as text and
+ * JSON (the same columns in `gpumem ps` and `gpumem-top --once/--json`),
+ * and the same for shared budgets: a scan of the group segments
+ * "<prefix>.group.<NAME>" and the groups section as text and JSON.
+ *
+ * Invariants: a scan owns its records (gm_scan_free, gm_gscan_free release
+ * them); rows point into the scan that produced them and live no longer
+ * than it. Only segments owned by the caller's uid are listed unless asked
+ * otherwise. Group segments are read with gm_group_snapshot (pread, no
+ * mapping, no lock): a hostile or truncated file is skipped.
+ */
+#ifndef GM_TOOLS_UTIL_H
+#define GM_TOOLS_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "shim/group/group.h"
+#include "tools/lib/reader.h"
+
+/* The segment prefix: opt when non-NULL, else $GPUMEM_SHM_PREFIX when set
+ * and non-empty, else "gpumem". Returns NULL (a message printed, naming
+ * `cmd`) when the name is not [A-Za-z0-9_.-]{1,32}. */
+const char *gm_tool_prefix(const char *cmd, const char *opt);
+
+/* The directory holding segments ("/dev/shm"). */
+const char *gm_tool_shm_dir(void);
+
+/* Write s as a JSON string literal (quotes included; control characters,
+ * quotes and backslashes escaped; bytes >= 0x80 passed through). */
+void gm_json_str(FILE *f, const char *s);
+
+/* Name of a uid ("uid 1234" when it has none); buf of at least 32 bytes. */
+const char *gm_user_name(uid_t uid, char *buf, size_t cap);
+
+/* One process whose segment could be read. */
+struct gm_scan_proc {
+    struct gm_proc p;            /* snapshot, owner, liveness */
+    char path[512];              /* the segment file */
+    bool kept;                   /* closed and left in place (GPUMEM_KEEP) */
+};
+
+struct gm_scan {
+    struct gm_scan_proc *procs;  /* ascending pid */
+    size_t n;
+};
+
+#define GM_SCAN_ALL_USERS 1u     /* also other users' (readable) segments */
+#define GM_SCAN_DEAD 2u          /* also writers that died without closing */
+
+/* Read every segment "<dir>/<prefix>.<pid>". Segments that fail to open or
+ * validate are skipped. Returns the number of processes, -1 when the
+ * directory cannot be read (message printed). */
+int gm_scan(const char *prefix, unsigned flags, struct gm_scan *out);
+void gm_scan_free(struct gm_scan *sc);
+
+/* "live", "kept", "dead" (exited without GPUMEM_KEEP shows as "exited"). */
+const char *gm_proc_state_word(const struct gm_scan_proc *sp);
+
+/* One table row: a process on one device (dev -1: no device used yet). */
+struct gm_row {
+    const struct gm_scan_proc *sp;
+    int dev;
+    const struct gm_abi_dev *d;  /* NULL when dev < 0 */
+};
+
+/* The rows of a scan: one per (process, device used), at least one per
+ * process. Returns how many were stored (at most max). */
+size_t gm_scan_rows(const struct gm_scan *sc, struct gm_row *rows,
+                    size_t max);
+
+/* Latency quantile (per mille) of a device block in ns; 0 when none. */
+uint64_t gm_dev_lat_q(const struct gm_abi_dev *d, unsigned per_mille);
+
+/* Compact size for narrow columns: "512B", "1.5K", "144.0M", "2.0G". */
+size_t gm_size_short(uint64_t bytes, char *buf, size_t cap);
+
+/* The process table as text (header line + one line per row), as
+ * `gpumem ps` prints it. */
+void gm_rows_print_text(FILE *f, const struct gm_row *rows, size_t n);
+
+/* One process as a JSON object (no newline): exact byte figures, summed
+ * over devices at the top level, per device in "devices". */
+void gm_proc_print_json(FILE *f, const struct gm_scan_proc *sp);
+
+/* Every process of a scan as a JSON array (no newline). */
+void gm_scan_print_json(FILE *f, const struct gm_scan *sc);
+
+/* ---- shared budgets (groups) ---- */
+
+/* One group segment that could be read and validated. */
+struct gm_scan_group {
+    char path[512];
+    uid_t uid;                   /* file owner */
+    struct gm_group_view v;
+    /* cmd[i]: the command line of v.member[i] from its process segment
+     * "<prefix>.<pid>" (same pid and start time, live or not), "" when
+     * it has none. */
+    char cmd[GM_GROUP_MAX_MEMBERS][GM_ABI_CMDLINE_LEN];
+};
+
+struct gm_gscan {
+    struct gm_scan_group *groups; /* ascending name */
+    size_t n;
+};
+
+/* Read every group segment "<dir>/<prefix>.group.<NAME>" owned by the
+ * caller (with GM_SCAN_ALL_USERS: every readable one). Files that fail
+ * validation are skipped. Returns the number of groups, -1 when the
+ * directory cannot be read or memory runs out (message printed). */
+int gm_gscan(const char *prefix, unsigned flags, struct gm_gscan *out);
+void gm_gscan_free(struct gm_gscan *gs);
+
+/* Members of a view whose process exists now / exists no more (dead
+ * members not reclaimed yet). */
+unsigned gm_group_live_members(const struct gm_group_view *v);
+unsigned gm_group_dead_members(const struct gm_group_view *v);
+
+/* "GPU-1a2b3c4d": the first 4 bytes of a device UUID (cap >= 13). */
+const char *gm_uuid_short(const unsigned char uuid[16], char *buf,
+                          size_t cap);
+
+/* The groups section of `gpumem ps` and `gpumem-top --once`: a header,
+ * one line per group and device (name, device, used, peak, limit, %,
+ * members), then one indented line per member and device (pid, weight,
+ * guaranteed share, used, live/dead, command when its process has a
+ * segment). Prints nothing when there is no group. */
+void gm_gscan_print_text(FILE *f, const struct gm_gscan *gs);
+
+/* Every group as a JSON array (no newline); see docs/tools.md. */
+void gm_gscan_print_json(FILE *f, const struct gm_gscan *gs);
+
+/* Parse "--name VALUE" / "--name=VALUE" at argv[*i]; on a match stores
+ * the value in *val, advances *i past it and returns 1; returns 0 when
+ * argv[*i] is another argument, -1 (message printed) when the value is
+ * missing. */
+int gm_opt_value(const char *cmd, int argc, char **argv, int *i,
+                 const char *name, const char **val);
+
+#endif

@@ -1,0 +1,692 @@
+/*
+ * tools/top/top.c — `gpumem-top`: a live view of every process using the
+ * gpumem library under a prefix. Collects the data (segment scans through
+ * tools/lib/util.h, rates between refreshes, usage history, the last events
+ * of the process in the detail view), handles keys and the batch modes
+ * (--once: the table as text; --json: one JSON document per refresh).
+ * Drawing is tools/top/view.c. Shared budgets (group segments of the prefix)
+ * are read at every refresh: one group line per group and device.
+ *
+ * Invariants: entries are keyed by (pid, start time, device) so a reused
+ * pid is a new row; an entry whose process exited stays 10 s, dimmed,
+ * then goes; rates are per second over the last refresh interval; the
+ * detail view's segment is the only one kept open between refreshes.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curses.h>
+
+#include "policy/parse.h"
+#include "policy/policy.h"
+#include "shim/base/clock.h"
+#include "tools/lib/reader.h"
+#include "tools/lib/util.h"
+#include "tools/top/view.h"
+
+#define GONE_NS 10000000000ull
+#define MAX_ENTS 4096
+
+static const char help_text[] =
+    "NAME\n"
+    "    gpumem-top - live view of GPU memory per process under gpumem\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    gpumem-top [-d SECONDS] [-n N] [--prefix P]\n"
+    "    gpumem-top --once [--prefix P]\n"
+    "    gpumem-top --json [-d SECONDS] [-n N] [--prefix P]\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    Shows every process whose CUDA memory goes through libgpumem.so,\n"
+    "    from the library's own exact figures. At the top, one line per\n"
+    "    device: memory used by these processes against the physical total\n"
+    "    (bar), the sum of their limits, the number of processes. Then one\n"
+    "    line per shared budget (GPUMEM_GROUP) and device: group name, used\n"
+    "    against the group limit (bar), peak, live members and, for each,\n"
+    "    pid, memory used / guaranteed share. Below,\n"
+    "    one row per process and device: PID, USER, DEV, USED, PEAK, LIMIT,\n"
+    "    %LIMIT (bar), ALLOC/s, FREE/s, OOMS (refused requests), FRAG, P99\n"
+    "    allocation latency, MODE and COMMAND. Columns that do not fit are\n"
+    "    dropped. Processes that exited stay 10 seconds, dimmed.\n"
+    "\n"
+    "    Keys: q quit; s / S next sort column / reverse order; d filter by\n"
+    "    device; / filter by command text; Up / Down select; Enter detail\n"
+    "    view (usage history with the limit line and OOM marks, size and\n"
+    "    latency histograms, last events, policy); Esc back; h help.\n"
+    "\n"
+    "OPTIONS\n"
+    "    -d SECONDS, --delay SECONDS\n"
+    "        Refresh interval (default 1; 0.1 to 3600).\n"
+    "    -n N, --iterations N\n"
+    "        Stop after N refreshes.\n"
+    "    --once\n"
+    "        Print the table and the groups once as text (as gpumem ps) and\n"
+    "        exit.\n"
+    "    --json\n"
+    "        Print one JSON document per refresh, one per line:\n"
+    "        {\"time_ns\", \"prefix\", \"devices\": [{device, physical,\n"
+    "        limits, used, processes}], \"processes\": [...], \"groups\":\n"
+    "        [...]} (processes and groups as in gpumem ps --json).\n"
+    "    --prefix P\n"
+    "        Read segments named P.<pid> (default: $GPUMEM_SHM_PREFIX, else\n"
+    "        gpumem).\n"
+    "    -h, --help\n"
+    "        Print this manual page and exit.\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0   Success.\n"
+    "    1   The terminal could not be set up or the directory read.\n"
+    "    2   Unknown option or bad value.\n"
+    "\n"
+    "EXAMPLES\n"
+    "    gpumem-top\n"
+    "    gpumem-top --once\n"
+    "    gpumem-top --json -d 5 -n 12 > usage.jsonl\n";
+
+struct top {
+    const char *prefix;
+    double delay;
+    long iters;                  /* 0: no end */
+    bool once, json;
+    struct gm_top_ent *ents[MAX_ENTS];
+    size_t nents;
+    struct gm_top_ent *rows[MAX_ENTS];
+    struct gm_top_devsum devs[GM_ABI_MAX_DEVICES];
+    size_t ndevs;
+    struct gm_top_group groups[GM_TOP_GROUPS];
+    size_t ngroups;
+    struct gm_top_model m;
+    /* detail view */
+    bool det_open;
+    int det_pid, det_dev;
+    uint64_t det_start;
+    struct gm_seg det_seg;
+    struct gm_cursor det_cur;
+    struct gm_abi_record ev[GM_TOP_EVENTS];
+    size_t nev;
+};
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_stop(int sig)
+{
+    (void)sig;
+    stop_flag = 1;
+}
+
+/* ---- collection ---------------------------------------------------------------- */
+
+static struct gm_top_ent *find_ent(struct top *t, int pid, uint64_t start,
+                                   int dev)
+{
+    for (size_t i = 0; i < t->nents; i++) {
+        struct gm_top_ent *e = t->ents[i];
+        if (e->pid == pid && e->start_ticks == start && e->dev == dev)
+            return e;
+    }
+    if (t->nents >= MAX_ENTS)
+        return NULL;
+    struct gm_top_ent *e = calloc(1, sizeof *e);
+    if (e == NULL)
+        return NULL;
+    e->pid = pid;
+    e->start_ticks = start;
+    e->dev = dev;
+    t->ents[t->nents++] = e;
+    return e;
+}
+
+static void update_ent(struct gm_top_ent *e, const struct gm_row *r,
+                       uint64_t now)
+{
+    const struct gm_snapshot *s = &r->sp->p.snap;
+    if (r->d != NULL)
+        e->d = *r->d;
+    else
+        memset(&e->d, 0, sizeof e->d);
+    gm_user_name(r->sp->p.uid, e->user, sizeof e->user);
+    snprintf(e->mode, sizeof e->mode, "%s",
+             gm_mode_name((enum gm_mode)s->mode));
+    snprintf(e->cmd, sizeof e->cmd, "%s", s->cmdline);
+    snprintf(e->policy, sizeof e->policy, "%s", s->policy);
+    if (e->last_ns != 0 && now > e->last_ns) {
+        double dt = (double)(now - e->last_ns) / 1e9;
+        e->arate = (double)(e->d.allocs - e->last_allocs) / dt;
+        e->frate = (double)(e->d.frees - e->last_frees) / dt;
+    }
+    bool oom = e->last_ns != 0 && e->d.refusals > e->last_ooms;
+    if (e->nhist == GM_TOP_HIST) {
+        memmove(e->hist, e->hist + 1, (GM_TOP_HIST - 1) * sizeof e->hist[0]);
+        memmove(e->hist_oom, e->hist_oom + 1, GM_TOP_HIST - 1);
+        e->nhist--;
+    }
+    e->hist[e->nhist] = e->d.used;
+    e->hist_oom[e->nhist++] = oom;
+    e->last_allocs = e->d.allocs;
+    e->last_frees = e->d.frees;
+    e->last_ooms = e->d.refusals;
+    e->last_ns = now;
+    e->seen = true;
+    e->gone = false;
+}
+
+static void expire(struct top *t, uint64_t now)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < t->nents; i++) {
+        struct gm_top_ent *e = t->ents[i];
+        if (!e->seen && !e->gone) {
+            e->gone = true;
+            e->gone_ns = now;
+            e->arate = e->frate = 0;
+        }
+        if (e->gone && now - e->gone_ns > GONE_NS) {
+            free(e);
+            continue;
+        }
+        t->ents[k++] = e;
+    }
+    t->nents = k;
+}
+
+static void sum_devices(struct top *t)
+{
+    t->ndevs = 0;
+    for (size_t i = 0; i < t->nents; i++) {
+        const struct gm_top_ent *e = t->ents[i];
+        if (e->gone || e->dev < 0)
+            continue;
+        size_t k;
+        for (k = 0; k < t->ndevs && t->devs[k].dev != e->dev; k++)
+            ;
+        if (k == t->ndevs) {
+            if (t->ndevs >= GM_ABI_MAX_DEVICES)
+                continue;
+            memset(&t->devs[k], 0, sizeof t->devs[k]);
+            t->devs[k].dev = e->dev;
+            t->ndevs++;
+        }
+        struct gm_top_devsum *d = &t->devs[k];
+        d->physical = e->d.physical > d->physical ? e->d.physical
+                                                  : d->physical;
+        d->limits += e->d.limit;
+        d->unlimited |= e->d.limit == 0;
+        d->used += e->d.used;
+        d->procs++;
+    }
+}
+
+static void add_group(struct top *t, const struct gm_group_view *v, int d,
+                      bool multi)
+{
+    if (t->ngroups >= GM_TOP_GROUPS)
+        return;
+    struct gm_top_group *g = &t->groups[t->ngroups++];
+    memset(g, 0, sizeof *g);
+    snprintf(g->name, sizeof g->name, "%s", v->name);
+    if (d >= 0) {
+        const struct gm_group_view_dev *gd = &v->dev[d];
+        if (multi)
+            gm_uuid_short(gd->uuid, g->device, sizeof g->device);
+        g->used = gd->used;
+        g->peak = gd->peak;
+        g->limit = gd->limit;
+        g->physical = gd->physical;
+    }
+    g->live = gm_group_live_members(v);
+    g->dead = gm_group_dead_members(v);
+    for (unsigned i = 0; i < v->nmembers && i < GM_GROUP_MAX_MEMBERS; i++) {
+        const struct gm_group_view_member *vm = &v->member[i];
+        struct gm_top_gmember *m = &g->member[g->nmembers++];
+        m->pid = vm->pid;
+        m->weight = vm->weight;
+        m->alive = vm->alive;
+        m->used = d >= 0 ? vm->used[d] : 0;
+        m->share = d >= 0 ? vm->share[d] : 0;
+    }
+}
+
+/* The group lines: one per group and device (one per group before it
+ * registers a device). */
+static int collect_groups(struct top *t)
+{
+    struct gm_gscan gs;
+    t->ngroups = 0;
+    if (gm_gscan(t->prefix, 0, &gs) < 0)
+        return -1;
+    for (size_t i = 0; i < gs.n; i++) {
+        const struct gm_group_view *v = &gs.groups[i].v;
+        unsigned ndev = 0;
+        for (unsigned d = 0; d < v->ndev && d < GM_GROUP_MAX_DEVICES; d++)
+            ndev += v->dev[d].present;
+        for (unsigned d = 0; d < v->ndev && d < GM_GROUP_MAX_DEVICES; d++)
+            if (v->dev[d].present)
+                add_group(t, v, (int)d, ndev > 1);
+        if (ndev == 0)
+            add_group(t, v, -1, false);
+    }
+    gm_gscan_free(&gs);
+    return 0;
+}
+
+static int collect(struct top *t)
+{
+    static struct gm_row rows[MAX_ENTS];
+    struct gm_scan sc;
+    if (gm_scan(t->prefix, 0, &sc) < 0)
+        return -1;
+    uint64_t now = gm_clock_monotonic_ns();
+    for (size_t i = 0; i < t->nents; i++)
+        t->ents[i]->seen = false;
+    size_t n = gm_scan_rows(&sc, rows, MAX_ENTS);
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i].sp->p.state != GM_SEG_ALIVE)
+            continue;
+        struct gm_top_ent *e = find_ent(t, rows[i].sp->p.pid,
+                                        rows[i].sp->p.snap.start_ticks,
+                                        rows[i].dev);
+        if (e != NULL)
+            update_ent(e, &rows[i], now);
+    }
+    gm_scan_free(&sc);
+    expire(t, now);
+    sum_devices(t);
+    return collect_groups(t);
+}
+
+/* ---- rows: filter and sort ----------------------------------------------------- */
+
+static const struct top *sort_top;
+
+static int cmp_u64(uint64_t a, uint64_t b)
+{
+    return a < b ? -1 : a > b;
+}
+
+static int cmp_ent(const void *pa, const void *pb)
+{
+    const struct gm_top_ent *a = *(struct gm_top_ent *const *)pa;
+    const struct gm_top_ent *b = *(struct gm_top_ent *const *)pb;
+    int c = 0;
+    switch (sort_top->m.sort) {
+    case GM_COL_PID: c = cmp_u64((uint64_t)a->pid, (uint64_t)b->pid); break;
+    case GM_COL_USER: c = strcmp(a->user, b->user); break;
+    case GM_COL_DEV: c = a->dev - b->dev; break;
+    case GM_COL_USED: c = cmp_u64(a->d.used, b->d.used); break;
+    case GM_COL_PEAK: c = cmp_u64(a->d.peak, b->d.peak); break;
+    case GM_COL_LIMIT: c = cmp_u64(a->d.limit, b->d.limit); break;
+    case GM_COL_PCT:
+        c = cmp_u64(a->d.limit ? a->d.used * 1000 / a->d.limit : 0,
+                    b->d.limit ? b->d.used * 1000 / b->d.limit : 0);
+        break;
+    case GM_COL_ARATE: c = (a->arate > b->arate) - (a->arate < b->arate);
+        break;
+    case GM_COL_FRATE: c = (a->frate > b->frate) - (a->frate < b->frate);
+        break;
+    case GM_COL_OOMS: c = cmp_u64(a->d.refusals, b->d.refusals); break;
+    case GM_COL_FRAG: c = cmp_u64(a->d.frag_ppm, b->d.frag_ppm); break;
+    case GM_COL_P99:
+        c = cmp_u64(gm_dev_lat_q(&a->d, 990), gm_dev_lat_q(&b->d, 990));
+        break;
+    case GM_COL_MODE: c = strcmp(a->mode, b->mode); break;
+    case GM_COL_CMD: c = strcmp(a->cmd, b->cmd); break;
+    default: break;
+    }
+    if (c == 0)
+        c = cmp_u64((uint64_t)a->pid, (uint64_t)b->pid) * 2 + (a->dev - b->dev);
+    return sort_top->m.desc ? -c : c;
+}
+
+static void build_rows(struct top *t)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < t->nents; i++) {
+        struct gm_top_ent *e = t->ents[i];
+        if (t->m.dev_filter >= 0 && e->dev != t->m.dev_filter)
+            continue;
+        if (t->m.text_filter[0] && strstr(e->cmd, t->m.text_filter) == NULL)
+            continue;
+        t->rows[n++] = e;
+    }
+    sort_top = t;
+    qsort(t->rows, n, sizeof t->rows[0], cmp_ent);
+    t->m.rows = t->rows;
+    t->m.nrows = n;
+    t->m.devs = t->devs;
+    t->m.ndevs = t->ndevs;
+    t->m.groups = t->groups;
+    t->m.ngroups = t->ngroups;
+    if (t->m.selected >= n)
+        t->m.selected = n ? n - 1 : 0;
+}
+
+/* ---- detail view --------------------------------------------------------------- */
+
+static void detail_close(struct top *t)
+{
+    if (t->det_open)
+        gm_seg_close(&t->det_seg);
+    t->det_open = false;
+    t->m.screen = GM_SCR_TABLE;
+    t->m.detail = NULL;
+}
+
+static void detail_open(struct top *t)
+{
+    char err[256];
+    if (t->m.nrows == 0)
+        return;
+    const struct gm_top_ent *e = t->rows[t->m.selected];
+    t->det_pid = e->pid;
+    t->det_dev = e->dev;
+    t->det_start = e->start_ticks;
+    t->nev = 0;
+    t->m.events_lost = 0;
+    t->m.screen = GM_SCR_DETAIL;
+    if (gm_seg_open(&t->det_seg, gm_tool_shm_dir(), t->prefix, e->pid, err,
+                    sizeof err) == 0) {
+        t->det_open = true;
+        gm_cursor_init(&t->det_cur, &t->det_seg, true);
+        uint64_t back = GM_TOP_EVENTS * 4;
+        t->det_cur.next = t->det_cur.next > back ? t->det_cur.next - back : 0;
+    }
+}
+
+static void keep_event(struct top *t, const struct gm_abi_record *r)
+{
+    if (r->dev != (uint32_t)t->det_dev && r->dev != GM_ABI_NO_DEVICE)
+        return;
+    if (t->nev == GM_TOP_EVENTS) {
+        memmove(t->ev, t->ev + 1, (GM_TOP_EVENTS - 1) * sizeof t->ev[0]);
+        t->nev--;
+    }
+    t->ev[t->nev++] = *r;
+}
+
+static void detail_update(struct top *t)
+{
+    static struct gm_abi_record buf[256];
+    t->m.detail = NULL;
+    for (size_t i = 0; i < t->nents; i++) {
+        const struct gm_top_ent *e = t->ents[i];
+        if (e->pid == t->det_pid && e->dev == t->det_dev &&
+            e->start_ticks == t->det_start)
+            t->m.detail = e;
+    }
+    if (t->m.detail == NULL) {
+        detail_close(t);
+        return;
+    }
+    for (unsigned round = 0; t->det_open && round < 64; round++) {
+        uint64_t lost = 0;
+        size_t n = gm_seg_drain(&t->det_seg, &t->det_cur, buf, 256,
+                                t->m.detail->gone ? GM_DRAIN_FLUSH : 0, &lost);
+        t->m.events_lost += lost;
+        for (size_t k = 0; k < n; k++)
+            keep_event(t, &buf[k]);
+        if (n == 0 && lost == 0)
+            break;
+    }
+    t->m.events = t->ev;
+    t->m.nevents = t->nev;
+}
+
+/* ---- keys ---------------------------------------------------------------------- */
+
+static void next_device(struct top *t)
+{
+    int next = -1;
+    for (size_t i = 0; i < t->ndevs; i++)
+        if (t->devs[i].dev > t->m.dev_filter &&
+            (next < 0 || t->devs[i].dev < next))
+            next = t->devs[i].dev;
+    t->m.dev_filter = next;
+}
+
+static void edit_key(struct top *t, int k)
+{
+    size_t n = strlen(t->m.text_filter);
+    if (k == '\n' || k == KEY_ENTER) {
+        t->m.editing = false;
+    } else if (k == 27) {
+        t->m.editing = false;
+        t->m.text_filter[0] = '\0';
+    } else if ((k == KEY_BACKSPACE || k == 127 || k == 8) && n > 0) {
+        t->m.text_filter[n - 1] = '\0';
+    } else if (k >= 32 && k < 127 && n + 1 < sizeof t->m.text_filter) {
+        t->m.text_filter[n] = (char)k;
+        t->m.text_filter[n + 1] = '\0';
+    }
+}
+
+/* Returns false to quit. */
+static bool handle_key(struct top *t, int k)
+{
+    if (t->m.editing) {
+        edit_key(t, k);
+        return true;
+    }
+    if (k == 'q' || k == 'Q')
+        return false;
+    if (t->m.screen == GM_SCR_HELP) {
+        t->m.screen = t->det_open || t->m.detail ? GM_SCR_DETAIL
+                                                 : GM_SCR_TABLE;
+        return true;
+    }
+    if (t->m.screen == GM_SCR_DETAIL) {
+        if (k == 27 || k == KEY_LEFT || k == KEY_BACKSPACE || k == 127)
+            detail_close(t);
+        else if (k == 'h' || k == '?')
+            t->m.screen = GM_SCR_HELP;
+        return true;
+    }
+    switch (k) {
+    case 's': t->m.sort = (enum gm_top_col)((t->m.sort + 1) % GM_COL_COUNT);
+        break;
+    case 'S': t->m.desc = !t->m.desc; break;
+    case 'd': next_device(t); break;
+    case '/': t->m.editing = true; break;
+    case 'h': case '?': t->m.screen = GM_SCR_HELP; break;
+    case KEY_UP: if (t->m.selected > 0) t->m.selected--; break;
+    case KEY_DOWN:
+        if (t->m.selected + 1 < t->m.nrows)
+            t->m.selected++;
+        break;
+    case '\n': case '\r': case KEY_ENTER: detail_open(t); break;
+    default: break;
+    }
+    return true;
+}
+
+/* ---- modes --------------------------------------------------------------------- */
+
+static int run_interactive(struct top *t)
+{
+    if (gm_view_open() != 0) {
+        fprintf(stderr, "gpumem: top: cannot set up the terminal\n");
+        return 1;
+    }
+    long done = 0;
+    int rc = 0;
+    bool quit = false;
+    while (!quit && !stop_flag) {
+        if (collect(t) != 0) {
+            rc = 1;
+            break;
+        }
+        done++;
+        uint64_t next = gm_clock_monotonic_ns() + (uint64_t)(t->delay * 1e9);
+        for (;;) {
+            build_rows(t);
+            if (t->m.screen != GM_SCR_TABLE && t->m.screen != GM_SCR_HELP)
+                detail_update(t);
+            gm_view_draw(&t->m);
+            uint64_t now = gm_clock_monotonic_ns();
+            if (now >= next || stop_flag || quit)
+                break;
+            int k = gm_view_key((int)((next - now) / 1000000) + 1);
+            if (k != ERR && k != KEY_RESIZE && !handle_key(t, k))
+                quit = true;
+        }
+        if (t->iters && done >= t->iters)
+            break;
+    }
+    detail_close(t);
+    gm_view_close();
+    return rc;
+}
+
+static void json_devices(FILE *f, const struct gm_scan *sc)
+{
+    struct gm_top_devsum d[GM_ABI_MAX_DEVICES];
+    memset(d, 0, sizeof d);
+    for (size_t i = 0; i < sc->n; i++) {
+        const struct gm_snapshot *s = &sc->procs[i].p.snap;
+        if (sc->procs[i].p.state != GM_SEG_ALIVE)
+            continue;
+        for (unsigned k = 0; k < s->dev_count && k < GM_ABI_MAX_DEVICES; k++) {
+            if (!s->dev[k].present)
+                continue;
+            d[k].physical = s->dev[k].physical;
+            d[k].limits += s->dev[k].limit;
+            d[k].used += s->dev[k].used;
+            d[k].procs++;
+        }
+    }
+    fputs("\"devices\":[", f);
+    bool first = true;
+    for (unsigned k = 0; k < GM_ABI_MAX_DEVICES; k++) {
+        if (d[k].procs == 0)
+            continue;
+        fprintf(f, "%s{\"device\":%u,\"physical\":%llu,\"limits\":%llu,"
+                "\"used\":%llu,\"processes\":%u}", first ? "" : ",", k,
+                (unsigned long long)d[k].physical,
+                (unsigned long long)d[k].limits,
+                (unsigned long long)d[k].used, d[k].procs);
+        first = false;
+    }
+    fputc(']', f);
+}
+
+static int run_batch(struct top *t)
+{
+    static struct gm_row rows[MAX_ENTS];
+    for (long i = 0; !stop_flag && (t->iters == 0 || i < t->iters); i++) {
+        struct gm_scan sc;
+        struct gm_gscan gs;
+        if (i > 0) {
+            struct timespec ts = { (time_t)t->delay,
+                                   (long)((t->delay - (double)(time_t)t->delay)
+                                          * 1e9) };
+            nanosleep(&ts, NULL);
+        }
+        if (gm_scan(t->prefix, 0, &sc) < 0)
+            return 1;
+        if (gm_gscan(t->prefix, 0, &gs) < 0) {
+            gm_scan_free(&sc);
+            return 1;
+        }
+        if (t->json) {
+            printf("{\"time_ns\":%llu,\"prefix\":",
+                   (unsigned long long)gm_clock_realtime_ns());
+            gm_json_str(stdout, t->prefix);
+            putchar(',');
+            json_devices(stdout, &sc);
+            fputs(",\"processes\":", stdout);
+            gm_scan_print_json(stdout, &sc);
+            fputs(",\"groups\":", stdout);
+            gm_gscan_print_json(stdout, &gs);
+            fputs("}\n", stdout);
+        } else {
+            gm_rows_print_text(stdout, rows, gm_scan_rows(&sc, rows,
+                                                          MAX_ENTS));
+            gm_gscan_print_text(stdout, &gs);
+        }
+        gm_gscan_free(&gs);
+        gm_scan_free(&sc);
+        if (fflush(stdout) != 0)
+            return 1;
+        if (t->once)
+            break;
+    }
+    return 0;
+}
+
+/* ---- options ------------------------------------------------------------------- */
+
+static int bad(const char *what, const char *v)
+{
+    fprintf(stderr, "gpumem: top: %s '%s'; usage: gpumem-top [-d SECONDS] "
+            "[-n N] [--once | --json] [--prefix P] (gpumem-top --help)\n",
+            what, v);
+    return -1;
+}
+
+static int parse_args(struct top *t, int argc, char **argv)
+{
+    const char *popt = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool has_val = i + 1 < argc;
+        double d;
+        uint64_t n;
+        if (strcmp(a, "--once") == 0)
+            t->once = true;
+        else if (strcmp(a, "--json") == 0)
+            t->json = true;
+        else if (strcmp(a, "--prefix") == 0 && has_val)
+            popt = argv[++i];
+        else if (strncmp(a, "--prefix=", 9) == 0)
+            popt = a + 9;
+        else if ((strcmp(a, "-d") == 0 || strcmp(a, "--delay") == 0) &&
+                 has_val) {
+            if (gm_parse_number(argv[++i], &d) != 0 || d < 0.1 || d > 3600)
+                return bad("-d needs seconds from 0.1 to 3600, not",
+                           argv[i]);
+            t->delay = d;
+        } else if ((strcmp(a, "-n") == 0 || strcmp(a, "--iterations") == 0)
+                   && has_val) {
+            if (gm_parse_uint(argv[++i], &n) != 0 || n == 0 || n > 1u << 30)
+                return bad("-n needs a positive count, not", argv[i]);
+            t->iters = (long)n;
+        } else {
+            return bad(a[0] == '-' ? "unknown option or missing value"
+                                   : "unexpected argument", a);
+        }
+    }
+    if (t->once && t->json)
+        return bad("choose one of --once and --json, not both:", "--once");
+    t->prefix = gm_tool_prefix("top", popt);
+    return t->prefix ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+    static struct top t;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(help_text, stdout);
+            return 0;
+        }
+    t.delay = 1.0;
+    t.m.sort = GM_COL_USED;
+    t.m.desc = true;
+    t.m.dev_filter = -1;
+    if (parse_args(&t, argc, argv) != 0)
+        return 2;
+    t.m.prefix = t.prefix;
+    t.m.delay_s = t.delay;
+    signal(SIGINT, on_stop);
+    signal(SIGTERM, on_stop);
+    signal(SIGHUP, on_stop);
+    int rc = t.once || t.json ? run_batch(&t) : run_interactive(&t);
+    for (size_t i = 0; i < t.nents; i++)
+        free(t.ents[i]);
+    return rc;
+}

@@ -1,0 +1,114 @@
+/*
+ * tools/top/view.h — the screen of `gpumem-top`: the model tools/top/top.c fills
+ * (processes, device sums, shared budgets) and tools/top/view.c draws with
+ * ncurses (drawing only: no segment access, no state changes).
+ *
+ * Invariants: the model is complete for one frame; gm_view_draw erases
+ * the curses buffer, draws the whole frame into it and refreshes once (no
+ * flicker); it fits any terminal size, dropping columns and sections that
+ * do not fit (usable at 80x24).
+ */
+#ifndef GM_VIEW_H
+#define GM_VIEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shim/telemetry/abi.h"
+#include "shim/group/group.h"
+
+#define GM_TOP_HIST 240          /* usage samples kept per row */
+#define GM_TOP_EVENTS 32         /* last events kept for the detail view */
+
+/* Sortable columns, in the order `s` cycles through them. */
+enum gm_top_col {
+    GM_COL_PID = 0, GM_COL_USER, GM_COL_DEV, GM_COL_USED, GM_COL_PEAK,
+    GM_COL_LIMIT, GM_COL_PCT, GM_COL_ARATE, GM_COL_FRATE, GM_COL_OOMS,
+    GM_COL_FRAG, GM_COL_P99, GM_COL_MODE, GM_COL_CMD, GM_COL_COUNT
+};
+
+/* One process on one device, as last seen. */
+struct gm_top_ent {
+    int pid;
+    int dev;                     /* -1: no device used yet */
+    uint64_t start_ticks;
+    char user[32];
+    char mode[16];
+    char cmd[GM_ABI_CMDLINE_LEN];
+    char policy[GM_ABI_POLICY_LEN];
+    struct gm_abi_dev d;         /* copy of the device block */
+    double arate, frate;         /* allocations / frees per second */
+    bool gone;                   /* exited while watched (dimmed) */
+    uint64_t gone_ns;            /* CLOCK_MONOTONIC when it went */
+    bool seen;                   /* present in the latest scan */
+    uint64_t last_allocs, last_frees, last_ooms, last_ns;
+    uint64_t hist[GM_TOP_HIST];  /* used bytes, oldest first */
+    bool hist_oom[GM_TOP_HIST];  /* an OOM happened in that interval */
+    size_t nhist;
+};
+
+struct gm_top_devsum {
+    int dev;
+    uint64_t physical, limits, used;
+    unsigned procs;
+    bool unlimited;              /* some process has no limit there */
+};
+
+#define GM_TOP_GROUPS 64         /* group lines kept per frame */
+
+/* One member of a shared budget on one device, as last seen. */
+struct gm_top_gmember {
+    int pid;
+    double weight;
+    uint64_t used, share;        /* share 0: the device has no limit */
+    bool alive;
+};
+
+/* One group (GPUMEM_GROUP) on one device: the group line of the screen. */
+struct gm_top_group {
+    char name[GM_NAME_MAX + 1];
+    char device[24];             /* "GPU-1a2b3c4d" when the group has
+                                    several devices, else "" */
+    uint64_t used, peak, limit;  /* limit 0: none */
+    uint64_t physical;
+    unsigned live, dead;         /* members alive / dead, not reclaimed */
+    unsigned nmembers;
+    struct gm_top_gmember member[GM_GROUP_MAX_MEMBERS];
+};
+
+enum gm_top_screen { GM_SCR_TABLE = 0, GM_SCR_DETAIL, GM_SCR_HELP };
+
+struct gm_top_model {
+    const char *prefix;
+    double delay_s;
+    struct gm_top_ent *const *rows;   /* sorted and filtered */
+    size_t nrows;
+    const struct gm_top_devsum *devs;
+    size_t ndevs;
+    const struct gm_top_group *groups;  /* under the device lines */
+    size_t ngroups;
+    enum gm_top_col sort;
+    bool desc;
+    int dev_filter;              /* -1: all */
+    char text_filter[64];
+    bool editing;                /* typing the / filter */
+    size_t selected;             /* index in rows */
+    enum gm_top_screen screen;
+    const struct gm_top_ent *detail;  /* DETAIL: the process shown */
+    const struct gm_abi_record *events;  /* its last events, oldest first */
+    size_t nevents;
+    uint64_t events_lost;
+};
+
+/* Start / stop curses (cbreak, no echo, keypad, hidden cursor, colours). */
+int gm_view_open(void);
+void gm_view_close(void);
+/* Draw one frame. */
+void gm_view_draw(const struct gm_top_model *m);
+/* The next key within timeout_ms (ERR = none). KEY_RESIZE is handled. */
+int gm_view_key(int timeout_ms);
+/* Column names ("PID", "USED", ...). */
+const char *gm_view_col_name(enum gm_top_col c);
+
+#endif
