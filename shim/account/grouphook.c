@@ -1,5 +1,5 @@
 /*
- * shim/account/grouphook.c — wiring shim/group/group.c into the shim: join, per-device
+ * shim/account/grouphook.c — wiring the group library (shim/group/) into the shim: join, per-device
  * registration, charge/release, cross-process waits, reclaim events.
  */
 #include "shim/account/grouphook.h"

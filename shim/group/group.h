@@ -143,7 +143,7 @@ struct gm_group_params {
     void *arg;
 };
 
-/* A process's membership. Fields are private to shim/group/group.c. */
+/* A process's membership. Fields are private to the files of shim/group/. */
 struct gm_group {
     struct gm_group_seg *seg;
     size_t len;

@@ -1,5 +1,5 @@
 /*
- * shim/intercept/entry.c — lifecycle: the (empty) constructor, one-time initialisation
+ * shim/intercept/lifecycle.c — lifecycle: the (empty) constructor, one-time initialisation
  * at first CUDA use, fork handling, and the exit report.
  *
  * Invariants: a process that never calls a CUDA entry point runs no code of

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_group.c — shared budgets (shim/group/group.c) with real
+ * tests/unit/test_group.c — shared budgets (shim/group/) with real
  * processes: members are forked children driven over pipes, so every
  * cross-process path (robust mutex, futex wake-ups, /proc liveness) runs
  * as in production. Covers: the segment file (mode, size, removal), the

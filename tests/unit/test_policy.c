@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_policy.c — Check suite for policy/policy.c and
+ * tests/unit/test_policy.c — Check suite for policy/ (options.c, load.c, format.c) and
  * policy/suggest.c: every GPUMEM_* form, every refusal with its message
  * (naming the variable, quoting the value), cross-variable checks, local
  * ranks for share, per-device precedence, limit resolution, the

@@ -1,0 +1,395 @@
+/*
+ * policy/format.c — names of the enums, and the effective policy printed
+ * for people and programs (`gpumem policy`, text or JSON, with where each
+ * value came from and the load's messages), and the one-line summary the
+ * shim publishes in its segment.
+ *
+ * Invariant: output goes to the caller's buffer only, truncated but
+ * always terminated; the return value is the length it needed.
+ */
+#include "policy/policy_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- public: names ----------------------------------------------------- */
+
+const char *gm_mode_name(enum gm_mode m)
+{
+    switch (m) {
+    case GM_MODE_GROW: return "grow";
+    case GM_MODE_STATIC: return "static";
+    case GM_MODE_STAGED: return "staged";
+    }
+    return "?";
+}
+
+const char *gm_on_oom_name(enum gm_on_oom o)
+{
+    switch (o) {
+    case GM_OOM_FAIL: return "fail";
+    case GM_OOM_WAIT: return "wait";
+    case GM_OOM_SPILL: return "spill";
+    case GM_OOM_WARN: return "warn";
+    }
+    return "?";
+}
+
+const char *gm_report_name(enum gm_report r)
+{
+    switch (r) {
+    case GM_REPORT_NONE: return "off";
+    case GM_REPORT_STDERR: return "stderr";
+    case GM_REPORT_JSON: return "json";
+    }
+    return "?";
+}
+
+const char *gm_log_level_name(enum gm_log l)
+{
+    switch (l) {
+    case GM_LOG_QUIET: return "quiet";
+    case GM_LOG_ERROR: return "error";
+    case GM_LOG_WARN: return "warn";
+    case GM_LOG_INFO: return "info";
+    case GM_LOG_DEBUG: return "debug";
+    }
+    return "?";
+}
+
+const char *const *gm_policy_var_names(size_t *n)
+{
+    if (n != NULL)
+        *n = GM_F_COUNT;
+    return gm_pol_field_names;
+}
+
+/* ---- public: printing -------------------------------------------------- */
+
+/* snprintf-like accumulating writer: len counts what was needed. */
+struct out {
+    char *buf;
+    size_t cap;
+    size_t len;
+    size_t mark;    /* start of the current value (text form) */
+    bool first;     /* no JSON member written yet */
+};
+
+static void putf(struct out *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void putf(struct out *o, const char *fmt, ...)
+{
+    char *dst = o->len < o->cap ? o->buf + o->len : NULL;
+    size_t room = o->len < o->cap ? o->cap - o->len : 0;
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(dst, room, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        o->len += (size_t)n;
+}
+
+static void put_jstr(struct out *o, const char *s)
+{
+    const char *run = s;
+
+    putf(o, "\"");
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch != '"' && ch != '\\' && ch >= 0x20)
+            continue;
+        putf(o, "%.*s", (int)(s - run), run);
+        if (ch == '"' || ch == '\\')
+            putf(o, "\\%c", ch);
+        else
+            putf(o, "\\u%04x", ch);
+        run = s + 1;
+    }
+    putf(o, "%s\"", run);
+}
+
+/* One variable: text line "NAME  value  source" or a JSON member. A NULL
+ * text is an unset value (JSON null). `extra` holds fixed JSON members. */
+static void item(struct out *o, bool json, const char *name,
+                 enum gm_source src, const char *text, const char *extra)
+{
+    const char *s = src == GM_SRC_ENV ? "env" : "default";
+
+    if (json) {
+        putf(o, "%s\n  \"%s\": {\"value\": ", o->first ? "{" : ",", name);
+        o->first = false;
+        if (text == NULL)
+            putf(o, "null");
+        else
+            put_jstr(o, text);
+        putf(o, "%s%s, \"source\": \"%s\"}", extra && *extra ? ", " : "",
+             extra ? extra : "", s);
+        return;
+    }
+    putf(o, "%-22s ", name);
+    o->mark = o->len;
+    putf(o, "%s", text ? text : "(unset)");
+    putf(o, "%*s %s\n",
+         o->len - o->mark < VALUE_COL ? (int)(VALUE_COL - (o->len - o->mark))
+                                      : 0, "", s);
+}
+
+static void fmt_pct(double fraction, char *buf, size_t cap)
+{
+    size_t n = gm_format_decimal(fraction * 100.0, 7, buf, cap);
+
+    if (n + 1 < cap)
+        memcpy(buf + n, "%", 2);
+}
+
+/* Text and JSON members of a limit. `of` names the base of a percent. */
+static void limit_strs(const struct gm_limit *l, const char *of, char *t,
+                       size_t tcap, char *x, size_t xcap)
+{
+    char a[32], b[32];
+
+    switch (l->kind) {
+    case GM_LIMIT_BYTES:
+        gm_format_size(l->bytes, a, sizeof a);
+        snprintf(t, tcap, "%s (%llu B)", a, (unsigned long long)l->bytes);
+        snprintf(x, xcap, "\"kind\": \"bytes\", \"bytes\": %llu",
+                 (unsigned long long)l->bytes);
+        return;
+    case GM_LIMIT_PERCENT:
+        fmt_pct(l->fraction, a, sizeof a);
+        gm_format_decimal(l->fraction, 9, b, sizeof b);
+        snprintf(t, tcap, "%s of %s", a, of);
+        snprintf(x, xcap, "\"kind\": \"percent\", \"fraction\": %s", b);
+        return;
+    case GM_LIMIT_SHARE:
+        gm_format_decimal(l->fraction, 9, b, sizeof b);
+        snprintf(t, tcap, "share:%s (physical / %u local ranks x %s)", b,
+                 l->ranks, b);
+        snprintf(x, xcap,
+                 "\"kind\": \"share\", \"fraction\": %s, \"ranks\": %u", b,
+                 l->ranks);
+        return;
+    default:
+        snprintf(t, tcap, "none");
+        snprintf(x, xcap, "\"kind\": \"none\"");
+        return;
+    }
+}
+
+static void fmt_limits(struct out *o, bool json, const struct gm_policy *p)
+{
+    char t[128], x[128], name[32];
+    unsigned i;
+    bool any = false;
+
+    limit_strs(&p->limit, "physical memory", t, sizeof t, x, sizeof x);
+    item(o, json, gm_pol_field_names[GM_F_LIMIT], p->src[GM_F_LIMIT], t, x);
+    for (i = 0; i < GM_MAX_DEVICES; i++) {
+        if (!p->dev_limit_set[i])
+            continue;
+        any = true;
+        snprintf(name, sizeof name, "GPUMEM_LIMIT_%u", i);
+        limit_strs(&p->dev_limit[i], "physical memory", t, sizeof t, x,
+                   sizeof x);
+        item(o, json, name, GM_SRC_ENV, t, x);
+    }
+    if (!any && !json)
+        item(o, json, gm_pol_field_names[GM_F_LIMIT_N], GM_SRC_DEFAULT, NULL, NULL);
+}
+
+static void fmt_modes(struct out *o, bool json, const struct gm_policy *p)
+{
+    char t[128], x[128], d[32];
+
+    item(o, json, gm_pol_field_names[GM_F_MODE], p->src[GM_F_MODE],
+         gm_mode_name(p->mode), NULL);
+    if (p->static_size.kind == GM_LIMIT_NONE) {
+        snprintf(t, sizeof t, "the limit");
+        snprintf(x, sizeof x, "\"kind\": \"limit\"");
+    } else {
+        limit_strs(&p->static_size, "the limit", t, sizeof t, x, sizeof x);
+    }
+    item(o, json, gm_pol_field_names[GM_F_STATIC_SIZE], p->src[GM_F_STATIC_SIZE], t,
+         x);
+    gm_format_duration(p->warmup_ns, t, sizeof t);
+    snprintf(x, sizeof x, "\"ns\": %llu", (unsigned long long)p->warmup_ns);
+    item(o, json, gm_pol_field_names[GM_F_WARMUP], p->src[GM_F_WARMUP], t, x);
+    fmt_pct(p->headroom, t, sizeof t);
+    gm_format_decimal(p->headroom, 9, d, sizeof d);
+    snprintf(x, sizeof x, "\"fraction\": %s", d);
+    item(o, json, gm_pol_field_names[GM_F_HEADROOM], p->src[GM_F_HEADROOM], t, x);
+    x[0] = '\0';
+    if (p->on_oom == GM_OOM_WAIT) {
+        gm_format_duration(p->oom_wait_ns, d, sizeof d);
+        snprintf(t, sizeof t, "wait:%s", d);
+        snprintf(x, sizeof x, "\"wait_ns\": %llu",
+                 (unsigned long long)p->oom_wait_ns);
+    } else {
+        snprintf(t, sizeof t, "%s", gm_on_oom_name(p->on_oom));
+    }
+    item(o, json, gm_pol_field_names[GM_F_ON_OOM], p->src[GM_F_ON_OOM], t, x);
+}
+
+static void fmt_group(struct out *o, bool json, const struct gm_policy *p)
+{
+    char t[128], x[128], w[32];
+    const char *word = p->priority == 1.5   ? "high "
+                       : p->priority == 1.0 ? "normal "
+                       : p->priority == 0.7 ? "low "
+                                            : "";
+
+    item(o, json, gm_pol_field_names[GM_F_GROUP], p->src[GM_F_GROUP],
+         p->group[0] ? p->group : NULL, NULL);
+    limit_strs(&p->group_limit, "physical memory", t, sizeof t, x, sizeof x);
+    item(o, json, gm_pol_field_names[GM_F_GROUP_LIMIT], p->src[GM_F_GROUP_LIMIT], t,
+         x);
+    gm_format_decimal(p->priority, 3, w, sizeof w);
+    if (word[0])
+        snprintf(t, sizeof t, "%s(weight %s)", word, w);
+    else
+        snprintf(t, sizeof t, "weight %s", w);
+    snprintf(x, sizeof x, "\"weight\": %s", w);
+    item(o, json, gm_pol_field_names[GM_F_PRIORITY], p->src[GM_F_PRIORITY], t, x);
+}
+
+static void fmt_output(struct out *o, bool json, const struct gm_policy *p)
+{
+    char t[GM_PATH_MAX + 8], x[64];
+
+    if (p->report == GM_REPORT_JSON)
+        snprintf(t, sizeof t, "json:%s", p->report_path);
+    else
+        snprintf(t, sizeof t, "%s", gm_report_name(p->report));
+    snprintf(x, sizeof x, "\"target\": \"%s\"", gm_report_name(p->report));
+    item(o, json, gm_pol_field_names[GM_F_REPORT], p->src[GM_F_REPORT], t, x);
+    snprintf(x, sizeof x, "\"enabled\": %s", p->keep ? "true" : "false");
+    item(o, json, gm_pol_field_names[GM_F_KEEP], p->src[GM_F_KEEP],
+         p->keep ? "1" : "0", x);
+    snprintf(x, sizeof x, "\"enabled\": %s",
+             p->telemetry ? "true" : "false");
+    item(o, json, gm_pol_field_names[GM_F_TELEMETRY], p->src[GM_F_TELEMETRY],
+         p->telemetry ? "1" : "0", x);
+    snprintf(t, sizeof t, "%u", (unsigned)p->ring_events);
+    snprintf(x, sizeof x, "\"events\": %u", (unsigned)p->ring_events);
+    item(o, json, gm_pol_field_names[GM_F_RING_EVENTS], p->src[GM_F_RING_EVENTS], t,
+         x);
+    item(o, json, gm_pol_field_names[GM_F_SHM_PREFIX], p->src[GM_F_SHM_PREFIX],
+         p->shm_prefix, NULL);
+    item(o, json, gm_pol_field_names[GM_F_LOG_LEVEL], p->src[GM_F_LOG_LEVEL],
+         gm_log_level_name(p->log_level), NULL);
+    item(o, json, gm_pol_field_names[GM_F_CUDA_LIBRARY], p->src[GM_F_CUDA_LIBRARY],
+         p->cuda_library, NULL);
+    item(o, json, gm_pol_field_names[GM_F_ON_BAD_CONFIG],
+         p->src[GM_F_ON_BAD_CONFIG],
+         p->on_bad_config == GM_BAD_WARN ? "warn" : "exit", NULL);
+}
+
+/* "valid" and "messages" members from the diagnostics. */
+static void fmt_diag(struct out *o, const struct gm_diag *d)
+{
+    size_t i = 0, start;
+    bool first = true;
+    char line[LINE_MAX_];
+
+    putf(o, ",\n  \"valid\": %s,\n  \"messages\": [", d->errors ? "false"
+                                                                  : "true");
+    while (i < d->len) {
+        size_t n;
+        start = i;
+        while (i < d->len && d->text[i] != '\n')
+            i++;
+        n = i - start < sizeof line - 1 ? i - start : sizeof line - 1;
+        memcpy(line, d->text + start, n);
+        line[n] = '\0';
+        i++;
+        putf(o, "%s\n    ", first ? "" : ",");
+        put_jstr(o, line);
+        first = false;
+    }
+    putf(o, "%s]", first ? "" : "\n  ");
+}
+
+size_t gm_policy_format_ex(const struct gm_policy *p, const struct gm_diag *d,
+                           bool json, char *buf, size_t cap)
+{
+    struct out o = { buf, buf ? cap : 0, 0, 0, true };
+
+    if (o.cap > 0)
+        buf[0] = '\0';
+    fmt_limits(&o, json, p);
+    fmt_modes(&o, json, p);
+    fmt_group(&o, json, p);
+    fmt_output(&o, json, p);
+    if (json) {
+        if (d != NULL)
+            fmt_diag(&o, d);
+        putf(&o, "\n}\n");
+    }
+    return o.len;
+}
+
+size_t gm_policy_format(const struct gm_policy *p, bool json, char *buf,
+                        size_t cap)
+{
+    return gm_policy_format_ex(p, NULL, json, buf, cap);
+}
+
+/* Compact limit for the summary: "4.0GiB", "50%", "share:0.5/4", "none". */
+static void limit_compact(const struct gm_limit *l, char *buf, size_t cap)
+{
+    char a[32], *sp;
+
+    switch (l->kind) {
+    case GM_LIMIT_BYTES:
+        gm_format_size(l->bytes, a, sizeof a);
+        sp = strchr(a, ' ');
+        if (sp != NULL)
+            memmove(sp, sp + 1, strlen(sp));
+        snprintf(buf, cap, "%s", a);
+        return;
+    case GM_LIMIT_PERCENT:
+        fmt_pct(l->fraction, buf, cap);
+        return;
+    case GM_LIMIT_SHARE:
+        gm_format_decimal(l->fraction, 9, a, sizeof a);
+        snprintf(buf, cap, "share:%s/%u", a, l->ranks);
+        return;
+    default:
+        snprintf(buf, cap, "none");
+        return;
+    }
+}
+
+size_t gm_policy_summary(const struct gm_policy *p, char *buf, size_t cap)
+{
+    struct out o = { buf, buf ? cap : 0, 0, 0, true };
+    char lim[48], d[32];
+    unsigned i, devs = 0;
+
+    if (o.cap > 0)
+        buf[0] = '\0';
+    limit_compact(&p->limit, lim, sizeof lim);
+    putf(&o, "limit=%s mode=%s on_oom=%s", lim, gm_mode_name(p->mode),
+         gm_on_oom_name(p->on_oom));
+    if (p->on_oom == GM_OOM_WAIT) {
+        gm_format_duration(p->oom_wait_ns, d, sizeof d);
+        putf(&o, ":%s", d);
+    }
+    for (i = 0; i < GM_MAX_DEVICES; i++)
+        devs += p->dev_limit_set[i];
+    if (devs > 0)
+        putf(&o, " dev_limits=%u", devs);
+    if (p->group[0] != '\0') {
+        limit_compact(&p->group_limit, lim, sizeof lim);
+        putf(&o, " group=%s group_limit=%s", p->group, lim);
+    }
+    if (p->priority != 1.0) {
+        gm_format_decimal(p->priority, 3, d, sizeof d);
+        putf(&o, " priority=%s", d);
+    }
+    return o.len;
+}

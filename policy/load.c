@@ -1,0 +1,535 @@
+/*
+ * policy/load.c — loading an environment array into struct gm_policy: the
+ * diagnostics (one precise message per bad value), collecting GPUMEM_*
+ * entries (and warning on unknown ones, with a suggestion), applying the
+ * option table, the cross-variable checks, and limit resolution.
+ *
+ * Invariants: gm_policy_load() never calls getenv() and never allocates;
+ * it is safe inside the preloaded library at first CUDA use. Every field
+ * of the policy is valid after a load, even a failed one: a refused
+ * variable keeps its default and its source stays GM_SRC_DEFAULT.
+ * snprintf is used with integer and string conversions only.
+ */
+#include "policy/policy_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char F_DEVICE[] =
+    "use GPUMEM_LIMIT_<N> with N a device ordinal from 0 to 63";
+
+const char *const gm_pol_field_names[GM_F_COUNT] = {
+    [GM_F_LIMIT] = "GPUMEM_LIMIT",
+    [GM_F_LIMIT_N] = "GPUMEM_LIMIT_<N>",
+    [GM_F_MODE] = "GPUMEM_MODE",
+    [GM_F_STATIC_SIZE] = "GPUMEM_STATIC_SIZE",
+    [GM_F_WARMUP] = "GPUMEM_WARMUP",
+    [GM_F_HEADROOM] = "GPUMEM_HEADROOM",
+    [GM_F_ON_OOM] = "GPUMEM_ON_OOM",
+    [GM_F_GROUP] = "GPUMEM_GROUP",
+    [GM_F_GROUP_LIMIT] = "GPUMEM_GROUP_LIMIT",
+    [GM_F_PRIORITY] = "GPUMEM_PRIORITY",
+    [GM_F_REPORT] = "GPUMEM_REPORT",
+    [GM_F_KEEP] = "GPUMEM_KEEP",
+    [GM_F_TELEMETRY] = "GPUMEM_TELEMETRY",
+    [GM_F_RING_EVENTS] = "GPUMEM_RING_EVENTS",
+    [GM_F_SHM_PREFIX] = "GPUMEM_SHM_PREFIX",
+    [GM_F_LOG_LEVEL] = "GPUMEM_LOG_LEVEL",
+    [GM_F_CUDA_LIBRARY] = "GPUMEM_CUDA_LIBRARY",
+    [GM_F_ON_BAD_CONFIG] = "GPUMEM_ON_BAD_CONFIG",
+};
+
+/* ---- diagnostics ------------------------------------------------------- */
+
+
+static const char DIAG_MORE[] = "gpumem: (further messages dropped)\n";
+static bool ends_with(const char *s, size_t len, const char *tail)
+{
+    size_t n = strlen(tail);
+    return len >= n && memcmp(s + len - n, tail, n) == 0;
+}
+
+/* Append one line (ending in '\n'); keeps room for the "dropped" marker. */
+static void diag_add(struct gm_diag *d, bool error, const char *line)
+{
+    size_t n = strlen(line);
+
+    if (error)
+        d->errors++;
+    else
+        d->warnings++;
+    if (d->len + n + sizeof DIAG_MORE <= sizeof d->text) {
+        memcpy(d->text + d->len, line, n + 1);
+        d->len += n;
+        return;
+    }
+    if (!ends_with(d->text, d->len, DIAG_MORE) &&
+        d->len + sizeof DIAG_MORE <= sizeof d->text) {
+        memcpy(d->text + d->len, DIAG_MORE, sizeof DIAG_MORE);
+        d->len += sizeof DIAG_MORE - 1;
+    }
+}
+
+static void diag_reset(struct gm_diag *d)
+{
+    d->errors = 0;
+    d->warnings = 0;
+    d->len = 0;
+    d->text[0] = '\0';
+}
+
+/* Copy at most `max` characters of s[0..len) into out, control characters
+ * and non-ASCII bytes shown as '?', "..." when shortened. */
+static void show_n(const char *s, size_t len, size_t max, char *out,
+                   size_t cap)
+{
+    size_t i, o = 0;
+
+    for (i = 0; i < len && i < max && o + 1 < cap; i++) {
+        unsigned char c = (unsigned char)s[i];
+        out[o++] = (c < 0x20 || c >= 0x7f) ? '?' : (char)c;
+    }
+    if (i < len && o + 3 < cap) {
+        memcpy(out + o, "...", 3);
+        o += 3;
+    }
+    out[o] = '\0';
+}
+
+void gm_pol_show(const char *s, char *out, size_t cap)
+{
+    show_n(s, strlen(s), SHOW_MAX, out, cap);
+}
+
+/* Ensure a formatted line, possibly truncated by snprintf, ends in '\n'. */
+static void end_line(char *line, size_t cap, int n)
+{
+    size_t len = n < 0 ? 0 : (size_t)n;
+
+    if (len >= cap - 1)
+        len = cap - 2;
+    line[len] = '\n';
+    line[len + 1] = '\0';
+}
+
+void gm_pol_msg(struct load *c, bool error, const char *fmt, ...)
+{
+    char line[LINE_MAX_];
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(line, sizeof line - 1, fmt, ap);
+    va_end(ap);
+    end_line(line, sizeof line, n);
+    diag_add(c->d, error, line);
+}
+
+/* "gpumem: NAME='VALUE' WHAT; FORMS" and mark the field refused. */
+void gm_pol_bad(struct load *c, enum gm_field f, const char *name,
+                const char *val, const char *what, const char *forms)
+{
+    char v[SHOW_MAX + 4];
+
+    gm_pol_show(val, v, sizeof v);
+    gm_pol_msg(c, true, "gpumem: %.*s='%s' %s; %s", NAME_SHOW_MAX, name, v, what,
+        forms);
+    c->bad[f] = true;
+}
+
+/* Words for a parse error of a given kind, into buf. */
+void gm_pol_perr_what(enum gm_perr e, enum kind k, const char *val,
+                      size_t junk, char *buf, size_t cap)
+{
+    static const char *const noun[] = { "size", "duration", "number",
+                                        "whole number", "percentage" };
+    char a[SHOW_MAX + 4], b[SHOW_MAX + 4];
+
+    switch (e) {
+    case GM_PERR_TRAILING:
+        gm_pol_show(val + junk, a, sizeof a);
+        show_n(val, junk, SHOW_MAX, b, sizeof b);
+        snprintf(buf, cap, "has unexpected text '%s' after '%s'", a, b);
+        return;
+    case GM_PERR_SYNTAX:
+        snprintf(buf, cap, "is not a %s", noun[k]);
+        return;
+    case GM_PERR_OVERFLOW:
+        snprintf(buf, cap, "%s",
+                 k == K_SIZE ? "is too large (more than 16 EiB)"
+                 : k == K_DURATION ? "is too large (more than 584 years)"
+                                   : "is too large");
+        return;
+    case GM_PERR_NO_UNIT:
+        snprintf(buf, cap, "%s",
+                 k == K_PERCENT ? "is not a percentage (no '%' sign)"
+                                : "has no unit");
+        return;
+    case GM_PERR_ZERO:
+        snprintf(buf, cap, "%s", k == K_DURATION ? "is not longer than zero"
+                                                  : "is zero");
+        return;
+    case GM_PERR_FRACTION:
+        snprintf(buf, cap, "%s", k == K_SIZE ? "is a fraction of a byte"
+                                             : "is not a whole number");
+        return;
+    default:
+        snprintf(buf, cap, "%s", gm_perr_phrase(e));
+        return;
+    }
+}
+
+void gm_pol_bad_parse(struct load *c, enum gm_field f, const char *name,
+                      const char *val, enum gm_perr e, enum kind k,
+                      size_t junk, const char *forms)
+{
+    char what[WHAT_MAX];
+
+    gm_pol_perr_what(e, k, val, junk, what, sizeof what);
+    gm_pol_bad(c, f, name, val, what, forms);
+}
+
+/* GPUMEM_LIMIT_<N>: N decimal, no leading zero, below GM_MAX_DEVICES. */
+static void collect_dev(struct load *c, const char *entry, size_t nlen,
+                        const char *val)
+{
+    static const size_t base = sizeof "GPUMEM_LIMIT_" - 1;
+    char name[NAME_SHOW_MAX + 4], n_show[NAME_SHOW_MAX + 4], what[160];
+    const char *ns = entry + base;
+    size_t nl = nlen - base, i;
+    unsigned dev = 0;
+    bool ok = nl > 0 && nl <= 2 && !(nl > 1 && ns[0] == '0');
+
+    for (i = 0; ok && i < nl; i++) {
+        if (ns[i] < '0' || ns[i] > '9')
+            ok = false;
+        else
+            dev = dev * 10 + (unsigned)(ns[i] - '0');
+    }
+    if (ok && dev < GM_MAX_DEVICES) {
+        if (c->dev_val[dev] == NULL)
+            c->dev_val[dev] = val;
+        return;
+    }
+    show_n(entry, nlen, NAME_SHOW_MAX, name, sizeof name);
+    show_n(ns, nl, NAME_SHOW_MAX, n_show, sizeof n_show);
+    snprintf(what, sizeof what, "names device '%s', which is not a device "
+             "ordinal from 0 to 63", n_show);
+    gm_pol_bad(c, GM_F_LIMIT_N, name, val, what, F_DEVICE);
+}
+
+static void warn_unknown(struct load *c, const char *entry, size_t nlen)
+{
+    const char *cand[GM_F_COUNT + 1];
+    char word[NAME_SHOW_MAX + 4], name[NAME_SHOW_MAX + 4], dev[32];
+    const char *best = NULL;
+    size_t i, k = 0, wl = nlen - PFX_LEN, d = wl;
+    unsigned max;
+
+    show_n(entry, nlen, NAME_SHOW_MAX, name, sizeof name);
+    for (i = 0; i < GM_F_COUNT; i++)
+        if (i != GM_F_LIMIT_N)
+            cand[k++] = gm_pol_field_names[i] + PFX_LEN;
+    /* "..._3"-like typos are compared with GPUMEM_LIMIT_3. */
+    while (d > 0 && entry[PFX_LEN + d - 1] >= '0' &&
+           entry[PFX_LEN + d - 1] <= '9')
+        d--;
+    if (d < wl && d > 0 && entry[PFX_LEN + d - 1] == '_' && wl - d <= 8) {
+        snprintf(dev, sizeof dev, "LIMIT_%.*s", (int)(wl - d),
+                 entry + PFX_LEN + d);
+        cand[k++] = dev;
+    }
+    if (wl <= NAME_SHOW_MAX) {
+        memcpy(word, entry + PFX_LEN, wl);
+        word[wl] = '\0';
+        max = wl <= 4 ? 1 : wl <= 8 ? 2 : 3;
+        best = gm_closest_name(word, cand, k, max);
+    }
+    if (best != NULL)
+        gm_pol_msg(c, false, "gpumem: unknown variable %s; did you mean " PFX "%s?",
+            name, best);
+    else
+        gm_pol_msg(c, false, "gpumem: unknown variable %s (ignored); 'gpumem help "
+            "policy' lists the known variables", name);
+}
+
+static void collect(struct load *c)
+{
+    char *const *e;
+    size_t i;
+
+    for (e = c->envp; e != NULL && *e != NULL; e++) {
+        const char *entry = *e, *eq;
+        size_t nlen;
+        bool known = false;
+        if (strncmp(entry, PFX, PFX_LEN) != 0 ||
+            (eq = strchr(entry, '=')) == NULL)
+            continue;
+        nlen = (size_t)(eq - entry);
+        for (i = 0; i < GM_F_COUNT && !known; i++) {
+            if (i == GM_F_LIMIT_N || strlen(gm_pol_field_names[i]) != nlen ||
+                memcmp(gm_pol_field_names[i], entry, nlen) != 0)
+                continue;
+            known = true;
+            if (c->val[i] == NULL)
+                c->val[i] = eq + 1;
+        }
+        if (known)
+            continue;
+        if (nlen >= sizeof "GPUMEM_LIMIT_" - 1 &&
+            memcmp(entry, "GPUMEM_LIMIT_", sizeof "GPUMEM_LIMIT_" - 1) == 0)
+            collect_dev(c, entry, nlen, eq + 1);
+        else
+            warn_unknown(c, entry, nlen);
+    }
+}
+
+static void apply_devs(struct load *c)
+{
+    char name[32];
+    unsigned dev;
+
+    for (dev = 0; dev < GM_MAX_DEVICES; dev++) {
+        if (c->dev_val[dev] == NULL)
+            continue;
+        snprintf(name, sizeof name, "GPUMEM_LIMIT_%u", dev);
+        if (gm_pol_parse_limit(c, GM_F_LIMIT_N, name, c->dev_val[dev],
+                        &c->p->dev_limit[dev])) {
+            c->p->dev_limit_set[dev] = true;
+            c->p->src[GM_F_LIMIT_N] = GM_SRC_ENV;
+        }
+    }
+}
+
+/* ---- cross-variable checks --------------------------------------------- */
+
+static bool any_limit(const struct gm_policy *p)
+{
+    unsigned i;
+
+    if (p->limit.kind != GM_LIMIT_NONE)
+        return true;
+    for (i = 0; i < GM_MAX_DEVICES; i++)
+        if (p->dev_limit_set[i] && p->dev_limit[i].kind != GM_LIMIT_NONE)
+            return true;
+    return false;
+}
+
+/* A cross-check refused field f: back to its default (as set by
+ * gm_policy_defaults), marked refused. */
+static void fall_back(struct load *c, enum gm_field f)
+{
+    struct gm_policy *p = c->p;
+
+    c->bad[f] = true;
+    if (f == GM_F_MODE)
+        p->mode = GM_MODE_GROW;
+    else if (f == GM_F_STATIC_SIZE)
+        memset(&p->static_size, 0, sizeof p->static_size);
+    else if (f == GM_F_GROUP)
+        memset(p->group, 0, sizeof p->group);
+    p->src[f] = GM_SRC_DEFAULT;
+}
+
+static void check_static_mode(struct load *c)
+{
+    struct gm_policy *p = c->p;
+
+    if (p->mode != GM_MODE_STATIC || any_limit(p))
+        return;
+    if (!c->bad[GM_F_LIMIT] && !c->bad[GM_F_LIMIT_N])
+        gm_pol_bad(c, GM_F_MODE, gm_pol_field_names[GM_F_MODE], c->val[GM_F_MODE],
+            "needs a limit, but neither GPUMEM_LIMIT nor any "
+            "GPUMEM_LIMIT_<N> sets one",
+            "set GPUMEM_LIMIT (or GPUMEM_LIMIT_<N>), or use grow or staged");
+    fall_back(c, GM_F_MODE);
+}
+
+/* Static size in bytes against one absolute limit. */
+static bool static_fits(struct load *c, const char *lname, const char *lval,
+                        const struct gm_limit *l)
+{
+    struct gm_policy *p = c->p;
+    char what[3 * SHOW_MAX + 128], a[24], b[24], lv[SHOW_MAX + 4];
+
+    if (l->kind != GM_LIMIT_BYTES || p->static_size.bytes <= l->bytes)
+        return true;
+    gm_format_size(p->static_size.bytes, a, sizeof a);
+    gm_format_size(l->bytes, b, sizeof b);
+    gm_pol_show(lval, lv, sizeof lv);
+    snprintf(what, sizeof what, "(%s) is above %s='%s' (%s)", a, lname, lv,
+             b);
+    gm_pol_bad(c, GM_F_STATIC_SIZE, gm_pol_field_names[GM_F_STATIC_SIZE],
+        c->val[GM_F_STATIC_SIZE], what,
+        "use a size up to the limit, or NN% of the limit");
+    return false;
+}
+
+static void check_static_size(struct load *c)
+{
+    struct gm_policy *p = c->p;
+    char name[32];
+    unsigned i;
+
+    if (p->static_size.kind != GM_LIMIT_BYTES)
+        return;
+    if (!static_fits(c, gm_pol_field_names[GM_F_LIMIT], c->val[GM_F_LIMIT],
+                     &p->limit)) {
+        fall_back(c, GM_F_STATIC_SIZE);
+        return;
+    }
+    for (i = 0; i < GM_MAX_DEVICES; i++) {
+        if (!p->dev_limit_set[i])
+            continue;
+        snprintf(name, sizeof name, "GPUMEM_LIMIT_%u", i);
+        if (!static_fits(c, name, c->dev_val[i], &p->dev_limit[i])) {
+            fall_back(c, GM_F_STATIC_SIZE);
+            return;
+        }
+    }
+}
+
+static void check_group(struct load *c)
+{
+    struct gm_policy *p = c->p;
+
+    if (p->group[0] != '\0' && p->group_limit.kind == GM_LIMIT_NONE) {
+        if (!c->bad[GM_F_GROUP_LIMIT])
+            gm_pol_bad(c, GM_F_GROUP, gm_pol_field_names[GM_F_GROUP], c->val[GM_F_GROUP],
+                "has no group limit",
+                "set GPUMEM_GROUP_LIMIT to the group's shared limit (forms "
+                "as GPUMEM_LIMIT), or unset GPUMEM_GROUP");
+        fall_back(c, GM_F_GROUP);
+    }
+    if (p->group[0] == '\0' && p->src[GM_F_GROUP_LIMIT] == GM_SRC_ENV &&
+        !c->bad[GM_F_GROUP])
+        gm_pol_msg(c, false, "gpumem: GPUMEM_GROUP_LIMIT is set but GPUMEM_GROUP "
+            "is not; the group limit is ignored");
+}
+
+/* The exit report is made from the telemetry segment. */
+static void check_telemetry(struct load *c)
+{
+    struct gm_policy *p = c->p;
+
+    if (p->telemetry || p->report == GM_REPORT_NONE)
+        return;
+    gm_pol_bad(c, GM_F_REPORT, gm_pol_field_names[GM_F_REPORT], c->val[GM_F_REPORT],
+        "needs telemetry, but GPUMEM_TELEMETRY=0 turns it off",
+        "use GPUMEM_TELEMETRY=1, or unset GPUMEM_REPORT");
+    c->bad[GM_F_REPORT] = true;
+    p->report = GM_REPORT_NONE;
+    p->src[GM_F_REPORT] = GM_SRC_DEFAULT;
+}
+
+/* Variables that only matter in one mode: a warning, not an error. */
+static void check_mode_only(struct load *c)
+{
+    static const struct { enum gm_field f; enum gm_mode m; } only[] = {
+        { GM_F_STATIC_SIZE, GM_MODE_STATIC },
+        { GM_F_WARMUP, GM_MODE_STAGED },
+        { GM_F_HEADROOM, GM_MODE_STAGED },
+    };
+    size_t i;
+
+    if (c->bad[GM_F_MODE])
+        return;
+    for (i = 0; i < sizeof only / sizeof only[0]; i++)
+        if (c->p->src[only[i].f] == GM_SRC_ENV && c->p->mode != only[i].m)
+            gm_pol_msg(c, false, "gpumem: %s is set but GPUMEM_MODE is %s, not %s; "
+                "it has no effect", gm_pol_field_names[only[i].f],
+                gm_mode_name(c->p->mode), gm_mode_name(only[i].m));
+}
+
+/* ---- public: loading --------------------------------------------------- */
+
+void gm_policy_defaults(struct gm_policy *p)
+{
+    memset(p, 0, sizeof *p);
+    p->limit.kind = GM_LIMIT_NONE;
+    p->mode = GM_MODE_GROW;
+    p->static_size.kind = GM_LIMIT_NONE;
+    p->warmup_ns = 60 * NS_PER_S;
+    p->headroom = 0.10;
+    p->on_oom = GM_OOM_FAIL;
+    p->oom_wait_ns = 60 * NS_PER_S;
+    p->group_limit.kind = GM_LIMIT_NONE;
+    p->priority = 1.0;
+    p->report = GM_REPORT_NONE;
+    p->telemetry = true;
+    p->ring_events = 65536;
+    memcpy(p->shm_prefix, "gpumem", sizeof "gpumem");
+    p->log_level = GM_LOG_WARN;
+    memcpy(p->cuda_library, "libcuda.so.1", sizeof "libcuda.so.1");
+    p->on_bad_config = GM_BAD_EXIT;
+}
+
+int gm_policy_load(struct gm_policy *p, char *const *envp, struct gm_diag *d)
+{
+    struct load c;
+    size_t i;
+
+    memset(&c, 0, sizeof c);
+    c.p = p;
+    c.d = d;
+    c.envp = envp;
+    gm_policy_defaults(p);
+    diag_reset(d);
+    collect(&c);
+    for (i = 0; i < gm_pol_table_len; i++) {
+        enum gm_field f = gm_pol_table[i].f;
+        if (c.val[f] != NULL &&
+            gm_pol_table[i].apply(&c, f, gm_pol_field_names[f], c.val[f]))
+            p->src[f] = GM_SRC_ENV;
+        if (f == GM_F_LIMIT)
+            apply_devs(&c);
+    }
+    check_static_mode(&c);
+    check_static_size(&c);
+    check_group(&c);
+    check_telemetry(&c);
+    check_mode_only(&c);
+    return d->errors > 0 ? -1 : 0;
+}
+
+/* ---- public: resolution ------------------------------------------------ */
+
+/* Parts per 1e9; the parsed decimals are recovered exactly. */
+static uint64_t ppb(double fraction)
+{
+    if (!(fraction > 0.0))
+        return 0;
+    if (fraction >= 1.0)
+        return 1000000000ull;
+    return (uint64_t)(fraction * 1e9 + 0.5);
+}
+
+uint64_t gm_limit_resolve(const struct gm_limit *l, uint64_t base)
+{
+    __extension__ typedef unsigned __int128 u128;
+    u128 v;
+
+    switch (l->kind) {
+    case GM_LIMIT_BYTES:
+        return l->bytes;
+    case GM_LIMIT_PERCENT:
+        v = (u128)base * ppb(l->fraction) / 1000000000u;
+        break;
+    case GM_LIMIT_SHARE:
+        v = (u128)base * ppb(l->fraction) /
+            ((u128)1000000000u * (l->ranks ? l->ranks : 1));
+        break;
+    default:
+        return 0;
+    }
+    return v == 0 ? 1 : (uint64_t)v;
+}
+
+uint64_t gm_policy_limit_for(const struct gm_policy *p, unsigned dev,
+                             uint64_t physical)
+{
+    if (dev < GM_MAX_DEVICES && p->dev_limit_set[dev])
+        return gm_limit_resolve(&p->dev_limit[dev], physical);
+    return gm_limit_resolve(&p->limit, physical);
+}

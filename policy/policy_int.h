@@ -1,0 +1,79 @@
+/*
+ * policy/policy_int.h — what the three parts of the policy loader share
+ * and nothing outside policy/ includes: the state of one load, the option
+ * table (options.c), the message helpers (load.c) and the variable names.
+ *
+ * Invariants (the loader's, see policy/policy.h): nothing here calls
+ * getenv() or allocates; messages are one line each, "gpumem:
+ * NAME='VALUE' what is wrong; use <accepted forms>", with the value
+ * sanitised (control characters -> '?') and shortened.
+ */
+#ifndef GM_POLICY_INT_H
+#define GM_POLICY_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy/parse.h"
+#include "policy/policy.h"
+
+#define PFX "GPUMEM_"
+#define PFX_LEN 7
+#define SHOW_MAX 80          /* value characters quoted in a message */
+#define NAME_SHOW_MAX 80     /* variable-name characters in a message */
+#define LINE_MAX_ 1024
+#define WHAT_MAX (2 * SHOW_MAX + 64)   /* "what is wrong" phrases */
+
+#define NS_PER_S 1000000000ull
+#define VALUE_COL 34         /* text form: width of the value column */
+
+/* State of one load. Value pointers point into the caller's envp. */
+struct load {
+    struct gm_policy *p;
+    struct gm_diag *d;
+    char *const *envp;
+    const char *val[GM_F_COUNT];            /* first value seen, or NULL */
+    const char *dev_val[GM_MAX_DEVICES];
+    bool bad[GM_F_COUNT];                   /* refused: default kept */
+};
+
+/* Kinds of parsed text, for wording parse errors. */
+enum kind { K_SIZE, K_DURATION, K_NUMBER, K_INT, K_PERCENT };
+
+/* One variable of the table: how its value is applied. Application order
+ * is the table's: limits before the checks that compare against them. */
+typedef bool (*apply_fn)(struct load *c, enum gm_field f, const char *name,
+                         const char *val);
+struct gm_pol_option {
+    enum gm_field f;
+    apply_fn apply;
+};
+extern const struct gm_pol_option gm_pol_table[]
+    __attribute__((visibility("hidden")));
+extern const size_t gm_pol_table_len __attribute__((visibility("hidden")));
+/* "GPUMEM_LIMIT", ... by field. */
+extern const char *const gm_pol_field_names[GM_F_COUNT]
+    __attribute__((visibility("hidden")));
+
+/* ---- across the parts ---------------------------------------------------- */
+
+void gm_pol_show(const char *s, char *out, size_t cap)
+    __attribute__((visibility("hidden")));
+void gm_pol_msg(struct load *c, bool error, const char *fmt, ...)
+    __attribute__((visibility("hidden"), format(printf, 3, 4)));
+void gm_pol_bad(struct load *c, enum gm_field f, const char *name,
+                const char *val, const char *what, const char *forms)
+    __attribute__((visibility("hidden")));
+void gm_pol_perr_what(enum gm_perr e, enum kind k, const char *val,
+                      size_t junk, char *buf, size_t cap)
+    __attribute__((visibility("hidden")));
+void gm_pol_bad_parse(struct load *c, enum gm_field f, const char *name,
+                      const char *val, enum gm_perr e, enum kind k,
+                      size_t junk, const char *forms)
+    __attribute__((visibility("hidden")));
+bool gm_pol_parse_limit(struct load *c, enum gm_field f, const char *name,
+                        const char *val, struct gm_limit *out)
+    __attribute__((visibility("hidden")));
+
+#endif

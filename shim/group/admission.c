@@ -1,0 +1,268 @@
+/*
+ * shim/group/admission.c — the priority rule and the budget operations of
+ * a joined member: reserve (with a refusal-triggered reclaim of dead
+ * members), release with cross-process wake-ups, the bounded wait, and
+ * the usage query.
+ *
+ * Invariant: nothing on the reserve/release/wait path allocates or
+ * prints; every subtraction is clamped and every addition saturates.
+ */
+#include "shim/group/group_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shim/base/clock.h"
+
+void gm_grpi_wake_waiters(struct gm_group *g)
+{
+    struct gm_group_hdr *h = &g->seg->hdr;
+    /* seq_cst pair with gm_group_wait: it counts itself in `waiters`
+     * before loading release_seq; we bump release_seq before loading
+     * `waiters`. One of the two sees the other. */
+    __atomic_fetch_add(&h->release_seq, 1u, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&h->waiters, __ATOMIC_SEQ_CST) != 0)
+        syscall(SYS_futex, &h->release_seq, FUTEX_WAKE, INT_MAX, NULL,
+                NULL, 0);
+}
+
+/* ---- the priority rule ------------------------------------------------- */
+
+uint64_t gm_grpi_live_weight(const struct gm_group_seg *s, unsigned *count)
+{
+    uint64_t w = 0;
+    unsigned n = 0;
+    for (int i = 0; i < GM_GROUP_MAX_MEMBERS; i++) {
+        if (LD(&s->slot[i].state) != GM_GROUP_SLOT_LIVE)
+            continue;
+        w += clamp_weight(LD(&s->slot[i].weight));
+        n++;
+    }
+    if (count != NULL)
+        *count = n;
+    return w;
+}
+
+uint64_t gm_grpi_share_of(uint64_t limit, uint64_t w, uint64_t total)
+{
+    if (total == 0 || w >= total)
+        return limit;
+    return (uint64_t)((u128)limit * w / total);
+}
+
+/* P of the rule: unused guaranteed shares of the other live members with
+ * a higher weight than slot `me`. */
+static uint64_t reserved_above(const struct gm_group_seg *s, int gdev,
+                               int me, uint64_t limit)
+{
+    uint64_t total = gm_grpi_live_weight(s, NULL);
+    uint32_t mine = clamp_weight(LD(&s->slot[me].weight));
+    uint64_t p = 0;
+    for (int j = 0; j < GM_GROUP_MAX_MEMBERS; j++) {
+        const struct gm_group_slot *m = &s->slot[j];
+        if (j == me || LD(&m->state) != GM_GROUP_SLOT_LIVE)
+            continue;
+        uint32_t w = clamp_weight(LD(&m->weight));
+        if (w <= mine)
+            continue;
+        p = sat_add(p, sat_sub(gm_grpi_share_of(limit, w, total),
+                               LD(&m->charged[gdev])));
+    }
+    return p;
+}
+
+/* The largest request the rule admits now for slot `me`. */
+static uint64_t available_locked(const struct gm_group_seg *s, int gdev,
+                                 int me)
+{
+    uint64_t limit = LD(&s->dev[gdev].limit);
+    if (limit == 0)
+        return UINT64_MAX;
+    uint64_t room = sat_sub(limit, LD(&s->dev[gdev].used));
+    return sat_sub(room, reserved_above(s, gdev, me, limit));
+}
+
+static bool admit_locked(struct gm_group *g, int gdev, uint64_t size,
+                         uint64_t *used_out)
+{
+    struct gm_group_seg *s = g->seg;
+    struct gm_group_dev *d = &s->dev[gdev];
+    uint64_t used = LD(&d->used);
+    if (size > available_locked(s, gdev, g->slot)) {
+        if (used_out != NULL)
+            *used_out = used;
+        return false;
+    }
+    uint64_t *c = &s->slot[g->slot].charged[gdev];
+    ST(c, sat_add(LD(c), size));
+    used = sat_add(used, size);
+    ST(&d->used, used);
+    if (used > LD(&d->peak))
+        ST(&d->peak, used);
+    if (used_out != NULL)
+        *used_out = used;
+    return true;
+}
+
+/* Finds dead members without the lock, then frees them under it. Returns
+ * the bytes reclaimed; *freed the slots. */
+static uint64_t reclaim_scan(struct gm_group *g, unsigned *freed)
+{
+    struct gm_group_seg *s = g->seg;
+    int pids[GM_GROUP_MAX_MEMBERS];
+    uint64_t starts[GM_GROUP_MAX_MEMBERS];
+    uint64_t mask = 0, bytes = 0;
+    *freed = 0;
+    for (int i = 0; i < GM_GROUP_MAX_MEMBERS; i++) {
+        if (i == g->slot || LD(&s->slot[i].state) != GM_GROUP_SLOT_LIVE)
+            continue;
+        pids[i] = LD(&s->slot[i].pid);
+        starts[i] = LD(&s->slot[i].start_ticks);
+        if (gm_grpi_member_gone(g, pids[i], starts[i], i))
+            mask |= 1ull << i;
+    }
+    if (mask == 0 || !gm_grpi_grp_lock(g))
+        return 0;
+    for (int i = 0; i < GM_GROUP_MAX_MEMBERS; i++) {
+        struct gm_group_slot *m = &s->slot[i];
+        if (!(mask & (1ull << i)) || LD(&m->state) != GM_GROUP_SLOT_LIVE ||
+            LD(&m->pid) != pids[i] || LD(&m->start_ticks) != starts[i])
+            continue;
+        bytes = sat_add(bytes, gm_grpi_reclaim_slot_locked(g, i));
+        (*freed)++;
+    }
+    gm_grpi_seg_unlock(s);
+    if (*freed > 0)
+        gm_grpi_wake_waiters(g);
+    return bytes;
+}
+
+uint64_t gm_group_reclaim(struct gm_group *g)
+{
+    unsigned freed;
+    if (!joined(g) || is_broken(g))
+        return 0;
+    return reclaim_scan(g, &freed);
+}
+
+/* At most one refusal-triggered scan per SCAN_GAP_NS per process. */
+static bool scan_due(struct gm_group *g)
+{
+    uint64_t now = gm_clock_monotonic_ns();
+    uint64_t last = __atomic_load_n(&g->last_scan_ns, __ATOMIC_RELAXED);
+    if (last != 0 && now - last < SCAN_GAP_NS)
+        return false;
+    return __atomic_compare_exchange_n(&g->last_scan_ns, &last, now, false,
+                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+bool gm_group_reserve(struct gm_group *g, int gdev, uint64_t size,
+                      uint64_t *group_used_out)
+{
+    if (!joined(g) || is_broken(g))
+        return true;
+    if (!dev_ok(g, gdev))
+        return false;
+    if (!gm_grpi_grp_lock(g))
+        return true;
+    bool ok = admit_locked(g, gdev, size, group_used_out);
+    gm_grpi_seg_unlock(g->seg);
+    if (ok || !scan_due(g))
+        return ok;
+    unsigned freed;
+    (void)reclaim_scan(g, &freed);
+    if (freed == 0)
+        return false;
+    if (!gm_grpi_grp_lock(g))
+        return true;
+    ok = admit_locked(g, gdev, size, group_used_out);
+    gm_grpi_seg_unlock(g->seg);
+    return ok;
+}
+
+void gm_group_release(struct gm_group *g, int gdev, uint64_t size)
+{
+    if (!joined(g) || is_broken(g) || !dev_ok(g, gdev) || size == 0 ||
+        !gm_grpi_grp_lock(g))
+        return;
+    struct gm_group_seg *s = g->seg;
+    uint64_t *c = &s->slot[g->slot].charged[gdev];
+    uint64_t give = LD(c) < size ? LD(c) : size;
+    ST(c, LD(c) - give);
+    ST(&s->dev[gdev].used, sat_sub(LD(&s->dev[gdev].used), give));
+    gm_grpi_seg_unlock(s);
+    if (give > 0)
+        gm_grpi_wake_waiters(g);
+}
+
+bool gm_group_wait(struct gm_group *g, int gdev, uint64_t size,
+                   uint64_t deadline_mono_ns, uint64_t *group_used_out)
+{
+    if (!joined(g) || is_broken(g))
+        return true;
+    if (!dev_ok(g, gdev))
+        return false;
+    struct gm_group_hdr *h = &g->seg->hdr;
+    uint32_t *mine = &g->seg->slot[g->slot].waiting;
+    bool ok = false;
+    /* seq_cst: pairs with gm_grpi_wake_waiters (see there). The group count goes
+     * up before and down after our slot's, so a death in between leaves
+     * it high (an extra wake-up), never low (a missed one). */
+    __atomic_fetch_add(&h->waiters, 1u, __ATOMIC_SEQ_CST);
+    __atomic_fetch_add(mine, 1u, __ATOMIC_RELAXED);
+    for (;;) {
+        uint32_t seq = __atomic_load_n(&h->release_seq, __ATOMIC_SEQ_CST);
+        if (gm_group_reserve(g, gdev, size, group_used_out)) {
+            ok = true;
+            break;
+        }
+        uint64_t now = gm_clock_monotonic_ns();
+        if (now >= deadline_mono_ns)
+            break;
+        uint64_t left = deadline_mono_ns - now;
+        if (left > WAIT_SLICE_NS)
+            left = WAIT_SLICE_NS;
+        struct timespec ts = { (time_t)(left / NSEC), (long)(left % NSEC) };
+        /* Returns at once when release_seq moved since the load above. */
+        syscall(SYS_futex, &h->release_seq, FUTEX_WAIT, seq, &ts, NULL, 0);
+    }
+    __atomic_fetch_sub(mine, 1u, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&h->waiters, 1u, __ATOMIC_SEQ_CST);
+    return ok;
+}
+
+int gm_group_query(struct gm_group *g, int gdev, struct gm_group_usage *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!joined(g) || is_broken(g) || !dev_ok(g, gdev) || !gm_grpi_grp_lock(g))
+        return -1;
+    struct gm_group_seg *s = g->seg;
+    uint64_t total = gm_grpi_live_weight(s, &out->members);
+    out->limit = LD(&s->dev[gdev].limit);
+    out->used = LD(&s->dev[gdev].used);
+    out->mine = LD(&s->slot[g->slot].charged[gdev]);
+    out->share = gm_grpi_share_of(out->limit, clamp_weight(g->weight), total);
+    out->reserved_above = out->limit == 0
+        ? 0 : reserved_above(s, gdev, g->slot, out->limit);
+    out->available = available_locked(s, gdev, g->slot);
+    gm_grpi_seg_unlock(s);
+    return 0;
+}
+
+bool gm_group_broken(const struct gm_group *g)
+{
+    return g != NULL && is_broken(g);
+}

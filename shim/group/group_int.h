@@ -1,0 +1,113 @@
+/*
+ * shim/group/group_int.h — what the three parts of the group library
+ * (segment.c, members.c, admission.c) share and nothing outside them
+ * includes: the relaxed shared-field accessors, the timing constants, the
+ * clamped arithmetic, and the functions one part calls in another.
+ *
+ * Invariants (the whole library's, see docs/groups.md): every shared
+ * field that changes after initialisation is written under the segment's
+ * robust mutex, with relaxed atomic stores (readers in other threads or
+ * processes load them atomically, and `gen` tells a reader whether its
+ * copy straddled an update). Every subtraction is clamped, every addition
+ * saturates, so a hostile or damaged segment can give wrong numbers but
+ * never wrap or fault the arithmetic.
+ */
+#ifndef GM_GROUP_INT_H
+#define GM_GROUP_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shim/group/group.h"
+
+__extension__ typedef unsigned __int128 u128;
+
+#define LD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define ST(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+
+#define SEG_SIZE sizeof(struct gm_group_seg)
+#define NSEC 1000000000ull
+#define INIT_WAIT_NS NSEC          /* O_EXCL loser waits for the creator */
+#define LOCK_WAIT_NS (2 * NSEC)    /* join and gc: bounded first lock */
+#define SCAN_GAP_NS 50000000ull    /* refusal-triggered reclaim, per process */
+#define WAIT_SLICE_NS NSEC         /* gm_group_wait re-checks at least this */
+#define SNAP_TRIES 50
+
+static inline uint64_t sat_add(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static inline uint64_t sat_sub(uint64_t a, uint64_t b)
+{
+    return a > b ? a - b : 0;
+}
+
+static inline uint32_t clamp_weight(uint32_t w)
+{
+    if (w < GM_GROUP_WEIGHT_MIN)
+        return GM_GROUP_WEIGHT_MIN;
+    return w > GM_GROUP_WEIGHT_MAX ? GM_GROUP_WEIGHT_MAX : w;
+}
+
+static inline bool is_broken(const struct gm_group *g)
+{
+    return __atomic_load_n(&g->broken, __ATOMIC_ACQUIRE);
+}
+
+static inline void set_broken(struct gm_group *g)
+{
+    __atomic_store_n(&g->broken, true, __ATOMIC_RELEASE);
+}
+
+static inline bool joined(const struct gm_group *g)
+{
+    return g != NULL && g->seg != NULL && g->slot >= 0;
+}
+
+static inline bool dev_ok(const struct gm_group *g, int gdev)
+{
+    return gdev >= 0 && gdev < GM_GROUP_MAX_DEVICES &&
+           __atomic_load_n(&g->seg->dev[gdev].present, __ATOMIC_ACQUIRE) == 1;
+}
+
+
+/* ---- across the parts ---------------------------------------------------- */
+
+bool gm_grpi_name_ok(const char *s, size_t max)
+    __attribute__((visibility("hidden")));
+uint64_t gm_grpi_pidns_inode(void)
+    __attribute__((visibility("hidden")));
+bool gm_grpi_member_gone(const struct gm_group *g, int pid, uint64_t start,
+                        int slot)
+    __attribute__((visibility("hidden")));
+int gm_grpi_seg_lock(struct gm_group_seg *s, uint64_t timeout_ns)
+    __attribute__((visibility("hidden")));
+void gm_grpi_seg_unlock(struct gm_group_seg *s)
+    __attribute__((visibility("hidden")));
+uint64_t gm_grpi_reclaim_slot_locked(struct gm_group *g, int i)
+    __attribute__((visibility("hidden")));
+void gm_grpi_wake_waiters(struct gm_group *g)
+    __attribute__((visibility("hidden")));
+bool gm_grpi_grp_lock(struct gm_group *g)
+    __attribute__((visibility("hidden")));
+uint64_t gm_grpi_live_weight(const struct gm_group_seg *s, unsigned *count)
+    __attribute__((visibility("hidden")));
+uint64_t gm_grpi_share_of(uint64_t limit, uint64_t w, uint64_t total)
+    __attribute__((visibility("hidden")));
+void gm_grpi_unlink_if_same(const char *path, int fd)
+    __attribute__((visibility("hidden")));
+int gm_grpi_create_seg(struct gm_group *g, char *msg, size_t cap)
+    __attribute__((visibility("hidden")));
+int gm_grpi_open_existing(const char *path, const char *name, bool ours,
+                         struct gm_group_seg **mem, int *fdp, char *msg,
+                         size_t cap)
+    __attribute__((visibility("hidden")));
+void gm_grpi_unmap(struct gm_group *g)
+    __attribute__((visibility("hidden")));
+int gm_grpi_build_path(char *buf, size_t cap, const char *dir,
+                      const char *prefix, const char *name)
+    __attribute__((visibility("hidden")));
+
+#endif

@@ -1,0 +1,581 @@
+/*
+ * shim/group/segment.c — the group segment as a file: creating it,
+ * opening and validating an existing one (owner, mode, size, magic, ABI,
+ * name), its robust lock with the repair after a dead owner, and the
+ * lock-free read side used by the tools (list, snapshot, gc).
+ *
+ * Invariants: a file is used, repaired or unlinked only after it passed
+ * every check; the lock's writers keep `gen` odd while fields change, so a
+ * reader's copy is consistent when `gen` was even and equal before and
+ * after it (take_copy).
+ */
+#include "shim/group/group_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "policy/parse.h"
+#include "shim/base/clock.h"
+#include "shim/base/msg.h"
+#include "shim/base/shmfile.h"
+
+bool gm_grpi_name_ok(const char *s, size_t max)
+{
+    size_t n = 0;
+    if (s == NULL)
+        return false;
+    for (; s[n] != '\0'; n++) {
+        char c = s[n];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                  (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+        if (!ok || n >= max)
+            return false;
+    }
+    return n > 0;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = { (time_t)(ns / NSEC), (long)(ns % NSEC) };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* ---- the lock ------------------------------------------------------------ */
+
+/* After a member died holding the lock: every device's `used` becomes the
+ * sum of the live slots' charges (the slots are authoritative; a death
+ * between the two stores of an update leaves them apart). */
+static void repair_locked(struct gm_group_seg *s)
+{
+    for (int d = 0; d < GM_GROUP_MAX_DEVICES; d++) {
+        uint64_t sum = 0;
+        for (int i = 0; i < GM_GROUP_MAX_MEMBERS; i++)
+            if (LD(&s->slot[i].state) == GM_GROUP_SLOT_LIVE)
+                sum = sat_add(sum, LD(&s->slot[i].charged[d]));
+        ST(&s->dev[d].used, sum);
+        if (sum > LD(&s->dev[d].peak))
+            ST(&s->dev[d].peak, sum);
+    }
+    ST(&s->hdr.repairs, LD(&s->hdr.repairs) + 1);
+}
+
+/* Takes the mutex (timeout_ns 0: no timeout). Returns 0, 1 when it was
+ * recovered from a dead owner (state repaired), -1 on failure. */
+int gm_grpi_seg_lock(struct gm_group_seg *s, uint64_t timeout_ns)
+{
+    pthread_mutex_t *m = &s->hdr.lock.m;
+    int rc;
+    if (timeout_ns == 0) {
+        rc = pthread_mutex_lock(m);
+    } else {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t ns = (uint64_t)ts.tv_nsec + timeout_ns;
+        ts.tv_sec += (time_t)(ns / NSEC);
+        ts.tv_nsec = (long)(ns % NSEC);
+        rc = pthread_mutex_timedlock(m, &ts);
+    }
+    if (rc != 0 && rc != EOWNERDEAD)
+        return -1;
+    /* Writers' half of the seqlock: gen odd before any field changes. An
+     * acq_rel read-modify-write keeps the field stores that follow from
+     * moving above it (readers: take_copy). A dead writer may have left
+     * it odd already. */
+    if ((LD(&s->hdr.gen) & 1u) == 0)
+        __atomic_fetch_add(&s->hdr.gen, 1u, __ATOMIC_ACQ_REL);
+    if (rc == EOWNERDEAD) {
+        repair_locked(s);
+        if (pthread_mutex_consistent(m) != 0) {
+            pthread_mutex_unlock(m);
+            return -1;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+void gm_grpi_seg_unlock(struct gm_group_seg *s)
+{
+    /* Even again: publishes the fields stored since gm_grpi_seg_lock. */
+    __atomic_store_n(&s->hdr.gen, (LD(&s->hdr.gen) | 1u) + 1,
+                     __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&s->hdr.lock.m);
+}
+
+/* ---- segment creation and validation ------------------------------------- */
+
+void gm_grpi_unlink_if_same(const char *path, int fd)
+{
+    struct stat a, b;
+    if (fstat(fd, &a) == 0 && lstat(path, &b) == 0 && a.st_dev == b.st_dev &&
+        a.st_ino == b.st_ino)
+        unlink(path);
+}
+
+/* Regular file, ours, 0600, the exact size. Returns 0, 1 when the file is
+ * still empty (a creator between open and fallocate), -1 (msg). */
+static int check_file(int fd, const char *path, bool ours, char *msg,
+                      size_t cap)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        gm_msgf(msg, cap, "cannot inspect %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        gm_msgf(msg, cap, "%s is not a regular file; refusing it", path);
+        return -1;
+    }
+    if (ours && st.st_uid != geteuid()) {
+        gm_msgf(msg, cap, "%s belongs to another user (uid %u); refusing it",
+                path, (unsigned)st.st_uid);
+        return -1;
+    }
+    if (ours && (st.st_mode & 07777) != 0600) {
+        gm_msgf(msg, cap, "%s has mode %04o, not 0600; refusing it", path,
+                (unsigned)(st.st_mode & 07777));
+        return -1;
+    }
+    if (st.st_size == 0)
+        return 1;
+    if ((uint64_t)st.st_size != SEG_SIZE) {
+        gm_msgf(msg, cap, "%s has %lld bytes, not the %zu of a group "
+                "segment of this gpumem; refusing it", path,
+                (long long)st.st_size, SEG_SIZE);
+        return -1;
+    }
+    return 0;
+}
+
+/* Header checks once `initialised` reads 1; `name` is the file's. */
+static int check_hdr(const struct gm_group_hdr *h, const char *name,
+                     const char *path, char *msg, size_t cap)
+{
+    if (LD(&h->magic) != GM_GROUP_MAGIC) {
+        gm_msgf(msg, cap, "%s is not a gpumem group segment (bad magic); "
+                "refusing it", path);
+        return -1;
+    }
+    if (LD(&h->version) != GM_GROUP_VERSION) {
+        gm_msgf(msg, cap, "%s has group format version %u, this gpumem "
+                "reads %u; refusing it", path, LD(&h->version),
+                GM_GROUP_VERSION);
+        return -1;
+    }
+    if (LD(&h->hdr_size) != sizeof(struct gm_group_hdr) ||
+        LD(&h->dev_size) != sizeof(struct gm_group_dev) ||
+        LD(&h->slot_size) != sizeof(struct gm_group_slot) ||
+        LD(&h->max_devices) != GM_GROUP_MAX_DEVICES ||
+        LD(&h->max_members) != GM_GROUP_MAX_MEMBERS ||
+        LD(&h->total_size) != SEG_SIZE) {
+        gm_msgf(msg, cap, "%s has an unexpected layout; refusing it", path);
+        return -1;
+    }
+    if (LD(&h->mutex_size) != sizeof(pthread_mutex_t)) {
+        gm_msgf(msg, cap, "%s was made with another C library (mutex of %u "
+                "bytes); refusing it", path, LD(&h->mutex_size));
+        return -1;
+    }
+    char n[sizeof h->name];
+    for (size_t i = 0; i < sizeof n; i++)
+        n[i] = LD(&h->name[i]);
+    if (memchr(n, '\0', sizeof n) == NULL || !gm_grpi_name_ok(n, GM_NAME_MAX) ||
+        strcmp(n, name) != 0) {
+        gm_msgf(msg, cap, "%s does not hold the group it is named after; "
+                "refusing it", path);
+        return -1;
+    }
+    return 0;
+}
+
+static int init_seg(struct gm_group_seg *s, const char *name)
+{
+    struct gm_group_hdr *h = &s->hdr;
+    pthread_mutexattr_t a;
+    if (pthread_mutexattr_init(&a) != 0)
+        return -1;
+    int rc = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+    if (rc == 0)
+        rc = pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+    if (rc == 0)
+        rc = pthread_mutex_init(&h->lock.m, &a);
+    pthread_mutexattr_destroy(&a);
+    if (rc != 0)
+        return -1;
+    h->magic = GM_GROUP_MAGIC;
+    h->version = GM_GROUP_VERSION;
+    h->hdr_size = sizeof(struct gm_group_hdr);
+    h->dev_size = sizeof(struct gm_group_dev);
+    h->slot_size = sizeof(struct gm_group_slot);
+    h->max_devices = GM_GROUP_MAX_DEVICES;
+    h->max_members = GM_GROUP_MAX_MEMBERS;
+    h->total_size = SEG_SIZE;
+    h->mutex_size = sizeof(pthread_mutex_t);
+    h->pidns = gm_grpi_pidns_inode();
+    h->created_ns = gm_clock_realtime_ns();
+    snprintf(h->name, sizeof h->name, "%s", name);
+    /* Last: pairs with the acquire load in wait_initialised. */
+    __atomic_store_n(&h->initialised, 1u, __ATOMIC_RELEASE);
+    return 0;
+}
+
+/* Creates the segment. Returns 0 (g->seg mapped), 1 when it exists, -1. */
+int gm_grpi_create_seg(struct gm_group *g, char *msg, size_t cap)
+{
+    if (gm_shm_fsize_would_kill(SEG_SIZE)) {
+        gm_msgf(msg, cap, "the file size limit (RLIMIT_FSIZE) is below the "
+                "size of %s", g->path);
+        return -1;
+    }
+    int fd = open(g->path, O_CREAT | O_EXCL | O_NOFOLLOW | O_RDWR | O_CLOEXEC,
+                  0600);
+    if (fd < 0) {
+        if (errno == EEXIST)
+            return 1;
+        gm_msgf(msg, cap, "cannot create %s: %s", g->path, strerror(errno));
+        return -1;
+    }
+    /* The lock is held while initialising: a joiner that finds the file
+     * uninitialised and this lock free knows its creator died. */
+    int e;
+    void *mem = gm_shm_size_map(fd, SEG_SIZE, &e);
+    if (mem == NULL) {
+        gm_msgf(msg, cap, "cannot size %s (full /dev/shm?): %s", g->path,
+                strerror(e));
+    } else if (init_seg(mem, g->name) != 0) {
+        e = EINVAL;
+        gm_msgf(msg, cap, "cannot set up the lock of %s", g->path);
+    }
+    if (e != 0) {
+        if (mem != NULL)
+            munmap(mem, SEG_SIZE);
+        unlink(g->path);
+        close(fd);
+        return -1;
+    }
+    (void)flock(fd, LOCK_UN);
+    g->seg = mem;
+    g->len = SEG_SIZE;
+    g->fd = fd;
+    return 0;
+}
+
+/* The file is empty or uninitialised past the wait: when nobody holds the
+ * creator's lock, the creator died; remove the file (returns 1: retry).
+ * Otherwise -1 (msg). */
+static int stale_or_busy(int fd, const char *path, char *msg, size_t cap)
+{
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+        gm_grpi_unlink_if_same(path, fd);
+        return 1;
+    }
+    gm_msgf(msg, cap, "%s is still being created by another process; "
+            "giving up", path);
+    return -1;
+}
+
+/* Opens and validates an existing segment read-write. Returns 0 (mapped
+ * into *mem, fd in *fdp), 1 to retry from the start, -1 (msg). */
+int gm_grpi_open_existing(const char *path, const char *name, bool ours,
+                         struct gm_group_seg **mem, int *fdp, char *msg,
+                         size_t cap)
+{
+    int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return 1;
+        if (errno == ELOOP)
+            gm_msgf(msg, cap, "%s is a symbolic link; refusing to follow it",
+                    path);
+        else if (errno == EISDIR)
+            gm_msgf(msg, cap, "%s is not a regular file; refusing it", path);
+        else
+            gm_msgf(msg, cap, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    uint64_t deadline = gm_clock_monotonic_ns() + INIT_WAIT_NS;
+    int rc;
+    while ((rc = check_file(fd, path, ours, msg, cap)) == 1 &&
+           gm_clock_monotonic_ns() < deadline)
+        sleep_ns(1000000);
+    if (rc == 1)
+        rc = stale_or_busy(fd, path, msg, cap);
+    if (rc != 0) {
+        close(fd);
+        return rc;
+    }
+    struct gm_group_seg *s =
+        mmap(NULL, SEG_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (s == MAP_FAILED) {
+        gm_msgf(msg, cap, "cannot map %s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    /* Acquire: pairs with the creator's release store in init_seg. */
+    while (__atomic_load_n(&s->hdr.initialised, __ATOMIC_ACQUIRE) != 1 &&
+           gm_clock_monotonic_ns() < deadline)
+        sleep_ns(1000000);
+    if (__atomic_load_n(&s->hdr.initialised, __ATOMIC_ACQUIRE) != 1)
+        rc = stale_or_busy(fd, path, msg, cap);
+    else
+        rc = check_hdr(&s->hdr, name, path, msg, cap);
+    if (rc != 0) {
+        munmap(s, SEG_SIZE);
+        close(fd);
+        return rc;
+    }
+    *mem = s;
+    *fdp = fd;
+    return 0;
+}
+
+/* Drops the mapping and its descriptor (both exist together). */
+void gm_grpi_unmap(struct gm_group *g)
+{
+    if (g->seg != NULL) {
+        munmap(g->seg, g->len);
+        if (g->fd >= 0)
+            close(g->fd);
+    }
+    g->seg = NULL;
+    g->fd = -1;
+    g->slot = -1;
+}
+
+/* ---- tools --------------------------------------------------------------- */
+
+int gm_group_list(const char *dir, const char *prefix,
+                  int (*fn)(void *arg, const char *path, const char *name),
+                  void *arg)
+{
+    if (dir == NULL || dir[0] == '\0')
+        dir = "/dev/shm";
+    if (prefix == NULL || prefix[0] == '\0')
+        prefix = "gpumem";
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return -1;
+    char lead[GM_PREFIX_MAX + 16];
+    int ln = snprintf(lead, sizeof lead, "%s.group.", prefix);
+    int count = 0;
+    struct dirent *e;
+    while (ln > 0 && (size_t)ln < sizeof lead && (e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, lead, (size_t)ln) != 0 ||
+            !gm_grpi_name_ok(e->d_name + ln, GM_NAME_MAX))
+            continue;
+        char path[GM_PATH_MAX];
+        if (gm_grpi_build_path(path, sizeof path, dir, prefix, e->d_name + ln) != 0)
+            continue;
+        count++;
+        if (fn != NULL && fn(arg, path, e->d_name + ln) != 0)
+            break;
+    }
+    closedir(d);
+    return count;
+}
+
+static bool pread_all(int fd, void *buf, size_t len, off_t off)
+{
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = pread(fd, (char *)buf + got, len - got, off + (off_t)got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        got += (size_t)n;
+    }
+    return true;
+}
+
+/* Reads the whole file between two reads of `gen` (syscalls order the
+ * copies); *consistent when both are equal and even. */
+static int take_copy(int fd, struct gm_group_seg *c, bool *consistent)
+{
+    const off_t gen_off = (off_t)offsetof(struct gm_group_hdr, gen);
+    *consistent = false;
+    for (int t = 0; t < SNAP_TRIES; t++) {
+        uint64_t g1, g2;
+        if (!pread_all(fd, &g1, sizeof g1, gen_off) ||
+            !pread_all(fd, c, sizeof *c, 0) ||
+            !pread_all(fd, &g2, sizeof g2, gen_off))
+            return -1;
+        if (g1 == g2 && (g1 & 1u) == 0) {
+            *consistent = true;
+            return 0;
+        }
+        sleep_ns(200000);
+    }
+    return 0;
+}
+
+static void fill_view(const struct gm_group_seg *c, struct gm_group_view *v)
+{
+    memcpy(v->name, c->hdr.name, sizeof v->name - 1);
+    v->name[sizeof v->name - 1] = '\0';
+    v->created_ns = c->hdr.created_ns;
+    v->repairs = c->hdr.repairs;
+    v->reclaims = c->hdr.reclaims;
+    v->reclaimed_bytes = c->hdr.reclaimed_bytes;
+    v->joins = c->hdr.joins;
+    v->waiters = c->hdr.waiters;
+    for (int d = 0; d < GM_GROUP_MAX_DEVICES; d++) {
+        const struct gm_group_dev *s = &c->dev[d];
+        struct gm_group_view_dev *o = &v->dev[d];
+        o->present = s->present == 1;
+        if (!o->present)
+            continue;
+        memcpy(o->uuid, s->uuid, sizeof o->uuid);
+        o->limit = s->limit;
+        o->physical = s->physical;
+        o->used = s->used;
+        o->peak = s->peak;
+        o->reclaimed_bytes = s->reclaimed_bytes;
+        v->ndev = (unsigned)d + 1;
+    }
+    uint64_t total = gm_grpi_live_weight(c, NULL);
+    for (int i = 0; i < GM_GROUP_MAX_MEMBERS; i++) {
+        const struct gm_group_slot *s = &c->slot[i];
+        if (s->state != GM_GROUP_SLOT_LIVE)
+            continue;
+        struct gm_group_view_member *o = &v->member[v->nmembers++];
+        uint32_t w = clamp_weight(s->weight);
+        o->slot = i;
+        o->pid = s->pid;
+        o->start_ticks = s->start_ticks;
+        o->weight = (double)w / GM_GROUP_WEIGHT_ONE;
+        o->alive = !gm_grpi_member_gone(NULL, s->pid, s->start_ticks, i);
+        o->joined_ns = s->joined_ns;
+        o->waiting = s->waiting;
+        for (int d = 0; d < GM_GROUP_MAX_DEVICES; d++) {
+            o->used[d] = s->charged[d];
+            o->share[d] = v->dev[d].present && v->dev[d].limit
+                ? gm_grpi_share_of(v->dev[d].limit, w, total) : 0;
+        }
+    }
+}
+
+/* The NAME of ".../<prefix>.group.<NAME>" into buf; false when the path
+ * is not named like a group segment. */
+static bool name_from_path(const char *path, char *buf, size_t cap)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *n = strstr(base, ".group.");
+    if (n == NULL || n == base)
+        return false;
+    n += strlen(".group.");
+    if (!gm_grpi_name_ok(n, GM_NAME_MAX) || strlen(n) >= cap)
+        return false;
+    snprintf(buf, cap, "%s", n);
+    return true;
+}
+
+int gm_group_snapshot(const char *path, struct gm_group_view *out,
+                      char *err, size_t cap)
+{
+    struct gm_group_seg copy;  /* 14 KiB: tools' stacks are large */
+    memset(out, 0, sizeof *out);
+    gm_msgf(err, cap, "%s", "");
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        if (errno == ELOOP)
+            gm_msgf(err, cap, "%s is a symbolic link; refusing to follow it",
+                    path);
+        else
+            gm_msgf(err, cap, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    int rc = check_file(fd, path, false, err, cap);
+    if (rc == 1)
+        gm_msgf(err, cap, "%s is empty (being created?)", path);
+    bool consistent = false;
+    if (rc == 0 && take_copy(fd, &copy, &consistent) != 0) {
+        gm_msgf(err, cap, "%s was truncated while being read", path);
+        rc = -1;
+    }
+    close(fd);
+    if (rc != 0)
+        return -1;
+    if (copy.hdr.initialised != 1) {
+        gm_msgf(err, cap, "%s is not initialised (being created?)", path);
+        return -1;
+    }
+    char name[GM_NAME_MAX + 1];
+    if (!name_from_path(path, name, sizeof name)) {
+        gm_msgf(err, cap, "%s is not named like a group segment", path);
+        return -1;
+    }
+    if (check_hdr(&copy.hdr, name, path, err, cap) != 0)
+        return -1;
+    fill_view(&copy, out);
+    out->consistent = consistent;
+    return 0;
+}
+
+/* gc on a mapped, validated segment: 1 removed, 0 live members. */
+static int gc_mapped(struct gm_group_seg *s, int fd, const char *path,
+                     char *err, size_t cap)
+{
+    if (gm_grpi_seg_lock(s, LOCK_WAIT_NS) < 0) {
+        gm_msgf(err, cap, "the lock of %s does not respond; left alone",
+                path);
+        return -1;
+    }
+    unsigned live = 0;
+    for (int i = 0; i < GM_GROUP_MAX_MEMBERS; i++) {
+        struct gm_group_slot *m = &s->slot[i];
+        if (LD(&m->state) == GM_GROUP_SLOT_LIVE &&
+            !gm_grpi_member_gone(NULL, LD(&m->pid), LD(&m->start_ticks), i))
+            live++;
+    }
+    int rc = 1;
+    if (LD(&s->hdr.closed) != 0) {
+        rc = 1;  /* already unlinked by its last member */
+    } else if (live > 0) {
+        gm_msgf(err, cap, "%s has %u live member%s; left alone", path, live,
+                live == 1 ? "" : "s");
+        rc = 0;
+    } else {
+        ST(&s->hdr.closed, 1u);
+        gm_grpi_unlink_if_same(path, fd);
+    }
+    gm_grpi_seg_unlock(s);
+    return rc;
+}
+
+int gm_group_gc(const char *path, char *err, size_t cap)
+{
+    gm_msgf(err, cap, "%s", "");
+    char name[GM_NAME_MAX + 1];
+    if (!name_from_path(path, name, sizeof name)) {
+        gm_msgf(err, cap, "%s is not named like a group segment; left alone",
+                path);
+        return -1;
+    }
+    struct gm_group_seg *s = NULL;
+    int fd = -1;
+    int rc = gm_grpi_open_existing(path, name, true, &s, &fd, err, cap);
+    if (rc == 1)
+        return 1;  /* vanished, or an abandoned creation removed */
+    if (rc < 0)
+        return -1;
+    rc = gc_mapped(s, fd, path, err, cap);
+    munmap(s, SEG_SIZE);
+    close(fd);
+    return rc;
+}
