@@ -306,6 +306,11 @@ static void apply_devs(struct load *c)
 
 static bool any_limit(const struct gm_policy *p)
 {
+    return gm_policy_has_limit(p);
+}
+
+bool gm_policy_has_limit(const struct gm_policy *p)
+{
     unsigned i;
 
     if (p->limit.kind != GM_LIMIT_NONE)
@@ -314,6 +319,12 @@ static bool any_limit(const struct gm_policy *p)
         if (p->dev_limit_set[i] && p->dev_limit[i].kind != GM_LIMIT_NONE)
             return true;
     return false;
+}
+
+bool gm_policy_enforces(const struct gm_policy *p)
+{
+    return gm_policy_has_limit(p) || p->mode == GM_MODE_STATIC ||
+           (p->group[0] != '\0' && p->group_limit.kind != GM_LIMIT_NONE);
 }
 
 /* A cross-check refused field f: back to its default (as set by

@@ -116,6 +116,11 @@ uint64_t gm_policy_limit_for(const struct gm_policy *p, unsigned dev,
  * so "29%" of 100 is exactly 29. A limit that would round to 0 bytes
  * resolves to 1 (0 would mean "no limit"). */
 uint64_t gm_limit_resolve(const struct gm_limit *l, uint64_t base);
+/* True when GPUMEM_LIMIT or a GPUMEM_LIMIT_<N> sets a limit. */
+bool gm_policy_has_limit(const struct gm_policy *p);
+/* True when the policy promises to enforce something: a limit, a group
+ * limit, or static mode's arena. */
+bool gm_policy_enforces(const struct gm_policy *p);
 
 /* Write the effective policy as text (one "NAME  value  default|env" line
  * per variable; sizes human-readable with exact bytes) or JSON (an object

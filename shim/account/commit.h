@@ -29,6 +29,9 @@ void gm_acct_commit_collision(const struct gm_alloc *a,
 static inline __attribute__((always_inline)) void gm_acct_commit_inline(
     struct gm_dev *d, const struct gm_alloc *a, uint64_t t0, uint64_t t1)
 {
+    /* The admission only held the bytes: now that the driver has them,
+     * they count toward the peak. */
+    gm_budget_raise_peak(&d->budget, gm_budget_used(&d->budget));
     if (gm_telemetry_on()) {
         struct gm_tel_ev e = {
             .ts_ns = gm_ticks_realtime(t1), .lat_ns = gm_ticks_ns(t1 - t0),

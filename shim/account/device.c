@@ -14,14 +14,21 @@
 #include "shim/driver/nvml.h"
 #include "shim/driver/real.h"
 
-static void resolve_device(int dev, struct gm_dev *d)
+/* False when the driver says there is no such device: nothing is
+ * recorded (no telemetry block, no group entry) and the caller lets the
+ * driver answer the call. */
+static bool resolve_device(int dev, struct gm_dev *d)
 {
     size_t total = 0;
+    CUresult rc = CUDA_SUCCESS;
     gm_depth++;
-    if (gm_real.cuDeviceTotalMem_v2 == NULL ||
-        gm_real.cuDeviceTotalMem_v2(&total, (CUdevice)dev) != CUDA_SUCCESS)
-        total = 0;
+    if (gm_real.cuDeviceTotalMem_v2 != NULL)
+        rc = gm_real.cuDeviceTotalMem_v2(&total, (CUdevice)dev);
     gm_depth--;
+    if (rc == CUDA_ERROR_INVALID_DEVICE)
+        return false;
+    if (rc != CUDA_SUCCESS)
+        total = 0;
     d->physical = total;
     gm_fragq_init(&d->frag);
     gm_grp_device(dev, d);
@@ -34,6 +41,7 @@ static void resolve_device(int dev, struct gm_dev *d)
         gm_format_size(total, t, sizeof t);
         gm_log(GM_LOG_INFO, "device %d: limit %s of %s", dev, l, t);
     }
+    return true;
 }
 
 struct gm_dev *gm_dev_get_slow(int dev)
@@ -43,13 +51,15 @@ struct gm_dev *gm_dev_get_slow(int dev)
     struct gm_dev *d = &gm_st.dev[dev];
     if (atomic_load_explicit(&d->ready, memory_order_acquire) == 2)
         return d;
+    bool ok = true;
     pthread_mutex_lock(&gm_st.dev_lock);
     if (atomic_load_explicit(&d->ready, memory_order_relaxed) != 2) {
-        resolve_device(dev, d);
-        atomic_store_explicit(&d->ready, 2, memory_order_release);
+        ok = resolve_device(dev, d);
+        if (ok)
+            atomic_store_explicit(&d->ready, 2, memory_order_release);
     }
     pthread_mutex_unlock(&gm_st.dev_lock);
-    return d;
+    return ok ? d : NULL;
 }
 
 /* Device memory the driver reports in use for the whole device right now,

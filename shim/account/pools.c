@@ -15,7 +15,10 @@
 
 #include <stdatomic.h>
 
+#include "shim/account/chargesum.h"
+#include "shim/account/device.h"
 #include "shim/account/release.h"
+#include "shim/account/track.h"
 #include "shim/account/device.h"
 #include "shim/account/state.h"
 #include "shim/base/spin.h"
@@ -30,6 +33,7 @@ struct gm_pool {
     _Atomic int dev;
     _Atomic int imported;      /* 1: belongs to another process */
     _Atomic int dead;          /* destroyed */
+    _Atomic uint64_t draining; /* destroyed with this many live blocks */
 };
 #define pool gm_pool
 
@@ -40,6 +44,10 @@ static _Atomic uint64_t dev_reserve[GM_MAX_DEVICES]; /* sum of charged */
 static struct gm_pool *_Atomic current[GM_MAX_DEVICES];
 
 static gm_spin create_lock; /* new slots only; lookups take no lock */
+/* Pools destroyed while blocks of theirs were live: the driver keeps
+ * their memory until the last block is freed, and so does the charge.
+ * Non-zero makes every async free look its pool up (gm_pool_freed). */
+static _Atomic unsigned draining_pools;
 
 static struct pool *slot(CUmemoryPool p, int dev, int create)
 {
@@ -65,6 +73,7 @@ static struct pool *slot(CUmemoryPool p, int dev, int create)
             atomic_store(&s->charged, 0);
             atomic_store(&s->imported, 0);
             atomic_store(&s->dead, 0);
+            atomic_store(&s->draining, 0);
             atomic_store_explicit(&s->key, k, memory_order_release);
             cur = k;
         }
@@ -137,21 +146,25 @@ uint64_t gm_pool_idle(struct gm_pool *s)
     return r > u ? r - u : 0;
 }
 
+/* Add the change of one pool's charge to its device's published sum
+ * (shim/account/chargesum.h: deltas in any order, no clamp). Each
+ * publisher re-reads the sum after its store and stores again while it
+ * moved (at most 16 times): a publisher whose re-read saw no later change
+ * is followed by the store of whoever changed it, so the published figure
+ * ends at the final sum. */
 static void publish(int dev, int64_t delta)
 {
     if (dev < 0 || dev >= GM_MAX_DEVICES)
         return;
-    uint64_t v;
-    if (delta >= 0) {
-        v = atomic_fetch_add(&dev_reserve[dev], (uint64_t)delta) +
-            (uint64_t)delta;
-    } else {
-        uint64_t o = atomic_load(&dev_reserve[dev]);
-        do {
-            v = (uint64_t)-delta > o ? 0 : o - (uint64_t)-delta;
-        } while (!atomic_compare_exchange_weak(&dev_reserve[dev], &o, v));
+    uint64_t v = gm_chargesum_add(&dev_reserve[dev], delta);
+    for (int tries = 0; tries < 16; tries++) {
+        gm_tel_pool(&gm_st.tel, (unsigned)dev, gm_chargesum_shown(v));
+        uint64_t now = atomic_load(&dev_reserve[dev]); /* seq_cst: pairs
+                                           with the fetch_add above */
+        if (now == v)
+            break;
+        v = now;
     }
-    gm_tel_pool(&gm_st.tel, (unsigned)dev, v);
 }
 
 /* Set the pool's charge to `now`, applying the difference to its device's
@@ -246,9 +259,43 @@ uint64_t gm_pool_trim_device(int dev, struct gm_dev *d)
     return freed;
 }
 
-void gm_pool_freed(void)
+/* The pool's charge goes, with an event, as the driver's memory does. */
+static void drop_charge(struct pool *s, struct gm_dev *d, CUmemoryPool pool)
+{
+    uint64_t before = atomic_load(&s->charged);
+    uint64_t used = recharge(s, d, 0, 0);
+    if (before)
+        gm_tel_event(&gm_st.tel, GM_EV_FREE, (unsigned)atomic_load(&s->dev),
+                     GM_API_POOL_DESTROY, before, (uint64_t)(uintptr_t)pool,
+                     used);
+}
+
+/* A block of a destroyed pool was freed: the last one releases the
+ * pool's charge. */
+static void drained(uint64_t handle)
+{
+    struct pool *s = slot((CUmemoryPool)(uintptr_t)handle, 0, 0);
+    if (s == NULL || !atomic_load(&s->dead))
+        return;
+    uint64_t n = atomic_load(&s->draining);
+    do {
+        if (n == 0)
+            return;
+    } while (!atomic_compare_exchange_weak(&s->draining, &n, n - 1));
+    if (n != 1)
+        return;
+    atomic_fetch_sub(&draining_pools, 1);
+    struct gm_dev *d = gm_dev_get(atomic_load(&s->dev));
+    if (d != NULL)
+        drop_charge(s, d, (CUmemoryPool)(uintptr_t)handle);
+}
+
+void gm_pool_freed(uint64_t pool)
 {
     atomic_store_explicit(&gm_pools_dirty, 1, memory_order_relaxed);
+    if (GM_UNLIKELY(atomic_load_explicit(&draining_pools,
+                                         memory_order_relaxed) != 0))
+        drained(pool);
 }
 
 void gm_pools_synced_slow(void)
@@ -271,7 +318,9 @@ void gm_pools_synced_slow(void)
 void gm_pools_reset(void)
 {
     atomic_store(&gm_pools_dirty, 0);
+    atomic_store(&draining_pools, 0);
     for (unsigned i = 0; i < POOLS; i++) {
+        atomic_store(&pools[i].draining, 0);
         atomic_store(&pools[i].key, 0);
         atomic_store(&pools[i].charged, 0);
         atomic_store(&pools[i].dead, 0);
@@ -302,15 +351,24 @@ void gm_pool_destroyed(CUmemoryPool pool)
     struct pool *s = slot(pool, 0, 0);
     if (s == NULL)
         return;
-    atomic_store(&s->dead, 1);
     struct gm_dev *d = gm_dev_get(atomic_load(&s->dev));
-    if (d != NULL && !atomic_load(&s->imported)) {
-        uint64_t before = atomic_load(&s->charged);
-        uint64_t used = recharge(s, d, 0, 0);
-        if (before)
-            gm_tel_event(&gm_st.tel, GM_EV_FREE, (unsigned)atomic_load(&s->dev),
-                         GM_API_POOL_DESTROY, before,
-                         (uint64_t)(uintptr_t)pool, used);
+    uint64_t live = gm_track_count_aux(GM_NS_PTR, (uint64_t)(uintptr_t)pool);
+    if (live != 0 && d != NULL && !atomic_load(&s->imported) &&
+        atomic_load(&s->draining) == 0) {
+        /* The driver frees the pool's memory when its last block is
+         * freed: until then its charge stays (it may err high, never
+         * low). The count is set before `dead`, which drained() reads
+         * first. */
+        atomic_store(&s->draining, live);
+        atomic_fetch_add(&draining_pools, 1);
+        atomic_store(&s->dead, 1);
+        gm_log(GM_LOG_INFO, "a pool was destroyed with %llu live blocks; "
+               "its memory stays charged until they are freed",
+               (unsigned long long)live);
+    } else {
+        atomic_store(&s->dead, 1);
+        if (d != NULL && !atomic_load(&s->imported))
+            drop_charge(s, d, pool);
     }
     for (unsigned i = 0; i < GM_MAX_DEVICES; i++) {
         struct pool *cur = s;

@@ -44,8 +44,10 @@ uint64_t gm_pool_settle(int dev, struct gm_dev *d, struct gm_pool *s,
 /* Trim every pool of `dev` down to what it hands out (after synchronising
  * the device), refresh, and return the bytes given back (0 if none). */
 uint64_t gm_pool_trim_device(int dev, struct gm_dev *d);
-/* An async free happened: refresh pools at the next synchronisation. */
-void gm_pool_freed(void);
+/* An async free of a block from `pool` (its handle) happened: refresh
+ * pools at the next synchronisation; the last block of a destroyed pool
+ * releases that pool's charge. */
+void gm_pool_freed(uint64_t pool);
 /* A synchronisation succeeded: the driver may have released pool memory
  * down to each pool's release threshold, so when an async free happened
  * since the last refresh, refresh every pool once. */

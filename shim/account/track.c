@@ -245,6 +245,20 @@ uint64_t gm_track_count(void)
     return n;
 }
 
+uint64_t gm_track_count_aux(enum gm_ns ns, uint64_t aux)
+{
+    uint64_t n = 0;
+    for (unsigned i = 0; i < SHARDS; i++) {
+        struct shard *s = &shards[i];
+        gm_spin_lock(&s->lock);
+        for (uint32_t j = 0; j < s->cap; j++)
+            if (s->slots[j].ns == ns && s->slots[j].aux == aux)
+                n++;
+        gm_spin_unlock(&s->lock);
+    }
+    return n;
+}
+
 void gm_track_reset(void)
 {
     for (unsigned i = 0; i < SHARDS; i++) {

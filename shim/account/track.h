@@ -59,6 +59,9 @@ bool gm_track_ref(enum gm_ns ns, uint64_t key);
 int gm_track_unref(enum gm_ns ns, uint64_t key, struct gm_alloc *out);
 /* Number of live entries (sum over shards; approximate under writers). */
 uint64_t gm_track_count(void);
+/* Live entries of namespace ns whose aux is `aux` (a scan of every shard
+ * under its lock: for rare paths only, such as a pool's destruction). */
+uint64_t gm_track_count_aux(enum gm_ns ns, uint64_t aux);
 /* Forget everything (fork child): unmaps the tables. */
 void gm_track_reset(void);
 

@@ -47,6 +47,11 @@ enum gm_admit gm_admit_reserve_slow(int dev, struct gm_dev *d, uint64_t size,
     bool by_group;
     if (gm_admit_take(d, size, &used, &by_group))
         return GM_ADMIT_OK;
+    /* Without a limit only a size that cannot be counted is refused here:
+     * no driver can serve it, and the answer is the driver's own. */
+    if (!by_group && gm_budget_limit(&d->budget) == 0 &&
+        size > UINT64_MAX - used)
+        return GM_ADMIT_DRIVER;
     /* Reclaim before refusing: give back what this process's pools hold
      * but do not use, then try once more. */
     if (gm_pool_trim_device(dev, d) > 0 &&

@@ -25,6 +25,11 @@ enum gm_admit {
     GM_ADMIT_OK = 0,      /* charged; call the driver, then commit/rollback */
     GM_ADMIT_REFUSED,     /* return CUDA_ERROR_OUT_OF_MEMORY */
     GM_ADMIT_SPILL,       /* not charged: serve as managed memory instead */
+    GM_ADMIT_DRIVER,      /* not charged: no limit, but the size cannot
+                           * be counted (it would wrap the byte count), so
+                           * no driver can serve it: let the driver give
+                           * its own error, and undo (refuse) in the
+                           * impossible case that it succeeds */
 };
 
 /* Reserve, applying reclaim and the out-of-memory policy on refusal. */
@@ -36,7 +41,7 @@ static inline enum gm_admit gm_admit_reserve(int dev, struct gm_dev *d,
 {
     uint64_t used;
     gm_staged_poll();
-    if (GM_LIKELY(gm_budget_reserve(&d->budget, size, &used))) {
+    if (GM_LIKELY(gm_budget_hold(&d->budget, size, &used))) {
         if (GM_LIKELY(gm_grp_take(d, size)))
             return GM_ADMIT_OK;
         gm_budget_release(&d->budget, size);

@@ -26,6 +26,9 @@ bool gm_arena_try_alloc(int dev, struct gm_dev *d, uint64_t size,
                         unsigned api, CUdeviceptr *p, CUresult *rc);
 /* Return an arena pointer. False when `p` is in no arena. */
 bool gm_arena_try_free(CUdeviceptr p, unsigned api, CUresult *rc);
+/* Bytes the device's arena can still hand out (the sum of its free
+ * blocks); 0 without an arena. */
+uint64_t gm_static_free(struct gm_dev *d);
 /* Fork child: forget the parent's arenas. */
 void gm_static_reset(void);
 

@@ -46,7 +46,7 @@ bool gm_oomwait(int dev, struct gm_dev *d, uint64_t size, unsigned api,
             bool got = gm_grp_wait(d, size, deadline);
             gm_release_relock();
             if (got) {
-                if (gm_budget_reserve(&d->budget, size, used)) {
+                if (gm_budget_hold(&d->budget, size, used)) {
                     ok = true;
                     break;
                 }

@@ -74,6 +74,7 @@ void gm_static_setup(int dev, struct gm_dev *d, CUcontext ctx)
                (int)rc);
         return;
     }
+    gm_budget_raise_peak(&d->budget, gm_budget_used(&d->budget));
     gm_tel_event(&gm_st.tel, GM_EV_MODE, (unsigned)dev, GM_API_MEM_ALLOC,
                  size, base, used);
     gm_log(GM_LOG_INFO, "device %d: static arena of %s reserved", dev, s);
@@ -135,6 +136,12 @@ bool gm_arena_try_free(CUdeviceptr p, unsigned api, CUresult *rc)
         return true;
     }
     return false;
+}
+
+uint64_t gm_static_free(struct gm_dev *d)
+{
+    struct gm_arena *a = __atomic_load_n(&d->arena, __ATOMIC_ACQUIRE);
+    return a == NULL ? 0 : gm_arena_free_bytes(a);
 }
 
 void gm_static_reset(void)

@@ -11,6 +11,7 @@
 
 #include <dlfcn.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -33,6 +34,62 @@ gm_dlsym_fn gm_real_dlsym_get(void)
     return f;
 }
 
+/* Resolve every slot from handle h; with only_missing, leave the slots
+ * that dlsym or cuGetProcAddress already filled (compare-and-swap from
+ * NULL: those lookups may run concurrently and store the same kind of
+ * value, see resolve.c). */
+static void fill(gm_dlsym_fn rdlsym, void *h, bool only_missing)
+{
+#define GM_FILL(v)                                                          \
+    do {                                                                    \
+        __typeof__(gm_real.v) f_ = (__typeof__(gm_real.v))rdlsym(h, #v);    \
+        __typeof__(gm_real.v) none_ = NULL;                                 \
+        if (!only_missing)                                                  \
+            __atomic_store_n(&gm_real.v, f_, __ATOMIC_RELAXED);             \
+        else if (f_ != NULL)                                                \
+            __atomic_compare_exchange_n(&gm_real.v, &none_, f_, 0,          \
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED);\
+    } while (0);
+#define GM_FILL_HOOK(v, fam, ver, ptsz) GM_FILL(v)
+    GM_HOOKS(GM_FILL_HOOK)
+    GM_PLAIN(GM_FILL)
+#undef GM_FILL_HOOK
+#undef GM_FILL
+}
+
+/* Some function of the driver this process already reaches: a slot that
+ * dlsym on the program's own handle or cuGetProcAddress filled, else a
+ * driver linked into the program (found past us with RTLD_NEXT). */
+static void *reached_function(gm_dlsym_fn rdlsym)
+{
+    void *f = NULL;
+#define GM_FIRST(v, fam, ver, ptsz)                                         \
+    if (f == NULL)                                                          \
+        f = (void *)__atomic_load_n(&gm_real.v, __ATOMIC_RELAXED);
+    GM_HOOKS(GM_FIRST)
+#undef GM_FIRST
+    if (f == NULL)
+        f = rdlsym(RTLD_NEXT, "cuInit");
+    return f;
+}
+
+int gm_real_adopt(char *found, size_t cap)
+{
+    gm_dlsym_fn rdlsym = gm_real_dlsym_get();
+    if (rdlsym == NULL)
+        return -1;
+    void *f = reached_function(rdlsym);
+    Dl_info di;
+    if (f == NULL || dladdr(f, &di) == 0 || di.dli_fname == NULL)
+        return -1;
+    void *h = dlopen(di.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+    if (h == NULL)
+        return -1;
+    fill(rdlsym, h, true);
+    snprintf(found, cap, "%s", di.dli_fname);
+    return 0;
+}
+
 int gm_real_load(const char *path, char *err, size_t errcap)
 {
     gm_dlsym_fn rdlsym = gm_real_dlsym_get();
@@ -47,12 +104,6 @@ int gm_real_load(const char *path, char *err, size_t errcap)
                  why ? why : "unknown error");
         return -1;
     }
-#define GM_RESOLVE(v, fam, ver, ptsz) \
-    gm_real.v = (__typeof__(gm_real.v))rdlsym(h, #v);
-    GM_HOOKS(GM_RESOLVE)
-#undef GM_RESOLVE
-#define GM_RESOLVE_PLAIN(v) gm_real.v = (__typeof__(gm_real.v))rdlsym(h, #v);
-    GM_PLAIN(GM_RESOLVE_PLAIN)
-#undef GM_RESOLVE_PLAIN
+    fill(rdlsym, h, false);
     return 0;
 }

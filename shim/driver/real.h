@@ -40,5 +40,10 @@ gm_dlsym_fn gm_real_dlsym_get(void);
 /* dlopen the driver named by `path` and fill gm_real. Returns 0, or -1
  * with a message in err. */
 int gm_real_load(const char *path, char *err, size_t errcap);
+/* When that failed: fill the slots still empty from the driver this
+ * process already reaches by itself (its own dlopen handle, a function
+ * cuGetProcAddress returned, or a driver linked into the program). Returns
+ * 0 with the driver's file name in `found`, -1 when no driver is loaded. */
+int gm_real_adopt(char *found, size_t cap);
 
 #endif

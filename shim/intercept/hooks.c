@@ -84,6 +84,22 @@ call_real(enum kind k, const struct req *r, CUdeviceptr *p)
     return rc;
 }
 
+static CUresult free_real_any(enum kind k, const struct req *r, CUdeviceptr p);
+
+/* A request the budget cannot count (GM_ADMIT_DRIVER): the driver's own
+ * answer, uncharged; should the driver ever serve it, it is given back
+ * and refused. */
+static __attribute__((noinline, cold)) CUresult
+uncountable(enum kind k, const struct req *r)
+{
+    CUdeviceptr p = 0;
+    CUresult rc = call_real(k, r, &p);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    free_real_any(k, r, p);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
 /* Refused but spillable: serve as managed memory, recorded, not charged. */
 static __attribute__((noinline, cold)) CUresult
 spill(int dev, struct gm_dev *d, uint64_t size, unsigned api, CUdeviceptr *p)
@@ -133,8 +149,11 @@ alloc_async(enum kind k, int dev, struct gm_dev *d, const struct req *r,
     if (!gm_budget_hold(&d->budget, prov, &used)) {
         prov = 0;
         if (gm_pool_idle(pool) < r->size) {
-            if (gm_admit_reserve(dev, d, r->size, r->api, false) !=
-                GM_ADMIT_OK)
+            enum gm_admit ad = gm_admit_reserve(dev, d, r->size, r->api,
+                                                false);
+            if (ad == GM_ADMIT_DRIVER)
+                return uncountable(k, r);
+            if (ad != GM_ADMIT_OK)
                 return CUDA_ERROR_OUT_OF_MEMORY;
             prov = r->size; /* also on the group */
         } else if (!gm_grp_take(d, r->size)) {
@@ -142,7 +161,10 @@ alloc_async(enum kind k, int dev, struct gm_dev *d, const struct req *r,
         }
     } else if (!gm_grp_take(d, r->size)) {
         gm_budget_release(&d->budget, prov);
-        if (gm_admit_reserve(dev, d, r->size, r->api, false) != GM_ADMIT_OK)
+        enum gm_admit ad = gm_admit_reserve(dev, d, r->size, r->api, false);
+        if (ad == GM_ADMIT_DRIVER)
+            return uncountable(k, r);
+        if (ad != GM_ADMIT_OK)
             return CUDA_ERROR_OUT_OF_MEMORY;
     }
     /* From here the group holds r->size for the live allocation. */
@@ -209,9 +231,12 @@ alloc_ptr(enum kind k, const struct req *r)
             return rc;
         }
     }
-    switch (gm_admit_reserve(dev, d, r->size, r->api, spillable)) {
+    enum gm_admit ad = gm_admit_reserve(dev, d, r->size, r->api, spillable);
+    switch (ad) {
     case GM_ADMIT_REFUSED:
         return CUDA_ERROR_OUT_OF_MEMORY;
+    case GM_ADMIT_DRIVER:
+        return uncountable(k, r);
     case GM_ADMIT_SPILL: {
         CUresult rc = spill(dev, d, r->size, r->api, &p);
         if (rc == CUDA_SUCCESS)
@@ -359,7 +384,9 @@ static CUresult pitch_common(CUdeviceptr *dptr, size_t *pitch, size_t width,
     if (d == NULL || est == 0) {
         d = NULL;
     } else {
-        switch (gm_admit_reserve(dev, d, est, GM_API_MEM_ALLOC_PITCH, !v1)) {
+        enum gm_admit ad = gm_admit_reserve(dev, d, est,
+                                            GM_API_MEM_ALLOC_PITCH, !v1);
+        switch (ad) {
         case GM_ADMIT_OK:
             break;
         case GM_ADMIT_SPILL: {
@@ -371,7 +398,7 @@ static CUresult pitch_common(CUdeviceptr *dptr, size_t *pitch, size_t width,
             }
             return src;
         }
-        default:
+        default: /* refused; est cannot wrap: no GM_ADMIT_DRIVER */
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
     }
@@ -489,6 +516,12 @@ free_real(enum fkind k, CUdeviceptr p, CUstream s)
     return rc;
 }
 
+static CUresult free_real_any(enum kind k, const struct req *r, CUdeviceptr p)
+{
+    return free_real(k >= K_ASYNC ? F_ASYNC : k == K_V1 ? F_V1 : F_V2, p,
+                     r->stream);
+}
+
 static inline __attribute__((always_inline)) CUresult
 free_ptr(enum fkind k, unsigned api, CUdeviceptr p, CUstream s)
 {
@@ -520,7 +553,7 @@ free_ptr(enum fkind k, unsigned api, CUdeviceptr p, CUstream s)
         /* A pool gives memory back only at a synchronisation point:
          * refresh it then, not now. */
         if (a.aux != 0)
-            gm_pool_freed();
+            gm_pool_freed(a.aux);
     }
     return rc;
 }

@@ -21,7 +21,12 @@ static uint64_t min64(uint64_t a, uint64_t b)
     return a < b ? a : b;
 }
 
-/* Virtualise (free, total) for the current device; false = unchanged. */
+/* Virtualise (free, total) for the current device; false = unchanged.
+ * Free is what the program can still get: the room under its limit (no
+ * more than the driver has free) plus, in static mode, what the arena can
+ * still hand out (the arena is charged whole and invisible to the
+ * driver's own figure). Like the driver's, it is a sum of free bytes, not
+ * the largest block. */
 static bool virt_info(uint64_t *f, uint64_t *t)
 {
     gm_staged_poll();
@@ -32,8 +37,9 @@ static bool virt_info(uint64_t *f, uint64_t *t)
     if (limit == 0)
         return false;
     *t = min64(limit, *t);
-    *f = min64(*f, gm_budget_room(&d->budget));
-    *f = min64(*f, *t);
+    uint64_t room = min64(*f, gm_budget_room(&d->budget));
+    uint64_t arena = gm_static_free(d);
+    *f = min64(room + min64(arena, UINT64_MAX - room), *t);
     return true;
 }
 

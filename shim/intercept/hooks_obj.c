@@ -30,8 +30,17 @@ GM_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle,
     struct gm_dev *d = gm_dev_get(dev);
     if (d == NULL)
         return gm_real.cuMemCreate(handle, size, prop, flags);
-    if (gm_admit_reserve(dev, d, size, GM_API_MEM_CREATE, false) !=
-        GM_ADMIT_OK)
+    enum gm_admit ad = gm_admit_reserve(dev, d, size, GM_API_MEM_CREATE,
+                                        false);
+    if (ad == GM_ADMIT_DRIVER) { /* uncountable: the driver's own answer */
+        gm_depth++;
+        CUresult rc = gm_real.cuMemCreate(handle, size, prop, flags);
+        if (rc == CUDA_SUCCESS && gm_real.cuMemRelease != NULL)
+            gm_real.cuMemRelease(*handle);
+        gm_depth--;
+        return rc == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : rc;
+    }
+    if (ad != GM_ADMIT_OK)
         return CUDA_ERROR_OUT_OF_MEMORY;
     uint64_t t0 = gm_hook_ticks();
     gm_depth++;
@@ -191,7 +200,14 @@ static CUresult array_create(const struct areq *r, void **out)
     struct gm_dev *d = gm_dev_get(dev);
     if (d == NULL)
         return array_real(r, out);
-    if (gm_admit_reserve(dev, d, r->est, r->api, false) != GM_ADMIT_OK)
+    enum gm_admit ad = gm_admit_reserve(dev, d, r->est, r->api, false);
+    if (ad == GM_ADMIT_DRIVER) { /* uncountable: the driver's own answer */
+        CUresult rc = array_real(r, out);
+        if (rc == CUDA_SUCCESS)
+            array_destroy_real(r, *out);
+        return rc == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : rc;
+    }
+    if (ad != GM_ADMIT_OK)
         return CUDA_ERROR_OUT_OF_MEMORY;
     uint64_t t0 = gm_hook_ticks();
     CUresult rc = array_real(r, out);

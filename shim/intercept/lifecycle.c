@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "policy/parse.h"
+#include "shim/base/safefile.h"
 #include "shim/intercept/lifecycle.h"
 #include "shim/admit/arena_hooks.h"
 #include "shim/driver/real.h"
@@ -85,16 +86,12 @@ static void exit_report(void)
         (void)w;
         return;
     }
-    char path[GM_PATH_MAX];
+    /* Never through a symlink, never readable by others: the report holds
+     * the command line, as the 0600 segment does. */
+    char path[GM_PATH_MAX], err[GM_PATH_MAX + 128];
     expand_pid(p->report_path, path, sizeof path);
-    FILE *f = fopen(path, "w");
-    if (f == NULL) {
-        gm_log(GM_LOG_ERROR, "cannot write the report to %s: %s", path,
-               strerror(errno));
-        return;
-    }
-    fwrite(buf, 1, n, f);
-    fclose(f);
+    if (gm_file_replace(path, buf, n, err, sizeof err) != 0)
+        gm_log(GM_LOG_ERROR, "the report is lost: %s", err);
 }
 
 static void at_exit(void)
@@ -162,6 +159,51 @@ static void open_telemetry(void)
                "still enforced", err[0] ? err : "unknown reason");
 }
 
+/* The real driver: GPUMEM_CUDA_LIBRARY's, or, when that cannot be loaded
+ * and the policy promises a limit, never silently nothing. A limiter
+ * fails closed: with GPUMEM_ON_BAD_CONFIG=exit the process exits with
+ * status 2; with warn, the limit is enforced through whatever driver the
+ * program reached by itself. False: pass every call through. */
+static bool load_driver(void)
+{
+    char err[512];
+    const struct gm_policy *p = &gm_st.policy;
+    if (gm_real_load(p->cuda_library, err, sizeof err) == 0)
+        return true;
+    if (!gm_policy_enforces(p)) {
+        gm_log(GM_LOG_ERROR, "%s; no limit is set: passing calls through "
+               "unaccounted", err);
+        return false;
+    }
+    if (p->on_bad_config == GM_BAD_EXIT) {
+        char msg[1024];
+        int n = snprintf(msg, sizeof msg,
+            "gpumem: GPUMEM_CUDA_LIBRARY='%s'%s: %s; the limit that is set "
+            "cannot be enforced without the driver; exiting with status 2 "
+            "(set GPUMEM_CUDA_LIBRARY to the driver's file name or path, or "
+            "GPUMEM_ON_BAD_CONFIG=warn to enforce the limit through the "
+            "driver the program loads)\n", p->cuda_library,
+            p->src[GM_F_CUDA_LIBRARY] == GM_SRC_DEFAULT ? " (the default)"
+                                                        : "", err);
+        if (n > 0) {
+            ssize_t w = write(STDERR_FILENO, msg,
+                              (size_t)n < sizeof msg ? (size_t)n
+                                                     : sizeof msg - 1);
+            (void)w;
+        }
+        _exit(2);
+    }
+    char found[GM_PATH_MAX];
+    if (gm_real_adopt(found, sizeof found) != 0) {
+        gm_log(GM_LOG_ERROR, "GPUMEM_CUDA_LIBRARY: %s, and this process has "
+               "loaded no other driver; calls find no driver", err);
+        return false;
+    }
+    gm_log(GM_LOG_WARN, "GPUMEM_CUDA_LIBRARY: %s; limits are enforced "
+           "through the driver this program loaded, %s", err, found);
+    return true;
+}
+
 static int init_locked(void)
 {
     static struct gm_diag diag;
@@ -178,11 +220,8 @@ static int init_locked(void)
         (void)w;
         _exit(2);
     }
-    char err[512];
-    if (gm_real_load(gm_st.policy.cuda_library, err, sizeof err) != 0) {
-        gm_log(GM_LOG_ERROR, "%s; passing calls through unaccounted", err);
+    if (!load_driver())
         return 3;
-    }
     gm_ticks_init();
     gm_hook_clock = !gm_st.policy.telemetry ? 0 : gm_tick_tsc ? 1 : 2;
     gm_st.start_ns = gm_clock_monotonic_ns();

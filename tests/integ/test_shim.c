@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gm_spawn.h"
@@ -96,6 +97,44 @@ START_TEST(context_charged_and_virtualised)
 }
 END_TEST
 
+/* Static mode: free memory is what the arena can still hand out, not 0
+ * because the arena is charged whole. */
+START_TEST(static_mode_free_is_the_arena_room)
+{
+    const char *env[] = { "GPUMEM_LIMIT=1G", "GPUMEM_MODE=static",
+                          "SIMCUDA_CONTEXT=200M", NULL };
+    RUN_OK(env, apicheck(vias[_i]), "--via", vias[_i], "info");
+    ck_assert_uint_eq(info_field("total "), 1ull << 30);
+    /* The arena is the room after the context, rounded down to 2 MiB. */
+    ck_assert_uint_eq(info_field("free "), (1ull << 30) - (200ull << 20));
+}
+END_TEST
+
+/* Without a limit, requests no driver can serve get the driver's own
+ * answer, and a device that does not exist leaves no trace. */
+START_TEST(invalid_requests_get_the_drivers_answer)
+{
+    static char plain[4096];
+    const char *env[] = { "GPUMEM_REPORT=1", NULL };
+    const char *argv[] = { apicheck(vias[_i]), "--via", vias[_i], "invalid",
+                           NULL };
+    ck_assert_int_eq(gm_run(env, 0, argv, plain, sizeof plain), 0);
+    ck_assert_msg(strstr(plain, "create-max rc 0") == NULL, "%s", plain);
+    RUN_OK(env, apicheck(vias[_i]), "--via", vias[_i], "invalid");
+    const char *lines[] = { "create-max rc ", "create-dev63 rc ",
+                            "array-huge rc ", "alloc-max rc " };
+    for (size_t k = 0; k < sizeof lines / sizeof lines[0]; k++) {
+        const char *a = strstr(plain, lines[k]), *b = strstr(out, lines[k]);
+        ck_assert_msg(a != NULL && b != NULL, "%s missing:\n%s", lines[k], out);
+        ck_assert_msg(strncmp(a, b, strcspn(a, "\n")) == 0,
+                      "driver: %.*s, under the shim: %.*s",
+                      (int)strcspn(a, "\n"), a, (int)strcspn(b, "\n"), b);
+    }
+    ck_assert_msg(strstr(out, "device 63") == NULL, "phantom device:\n%s", out);
+    ck_assert_msg(strstr(out, "device 0:") != NULL, "no report:\n%s", out);
+}
+END_TEST
+
 START_TEST(no_limit_passes_through)
 {
     const char *env[] = { "GPUMEM_LIMIT", "SIMCUDA_MEMORY=8G",
@@ -150,6 +189,44 @@ END_TEST
 
 /* The peak counts what the pool held, not a provisional reservation of a
  * request on top of the pool's growth for it. */
+START_TEST(pool_destroyed_with_live_blocks_stays_charged)
+{
+    const char *env[] = { "GPUMEM_LIMIT=1G", NULL };
+    RUN_OK(env, apicheck(vias[_i]), "--via", vias[_i], "pool-destroy-live");
+    ck_assert_ptr_nonnull(strstr(out, "ok pool-destroy-live"));
+}
+END_TEST
+
+/* Refreshes of one device's pools racing from four threads: once they are
+ * all done (and the pool trimmed to nothing), the published pool reserve
+ * is the pool's, 0, never a figure an out-of-order update left behind. */
+START_TEST(published_pool_reserve_ends_exact)
+{
+    char prefix[64], pe[96];
+    snprintf(prefix, sizeof prefix, "gmtpool%d", (int)getpid());
+    snprintf(pe, sizeof pe, "GPUMEM_SHM_PREFIX=%s", prefix);
+    const char *env[] = { pe, "GPUMEM_LIMIT=2G", "GPUMEM_KEEP=1", NULL };
+    for (int round = 0; round < 2; round++) {
+        RUN_OK(env, apicheck("gpa"), "--via", "gpa", "pool-threads");
+        int pids[4];
+        ck_assert_int_eq(gm_reader_list("/dev/shm", prefix, pids, 4), 1);
+        struct gm_seg seg;
+        char err[256];
+        ck_assert_msg(gm_seg_open(&seg, "/dev/shm", prefix, pids[0], err,
+                                  sizeof err) == 0, "%s", err);
+        static struct gm_snapshot snap;
+        ck_assert_int_ge(gm_seg_snapshot(&seg, &snap), 0);
+        gm_seg_close(&seg);
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "rm -f /dev/shm/%s.*", prefix);
+        ck_assert_int_eq(system(cmd), 0);
+        ck_assert_msg(snap.dev[0].pool_reserve == 0,
+                      "round %d: published pool reserve %llu, pool holds 0",
+                      round, (unsigned long long)snap.dev[0].pool_reserve);
+    }
+}
+END_TEST
+
 START_TEST(pool_peak_is_the_pool_high_water)
 {
     char prefix[64], pe[96];
@@ -331,6 +408,42 @@ START_TEST(exit_report_exact)
 }
 END_TEST
 
+/* A report path where someone planted a symlink: the link is replaced by
+ * the report, the file it pointed to is untouched, the report is 0600. */
+START_TEST(report_never_follows_a_symlink)
+{
+    static char rep[1 << 14];
+    char dir[] = "/tmp/gmt-replink-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char victim[128], path[128], re[160];
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    snprintf(path, sizeof path, "%s/report.json", dir);
+    FILE *v = fopen(victim, "w");
+    ck_assert_ptr_nonnull(v);
+    fputs("precious\n", v);
+    fclose(v);
+    ck_assert_int_eq(symlink(victim, path), 0);
+    snprintf(re, sizeof re, "GPUMEM_REPORT=json:%s", path);
+    const char *env[] = { "GPUMEM_LIMIT=1G", re, NULL };
+    RUN_OK(env, apicheck("gpa"), "--via", "gpa", "info");
+    read_report(victim, rep, sizeof rep);
+    ck_assert_str_eq(rep, "precious\n");
+    struct stat st;
+    ck_assert_int_eq(lstat(path, &st), 0);
+    ck_assert_msg(S_ISREG(st.st_mode), "the report is not a plain file");
+    ck_assert_uint_eq(st.st_mode & 0777, 0600);
+    read_report(path, rep, sizeof rep);
+    ck_assert_msg(strstr(rep, "\"limit_bytes\"") != NULL, "%s", rep);
+    /* A second run replaces the first report. */
+    RUN_OK(env, apicheck("gpa"), "--via", "gpa", "info");
+    ck_assert_int_eq(lstat(path, &st), 0);
+    ck_assert_uint_eq(st.st_mode & 0777, 0600);
+    unlink(path);
+    unlink(victim);
+    ck_assert_int_eq(rmdir(dir), 0); /* no temporary file left behind */
+}
+END_TEST
+
 START_TEST(bad_config_exits_2)
 {
     const char *env[] = { "GPUMEM_LIMIT=4 gigs", NULL };
@@ -349,6 +462,77 @@ START_TEST(bad_config_warn_runs)
     RUN_OK(env, apicheck("gpa"), "--via", "gpa", "info");
     ck_assert_msg(strstr(out, "GPUMEM_LIMIT='4 gigs'") != NULL, "%s", out);
     ck_assert_uint_eq(info_field("total "), 8ull << 30); /* no limit */
+}
+END_TEST
+
+/* A set limit with a driver path that cannot be loaded: the program's
+ * own driver must not run unlimited. */
+START_TEST(unloadable_driver_with_limit_exits_2)
+{
+    const char *env[] = { "GPUMEM_CUDA_LIBRARY=/nonexistent/libcuda.so.1",
+                          "GPUMEM_LIMIT=1G", "SIMCUDA_MEMORY=16G", NULL };
+    const char *argv[] = { apicheck(vias[_i]), "--via", vias[_i], "try",
+                           "8589934592", NULL };
+    int rc = gm_run(env, 1, argv, out, sizeof out);
+    ck_assert_msg(rc == 2, "exit %d:\n%s", rc, out);
+    ck_assert_msg(strstr(out, "GPUMEM_CUDA_LIBRARY='/nonexistent/libcuda.so.1'")
+                  != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "try 8589934592 rc 0") == NULL, "ran: %s", out);
+}
+END_TEST
+
+START_TEST(unloadable_driver_warn_keeps_limit)
+{
+    const char *env[] = { "GPUMEM_CUDA_LIBRARY=/nonexistent/libcuda.so.1",
+                          "GPUMEM_LIMIT=1G", "GPUMEM_ON_BAD_CONFIG=warn",
+                          "SIMCUDA_MEMORY=16G", NULL };
+    RUN_OK(env, apicheck(vias[_i]), "--via", vias[_i], "try", "8589934592",
+           "268435456");
+    ck_assert_msg(strstr(out, "try 8589934592 rc 2\n") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "try 268435456 rc 0\n") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "limits are enforced through the driver this "
+                             "program loaded") != NULL, "%s", out);
+}
+END_TEST
+
+START_TEST(unloadable_driver_without_limit_passes_through)
+{
+    const char *env[] = { "GPUMEM_CUDA_LIBRARY=/nonexistent/libcuda.so.1",
+                          "SIMCUDA_MEMORY=16G", NULL };
+    RUN_OK(env, apicheck("dlsym"), "--via", "dlsym", "try", "8589934592");
+    ck_assert_msg(strstr(out, "try 8589934592 rc 0\n") != NULL, "%s", out);
+}
+END_TEST
+
+/* A request the driver refuses was never held: it raises neither the
+ * peak nor, in staged mode, the limit learned from the peak. */
+START_TEST(driver_refusal_leaves_no_peak)
+{
+    static char rep[1 << 14];
+    char path[128], re[160];
+    snprintf(path, sizeof path, "/tmp/gmt-refpeak-%d.json", (int)getpid());
+    snprintf(re, sizeof re, "GPUMEM_REPORT=json:%s", path);
+    const char *env[] = { "SIMCUDA_MEMORY=16G", "SIMCUDA_CONTEXT=300M", re,
+                          NULL };
+    RUN_OK(env, apicheck(vias[_i]), "--via", vias[_i], "try", "34359738368",
+           "268435456");
+    ck_assert_msg(strstr(out, "try 34359738368 rc 2\n") != NULL, "%s", out);
+    read_report(path, rep, sizeof rep);
+    unlink(path);
+    ck_assert_uint_eq(json_num(rep, "peak_bytes"), (300ull + 256) << 20);
+}
+END_TEST
+
+START_TEST(driver_refusal_does_not_raise_staged_limit)
+{
+    const char *env[] = { "SIMCUDA_MEMORY=16G", "SIMCUDA_CONTEXT=300M",
+                          "GPUMEM_MODE=staged", "GPUMEM_WARMUP=100ms",
+                          "GPUMEM_HEADROOM=10%", NULL };
+    RUN_OK(env, apicheck("gpa"), "--via", "gpa", "try", "34359738368",
+           "268435456", "sleep:300", "1048576", "2147483648");
+    /* Frozen at (300 + 256) MiB x 1.1, rounded: 2 GiB no longer fits. */
+    ck_assert_msg(strstr(out, "try 1048576 rc 0\n") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "try 2147483648 rc 2\n") != NULL, "%s", out);
 }
 END_TEST
 
@@ -556,13 +740,17 @@ static Suite *suite(void)
     tcase_add_test(a, threads_tight_limit);
     tcase_add_test(a, context_charged_and_virtualised);
     tcase_add_test(a, no_limit_passes_through);
+    tcase_add_loop_test(a, invalid_requests_get_the_drivers_answer, 0, 3);
+    tcase_add_loop_test(a, static_mode_free_is_the_arena_room, 0, 3);
     tcase_add_test(a, percent_limit_resolves_against_physical);
     tcase_add_test(a, share_limit_uses_local_ranks);
     tcase_add_test(a, limit_above_physical_clamps);
     tcase_add_test(a, two_devices_two_limits);
     tcase_add_test(a, fork_child_is_clean);
     tcase_add_loop_test(a, pools_charge_their_reserve, 0, 3);
+    tcase_add_loop_test(a, pool_destroyed_with_live_blocks_stays_charged, 0, 3);
     tcase_add_test(a, pool_threads_no_drift);
+    tcase_add_test(a, published_pool_reserve_ends_exact);
     suite_add_tcase(s, a);
     TCase *m = tcase_create("modes");
     tcase_set_timeout(m, 60);
@@ -578,8 +766,14 @@ static Suite *suite(void)
     tcase_add_test(l, cuda_in_a_constructor_is_counted);
     tcase_add_test(l, policy_command);
     tcase_add_test(l, exit_report_exact);
+    tcase_add_test(l, report_never_follows_a_symlink);
     tcase_add_test(l, bad_config_exits_2);
     tcase_add_test(l, bad_config_warn_runs);
+    tcase_add_loop_test(l, unloadable_driver_with_limit_exits_2, 0, 3);
+    tcase_add_loop_test(l, unloadable_driver_warn_keeps_limit, 0, 3);
+    tcase_add_test(l, unloadable_driver_without_limit_passes_through);
+    tcase_add_loop_test(l, driver_refusal_leaves_no_peak, 0, 3);
+    tcase_add_test(l, driver_refusal_does_not_raise_staged_limit);
     tcase_add_test(l, no_cuda_no_cost);
     tcase_add_test(l, cuda_process_gets_a_segment);
     tcase_add_loop_test(l, telemetry_off_limits_only, 0, 3);

@@ -451,6 +451,67 @@ static void s_pools(uint64_t limit)
     printf("ok pools\n");
 }
 
+/* Requests no driver can serve: the answers are printed for the caller to
+ * compare with the driver's own. */
+static void s_invalid(void)
+{
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = dev0;
+    CUmemGenericAllocationHandle h;
+    printf("create-max rc %d\n", (int)F.cuMemCreate(&h, SIZE_MAX, &prop, 0));
+    prop.location.id = 63;
+    printf("create-dev63 rc %d\n",
+           (int)F.cuMemCreate(&h, 2u << 20, &prop, 0));
+    CUDA_ARRAY_DESCRIPTOR ad;
+    memset(&ad, 0, sizeof ad);
+    ad.Width = SIZE_MAX / 2;
+    ad.Height = SIZE_MAX / 2;
+    ad.Format = CU_AD_FORMAT_FLOAT;
+    ad.NumChannels = 4;
+    CUarray arr;
+    printf("array-huge rc %d\n", (int)F.cuArrayCreate_v2(&arr, &ad));
+    CUdeviceptr p;
+    printf("alloc-max rc %d\n", (int)F.cuMemAlloc_v2(&p, SIZE_MAX));
+}
+
+/* A pool destroyed while a block of it is live: the driver keeps the
+ * memory until the block is freed, and so must the charge. */
+static void s_pool_destroy_live(void)
+{
+    uint64_t f0 = free_now();
+    CUstream s;
+    CU(F.cuStreamCreate(&s, 0));
+    CUmemPoolProps pp;
+    memset(&pp, 0, sizeof pp);
+    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    pp.location.id = dev0;
+    CUmemoryPool cp;
+    CU(F.cuMemPoolCreate(&cp, &pp));
+    CUdeviceptr c, big;
+    CU(F.cuMemAllocFromPoolAsync(&c, 512u << 20, cp, s));
+    CU(F.cuStreamSynchronize(s));
+    CU(F.cuMemPoolDestroy(cp));
+    CHECK(f0 - free_now() >= (512u << 20),
+          "charge dropped at destroy: %llu charged",
+          (unsigned long long)(f0 - free_now()));
+    CUresult rc = F.cuMemAlloc_v2(&big, f0 - (256u << 20));
+    CHECK(rc == CUDA_ERROR_OUT_OF_MEMORY,
+          "a live block of a destroyed pool is not charged: rc %d", (int)rc);
+    if (rc == CUDA_SUCCESS)
+        CU(F.cuMemFree_v2(big));
+    CU(F.cuMemFreeAsync(c, s));
+    CU(F.cuStreamSynchronize(s));
+    CHECK(free_now() == f0, "after the last block: %llu still charged",
+          (unsigned long long)(f0 - free_now()));
+    CU(F.cuMemAlloc_v2(&big, f0 - (256u << 20)));
+    CU(F.cuMemFree_v2(big));
+    printf("ok pool-destroy-live\n");
+}
+
 /* The peak under a stream-ordered pool: what the pool held at most plus
  * the context (printed for the caller to compare with the segment), never
  * a provisional reservation on top of the pool's growth. */
@@ -665,7 +726,8 @@ static void s_static(void)
     CHECK(s0.live == 1, "driver allocations: %llu (want the arena only)",
           (unsigned long long)s0.live);
     uint64_t arena = s0.alloc;
-    CHECK(arena > 0 && free_now() == 0, "arena %llu, free %llu",
+    /* Free memory is what the arena can still hand out: all of it. */
+    CHECK(arena > 0 && free_now() == arena, "arena %llu, free %llu",
           (unsigned long long)arena, (unsigned long long)free_now());
     CUdeviceptr live[256] = { 0 }, base = 0;
     unsigned seed = 5;
@@ -716,6 +778,24 @@ static void s_hold(uint64_t size, uint64_t ms)
     sleep_ms((unsigned)ms);
     CU(F.cuMemFree_v2(p));
     printf("released\n");
+}
+
+/* try SIZE...: one cuMemAlloc_v2 of each size (freed at once); prints
+ * "try SIZE rc N" for each. An argument sleep:MS sleeps instead. */
+static void s_try(int n, char **sizes)
+{
+    for (int k = 0; k < n; k++) {
+        if (strncmp(sizes[k], "sleep:", 6) == 0) {
+            sleep_ms((unsigned)strtoul(sizes[k] + 6, NULL, 10));
+            continue;
+        }
+        CUdeviceptr p = 0;
+        unsigned long long size = strtoull(sizes[k], NULL, 0);
+        CUresult rc = F.cuMemAlloc_v2(&p, (size_t)size);
+        printf("try %llu rc %d\n", size, (int)rc);
+        if (rc == CUDA_SUCCESS)
+            CU(F.cuMemFree_v2(p));
+    }
 }
 
 /* grab SIZE MS: retry allocating SIZE until it works or MS pass. */
@@ -933,6 +1013,8 @@ int main(int argc, char **argv)
         s_static();
     else if (strcmp(sc, "hold") == 0)
         s_hold(a1, a2);
+    else if (strcmp(sc, "try") == 0)
+        s_try(argc - i, argv + i);
     else if (strcmp(sc, "grab") == 0)
         s_grab(a1, a2);
     else if (strcmp(sc, "churn") == 0)
@@ -941,6 +1023,10 @@ int main(int argc, char **argv)
         s_pools(a1);
     else if (strcmp(sc, "pool-peak") == 0)
         s_pool_peak(a1);
+    else if (strcmp(sc, "invalid") == 0)
+        s_invalid();
+    else if (strcmp(sc, "pool-destroy-live") == 0)
+        s_pool_destroy_live();
     else if (strcmp(sc, "pool-threads") == 0)
         s_pool_threads();
     else if (strcmp(sc, "fork") == 0)

@@ -1,0 +1,57 @@
+/*
+ * shim/base/safefile.c — gm_file_replace: a temporary file next to the
+ * target, created exclusively with mode 0600, written whole, then renamed
+ * over the target. Invariants in safefile.h.
+ */
+#include "shim/base/safefile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int gm_file_replace(const char *path, const void *buf, size_t n, char *err,
+                    size_t cap)
+{
+    char tmp[4200];
+    int k = snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", path);
+    if (k < 0 || (size_t)k >= sizeof tmp) {
+        snprintf(err, cap, "cannot write %s: the path is too long", path);
+        return -1;
+    }
+    int fd = mkostemp(tmp, O_CLOEXEC); /* O_EXCL, mode 0600 */
+    if (fd < 0) {
+        snprintf(err, cap, "cannot write %s: %s", path, strerror(errno));
+        return -1;
+    }
+    int e = 0;
+    if (fchmod(fd, S_IRUSR | S_IWUSR) != 0 || write_all(fd, buf, n) != 0)
+        e = errno ? errno : EIO;
+    if (close(fd) != 0 && e == 0)
+        e = errno;
+    if (e == 0 && rename(tmp, path) != 0)
+        e = errno;
+    if (e != 0) {
+        unlink(tmp);
+        snprintf(err, cap, "cannot write %s: %s", path, strerror(e));
+        return -1;
+    }
+    return 0;
+}
