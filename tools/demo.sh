@@ -95,12 +95,39 @@ run_one() {
     fi
 }
 
+# The second act: the same workload under a limit below its peak. The
+# shim refuses the allocation that would pass it, the program gets a
+# normal out-of-memory error (trainsim exits 3), and `gpumem ps` shows the
+# refusal in the kept segment, which `gpumem gc` then removes. The demo's
+# own segment prefix keeps the user's `gpumem ps` clean.
+refusal_act() {
+    small=$(( (CTX_BYTES + PEAK * 3 / 4) / MIB ))M
+    prefix=gmdemo$$
+    say "--- a limit below the peak: $small ---"
+    say "running: GPUMEM_KEEP=1 $BUILD/gpumem run --limit $small --report -- $TRAINSIM $WORKLOAD --quiet"
+    # shellcheck disable=SC2086
+    GPUMEM_SHM_PREFIX=$prefix GPUMEM_KEEP=1 \
+        "$BUILD/gpumem" run --limit "$small" --report -- "$TRAINSIM" $WORKLOAD "$@" --quiet
+    rc2=$?
+    if [ "$rc2" -ne 3 ]; then
+        warn "expected the refused workload to exit 3 (an allocation failed), got $rc2"
+        return 1
+    fi
+    say "refused as expected (trainsim exit 3); the process as gpumem ps --all sees it:"
+    "$BUILD/gpumem" ps --all --prefix "$prefix" || return 1
+    "$BUILD/gpumem" gc --prefix "$prefix" >/dev/null || return 1
+    return 0
+}
+
 if [ "$GROUP" != 1 ]; then
     say "running: $HOW $TRAINSIM $WORKLOAD${*:+ $*}"
     run_one "$@"
     rc=$?
-    [ "$rc" -eq 0 ] || warn "gpumem-trainsim failed (exit $rc)"
-    exit "$rc"
+    [ "$rc" -eq 0 ] || { warn "gpumem-trainsim failed (exit $rc)"; exit "$rc"; }
+    if [ "$VIA_RUN" = 1 ] && [ -z "$MODE" ]; then
+        refusal_act "$@" || exit 1
+    fi
+    exit 0
 fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpumem-demo.XXXXXX") || die "cannot create a temporary directory"
