@@ -196,6 +196,26 @@ static bool parse_limit_pct(struct load *c, enum gm_field f, const char *name,
 }
 
 /* Every GPUMEM_LIMIT form; *out is written only on success. */
+/* "0.5" (the fraction habit of TensorFlow and JAX users) as the
+ * percentage it probably meant, "50", into buf; false when val is not a
+ * plain decimal fraction below 1. */
+static bool fraction_as_percent(const char *val, char *buf, size_t cap)
+{
+    const char *p = val;
+    if (*p == '0')
+        p++;
+    if (*p != '.' || p[1] < '0' || p[1] > '9')
+        return false;
+    const char *d = p + 1;
+    size_t n = strspn(d, "0123456789");
+    if (d[n] != '\0' || n > 12 || strspn(d, "0") == n)
+        return false;
+    char two[3] = { d[0], n > 1 ? d[1] : '0', '\0' };
+    int whole = (two[0] - '0') * 10 + (two[1] - '0');
+    snprintf(buf, cap, n > 2 ? "%d.%s" : "%d", whole, d + 2);
+    return true;
+}
+
 bool gm_pol_parse_limit(struct load *c, enum gm_field f, const char *name,
                         const char *val, struct gm_limit *out)
 {
@@ -213,6 +233,15 @@ bool gm_pol_parse_limit(struct load *c, enum gm_field f, const char *name,
     if (strchr(val, '%') != NULL)
         return parse_limit_pct(c, f, name, val, out);
     e = gm_parse_size_ex(val, &b, &junk);
+    char pct[32];
+    if (e == GM_PERR_FRACTION && fraction_as_percent(val, pct, sizeof pct)) {
+        char what[WHAT_MAX];
+        snprintf(what, sizeof what, "is a fraction of a byte (did you mean "
+                 "%s%%? a share of the device is written as a percentage)",
+                 pct);
+        gm_pol_bad(c, f, name, val, what, F_LIMIT);
+        return false;
+    }
     if (e != GM_PERR_OK) {
         gm_pol_bad_parse(c, f, name, val, e, K_SIZE, junk, F_LIMIT);
         return false;

@@ -196,7 +196,11 @@ static const struct err_case bad_limits[] = {
     { "share:abc", "has a share fraction that is not a number" },
     { "share:-1", "has a share fraction that is negative" },
     { "sharex", "is not a size" },
-    { "1.5", "is a fraction of a byte" },
+    { "1.5", "is a fraction of a byte; use" },
+    { "0.5", "is a fraction of a byte (did you mean 50%? a share of the "
+             "device is written as a percentage)" },
+    { "0.125", "(did you mean 12.5%?" },
+    { "0.05", "(did you mean 5%?" },
     { "lots", "is not a size" },
 };
 
