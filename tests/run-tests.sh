@@ -3,9 +3,21 @@
 # line "N passed, N failed, N skipped". Check suites report their own counts
 # ("NN%: Checks: N, Failures: F, Errors: E"); a shell test counts as one case
 # (exit 0 pass, 77 skip, anything else fail). Exit 1 when anything failed.
+#
+# Every program the suites start inherits GPUMEM_SHM_PREFIX=gmtest<pid>
+# (a suite that needs another prefix sets its own), so no test writes
+# under the user's default prefix; whatever is left under that prefix in
+# /dev/shm at the end (a killed child's segment, a group file) is a
+# failure of the run, listed, and removed, also when the run is
+# interrupted.
 passed=0; failed=0; skipped=0
 log=$(mktemp "${TMPDIR:-/tmp}/gm-test.XXXXXX") || exit 1
-trap 'rm -f "$log"' EXIT
+GPUMEM_SHM_PREFIX=gmtest$$
+export GPUMEM_SHM_PREFIX
+SHM=${GM_TEST_SHM_DIR:-/dev/shm}
+cleanup() { rm -f "$log" "$SHM/$GPUMEM_SHM_PREFIX".* "$SHM/$GPUMEM_SHM_PREFIX"_*; }
+trap cleanup EXIT
+trap 'cleanup; exit 130' INT TERM
 for t in "$@"; do
     case "$t" in
         *.sh) sh "$t" >"$log" 2>&1 ;;
@@ -34,5 +46,11 @@ for t in "$@"; do
         failed=$((failed + 1)); echo "FAIL  $name (exit $rc)"; sed 's/^/      /' "$log" | tail -n 40
     fi
 done
+left=$(cd "$SHM" 2>/dev/null && ls -d "$GPUMEM_SHM_PREFIX".* "$GPUMEM_SHM_PREFIX"_* 2>/dev/null)
+if [ -n "$left" ]; then
+    failed=$((failed + 1))
+    echo "FAIL  /dev/shm: the suites left files under $GPUMEM_SHM_PREFIX (removed now):"
+    echo "$left" | sed 's/^/      /'
+fi
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
