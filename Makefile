@@ -95,7 +95,8 @@ LINT_TESTS  := $(wildcard tests/lint/test_*.sh)
 BENCH_SRC := $(wildcard tests/bench/*.c)
 BENCH_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(BENCH_SRC))
 
-PROGRAMS := $(SHIM_SO) $(SIM_SO) $(TRAINSIM) $(GPUMEM_BIN) $(TOP_BIN)
+PAGES    := $(BUILD)/share/.pages
+PROGRAMS := $(SHIM_SO) $(SIM_SO) $(TRAINSIM) $(GPUMEM_BIN) $(TOP_BIN) $(PAGES)
 
 .SECONDARY:
 .PHONY: all check check-lint check-unit check-sim check-integ tests demo sanitize bench fuzz \
@@ -154,6 +155,12 @@ $(GPUMEM_BIN): $(call obj,$(GPUMEM_SRC)) $(LIBCORE)
 $(TOP_BIN): $(call obj,$(TOP_SRC)) $(LIBCORE)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(LIBCORE) $(CURSES_LIBS) $(SYSLIBS)
+
+# Manual pages and bash completion, made from the programs' own help and
+# docs/env.md (tools/cli/mkpages.sh).
+$(PAGES): $(GPUMEM_BIN) $(TOP_BIN) docs/env.md tools/cli/mkpages.sh
+	@$(if $(Q),echo "  PAGES   $(BUILD)/share")
+	$(Q)rm -rf $(BUILD)/share && sh tools/cli/mkpages.sh $(BUILD) $(BUILD)/share && touch $@
 
 # ---- tests -----------------------------------------------------------------
 $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(LIBCORE)
@@ -260,10 +267,17 @@ gpu-bench: all
 	    rc=$$?; [ $$rc -eq 77 ] && exit 0; exit $$rc
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin \
+	    $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man7 \
+	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 0755 $(SHIM_SO) $(DESTDIR)$(PREFIX)/lib/libgpumem.so
 	install -m 0755 $(GPUMEM_BIN) $(DESTDIR)$(PREFIX)/bin/gpumem
 	install -m 0755 $(TOP_BIN) $(DESTDIR)$(PREFIX)/bin/gpumem-top
+	install -m 0644 $(BUILD)/share/man1/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 $(BUILD)/share/man7/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
+	install -m 0644 $(BUILD)/share/bash-completion/gpumem \
+	    $(BUILD)/share/bash-completion/gpumem-top \
+	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions/
 
 clean:
 	rm -rf build

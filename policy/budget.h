@@ -15,6 +15,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#define GM_BUDGET_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
 struct gm_budget {
     _Atomic uint64_t used;
     _Atomic uint64_t peak;
@@ -30,6 +32,22 @@ static inline void gm_budget_raise_peak(struct gm_budget *b, uint64_t v)
                                                   memory_order_relaxed,
                                                   memory_order_relaxed))
         ;
+}
+
+/* At a commit: peak = max(peak, used now); returns used now and stores
+ * the resulting peak in *peak_out (one load of each in the common case
+ * where the peak does not move). */
+static inline uint64_t gm_budget_note_peak(struct gm_budget *b,
+                                           uint64_t *peak_out)
+{
+    uint64_t u = atomic_load_explicit(&b->used, memory_order_relaxed);
+    uint64_t p = atomic_load_explicit(&b->peak, memory_order_relaxed);
+    if (GM_BUDGET_UNLIKELY(u > p)) {
+        gm_budget_raise_peak(b, u);
+        p = atomic_load_explicit(&b->peak, memory_order_relaxed);
+    }
+    *peak_out = p;
+    return u;
 }
 
 /* A provisional reservation: as gm_budget_reserve, but peak is left alone

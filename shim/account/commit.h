@@ -31,13 +31,13 @@ static inline __attribute__((always_inline)) void gm_acct_commit_inline(
 {
     /* The admission only held the bytes: now that the driver has them,
      * they count toward the peak. */
-    gm_budget_raise_peak(&d->budget, gm_budget_used(&d->budget));
+    uint64_t peak, used = gm_budget_note_peak(&d->budget, &peak);
+    gm_grp_committed(d);
     if (gm_telemetry_on()) {
         struct gm_tel_ev e = {
             .ts_ns = gm_ticks_realtime(t1), .lat_ns = gm_ticks_ns(t1 - t0),
             .addr = a->key, .size = a->size,
-            .used = gm_budget_used(&d->budget),
-            .peak = gm_budget_peak(&d->budget),
+            .used = used, .peak = peak,
             .dev = a->dev, .api = a->api, .frag_ppm = GM_TEL_FRAG_KEEP,
             .known = true, /* gm_dev_get ran gm_tel_device */
         };
@@ -64,8 +64,6 @@ static inline __attribute__((always_inline)) void gm_acct_released_inline(
         gm_grp_give(d, a->size);
     } else {
         used = gm_budget_used(&d->budget);
-        if (a->flags & GM_AF_GROUP)
-            gm_grp_give(d, a->size);
     }
     if (gm_telemetry_on()) {
         struct gm_tel_ev e = {

@@ -108,6 +108,8 @@ bool gm_dev_context_created(int dev, CUcontext ctx, uint64_t nvml_before)
     if (!gm_grp_take(d, bytes))
         gm_log(GM_LOG_WARN, "device %d: group '%s' is full; this context's "
                "memory is not counted in it", dev, gm_st.policy.group);
+    else
+        gm_grp_committed(d);
     gm_tel_context(&gm_st.tel, (unsigned)dev, bytes, used,
                    gm_budget_peak(&d->budget));
     if (gm_log_enabled(GM_LOG_INFO)) {

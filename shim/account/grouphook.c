@@ -1,6 +1,10 @@
 /*
  * shim/account/grouphook.c — wiring the group library (shim/group/) into the shim: join, per-device
  * registration, charge/release, cross-process waits, reclaim events.
+ *
+ * Invariant: no call here waits on the group without an end: the library
+ * bounds every wait on the group's lock, and a group that stops
+ * responding turns broken (warned once), leaving the process limit.
  */
 #include "shim/account/grouphook.h"
 
@@ -79,8 +83,8 @@ static void warn_broken(void)
 {
     if (gm_group_broken(&group) && !atomic_exchange(&broken_warned, 1))
         gm_log(GM_LOG_WARN, "group '%s' became unusable (its segment was "
-               "damaged or taken over); only the process limit applies now",
-               gm_st.policy.group);
+               "damaged or taken over, or its lock stopped responding); only "
+               "the process limit applies now", gm_st.policy.group);
 }
 
 bool gm_grp_take_slow(struct gm_dev *d, uint64_t size)
@@ -94,6 +98,25 @@ bool gm_grp_take_slow(struct gm_dev *d, uint64_t size)
 void gm_grp_give_slow(struct gm_dev *d, uint64_t size)
 {
     gm_group_release(&group, d->gdev1 - 1, size);
+}
+
+void gm_grp_committed_slow(struct gm_dev *d)
+{
+    gm_group_note_peak(&group, d->gdev1 - 1);
+}
+
+void gm_grp_settle_slow(struct gm_dev *d, uint64_t add, uint64_t sub)
+{
+    gm_group_charge(&group, d->gdev1 - 1, add, sub);
+    warn_broken();
+}
+
+bool gm_grp_over(struct gm_dev *d)
+{
+    struct gm_group_usage u;
+    if (d->gdev1 == 0 || gm_group_query(&group, d->gdev1 - 1, &u) != 0)
+        return false;
+    return u.limit != 0 && u.used > u.limit;
 }
 
 bool gm_grp_wait(struct gm_dev *d, uint64_t size, uint64_t deadline_ns)

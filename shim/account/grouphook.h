@@ -35,6 +35,24 @@ static inline void gm_grp_give(struct gm_dev *d, uint64_t size)
     if (GM_UNLIKELY(d->gdev1 != 0))
         gm_grp_give_slow(d, size);
 }
+/* A charge became memory the driver holds: raise the group's peak. */
+void gm_grp_committed_slow(struct gm_dev *d);
+static inline void gm_grp_committed(struct gm_dev *d)
+{
+    if (GM_UNLIKELY(d->gdev1 != 0))
+        gm_grp_committed_slow(d);
+}
+/* What the driver already holds changed (a pool grew by `add`, shrank by
+ * `sub`): follow it on the group without the admission rule, as the
+ * process budget does (gm_budget_settle). */
+void gm_grp_settle_slow(struct gm_dev *d, uint64_t add, uint64_t sub);
+static inline void gm_grp_settle(struct gm_dev *d, uint64_t add, uint64_t sub)
+{
+    if (GM_UNLIKELY(d->gdev1 != 0))
+        gm_grp_settle_slow(d, add, sub);
+}
+/* True when the device's group is past its limit (after a settle). */
+bool gm_grp_over(struct gm_dev *d);
 /* Block until the group can take `size` (then it is taken) or until the
  * CLOCK_MONOTONIC deadline. */
 bool gm_grp_wait(struct gm_dev *d, uint64_t size, uint64_t deadline_ns);

@@ -17,6 +17,7 @@
 
 #include "shim/account/chargesum.h"
 #include "shim/account/device.h"
+#include "shim/account/grouphook.h"
 #include "shim/account/release.h"
 #include "shim/account/track.h"
 #include "shim/account/device.h"
@@ -182,6 +183,8 @@ static inline uint64_t recharge(struct pool *s, struct gm_dev *d, uint64_t now,
     uint64_t used = gm_budget_settle(&d->budget, now > old ? now - old : 0,
                                      held + (old > now ? old - now : 0));
     if (now != old) {
+        /* The group is charged what the process is (docs/groups.md). */
+        gm_grp_settle(d, now > old ? now - old : 0, old > now ? old - now : 0);
         publish(dev, (int64_t)(now - old));
         if (now < old)
             gm_release_wake();

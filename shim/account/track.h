@@ -30,7 +30,6 @@ enum gm_ns {
 #define GM_AF_SPILL   0x02u  /* served as managed memory after a refusal */
 #define GM_AF_ASYNC   0x04u  /* stream-ordered allocation */
 #define GM_AF_UNCHARGED 0x08u /* recorded but not charged to the limit */
-#define GM_AF_GROUP   0x10u  /* UNCHARGED, but its size is on the group */
 
 struct gm_alloc {
     uint64_t key;

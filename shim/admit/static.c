@@ -75,6 +75,7 @@ void gm_static_setup(int dev, struct gm_dev *d, CUcontext ctx)
         return;
     }
     gm_budget_raise_peak(&d->budget, gm_budget_used(&d->budget));
+    gm_grp_committed(d);
     gm_tel_event(&gm_st.tel, GM_EV_MODE, (unsigned)dev, GM_API_MEM_ALLOC,
                  size, base, used);
     gm_log(GM_LOG_INFO, "device %d: static arena of %s reserved", dev, s);

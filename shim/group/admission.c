@@ -4,8 +4,10 @@
  * members), release with cross-process wake-ups, the bounded wait, and
  * the usage query.
  *
- * Invariant: nothing on the reserve/release/wait path allocates or
- * prints; every subtraction is clamped and every addition saturates.
+ * Invariants: nothing on the reserve/release/wait path allocates or
+ * prints; every subtraction is clamped and every addition saturates; no
+ * call waits on the group's mutex longer than LOCK_WAIT_NS (a member that
+ * could not get it is broken and admits everything from then on).
  */
 #include "shim/group/group_int.h"
 
@@ -110,15 +112,17 @@ static bool admit_locked(struct gm_group *g, int gdev, uint64_t size,
     ST(c, sat_add(LD(c), size));
     used = sat_add(used, size);
     ST(&d->used, used);
-    if (used > LD(&d->peak))
-        ST(&d->peak, used);
+    /* No peak here: an admitted request is not yet held (it may be
+     * refused by the driver); gm_group_note_peak raises it at commit. */
     if (used_out != NULL)
         *used_out = used;
     return true;
 }
 
-/* Finds dead members without the lock, then frees them under it. Returns
- * the bytes reclaimed; *freed the slots. */
+/* Finds dead members without the lock, then frees them under it, each
+ * after a second test there: a slot found unlocked may have been left and
+ * claimed again by the same process (same pid and start time, as after
+ * an exec) in between. Returns the bytes reclaimed; *freed the slots. */
 static uint64_t reclaim_scan(struct gm_group *g, unsigned *freed)
 {
     struct gm_group_seg *s = g->seg;
@@ -126,25 +130,32 @@ static uint64_t reclaim_scan(struct gm_group *g, unsigned *freed)
     uint64_t starts[GM_GROUP_MAX_MEMBERS];
     uint64_t mask = 0, bytes = 0;
     *freed = 0;
+    int probe = gm_grpi_probe_open(g);
     for (int i = 0; i < GM_GROUP_MAX_MEMBERS; i++) {
         if (i == g->slot || LD(&s->slot[i].state) != GM_GROUP_SLOT_LIVE)
             continue;
         pids[i] = LD(&s->slot[i].pid);
         starts[i] = LD(&s->slot[i].start_ticks);
-        if (gm_grpi_member_gone(g, pids[i], starts[i], i))
+        if (gm_grpi_member_gone(g, probe, pids[i], starts[i], i))
             mask |= 1ull << i;
     }
-    if (mask == 0 || !gm_grpi_grp_lock(g))
+    if (mask == 0 || !gm_grpi_grp_lock(g)) {
+        if (probe >= 0)
+            close(probe);
         return 0;
+    }
     for (int i = 0; i < GM_GROUP_MAX_MEMBERS; i++) {
         struct gm_group_slot *m = &s->slot[i];
         if (!(mask & (1ull << i)) || LD(&m->state) != GM_GROUP_SLOT_LIVE ||
-            LD(&m->pid) != pids[i] || LD(&m->start_ticks) != starts[i])
+            LD(&m->pid) != pids[i] || LD(&m->start_ticks) != starts[i] ||
+            !gm_grpi_member_gone(g, probe, pids[i], starts[i], i))
             continue;
         bytes = sat_add(bytes, gm_grpi_reclaim_slot_locked(g, i));
         (*freed)++;
     }
     gm_grpi_seg_unlock(s);
+    if (probe >= 0)
+        close(probe);
     if (*freed > 0)
         gm_grpi_wake_waiters(g);
     return bytes;
@@ -206,6 +217,32 @@ void gm_group_release(struct gm_group *g, int gdev, uint64_t size)
     gm_grpi_seg_unlock(s);
     if (give > 0)
         gm_grpi_wake_waiters(g);
+}
+
+void gm_group_charge(struct gm_group *g, int gdev, uint64_t add,
+                     uint64_t sub)
+{
+    if (!joined(g) || is_broken(g) || !dev_ok(g, gdev) ||
+        (add == 0 && sub == 0) || !gm_grpi_grp_lock(g))
+        return;
+    struct gm_group_seg *s = g->seg;
+    uint64_t *c = &s->slot[g->slot].charged[gdev];
+    uint64_t mine = sat_add(LD(c), add);
+    uint64_t give = mine < sub ? mine : sub;  /* never below 0 */
+    ST(c, mine - give);
+    struct gm_group_dev *d = &s->dev[gdev];
+    ST(&d->used, sat_sub(sat_add(LD(&d->used), add), give));
+    gm_grpi_seg_unlock(s);
+    if (give > add)
+        gm_grpi_wake_waiters(g);
+}
+
+void gm_group_note_peak(struct gm_group *g, int gdev)
+{
+    if (!joined(g) || is_broken(g) || !dev_ok(g, gdev))
+        return;
+    struct gm_group_dev *d = &g->seg->dev[gdev];
+    gm_grpi_raise_peak(&d->peak, LD(&d->used));
 }
 
 bool gm_group_wait(struct gm_group *g, int gdev, uint64_t size,

@@ -4,8 +4,10 @@
  * with priority shares, dead-member reclaim and cross-process waits.
  * Behaviour, the priority rule and a worked example: docs/groups.md.
  *
- * The group is one file, <dir>/<prefix>.group.<NAME> (dir /dev/shm), mode
- * 0600, mapped MAP_SHARED by every member. Its layout is below: it is the
+ * The group is one file, <dir>/<prefix>.group@<NAME> (dir /dev/shm), mode
+ * 0600, mapped MAP_SHARED by every member. The '@' is in no prefix, group
+ * name or pid, so the name never equals a process's telemetry segment
+ * <prefix>.<pid> nor another group's file. Its layout is below: it is the
  * contract between members built from different copies of gpumem and the
  * tools, so it is versioned and checked with _Static_assert.
  *
@@ -21,6 +23,13 @@
  *    may be changing fields, even otherwise.
  *  - `initialised` is stored last (release) by the creator; nothing else is
  *    trusted before it reads 1 (acquire).
+ *  - A LIVE slot's member holds an open-file-description lock (F_OFD_SETLK,
+ *    write) on the byte GM_GROUP_LIVE_LOCK_OFF(slot) of the file, taken
+ *    through its own O_CLOEXEC descriptor before the slot is stored LIVE
+ *    and kept by that descriptor and the mapping. Both go at exec and at
+ *    death, so a LIVE slot whose byte nobody locks is a gone member.
+ *  - Every wait on `lock` is bounded (LOCK_WAIT_NS); a lock that does not
+ *    respond marks the group broken for the waiter, which fails open.
  *
  * Invariants (API): gm_group_reserve/release/wait never call malloc and
  * never print; messages go into caller buffers, bare text without the
@@ -41,12 +50,18 @@
 
 /* "GPUMEMGR" read as a little-endian 64-bit integer. */
 #define GM_GROUP_MAGIC 0x52474d454d555047ull
-#define GM_GROUP_VERSION 1u
+#define GM_GROUP_VERSION 2u         /* 2: liveness lock per slot, '@' name */
 #define GM_GROUP_MAX_DEVICES 16
 #define GM_GROUP_MAX_MEMBERS 64
 #define GM_GROUP_WEIGHT_ONE 1000u      /* weights are stored in thousandths */
 #define GM_GROUP_WEIGHT_MIN 1u         /* 0.001 */
 #define GM_GROUP_WEIGHT_MAX 1000000u   /* 1000 */
+
+/* The byte of the file a live member of slot i keeps locked (F_OFD_SETLK):
+ * the first byte of its slot. */
+#define GM_GROUP_LIVE_LOCK_OFF(i)                                        \
+    (offsetof(struct gm_group_seg, slot) +                                \
+     (size_t)(i) * sizeof(struct gm_group_slot))
 
 /* Member slot states. */
 #define GM_GROUP_SLOT_FREE 0u
@@ -121,6 +136,8 @@ _Static_assert(sizeof(struct gm_group_dev) == 64, "group device size");
 _Static_assert(sizeof(struct gm_group_slot) == 192, "group slot size");
 _Static_assert(sizeof(struct gm_group_seg) == 512 + 16 * 64 + 64 * 192,
                "group segment size");
+_Static_assert(GM_GROUP_LIVE_LOCK_OFF(1) == 1536 + 192,
+               "liveness lock bytes (docs/groups.md)");
 
 /* ---- members ------------------------------------------------------------- */
 
@@ -147,7 +164,8 @@ struct gm_group_params {
 struct gm_group {
     struct gm_group_seg *seg;
     size_t len;
-    int fd;
+    int fd;                   /* O_CLOEXEC, holds the slot's liveness lock */
+    uint64_t file_dev, file_ino;  /* the segment fd's file (fd reuse guard) */
     int slot;                 /* our member slot, -1 when not joined */
     int pid;
     uint64_t start_ticks;
@@ -176,13 +194,15 @@ struct gm_group {
  * child. One membership per process and group. */
 
 /* Opens (creating if needed) the group's segment and claims a member
- * slot for this process (pid + /proc start time). Dead members, and a slot
- * left by this process's image before exec, are reclaimed first. `g` is
- * overwritten: it must not hold a membership.
+ * slot for this process (pid + /proc start time + the slot's liveness
+ * lock). Dead members, and a slot left by this process's image before
+ * exec, are reclaimed first. `g` is overwritten: it must not hold a
+ * membership.
  * Returns 0, or -1 with the reason in msg (nothing held then): bad name,
  * a file at the path that is not a valid group segment of this user
  * (symbolic link, other owner, mode other than 0600, wrong size, magic,
- * version or sizes), another pid namespace, all slots taken, ... */
+ * version or sizes), another pid namespace, all slots taken, a lock that
+ * does not respond within LOCK_WAIT_NS, ... */
 int gm_group_join(struct gm_group *g, const struct gm_group_params *p,
                   char *msg, size_t cap);
 
@@ -215,15 +235,27 @@ bool gm_group_reserve(struct gm_group *g, int gdev, uint64_t size,
  * and wakes members blocked in gm_group_wait. */
 void gm_group_release(struct gm_group *g, int gdev, uint64_t size);
 
+/* Charge `add` and give back `sub` in one step, without the admission
+ * rule (what the driver already holds: a pool that grew or shrank); may
+ * pass the group's limit, which the caller then checks. The give is
+ * clamped to this member's charge; waiters are woken when it shrinks. */
+void gm_group_charge(struct gm_group *g, int gdev, uint64_t add,
+                     uint64_t sub);
+
+/* peak = max(peak, used) for the device, after a charge became memory the
+ * driver holds (admission alone never raises the peak). Lock-free. */
+void gm_group_note_peak(struct gm_group *g, int gdev);
+
 /* gm_group_reserve, retried whenever any member releases (futex on the
  * segment, no polling) until it succeeds or CLOCK_MONOTONIC reaches
  * deadline_mono_ns. Returns whether it was charged. */
 bool gm_group_wait(struct gm_group *g, int gdev, uint64_t size,
                    uint64_t deadline_mono_ns, uint64_t *group_used_out);
 
-/* Frees the charges of dead members (pid gone, a zombie, or a pid that now
- * belongs to a process with another start time), calling on_reclaim for
- * each (member, device) with a charge. Returns the bytes reclaimed. */
+/* Frees the charges of dead members (pid gone, a zombie, a pid that now
+ * belongs to a process with another start time, or a slot whose liveness
+ * lock nobody holds: the member died or called exec), calling on_reclaim
+ * for each (member, device) with a charge. Returns the bytes reclaimed. */
 uint64_t gm_group_reclaim(struct gm_group *g);
 
 /* Starts a thread (all signals blocked) that runs gm_group_reclaim every
@@ -248,19 +280,22 @@ struct gm_group_usage {
  * not joined, the group is unusable, or gdev is not registered. */
 int gm_group_query(struct gm_group *g, int gdev, struct gm_group_usage *out);
 
-/* True once the group became unusable (its lock could not be recovered,
- * or this member's slot was taken away): reserve then admits everything
- * and release does nothing. The shim warns once. */
+/* True once the group became unusable (its lock could not be recovered or
+ * did not respond within LOCK_WAIT_NS, or this member's slot was taken
+ * away): reserve then admits everything and release does nothing. The
+ * shim warns once. */
 bool gm_group_broken(const struct gm_group *g);
 
 /* Stops the reaper, releases this member's remaining charge, frees its
  * slot, and unmaps. The last live member removes the file (unless keep).
- * Safe to call on a struct that never joined (memset to 0 or after a
- * failed join). */
+ * Returns within about twice LOCK_WAIT_NS whatever the lock does (the
+ * reaper's wait on it is bounded too). Safe to call on a struct that never
+ * joined (memset to 0 or after a failed join). */
 void gm_group_leave(struct gm_group *g);
 
-/* In a fork child: drops the parent's mapping without touching the
- * segment or the parent's reaper thread. */
+/* In a fork child: drops the parent's mapping and descriptor without
+ * touching the segment, the parent's liveness lock (it belongs to the
+ * open file both share: never unlocked here) or its reaper thread. */
 void gm_group_forget(struct gm_group *g);
 
 /* ---- tools (readers take no lock) ----------------------------------------- */
@@ -276,8 +311,9 @@ struct gm_group_view_member {
     int pid;
     uint64_t start_ticks;
     double weight;
-    bool alive;               /* the process exists now (not yet reclaimed
-                                 when false) */
+    bool alive;               /* the process exists now and holds the
+                                 slot's lock (not yet reclaimed when
+                                 false) */
     uint64_t joined_ns;
     unsigned waiting;         /* its threads blocked in gm_group_wait */
     uint64_t used[GM_GROUP_MAX_DEVICES];
@@ -295,7 +331,7 @@ struct gm_group_view {
     struct gm_group_view_member member[GM_GROUP_MAX_MEMBERS];
 };
 
-/* Calls fn(arg, path, name) for every "<prefix>.group.<NAME>" entry of dir
+/* Calls fn(arg, path, name) for every "<prefix>.group@<NAME>" entry of dir
  * (NULL: /dev/shm) with a valid NAME, in directory order, stopping when fn
  * returns non-zero. Returns the number of calls, or -1 when dir cannot be
  * read. Opens no segment. */

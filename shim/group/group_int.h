@@ -10,7 +10,9 @@
  * processes load them atomically, and `gen` tells a reader whether its
  * copy straddled an update). Every subtraction is clamped, every addition
  * saturates, so a hostile or damaged segment can give wrong numbers but
- * never wrap or fault the arithmetic.
+ * never wrap or fault the arithmetic. Every wait on the robust mutex ends
+ * by LOCK_WAIT_NS (gm_grpi_seg_lock); a member whose wait ends unserved
+ * marks its struct broken and fails open.
  */
 #ifndef GM_GROUP_INT_H
 #define GM_GROUP_INT_H
@@ -29,7 +31,7 @@ __extension__ typedef unsigned __int128 u128;
 #define SEG_SIZE sizeof(struct gm_group_seg)
 #define NSEC 1000000000ull
 #define INIT_WAIT_NS NSEC          /* O_EXCL loser waits for the creator */
-#define LOCK_WAIT_NS (2 * NSEC)    /* join and gc: bounded first lock */
+#define LOCK_WAIT_NS (2 * NSEC)    /* the most any wait on the mutex lasts */
 #define SCAN_GAP_NS 50000000ull    /* refusal-triggered reclaim, per process */
 #define WAIT_SLICE_NS NSEC         /* gm_group_wait re-checks at least this */
 #define SNAP_TRIES 50
@@ -73,16 +75,36 @@ static inline bool dev_ok(const struct gm_group *g, int gdev)
 }
 
 
+/* peak = max(peak, v) with a compare-and-swap, with or without the lock:
+ * the only way the shared peak is raised (commit-time notes outside the
+ * lock and the repair under it never undo each other). */
+static inline void gm_grpi_raise_peak(uint64_t *peak, uint64_t v)
+{
+    uint64_t p = LD(peak);
+    while (v > p && !__atomic_compare_exchange_n(peak, &p, v, true,
+                                                 __ATOMIC_RELAXED,
+                                                 __ATOMIC_RELAXED))
+        ;
+}
+
 /* ---- across the parts ---------------------------------------------------- */
 
 bool gm_grpi_name_ok(const char *s, size_t max)
     __attribute__((visibility("hidden")));
 uint64_t gm_grpi_pidns_inode(void)
     __attribute__((visibility("hidden")));
-bool gm_grpi_member_gone(const struct gm_group *g, int pid, uint64_t start,
-                        int slot)
+bool gm_grpi_member_gone(const struct gm_group *g, int fd, int pid,
+                         uint64_t start, int slot)
     __attribute__((visibility("hidden")));
-int gm_grpi_seg_lock(struct gm_group_seg *s, uint64_t timeout_ns)
+int gm_grpi_live_lock_held(int fd, int slot)
+    __attribute__((visibility("hidden")));
+int gm_grpi_probe_open(const struct gm_group *g)
+    __attribute__((visibility("hidden")));
+bool gm_grpi_fd_ours(const struct gm_group *g)
+    __attribute__((visibility("hidden")));
+void gm_grpi_adopt(struct gm_group *g, struct gm_group_seg *mem, int fd)
+    __attribute__((visibility("hidden")));
+int gm_grpi_seg_lock(struct gm_group_seg *s)
     __attribute__((visibility("hidden")));
 void gm_grpi_seg_unlock(struct gm_group_seg *s)
     __attribute__((visibility("hidden")));

@@ -4,8 +4,14 @@
  * gone (pid, start time, zombie), freeing a dead member's slot and
  * charges, the reaper thread, leaving and forgetting after fork.
  *
- * Invariant: a slot's charges are freed exactly once, under the lock, by
- * whoever finds the member gone (another member, the reaper, gc).
+ * Invariants: a slot's charges are freed exactly once, under the lock, by
+ * whoever finds the member gone (another member, the reaper, gc). A slot
+ * is stored LIVE only after its member took the slot's liveness lock
+ * (GM_GROUP_LIVE_LOCK_OFF) through its O_CLOEXEC descriptor, and the lock
+ * is dropped only after the slot is FREE again, so a LIVE slot whose lock
+ * nobody holds is a member that died or called exec. A member is never
+ * judged gone on a test that could not be made (no descriptor, no OFD
+ * locks): those fall back to the pid and start-time tests.
  */
 #include "shim/group/group_int.h"
 
@@ -68,16 +74,68 @@ static bool proc_zombie(int pid)
     return p[2] == 'Z' || p[2] == 'X';
 }
 
-/* Whether the member in slot `slot` (pid, start) is gone. A slot holding
- * this process's pid that is not our own slot belongs to this process's
- * image before exec, or to an earlier process with the same pid. */
-bool gm_grpi_member_gone(const struct gm_group *g, int pid, uint64_t start,
-                        int slot)
+/* ---- liveness locks ------------------------------------------------------ */
+
+static void live_lock_arg(struct flock *l, short type, int slot)
+{
+    memset(l, 0, sizeof *l);   /* the OFD commands want l_pid 0 */
+    l->l_type = type;
+    l->l_whence = SEEK_SET;
+    l->l_start = (off_t)GM_GROUP_LIVE_LOCK_OFF(slot);
+    l->l_len = 1;
+}
+
+/* Whether some open file description holds slot's liveness lock: 1 yes,
+ * 0 no, -1 unknown (no descriptor, or no OFD locks here). A lock of fd's
+ * own description does not count: callers never ask about their own. */
+int gm_grpi_live_lock_held(int fd, int slot)
+{
+    struct flock l;
+    if (fd < 0 || slot < 0 || slot >= GM_GROUP_MAX_MEMBERS)
+        return -1;
+    live_lock_arg(&l, F_WRLCK, slot);
+    if (fcntl(fd, F_OFD_GETLK, &l) != 0)
+        return -1;
+    return l.l_type != F_UNLCK;
+}
+
+/* Takes slot's liveness lock on our descriptor: 0, 1 when another
+ * description holds it (a process that shares a dead member's open file),
+ * -1 when locks fail here (errno). */
+static int take_live_lock(int fd, int slot)
+{
+    struct flock l;
+    live_lock_arg(&l, F_WRLCK, slot);
+    if (fcntl(fd, F_OFD_SETLK, &l) == 0)
+        return 0;
+    return errno == EAGAIN || errno == EACCES ? 1 : -1;
+}
+
+/* Gives our slot's lock back at leave (after the slot is FREE): a fork
+ * child that kept the open file would keep it held otherwise. */
+static void drop_live_lock(const struct gm_group *g, int slot)
+{
+    struct flock l;
+    if (!gm_grpi_fd_ours(g))
+        return;
+    live_lock_arg(&l, F_UNLCK, slot);
+    (void)fcntl(g->fd, F_OFD_SETLK, &l);
+}
+
+/* Whether the member in slot `slot` (pid, start) is gone: nobody holds
+ * the slot's lock (tested through fd; -1: not tested), its pid is gone, a
+ * zombie, or another process's. A slot holding this process's pid that is
+ * not our own slot belongs to this process's image before exec, or to an
+ * earlier process with the same pid. */
+bool gm_grpi_member_gone(const struct gm_group *g, int fd, int pid,
+                         uint64_t start, int slot)
 {
     if (pid <= 0)
         return true;
     if (g != NULL && pid == g->pid)
         return slot != g->slot;
+    if (gm_grpi_live_lock_held(fd, slot) == 0)
+        return true;
     if (!gm_proc_alive(pid, start))
         return true;
     return proc_zombie(pid);
@@ -124,17 +182,21 @@ uint64_t gm_grpi_reclaim_slot_locked(struct gm_group *g, int i)
 static unsigned reclaim_dead_locked(struct gm_group *g, uint64_t *bytes)
 {
     unsigned freed = 0;
+    int probe = gm_grpi_probe_open(g);
     for (int i = 0; i < GM_GROUP_MAX_MEMBERS; i++) {
         struct gm_group_slot *m = &g->seg->slot[i];
         if (i == g->slot || LD(&m->state) != GM_GROUP_SLOT_LIVE)
             continue;
-        if (gm_grpi_member_gone(g, LD(&m->pid), LD(&m->start_ticks), i)) {
+        if (gm_grpi_member_gone(g, probe, LD(&m->pid), LD(&m->start_ticks),
+                                i)) {
             uint64_t b = gm_grpi_reclaim_slot_locked(g, i);
             if (bytes != NULL)
                 *bytes = sat_add(*bytes, b);
             freed++;
         }
     }
+    if (probe >= 0)
+        close(probe);
     return freed;
 }
 
@@ -146,11 +208,11 @@ static bool own_slot(const struct gm_group *g)
 }
 
 /* Locks for a member: recovers a dead owner's lock, and fails (marking
- * the group broken) when the lock is unusable or our slot is no longer
- * ours. */
+ * the group broken) when the lock is unusable, does not respond within
+ * LOCK_WAIT_NS, or our slot is no longer ours. */
 bool gm_grpi_grp_lock(struct gm_group *g)
 {
-    int rc = gm_grpi_seg_lock(g->seg, 0);
+    int rc = gm_grpi_seg_lock(g->seg);
     if (rc < 0) {
         set_broken(g);
         return false;
@@ -170,12 +232,13 @@ bool gm_grpi_grp_lock(struct gm_group *g)
 int gm_grpi_build_path(char *buf, size_t cap, const char *dir,
                       const char *prefix, const char *name)
 {
-    int n = snprintf(buf, cap, "%s/%s.group.%s", dir, prefix, name);
+    int n = snprintf(buf, cap, "%s/%s.group@%s", dir, prefix, name);
     return n < 0 || (size_t)n >= cap ? -1 : 0;
 }
 
-/* Claims a free slot (after reclaiming dead ones); the caller holds the
- * lock. Returns the slot or -1. */
+/* Claims a free slot (after reclaiming dead ones) and its liveness lock;
+ * the caller holds the mutex. Returns the slot, -1 when none is free, -2
+ * when locks fail (errno). */
 static int claim_slot_locked(struct gm_group *g, unsigned *freed)
 {
     struct gm_group_seg *s = g->seg;
@@ -184,6 +247,12 @@ static int claim_slot_locked(struct gm_group *g, unsigned *freed)
         struct gm_group_slot *m = &s->slot[i];
         if (LD(&m->state) != GM_GROUP_SLOT_FREE)
             continue;
+        /* The lock before LIVE: whoever sees the slot LIVE sees it held. */
+        int lk = take_live_lock(g->fd, i);
+        if (lk == 1)
+            continue;
+        if (lk < 0)
+            return -2;
         ST(&m->pid, g->pid);
         ST(&m->start_ticks, g->start_ticks);
         ST(&m->weight, g->weight);
@@ -208,11 +277,8 @@ static int attach_locked(struct gm_group *g, char *msg, size_t cap)
             struct gm_group_seg *s = NULL;
             int fd = -1;
             rc = gm_grpi_open_existing(g->path, g->name, true, &s, &fd, msg, cap);
-            if (rc == 0) {
-                g->seg = s;
-                g->len = SEG_SIZE;
-                g->fd = fd;
-            }
+            if (rc == 0)
+                gm_grpi_adopt(g, s, fd);
         }
         if (rc < 0)
             return -1;
@@ -225,7 +291,7 @@ static int attach_locked(struct gm_group *g, char *msg, size_t cap)
             gm_grpi_unmap(g);
             return -1;
         }
-        if (gm_grpi_seg_lock(g->seg, LOCK_WAIT_NS) < 0) {
+        if (gm_grpi_seg_lock(g->seg) < 0) {
             gm_msgf(msg, cap, "the lock of %s does not respond; refusing it",
                     g->path);
             gm_grpi_unmap(g);
@@ -276,13 +342,18 @@ int gm_group_join(struct gm_group *g, const struct gm_group_params *p,
         return -1;
     unsigned freed = 0;
     int slot = claim_slot_locked(g, &freed);
-    g->slot = slot;
+    int e = errno;
+    g->slot = slot < 0 ? -1 : slot;
     gm_grpi_seg_unlock(g->seg);
     if (freed > 0)
         gm_grpi_wake_waiters(g);
-    if (slot < 0) {
+    if (slot == -2)
+        gm_msgf(msg, cap, "cannot lock a member slot of %s (%s); a member "
+                "could not be told from a dead one", g->path, strerror(e));
+    else if (slot < 0)
         gm_msgf(msg, cap, "group '%s' already has %d live members, the most "
                 "it can hold", g->name, GM_GROUP_MAX_MEMBERS);
+    if (slot < 0) {
         gm_grpi_unmap(g);
         return -1;
     }
@@ -456,6 +527,7 @@ void gm_group_leave(struct gm_group *g)
     ST(&m->pid, 0);
     ST(&m->start_ticks, 0);
     int me = g->slot;
+    drop_live_lock(g, me);   /* after FREE: never LIVE and unlocked */
     (void)reclaim_dead_locked(g, NULL);
     unsigned others = 0;
     for (int i = 0; i < GM_GROUP_MAX_MEMBERS; i++)

@@ -5,9 +5,11 @@
  * lock-free read side used by the tools (list, snapshot, gc).
  *
  * Invariants: a file is used, repaired or unlinked only after it passed
- * every check; the lock's writers keep `gen` odd while fields change, so a
- * reader's copy is consistent when `gen` was even and equal before and
- * after it (take_copy).
+ * every check, and never unlinked when its magic is another kind's (an
+ * uninitialised file is removed only when its magic is 0 or ours); the
+ * lock's writers keep `gen` odd while fields change, so a reader's copy is
+ * consistent when `gen` was even and equal before and after it
+ * (take_copy); no wait on the lock lasts longer than LOCK_WAIT_NS.
  */
 #include "shim/group/group_int.h"
 
@@ -67,28 +69,40 @@ static void repair_locked(struct gm_group_seg *s)
             if (LD(&s->slot[i].state) == GM_GROUP_SLOT_LIVE)
                 sum = sat_add(sum, LD(&s->slot[i].charged[d]));
         ST(&s->dev[d].used, sum);
-        if (sum > LD(&s->dev[d].peak))
-            ST(&s->dev[d].peak, sum);
+        gm_grpi_raise_peak(&s->dev[d].peak, sum);
     }
     ST(&s->hdr.repairs, LD(&s->hdr.repairs) + 1);
 }
 
-/* Takes the mutex (timeout_ns 0: no timeout). Returns 0, 1 when it was
- * recovered from a dead owner (state repaired), -1 on failure. */
-int gm_grpi_seg_lock(struct gm_group_seg *s, uint64_t timeout_ns)
+/* The mutex, waiting at most LOCK_WAIT_NS: a same-user process can write
+ * any owner into the shared word (or zero the mutex, making it a private
+ * one whose wake-ups never cross processes), and a wait without an end
+ * would hang the member's reaper, its allocations and its exit. */
+static int timed_lock(pthread_mutex_t *m)
+{
+    struct timespec ts;
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 30)
+    clock_gettime(CLOCK_MONOTONIC, &ts);   /* immune to clock steps */
+#else
+    clock_gettime(CLOCK_REALTIME, &ts);
+#endif
+    uint64_t ns = (uint64_t)ts.tv_nsec + LOCK_WAIT_NS;
+    ts.tv_sec += (time_t)(ns / NSEC);
+    ts.tv_nsec = (long)(ns % NSEC);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 30)
+    return pthread_mutex_clocklock(m, CLOCK_MONOTONIC, &ts);
+#else
+    return pthread_mutex_timedlock(m, &ts);
+#endif
+}
+
+/* Takes the mutex, waiting at most LOCK_WAIT_NS. Returns 0, 1 when it was
+ * recovered from a dead owner (state repaired), -1 when it did not respond
+ * in time or cannot be used (forged owner, garbage, not recoverable). */
+int gm_grpi_seg_lock(struct gm_group_seg *s)
 {
     pthread_mutex_t *m = &s->hdr.lock.m;
-    int rc;
-    if (timeout_ns == 0) {
-        rc = pthread_mutex_lock(m);
-    } else {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t ns = (uint64_t)ts.tv_nsec + timeout_ns;
-        ts.tv_sec += (time_t)(ns / NSEC);
-        ts.tv_nsec = (long)(ns % NSEC);
-        rc = pthread_mutex_timedlock(m, &ts);
-    }
+    int rc = timed_lock(m);
     if (rc != 0 && rc != EOWNERDEAD)
         return -1;
     /* Writers' half of the seqlock: gen odd before any field changes. An
@@ -117,6 +131,48 @@ void gm_grpi_seg_unlock(struct gm_group_seg *s)
 }
 
 /* ---- segment creation and validation ------------------------------------- */
+
+/* The mapping and its descriptor become g's; the descriptor's file is
+ * remembered so that a number the program closed and reused for another
+ * file is never closed or unlocked by us (gm_grpi_fd_ours). */
+void gm_grpi_adopt(struct gm_group *g, struct gm_group_seg *mem, int fd)
+{
+    struct stat st;
+    g->seg = mem;
+    g->len = SEG_SIZE;
+    g->fd = fd;
+    g->file_dev = g->file_ino = 0;
+    if (fstat(fd, &st) == 0) {
+        g->file_dev = (uint64_t)st.st_dev;
+        g->file_ino = (uint64_t)st.st_ino;
+    }
+}
+
+/* Whether g->fd still is the segment's descriptor. */
+bool gm_grpi_fd_ours(const struct gm_group *g)
+{
+    struct stat st;
+    return g->fd >= 0 && fstat(g->fd, &st) == 0 && g->file_ino != 0 &&
+           (uint64_t)st.st_dev == g->file_dev &&
+           (uint64_t)st.st_ino == g->file_ino;
+}
+
+/* A descriptor of our own on the segment, to test the other members'
+ * liveness locks (one whose number nobody else can reuse meanwhile), or -1
+ * when the path holds another file now (then only pids are tested). */
+int gm_grpi_probe_open(const struct gm_group *g)
+{
+    int fd = open(g->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &st) != 0 || (uint64_t)st.st_dev != g->file_dev ||
+        (uint64_t)st.st_ino != g->file_ino) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
 
 void gm_grpi_unlink_if_same(const char *path, int fd)
 {
@@ -268,17 +324,22 @@ int gm_grpi_create_seg(struct gm_group *g, char *msg, size_t cap)
         return -1;
     }
     (void)flock(fd, LOCK_UN);
-    g->seg = mem;
-    g->len = SEG_SIZE;
-    g->fd = fd;
+    gm_grpi_adopt(g, mem, fd);
     return 0;
 }
 
-/* The file is empty or uninitialised past the wait: when nobody holds the
- * creator's lock, the creator died; remove the file (returns 1: retry).
- * Otherwise -1 (msg). */
-static int stale_or_busy(int fd, const char *path, char *msg, size_t cap)
+/* The file is empty or uninitialised past the wait: when its magic is 0
+ * or ours (what a creator stores) and nobody holds the creator's lock, the
+ * creator died; remove the file (returns 1: retry). Otherwise -1 (msg):
+ * a file of another kind is never removed. */
+static int stale_or_busy(int fd, const char *path, uint64_t magic, char *msg,
+                         size_t cap)
 {
+    if (magic != 0 && magic != GM_GROUP_MAGIC) {
+        gm_msgf(msg, cap, "%s is not a gpumem group segment (bad magic); "
+                "refusing it", path);
+        return -1;
+    }
     if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
         gm_grpi_unlink_if_same(path, fd);
         return 1;
@@ -313,7 +374,7 @@ int gm_grpi_open_existing(const char *path, const char *name, bool ours,
            gm_clock_monotonic_ns() < deadline)
         sleep_ns(1000000);
     if (rc == 1)
-        rc = stale_or_busy(fd, path, msg, cap);
+        rc = stale_or_busy(fd, path, 0, msg, cap);   /* empty: no magic */
     if (rc != 0) {
         close(fd);
         return rc;
@@ -330,7 +391,7 @@ int gm_grpi_open_existing(const char *path, const char *name, bool ours,
            gm_clock_monotonic_ns() < deadline)
         sleep_ns(1000000);
     if (__atomic_load_n(&s->hdr.initialised, __ATOMIC_ACQUIRE) != 1)
-        rc = stale_or_busy(fd, path, msg, cap);
+        rc = stale_or_busy(fd, path, LD(&s->hdr.magic), msg, cap);
     else
         rc = check_hdr(&s->hdr, name, path, msg, cap);
     if (rc != 0) {
@@ -343,13 +404,15 @@ int gm_grpi_open_existing(const char *path, const char *name, bool ours,
     return 0;
 }
 
-/* Drops the mapping and its descriptor (both exist together). */
+/* Drops the mapping and its descriptor (both exist together; a number
+ * that now names another file is not ours to close). Never unlocks: in a
+ * fork child the open file, and its liveness lock, are the parent's. */
 void gm_grpi_unmap(struct gm_group *g)
 {
     if (g->seg != NULL) {
-        munmap(g->seg, g->len);
-        if (g->fd >= 0)
+        if (gm_grpi_fd_ours(g))
             close(g->fd);
+        munmap(g->seg, g->len);
     }
     g->seg = NULL;
     g->fd = -1;
@@ -370,7 +433,7 @@ int gm_group_list(const char *dir, const char *prefix,
     if (d == NULL)
         return -1;
     char lead[GM_PREFIX_MAX + 16];
-    int ln = snprintf(lead, sizeof lead, "%s.group.", prefix);
+    int ln = snprintf(lead, sizeof lead, "%s.group@", prefix);
     int count = 0;
     struct dirent *e;
     while (ln > 0 && (size_t)ln < sizeof lead && (e = readdir(d)) != NULL) {
@@ -423,7 +486,9 @@ static int take_copy(int fd, struct gm_group_seg *c, bool *consistent)
     return 0;
 }
 
-static void fill_view(const struct gm_group_seg *c, struct gm_group_view *v)
+/* fd: the file the copy came from, for the members' liveness locks. */
+static void fill_view(const struct gm_group_seg *c, struct gm_group_view *v,
+                      int fd)
 {
     memcpy(v->name, c->hdr.name, sizeof v->name - 1);
     v->name[sizeof v->name - 1] = '\0';
@@ -458,7 +523,7 @@ static void fill_view(const struct gm_group_seg *c, struct gm_group_view *v)
         o->pid = s->pid;
         o->start_ticks = s->start_ticks;
         o->weight = (double)w / GM_GROUP_WEIGHT_ONE;
-        o->alive = !gm_grpi_member_gone(NULL, s->pid, s->start_ticks, i);
+        o->alive = !gm_grpi_member_gone(NULL, fd, s->pid, s->start_ticks, i);
         o->joined_ns = s->joined_ns;
         o->waiting = s->waiting;
         for (int d = 0; d < GM_GROUP_MAX_DEVICES; d++) {
@@ -469,16 +534,20 @@ static void fill_view(const struct gm_group_seg *c, struct gm_group_view *v)
     }
 }
 
-/* The NAME of ".../<prefix>.group.<NAME>" into buf; false when the path
- * is not named like a group segment. */
+/* The NAME of ".../<prefix>.group@<NAME>" into buf; false when the path
+ * is not named like a group segment. Neither prefixes nor names hold an
+ * '@', so the last one is the separator. */
 static bool name_from_path(const char *path, char *buf, size_t cap)
 {
+    static const char tag[] = ".group";
+    const size_t tn = sizeof tag - 1;
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
-    const char *n = strstr(base, ".group.");
-    if (n == NULL || n == base)
+    const char *at = strrchr(base, '@');
+    if (at == NULL || (size_t)(at - base) <= tn ||
+        memcmp(at - tn, tag, tn) != 0)
         return false;
-    n += strlen(".group.");
+    const char *n = at + 1;
     if (!gm_grpi_name_ok(n, GM_NAME_MAX) || strlen(n) >= cap)
         return false;
     snprintf(buf, cap, "%s", n);
@@ -508,30 +577,30 @@ int gm_group_snapshot(const char *path, struct gm_group_view *out,
         gm_msgf(err, cap, "%s was truncated while being read", path);
         rc = -1;
     }
-    close(fd);
-    if (rc != 0)
-        return -1;
-    if (copy.hdr.initialised != 1) {
-        gm_msgf(err, cap, "%s is not initialised (being created?)", path);
-        return -1;
-    }
     char name[GM_NAME_MAX + 1];
-    if (!name_from_path(path, name, sizeof name)) {
+    if (rc != 0) {
+        rc = -1;
+    } else if (copy.hdr.initialised != 1) {
+        gm_msgf(err, cap, "%s is not initialised (being created?)", path);
+        rc = -1;
+    } else if (!name_from_path(path, name, sizeof name)) {
         gm_msgf(err, cap, "%s is not named like a group segment", path);
-        return -1;
+        rc = -1;
+    } else if (check_hdr(&copy.hdr, name, path, err, cap) != 0) {
+        rc = -1;
+    } else {
+        fill_view(&copy, out, fd);
+        out->consistent = consistent;
     }
-    if (check_hdr(&copy.hdr, name, path, err, cap) != 0)
-        return -1;
-    fill_view(&copy, out);
-    out->consistent = consistent;
-    return 0;
+    close(fd);
+    return rc;
 }
 
 /* gc on a mapped, validated segment: 1 removed, 0 live members. */
 static int gc_mapped(struct gm_group_seg *s, int fd, const char *path,
                      char *err, size_t cap)
 {
-    if (gm_grpi_seg_lock(s, LOCK_WAIT_NS) < 0) {
+    if (gm_grpi_seg_lock(s) < 0) {
         gm_msgf(err, cap, "the lock of %s does not respond; left alone",
                 path);
         return -1;
@@ -540,7 +609,8 @@ static int gc_mapped(struct gm_group_seg *s, int fd, const char *path,
     for (int i = 0; i < GM_GROUP_MAX_MEMBERS; i++) {
         struct gm_group_slot *m = &s->slot[i];
         if (LD(&m->state) == GM_GROUP_SLOT_LIVE &&
-            !gm_grpi_member_gone(NULL, LD(&m->pid), LD(&m->start_ticks), i))
+            !gm_grpi_member_gone(NULL, fd, LD(&m->pid), LD(&m->start_ticks),
+                                 i))
             live++;
     }
     int rc = 1;

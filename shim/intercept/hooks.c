@@ -84,19 +84,23 @@ call_real(enum kind k, const struct req *r, CUdeviceptr *p)
     return rc;
 }
 
-static CUresult free_real_any(enum kind k, const struct req *r, CUdeviceptr p);
+static CUresult free_real_any(enum kind k, CUstream stream, CUdeviceptr p);
 
 /* A request the budget cannot count (GM_ADMIT_DRIVER): the driver's own
  * answer, uncharged; should the driver ever serve it, it is given back
- * and refused. */
+ * and refused. It takes the request's fields by value: passing the
+ * request's address would keep the hot path's request in memory. */
 static __attribute__((noinline, cold)) CUresult
-uncountable(enum kind k, const struct req *r)
+uncountable(enum kind k, uint64_t size, unsigned flags, CUstream stream,
+            CUmemoryPool pool)
 {
+    struct req r = { .kind = k, .size = size, .flags = flags,
+                     .stream = stream, .pool = pool };
     CUdeviceptr p = 0;
-    CUresult rc = call_real(k, r, &p);
+    CUresult rc = call_real(k, &r, &p);
     if (rc != CUDA_SUCCESS)
         return rc;
-    free_real_any(k, r, p);
+    free_real_any(k, stream, p);
     return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
@@ -135,16 +139,18 @@ static void async_undo(int dev, struct gm_dev *d, const struct req *r,
     gm_pool_refresh(dev, d, pool);
 }
 
-/* Stream-ordered allocation: the device is charged what the pool holds.
- * A provisional reservation of the request keeps concurrent admissions
- * from passing the limit together; a request that does not fit may still
- * be served from memory the pool already holds. */
+/* Stream-ordered allocation: the device, and its group, are charged what
+ * the pool holds. A provisional reservation of the request (on the
+ * budget, and a hold on the group) keeps concurrent admissions from
+ * passing a limit together; a request that does not fit may still be
+ * served from memory the pool already holds (and both already count).
+ * After the driver answered, the pool's growth replaces the holds. */
 static inline __attribute__((always_inline)) CUresult
 alloc_async(enum kind k, int dev, struct gm_dev *d, const struct req *r,
             struct gm_pool *pool)
 {
     uint64_t used;
-    uint64_t prov = r->size;
+    uint64_t prov = r->size, ghold = r->size;
     gm_staged_poll();
     if (!gm_budget_hold(&d->budget, prov, &used)) {
         prov = 0;
@@ -152,37 +158,44 @@ alloc_async(enum kind k, int dev, struct gm_dev *d, const struct req *r,
             enum gm_admit ad = gm_admit_reserve(dev, d, r->size, r->api,
                                                 false);
             if (ad == GM_ADMIT_DRIVER)
-                return uncountable(k, r);
+                return uncountable(k, r->size, r->flags, r->stream, r->pool);
             if (ad != GM_ADMIT_OK)
                 return CUDA_ERROR_OUT_OF_MEMORY;
             prov = r->size; /* also on the group */
         } else if (!gm_grp_take(d, r->size)) {
-            goto group_refused;
+            ghold = 0; /* served from what the pool, and group, hold */
         }
     } else if (!gm_grp_take(d, r->size)) {
-        gm_budget_release(&d->budget, prov);
-        enum gm_admit ad = gm_admit_reserve(dev, d, r->size, r->api, false);
-        if (ad == GM_ADMIT_DRIVER)
-            return uncountable(k, r);
-        if (ad != GM_ADMIT_OK)
-            return CUDA_ERROR_OUT_OF_MEMORY;
+        if (gm_pool_idle(pool) >= r->size) {
+            ghold = 0;
+        } else {
+            gm_budget_release(&d->budget, prov);
+            enum gm_admit ad = gm_admit_reserve(dev, d, r->size, r->api,
+                                                false);
+            if (ad == GM_ADMIT_DRIVER)
+                return uncountable(k, r->size, r->flags, r->stream, r->pool);
+            if (ad != GM_ADMIT_OK)
+                return CUDA_ERROR_OUT_OF_MEMORY;
+        }
     }
-    /* From here the group holds r->size for the live allocation. */
     CUdeviceptr p = 0;
     uint64_t t0 = gm_hook_ticks();
     CUresult rc = call_real(k, r, &p);
     uint64_t t1 = gm_hook_ticks();
     if (rc != CUDA_SUCCESS) {
         gm_budget_release(&d->budget, prov);
-        gm_grp_give(d, r->size);
+        gm_grp_give(d, ghold);
         return rc;
     }
+    /* The pool's growth replaces the holds (on the group through the
+     * settle, shim/account/pools.c). */
     gm_pool_settle(dev, d, pool, prov);
+    gm_grp_give(d, ghold);
     uint64_t limit = gm_budget_limit(&d->budget);
-    if (limit != 0 && gm_budget_used(&d->budget) > limit &&
-        gm_st.policy.on_oom != GM_OOM_WARN) {
+    if ((limit != 0 && gm_budget_used(&d->budget) > limit &&
+         gm_st.policy.on_oom != GM_OOM_WARN) ||
+        GM_UNLIKELY(d->gdev1 != 0 && gm_grp_over(d))) {
         async_undo(dev, d, r, p, pool);
-        gm_grp_give(d, r->size);
         gm_tel_refuse(&gm_st.tel, (unsigned)dev, r->api, r->size,
                       gm_budget_used(&d->budget), limit);
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -190,17 +203,11 @@ alloc_async(enum kind k, int dev, struct gm_dev *d, const struct req *r,
     *r->out = p;
     struct gm_alloc a = {
         .key = p, .size = r->size, .dev = (uint8_t)dev, .ns = GM_NS_PTR,
-        .api = (uint8_t)r->api,
-        .flags = GM_AF_ASYNC | GM_AF_UNCHARGED | (d->gdev1 ? GM_AF_GROUP : 0),
+        .api = (uint8_t)r->api, .flags = GM_AF_ASYNC | GM_AF_UNCHARGED,
         .refs = 1, .aux = (uint64_t)(uintptr_t)gm_pool_handle(pool),
     };
     gm_acct_commit_inline(d, &a, t0, t1);
     return CUDA_SUCCESS;
-
-group_refused:
-    gm_tel_refuse(&gm_st.tel, (unsigned)dev, r->api, r->size,
-                  gm_budget_used(&d->budget), gm_budget_limit(&d->budget));
-    return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 static inline __attribute__((always_inline)) CUresult
@@ -236,7 +243,7 @@ alloc_ptr(enum kind k, const struct req *r)
     case GM_ADMIT_REFUSED:
         return CUDA_ERROR_OUT_OF_MEMORY;
     case GM_ADMIT_DRIVER:
-        return uncountable(k, r);
+        return uncountable(k, r->size, r->flags, r->stream, r->pool);
     case GM_ADMIT_SPILL: {
         CUresult rc = spill(dev, d, r->size, r->api, &p);
         if (rc == CUDA_SUCCESS)
@@ -516,10 +523,10 @@ free_real(enum fkind k, CUdeviceptr p, CUstream s)
     return rc;
 }
 
-static CUresult free_real_any(enum kind k, const struct req *r, CUdeviceptr p)
+static CUresult free_real_any(enum kind k, CUstream stream, CUdeviceptr p)
 {
     return free_real(k >= K_ASYNC ? F_ASYNC : k == K_V1 ? F_V1 : F_V2, p,
-                     r->stream);
+                     stream);
 }
 
 static inline __attribute__((always_inline)) CUresult

@@ -369,10 +369,25 @@ static void attach(struct gm_tel *t, void *mem, size_t len, bool shared)
     __atomic_store_n(&t->hdr, (struct gm_abi_header *)mem, __ATOMIC_RELEASE);
 }
 
-/* A file already sits at our path. Remove it when nobody holds it locked
- * (its writer is dead: a previous process with our pid, or this process's
- * image before exec, whose descriptor closed on exec). Returns 0 when the
- * path is free now, -1 (reason in err) when it must be left alone. */
+/* Whether the file may be a telemetry writer's leftover: too short to
+ * hold any magic (empty, a few bytes of garbage), or its magic is ours or
+ * still 0 (a writer that died before storing it). A file with another
+ * magic (a group segment, another program's file) is never ours to
+ * remove. */
+static bool telemetry_kind(int fd, const struct stat *st)
+{
+    uint64_t magic = 0;
+    if (st->st_size < (off_t)sizeof magic)
+        return true;
+    return pread(fd, &magic, sizeof magic, 0) == (ssize_t)sizeof magic &&
+           (magic == GM_ABI_MAGIC || magic == 0);
+}
+
+/* A file already sits at our path. Remove it when it is of our kind and
+ * nobody holds it locked (its writer is dead: a previous process with our
+ * pid, or this process's image before exec, whose descriptor closed on
+ * exec). Returns 0 when the path is free now, -1 (reason in err) when it
+ * must be left alone. */
 static int clear_stale(const char *path, char *err, size_t cap)
 {
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -394,6 +409,9 @@ static int clear_stale(const char *path, char *err, size_t cap)
     } else if (st.st_uid != geteuid()) {
         gm_msgf(err, cap, "%s exists and belongs to another user; left "
                 "alone", path);
+    } else if (!telemetry_kind(fd, &st)) {
+        gm_msgf(err, cap, "%s exists and is not a gpumem telemetry segment; "
+                "left alone", path);
     } else {
         int locked = -1, why = 0;
         for (int i = 0; i < 3 && locked != 0; i++) {

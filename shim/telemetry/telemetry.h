@@ -51,9 +51,11 @@ struct gm_tel {
  * of the segment (a reader's or a successor's liveness test),
  * posix_fallocate (a full tmpfs fails here, not later as SIGBUS), mmap.
  * A file already at the path is replaced only when it is a regular file of
- * our uid that no live process holds locked (a leftover of a dead process
- * with our pid, or of this process's image before exec); a symbolic link
- * or anything else is refused and left untouched.
+ * our uid, too short for a magic or with the telemetry magic (or a magic
+ * still 0), that no
+ * live process holds locked (a leftover of a dead process with our pid, or
+ * of this process's image before exec); a symbolic link, a file of another
+ * kind (a group segment) or anything else is refused and left untouched.
  * Returns 0 on success with a shared segment, 1 when it fell back to
  * private memory (a reason is written to err), -1 when even that failed
  * (t->hdr stays NULL, every call no-ops). Nothing is printed. */

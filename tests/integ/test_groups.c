@@ -2,15 +2,19 @@
  * tests/integ/test_groups.c — shared budgets through the preloaded shim:
  * several processes under one GPUMEM_GROUP limit never pass it together
  * (the group segment is sampled while they run), a SIGKILLed member's
- * memory becomes available to the others within a second, and
- * GPUMEM_ON_OOM=wait waits for another process to free.
+ * memory becomes available to the others within a second,
+ * GPUMEM_ON_OOM=wait waits for another process to free, and `gpumem gc`
+ * never takes a group file for a process segment (by its name or its
+ * contents).
  */
 #include <check.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "gm_spawn.h"
 #include "shim/group/group.h"
@@ -75,7 +79,7 @@ static int finish(pid_t pid)
 
 static void group_path(char *buf, size_t cap)
 {
-    snprintf(buf, cap, "/dev/shm/%s.group.team", prefix);
+    snprintf(buf, cap, "/dev/shm/%s.group@team", prefix);
 }
 
 static int file_contains(const char *path, const char *what)
@@ -173,6 +177,9 @@ START_TEST(killed_member_is_reclaimed)
     ck_assert(file_contains(lb, "granted after"));
     unlink(la);
     unlink(lb);
+    char seg[256];   /* a killed process cannot remove its segment */
+    snprintf(seg, sizeof seg, "/dev/shm/%s.%d", prefix, (int)a);
+    unlink(seg);
 }
 END_TEST
 
@@ -209,6 +216,79 @@ START_TEST(wait_across_processes)
 }
 END_TEST
 
+struct found { const char *name; char path[256]; };
+
+static int find_group(void *arg, const char *path, const char *name)
+{
+    struct found *f = arg;
+    if (strcmp(name, f->name) != 0)
+        return 0;
+    snprintf(f->path, sizeof f->path, "%s", path);
+    return 1;
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    static char buf[1 << 16];
+    int in = open(from, O_RDONLY), o = open(to, O_CREAT | O_EXCL | O_WRONLY,
+                                            0600);
+    ck_assert_int_ge(in, 0);
+    ck_assert_int_ge(o, 0);
+    ssize_t n = read(in, buf, sizeof buf);
+    ck_assert_int_gt(n, 0);
+    ck_assert_int_eq(write(o, buf, (size_t)n), n);
+    close(in);
+    close(o);
+}
+
+START_TEST(gc_never_takes_a_group_for_a_process_segment)
+{
+    unique("c");
+    /* A pid that is gone, and a live group named after it. */
+    pid_t dead = fork();
+    if (dead == 0)
+        _exit(0);
+    ck_assert_int_eq(finish(dead), 0);
+    char name[16], msg[512];
+    snprintf(name, sizeof name, "%d", (int)dead);
+    struct gm_group g;
+    struct gm_group_params p = {
+        .prefix = prefix, .name = name, .weight = 1.0,
+        .limit = { .kind = GM_LIMIT_BYTES, .bytes = 1ull << 30 },
+    };
+    ck_assert_msg(gm_group_join(&g, &p, msg, sizeof msg) == 0, "%s", msg);
+    struct found f = { .name = name };
+    ck_assert_int_eq(gm_group_list(NULL, prefix, find_group, &f), 1);
+    /* gc of the prefix "<prefix>.group", whose process segments are named
+     * "<prefix>.group.<pid>": the group file is not one of them. */
+    char pfx[96];
+    snprintf(pfx, sizeof pfx, "%s.group", prefix);
+    const char *gc1[] = { gm_bpath("gpumem"), "gc", "--prefix", pfx, NULL };
+    int rc1 = gm_run(NULL, 0, gc1, out, sizeof out);
+    struct stat st;
+    if (stat(f.path, &st) != 0) {
+        gm_group_leave(&g);
+        ck_abort_msg("gc removed the live group %s: %s", f.path, out);
+    }
+    /* The group's file under a process segment's name of a pid that is
+     * gone: gc cannot read it as one, and it is not of that kind. */
+    char copy[256];
+    snprintf(copy, sizeof copy, "/dev/shm/%s.%d", prefix, (int)dead);
+    copy_file(f.path, copy);
+    const char *gc2[] = { gm_bpath("gpumem"), "gc", "--prefix", prefix, NULL };
+    int rc2 = gm_run(NULL, 0, gc2, out, sizeof out);
+    bool kept = stat(copy, &st) == 0, group_kept = stat(f.path, &st) == 0;
+    unlink(copy);
+    gm_group_leave(&g);   /* the last member: removes the file */
+    ck_assert_msg(kept, "gc removed %s: %s", copy, out);
+    ck_assert_int_eq(rc1, 0);
+    ck_assert_int_eq(rc2, 0);
+    ck_assert_ptr_nonnull(strstr(out, "not a gpumem telemetry segment"));
+    ck_assert(group_kept);
+    ck_assert_int_eq(stat(f.path, &st), -1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("groups");
@@ -217,6 +297,7 @@ int main(void)
     tcase_add_test(t, four_processes_never_pass_the_limit);
     tcase_add_test(t, killed_member_is_reclaimed);
     tcase_add_test(t, wait_across_processes);
+    tcase_add_test(t, gc_never_takes_a_group_for_a_process_segment);
     suite_add_tcase(s, t);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

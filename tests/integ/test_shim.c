@@ -227,6 +227,19 @@ START_TEST(published_pool_reserve_ends_exact)
 }
 END_TEST
 
+/* A group member's idle pool memory is charged to the group. */
+START_TEST(idle_pool_memory_counts_in_the_group)
+{
+    char g[64], ge[96];
+    snprintf(g, sizeof g, "GPUMEM_GROUP=gp%d", (int)getpid());
+    snprintf(ge, sizeof ge, "%s", g);
+    const char *env[] = { ge, "GPUMEM_GROUP_LIMIT=1G", "GPUMEM_LIMIT=4G",
+                          "SIMCUDA_CONTEXT=100M", NULL };
+    RUN_OK(env, apicheck("gpa"), "--via", "gpa", "group-pool", "1073741824");
+    ck_assert_ptr_nonnull(strstr(out, "ok group-pool"));
+}
+END_TEST
+
 START_TEST(pool_peak_is_the_pool_high_water)
 {
     char prefix[64], pe[96];
@@ -760,6 +773,7 @@ static Suite *suite(void)
     tcase_add_loop_test(a, pool_destroyed_with_live_blocks_stays_charged, 0, 3);
     tcase_add_test(a, pool_threads_no_drift);
     tcase_add_test(a, published_pool_reserve_ends_exact);
+    tcase_add_test(a, idle_pool_memory_counts_in_the_group);
     suite_add_tcase(s, a);
     TCase *m = tcase_create("modes");
     tcase_set_timeout(m, 60);

@@ -604,7 +604,7 @@ static pid_t join_member(const char *name, double weight, uint64_t charge)
 static const char *group_path(const char *name)
 {
     static char path[256];
-    snprintf(path, sizeof path, "%s/%s.group.%s", GM_READER_DEFAULT_DIR,
+    snprintf(path, sizeof path, "%s/%s.group@%s", GM_READER_DEFAULT_DIR,
              prefix, name);
     return path;
 }
@@ -733,16 +733,16 @@ START_TEST(gc_removes_group_without_live_member)
     const char *argv[] = { gpumem(), "gc", NULL };
     /* live members: never removed, never listed */
     ck_assert_int_eq(tool(argd), 0);
-    ck_assert_ptr_null(strstr(out, ".group.tg"));
+    ck_assert_ptr_null(strstr(out, ".group@tg"));
     ck_assert_int_eq(tool(argv), 0);
-    ck_assert_ptr_null(strstr(out, ".group.tg"));
+    ck_assert_ptr_null(strstr(out, ".group@tg"));
     ck_assert(group_exists("tg"));
     /* one member killed, one alive: still left alone */
     stop(a);
     ck_assert_int_eq(tool(argd), 0);
-    ck_assert_ptr_null(strstr(out, ".group.tg"));
+    ck_assert_ptr_null(strstr(out, ".group@tg"));
     ck_assert_int_eq(tool(argv), 0);
-    ck_assert_ptr_null(strstr(out, ".group.tg"));
+    ck_assert_ptr_null(strstr(out, ".group@tg"));
     ck_assert(group_exists("tg"));
     ck_assert_uint_eq(view_of("tg")->nmembers, 2);
     /* no live member: --dry-run lists it and keeps it, gc removes it */
@@ -779,7 +779,7 @@ START_TEST(other_users_group_left_alone)
     ck_assert_ptr_nonnull(strstr(out, "\"group\":\"tu\""));
     const char *argv[] = { gpumem(), "gc", NULL };
     ck_assert_int_eq(tool(argv), 0);
-    ck_assert_ptr_null(strstr(out, ".group.tu"));
+    ck_assert_ptr_null(strstr(out, ".group@tu"));
     ck_assert(group_exists("tu"));
     cleanup();
 }

@@ -477,6 +477,29 @@ static void s_invalid(void)
     printf("alloc-max rc %d\n", (int)F.cuMemAlloc_v2(&p, SIZE_MAX));
 }
 
+/* group-pool GROUP_LIMIT: memory a stream-ordered pool keeps after a free
+ * (threshold "never", as PyTorch and TensorFlow set) counts against the
+ * group as it does against the process: the driver never holds more for
+ * this member than the group limit. */
+static void s_group_pool(uint64_t glimit)
+{
+    CUstream s;
+    CUmemoryPool dp = keeping_pool(&s);
+    CUdeviceptr a, b;
+    CU(F.cuMemAllocAsync(&a, 600u << 20, s));
+    CU(F.cuMemFreeAsync(a, s));
+    CU(F.cuStreamSynchronize(s));
+    CHECK(reserved(dp) >= (600u << 20), "the pool keeps its memory");
+    CUresult rc = F.cuMemAlloc_v2(&b, 600u << 20);
+    struct sim_stats st = sim_stats();
+    CHECK(st.used <= glimit, "the driver holds %llu for this member under "
+          "a group limit of %llu (pool %llu)", (unsigned long long)st.used,
+          (unsigned long long)glimit, (unsigned long long)reserved(dp));
+    if (rc == CUDA_SUCCESS)
+        CU(F.cuMemFree_v2(b));
+    printf("ok group-pool\n");
+}
+
 /* A pool destroyed while a block of it is live: the driver keeps the
  * memory until the block is freed, and so must the charge. */
 static void s_pool_destroy_live(void)
@@ -1023,6 +1046,8 @@ int main(int argc, char **argv)
         s_pools(a1);
     else if (strcmp(sc, "pool-peak") == 0)
         s_pool_peak(a1);
+    else if (strcmp(sc, "group-pool") == 0)
+        s_group_pool(a1);
     else if (strcmp(sc, "invalid") == 0)
         s_invalid();
     else if (strcmp(sc, "pool-destroy-live") == 0)

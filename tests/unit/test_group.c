@@ -8,26 +8,34 @@
  * end at zero, reclaim of SIGKILLed members (on refusal, by the reaper, as
  * zombies), pid reuse, lock recovery after members die holding it, waits
  * across processes, the creation race, hostile or truncated segments, the
- * fail-open rule, and the tools' list/snapshot/gc.
+ * fail-open rule, and the tools' list/snapshot/gc. Then the hardening:
+ * liveness through the slot lock (a member that execs is gone, one that
+ * closed its descriptors is not), forged or zeroed mutexes (every wait
+ * bounded, the group broken), and names that never meet a process
+ * segment's (nor is a file of another kind ever removed as stale).
  *
  * Each test uses its own directory under /tmp; children exit with _exit
- * and die with their pipes, so a failed assertion leaves nothing running.
+ * and die with their pipes or, when stuck, with their parent
+ * (PR_SET_PDEATHSIG), so a failed assertion leaves nothing running.
  */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "shim/base/clock.h"
 #include "shim/group/group.h"
+#include "shim/telemetry/telemetry.h"
 
 __extension__ typedef unsigned __int128 u128;
 
@@ -56,7 +64,7 @@ static void teardown(void)
 
 static void seg_path(char *buf, size_t cap, const char *name)
 {
-    snprintf(buf, cap, "%s/%s.group.%s", dir, PREFIX, name);
+    snprintf(buf, cap, "%s/%s.group@%s", dir, PREFIX, name);
 }
 
 static struct gm_limit bytes_limit(uint64_t b)
@@ -124,14 +132,50 @@ static bool get(int fd, void *p, size_t n)
     return true;
 }
 
+/* Dies with its parent (the test), even when stuck in a call. */
+static void die_with_parent(pid_t parent)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(4);
+}
+
+/* In a member: forks a child that drops its copy of the membership as the
+ * shim's atfork handler does, then lives on. Returns its pid or -1. */
+static pid_t fork_forgetting_child(struct gm_group *g)
+{
+    int done[2];
+    if (pipe(done) != 0)
+        return -1;
+    pid_t me = getpid(), c = fork();
+    if (c == 0) {
+        die_with_parent(me);
+        gm_group_forget(g);
+        (void)!write(done[1], "f", 1);
+        for (;;)
+            pause();
+    }
+    char x = 0;
+    close(done[1]);
+    bool ok = c > 0 && read(done[0], &x, 1) == 1;
+    close(done[0]);
+    return ok ? c : -1;
+}
+
 /* Commands: R reserve a; F release a; W wait for a up to b ns (v: ns
  * taken); D reply, sleep b ns, release a; S reserve/release forever;
- * U usage (v: available); L leave and exit. */
+ * U usage (v: available); L leave and exit (v: whether the descriptor X
+ * opened is still open); P start the reaper every a ns; B broken?;
+ * C reserve/release sizes up to a for b ns, then reply (ok: broken);
+ * X close every descriptor but the pipes and open /dev/null (v: it got
+ * the group's old descriptor number); K fork a child that forgets the
+ * membership and lives on (v: its pid); E reply, then exec sleep. */
 static void kid_main(int rd, int wr, int gate, struct gm_group_params p)
 {
     struct gm_group g;
     struct rep r;
     memset(&r, 0, sizeof r);
+    int devnull = -1;
     char c;
     if (gate >= 0 && read(gate, &c, 1) < 0)
         _exit(3);
@@ -163,11 +207,44 @@ static void kid_main(int rd, int wr, int gate, struct gm_group_params p)
         } else if (m.op == 'L') {
             gm_group_leave(&g);
             r.ok = 1;
+            r.v = devnull >= 0 && fcntl(devnull, F_GETFD) != -1;
+        } else if (m.op == 'P') {
+            r.ok = gm_group_start_reaper(&g, m.a) == 0;
+        } else if (m.op == 'B') {
+            r.ok = gm_group_broken(&g);
+        } else if (m.op == 'C') {
+            uint64_t end = gm_clock_monotonic_ns() + m.b;
+            while (gm_clock_monotonic_ns() < end) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                uint64_t sz = 1 + (seed >> 33) % m.a;
+                if (gm_group_reserve(&g, gdev, sz, NULL))
+                    gm_group_release(&g, gdev, sz);
+                r.v++;
+            }
+            r.ok = gm_group_broken(&g);
+        } else if (m.op == 'X') {
+            int old = g.fd;
+            for (int fd = 3; fd < 1024; fd++)
+                if (fd != rd && fd != wr)
+                    close(fd);
+            devnull = open("/dev/null", O_RDONLY);
+            r.ok = devnull >= 0;
+            r.v = devnull == old;
+        } else if (m.op == 'K') {
+            pid_t child = fork_forgetting_child(&g);
+            r.ok = child > 0;
+            r.v = (uint64_t)child;
+        } else if (m.op == 'E') {
+            r.ok = 1;
         }
         if (m.op != 'S' && write(wr, &r, sizeof r) != (ssize_t)sizeof r)
             _exit(2);
         if (m.op == 'L')
             _exit(0);
+        if (m.op == 'E') {
+            execlp("sleep", "sleep", "60", (char *)NULL);
+            _exit(9);
+        }
         if (m.op == 'D') {
             struct timespec ts = { (time_t)(m.b / 1000000000ull),
                                    (long)(m.b % 1000000000ull) };
@@ -195,9 +272,10 @@ static struct kid spawn_gated(struct gm_group_params p, int gate)
     int down[2], up[2];
     ck_assert_int_eq(pipe(down), 0);
     ck_assert_int_eq(pipe(up), 0);
-    pid_t pid = fork();
+    pid_t parent = getpid(), pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
+        die_with_parent(parent);
         /* Keep only our own pipes: other members' pipes held here would
          * delay their end-of-file when this test process dies. */
         for (int fd = 3; fd < 256; fd++)
@@ -215,6 +293,33 @@ static struct rep kid_reply(struct kid *k)
     struct rep r;
     ck_assert_msg(get(k->rd, &r, sizeof r), "member %d died", (int)k->pid);
     return r;
+}
+
+/* A reply within ns, or false (the member is stuck). */
+static bool reply_within(struct kid *k, struct rep *r, uint64_t ns)
+{
+    uint64_t end = gm_clock_monotonic_ns() + ns;
+    size_t got = 0;
+    while (got < sizeof *r) {
+        uint64_t now = gm_clock_monotonic_ns();
+        if (now >= end)
+            return false;
+        struct pollfd pf = { .fd = k->rd, .events = POLLIN };
+        int n = poll(&pf, 1, (int)((end - now) / MS) + 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return false;
+        if (n == 0)
+            continue;
+        ssize_t x = read(k->rd, (char *)r + got, sizeof *r - got);
+        if (x < 0 && errno == EINTR)
+            continue;
+        if (x <= 0)
+            return false;
+        got += (size_t)x;
+    }
+    return true;
 }
 
 static struct kid spawn(struct gm_group_params p)
@@ -248,6 +353,50 @@ static void kid_kill(struct kid *k, bool reap)
         ck_assert_int_eq(waitpid(k->pid, NULL, 0), k->pid);
     close(k->wr);
     close(k->rd);
+}
+
+/* A process that holds the liveness locks of the slots in `mask` of the
+ * segment `name` through its own open file, as live members do, until it
+ * is killed. */
+static pid_t spawn_holder(const char *name, uint64_t mask)
+{
+    int ready[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    pid_t parent = getpid(), pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        die_with_parent(parent);
+        char path[256], ok;
+        seg_path(path, sizeof path, name);
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        ok = fd >= 0;
+        for (int i = 0; ok && i < GM_GROUP_MAX_MEMBERS; i++) {
+            if (!(mask & (1ull << i)))
+                continue;
+            struct flock l;
+            memset(&l, 0, sizeof l);
+            l.l_type = F_WRLCK;
+            l.l_whence = SEEK_SET;
+            l.l_start = (off_t)GM_GROUP_LIVE_LOCK_OFF(i);
+            l.l_len = 1;
+            ok = fcntl(fd, F_OFD_SETLK, &l) == 0;
+        }
+        (void)!write(ready[1], &ok, 1);
+        for (;;)
+            pause();
+    }
+    close(ready[1]);
+    char ok = 0;
+    ck_assert_int_eq(read(ready[0], &ok, 1), 1);
+    close(ready[0]);
+    ck_assert_msg(ok, "the holder could not lock its slots");
+    return pid;
+}
+
+static void stop_pid(pid_t pid)
+{
+    kill(pid, SIGKILL);
+    ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
 }
 
 /* ---- reclaim callback ---------------------------------------------------- */
@@ -433,6 +582,38 @@ START_TEST(limit_edge_is_exact_and_release_is_clamped)
 }
 END_TEST
 
+/* The peak is memory held: an admission the driver then refuses (reserve,
+ * release) leaves none; a committed one (note_peak) raises it; a forced
+ * charge (a pool that grew) and give (it shrank) follow the driver. */
+START_TEST(peak_is_raised_at_commit_not_at_admission)
+{
+    struct gm_group g;
+    struct gm_group_params p = params("peak", 1, 1000);
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    struct gm_group_view v;
+    uint64_t u = 0;
+    ck_assert(gm_group_reserve(&g, gdev, 900, &u));
+    gm_group_release(&g, gdev, 900);            /* the driver refused */
+    snap_ok("peak", &v);
+    ck_assert_uint_eq(v.dev[gdev].peak, 0);
+    ck_assert(gm_group_reserve(&g, gdev, 300, &u));
+    gm_group_note_peak(&g, gdev);               /* committed */
+    snap_ok("peak", &v);
+    ck_assert_uint_eq(v.dev[gdev].peak, 300);
+    gm_group_charge(&g, gdev, 800, 0);          /* a pool grew past it */
+    struct gm_group_usage us;
+    ck_assert_int_eq(gm_group_query(&g, gdev, &us), 0);
+    ck_assert_uint_eq(us.used, 1100);
+    ck_assert_uint_eq(us.mine, 1100);
+    gm_group_charge(&g, gdev, 0, 5000);         /* shrank: clamped at 0 */
+    ck_assert_int_eq(gm_group_query(&g, gdev, &us), 0);
+    ck_assert_uint_eq(us.used, 0);
+    ck_assert_uint_eq(us.mine, 0);
+    gm_group_leave(&g);
+}
+END_TEST
+
 /* ---- priorities ---------------------------------------------------------- */
 
 START_TEST(low_cannot_take_high_share_high_takes_idle_low)
@@ -574,6 +755,7 @@ static void stress_kid(double w, uint64_t L, int out)
         if (held[k] == 0) {
             uint64_t sz = 1 + (seed >> 20) % (L / 3), u = 0;
             if (gm_group_reserve(&g, gdev, sz, &u)) {
+                gm_group_note_peak(&g, gdev); /* held, as at a commit */
                 r.ok++;
                 r.violations += u > L;
                 held[k] = sz;
@@ -829,6 +1011,9 @@ START_TEST(pid_reuse_is_not_the_same_process)
     ck_assert_int_eq(gm_proc_start_ticks(other, &ostart), 0);
     int fd;
     struct gm_group_seg *seg = map_rw("reuse", &fd);
+    /* Every planted slot's liveness lock is held: pids and start times
+     * decide here. */
+    pid_t holder = spawn_holder("reuse", ~(1ull << g.slot));
     /* A live process with its own start time: a member, kept. */
     plant(seg, gdev, other, ostart, 300);
     ck_assert_uint_eq(gm_group_reclaim(&g), 0);
@@ -847,6 +1032,7 @@ START_TEST(pid_reuse_is_not_the_same_process)
     ck_assert(gm_group_reserve(&g, gdev, L - 300, NULL));
     kill(other, SIGKILL);
     waitpid(other, NULL, 0);
+    stop_pid(holder);
     unmap_rw(seg, fd);
     gm_group_leave(&g);
 }
@@ -864,17 +1050,31 @@ START_TEST(full_group_refuses_a_65th_member)
     struct gm_group_seg *seg = map_rw("full", &fd);
     for (int i = 1; i < GM_GROUP_MAX_MEMBERS; i++)
         plant(seg, gdev, 1, init_start, 0);   /* pid 1 lives on */
+    /* Their liveness locks: slot 5's in a process of its own. */
+    ck_assert_int_eq(g.slot, 0);
+    pid_t most = spawn_holder("full", ~1ull & ~(1ull << 5));
+    pid_t five = spawn_holder("full", 1ull << 5);
     struct kid k = spawn_gated(params("full", 1.0, 1000), -1);
     struct rep r = kid_reply(&k);
     ck_assert_int_eq(r.ok, -1);
     ck_assert_str_eq(r.msg, "group 'full' already has 64 live members, the "
                             "most it can hold");
     waitpid(k.pid, NULL, 0);
-    /* One of them turns out to be gone: its slot is reused. */
-    seg->slot[5].start_ticks = init_start + 1;
+    /* One of them turns out to be gone: its pid lives on with its start
+     * time, but nobody holds its slot's lock any more. Its slot is reused
+     * (and so would one whose start time changed: pid_reuse...). */
+    stop_pid(five);
     k = spawn(params("full", 1.0, 1000));
     ck_assert_int_eq(ask(&k, 'R', 10, 0).ok, 1);
+    static struct gm_group_view v;
+    snap_ok("full", &v);
+    ck_assert_uint_eq(v.nmembers, GM_GROUP_MAX_MEMBERS);
+    ck_assert_uint_eq(v.reclaims, 1);
+    for (unsigned i = 0; i < v.nmembers; i++)
+        if (v.member[i].slot == 5)
+            ck_assert_int_eq(v.member[i].pid, k.pid);
     kid_quit(&k);
+    stop_pid(most);
     unmap_rw(seg, fd);
     gm_group_leave(&g);
 }
@@ -1027,6 +1227,18 @@ START_TEST(abandoned_creation_is_taken_over_live_one_is_not)
     ck_assert_int_eq(stat(path, &st), 0);
     ck_assert_uint_eq((uint64_t)st.st_size, sizeof(struct gm_group_seg));
     gm_group_leave(&g);
+    /* One that died after sizing the file, before its header (magic 0). */
+    static const struct gm_group_seg zeros;
+    seg_path(path, sizeof path, "half0");
+    fd = open(path, O_CREAT | O_EXCL | O_RDWR, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(fchmod(fd, 0600), 0);
+    ck_assert_int_eq(write(fd, &zeros, sizeof zeros), (ssize_t)sizeof zeros);
+    close(fd);
+    p = params("half0", 1.0, 1000);
+    join_ok(&g, &p, &gdev);
+    ck_assert(gm_group_reserve(&g, gdev, 1000, NULL));
+    gm_group_leave(&g);
 }
 END_TEST
 
@@ -1172,6 +1384,387 @@ START_TEST(lost_slot_fails_open)
 }
 END_TEST
 
+/* ---- liveness through the slot lock -------------------------------------- */
+
+static bool comm_is(pid_t pid, const char *want)
+{
+    char path[64], buf[64] = "";
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return false;
+    bool ok = fgets(buf, sizeof buf, f) != NULL;
+    fclose(f);
+    buf[strcspn(buf, "\n")] = '\0';
+    return ok && strcmp(buf, want) == 0;
+}
+
+/* Whether the snapshot of `name` shows pid as a live member. */
+static bool shown_alive(const char *name, pid_t pid)
+{
+    static struct gm_group_view v;
+    snap_ok(name, &v);
+    for (unsigned i = 0; i < v.nmembers; i++)
+        if (v.member[i].pid == pid)
+            return v.member[i].alive;
+    return false;
+}
+
+START_TEST(exec_into_another_program_returns_the_charge)
+{
+    const uint64_t L = 1000;
+    struct seen s = { 0, -1, 0, 0 };
+    struct gm_group g;
+    struct gm_group_params p = params("exec", 1.0, L);
+    p.on_reclaim = on_reclaim;
+    p.arg = &s;
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    struct kid k = spawn(params("exec", 1.0, L));
+    ck_assert_int_eq(ask(&k, 'R', 800, 0).ok, 1);
+    /* A fork child that dropped its copy of the membership (what the
+     * shim's atfork handler does) and lives on. */
+    ck_assert_int_eq(ask(&k, 'K', 0, 0).ok, 1);
+    /* Still a member: its own descriptor and mapping hold its lock. */
+    ck_assert_uint_eq(gm_group_reclaim(&g), 0);
+    ck_assert(!gm_group_reserve(&g, gdev, L - 799, NULL));
+    ck_assert(shown_alive("exec", k.pid));
+    uint64_t before = 0, after = 0;
+    ck_assert_int_eq(gm_proc_start_ticks(k.pid, &before), 0);
+    /* It calls exec: a program that never uses CUDA, with the same pid
+     * and start time. */
+    ck_assert_int_eq(ask(&k, 'E', 0, 0).ok, 1);
+    bool alive = true;
+    for (int i = 0; i < 5000 && alive; i++) {
+        alive = shown_alive("exec", k.pid) || !comm_is(k.pid, "sleep");
+        if (alive)
+            usleep(2000);
+    }
+    ck_assert_msg(!alive, "member %d still counted as alive 10 s after it "
+                  "called exec", (int)k.pid);
+    ck_assert_int_eq(gm_proc_start_ticks(k.pid, &after), 0);
+    ck_assert_uint_eq(after, before);
+    /* Its charge comes back: to a reclaim, and to a refused request. */
+    ck_assert_uint_eq(gm_group_reclaim(&g), 800);
+    ck_assert_int_eq(s.pid, k.pid);
+    ck_assert_uint_eq(s.bytes, 800);
+    ck_assert(gm_group_reserve(&g, gdev, L, NULL));
+    kid_kill(&k, true);
+    gm_group_leave(&g);
+}
+END_TEST
+
+START_TEST(exec_member_is_reclaimed_on_refusal)
+{
+    const uint64_t L = 1000;
+    struct gm_group g;
+    struct gm_group_params p = params("exec2", 1.0, L);
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    struct kid k = spawn(params("exec2", 1.0, L));
+    ck_assert_int_eq(ask(&k, 'R', L, 0).ok, 1);
+    ck_assert_int_eq(ask(&k, 'E', 0, 0).ok, 1);
+    bool ok = false;
+    for (int i = 0; i < 5000 && !ok; i++) {
+        ok = gm_group_reserve(&g, gdev, L, NULL);   /* reclaims on refusal */
+        if (!ok)
+            usleep(2000);
+    }
+    ck_assert_msg(ok, "the limit is still held 10 s after its member "
+                  "called exec");
+    struct gm_group_view v;
+    snap_ok("exec2", &v);
+    ck_assert_uint_eq(v.nmembers, 1);
+    ck_assert_uint_eq(v.reclaims, 1);
+    ck_assert_uint_eq(v.dev[gdev].used, L);
+    kid_kill(&k, true);
+    gm_group_leave(&g);
+}
+END_TEST
+
+START_TEST(member_without_its_descriptor_stays_alive)
+{
+    const uint64_t L = 1000;
+    struct gm_group g;
+    struct gm_group_params p = params("fds", 1.0, L);
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    struct kid k = spawn(params("fds", 1.0, L));
+    ck_assert_int_eq(ask(&k, 'R', 600, 0).ok, 1);
+    /* It closes every descriptor it has, and its group descriptor's
+     * number goes to another file. */
+    struct rep r = ask(&k, 'X', 0, 0);
+    ck_assert_int_eq(r.ok, 1);
+    ck_assert_uint_eq(r.v, 1);
+    /* Its mapping still holds its lock: a member, charge kept. */
+    ck_assert_uint_eq(gm_group_reclaim(&g), 0);
+    ck_assert(!gm_group_reserve(&g, gdev, L - 599, NULL));
+    ck_assert(shown_alive("fds", k.pid));
+    ck_assert_int_eq(ask(&k, 'R', 400, 0).ok, 1);
+    ck_assert_int_eq(ask(&k, 'B', 0, 0).ok, 0);
+    /* Leaving returns everything, and leaves the program's file open. */
+    ck_assert_int_eq(ask(&k, 'L', 0, 0).v, 1);
+    waitpid(k.pid, NULL, 0);
+    close(k.wr);
+    close(k.rd);
+    struct gm_group_view v;
+    snap_ok("fds", &v);
+    ck_assert_uint_eq(v.dev[gdev].used, 0);
+    ck_assert_uint_eq(v.nmembers, 1);
+    ck_assert_uint_eq(v.reclaims, 0);
+    gm_group_leave(&g);
+}
+END_TEST
+
+/* ---- forged locks: every wait bounded ------------------------------------ */
+
+#define BOUND_NS (20000 * MS)   /* generous: the library's bound is 2 s */
+
+static void kill_all(struct kid *k, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (k[i].pid > 0)
+            kill(k[i].pid, SIGKILL);
+}
+
+/* Sends a command and wants its reply within BOUND_NS; on a timeout the
+ * members in all[] are killed (they would hang forever) and the test
+ * fails. */
+static struct rep ask_bounded(struct kid *k, char op, uint64_t a, uint64_t b,
+                              struct kid *all, int n, const char *what)
+{
+    struct cmd m = { op, a, b };
+    struct rep r;
+    put(k->wr, &m, sizeof m);
+    if (!reply_within(k, &r, BOUND_NS)) {
+        kill_all(all, n);
+        ck_abort_msg("%s: no answer within %llu s", what,
+                     (unsigned long long)(BOUND_NS / 1000000000ull));
+    }
+    return r;
+}
+
+static pid_t spawn_sleeper(void)
+{
+    pid_t parent = getpid(), pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        die_with_parent(parent);
+        for (;;)
+            pause();
+    }
+    return pid;
+}
+
+START_TEST(forged_lock_owner_breaks_the_group_within_a_bound)
+{
+    const uint64_t L = 1000;
+    struct kid k[2];
+    k[0] = spawn(params("forge", 1.0, L));
+    k[1] = spawn(params("forge", 1.0, L));
+    ck_assert_int_eq(ask(&k[1], 'R', 300, 0).ok, 1);
+    ck_assert_int_eq(ask(&k[0], 'P', 20 * MS, 0).ok, 1);   /* its reaper */
+    /* A same-user process writes a foreign thread id into the mutex. */
+    pid_t foreign = spawn_sleeper();
+    int fd;
+    struct gm_group_seg *seg = map_rw("forge", &fd);
+    __atomic_store_n(&seg->hdr.lock.m.__data.__owner, (int)foreign,
+                     __ATOMIC_SEQ_CST);
+    __atomic_store_n(&seg->hdr.lock.m.__data.__lock, (int)foreign,
+                     __ATOMIC_SEQ_CST);
+    /* A member dies: the reaper of the other goes for the lock. */
+    kid_kill(&k[1], true);
+    k[1].pid = 0;
+    usleep(100 * 1000);
+    /* reserve: within the bound, failing open, the group broken. */
+    struct rep r = ask_bounded(&k[0], 'R', L, 0, k, 1, "reserve");
+    ck_assert_int_eq(r.ok, 1);
+    r = ask_bounded(&k[0], 'B', 0, 0, k, 1, "broken");
+    ck_assert_int_eq(r.ok, 1);
+    /* A new member: refused within the bound, saying why. */
+    struct kid n = spawn_gated(params("forge", 1.0, L), -1);
+    if (!reply_within(&n, &r, BOUND_NS)) {
+        kill(n.pid, SIGKILL);
+        kill_all(k, 1);
+        ck_abort_msg("join: no answer within the bound");
+    }
+    ck_assert_int_eq(r.ok, -1);
+    ck_assert_msg(strstr(r.msg, "does not respond") != NULL, "%s", r.msg);
+    waitpid(n.pid, NULL, 0);
+    /* gc: left alone. */
+    char path[256], err[512];
+    seg_path(path, sizeof path, "forge");
+    ck_assert_int_eq(gm_group_gc(path, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "does not respond"));
+    ck_assert_int_eq(access(path, F_OK), 0);
+    /* leave: the reaper stops, the member exits. */
+    r = ask_bounded(&k[0], 'L', 0, 0, k, 1, "leave");
+    ck_assert_int_eq(r.ok, 1);
+    ck_assert_int_eq(waitpid(k[0].pid, NULL, 0), k[0].pid);
+    stop_pid(foreign);
+    unmap_rw(seg, fd);
+}
+END_TEST
+
+START_TEST(zeroed_lock_hangs_no_member)
+{
+    enum { N = 3 };
+    const uint64_t L = 1000;
+    struct kid k[N];
+    for (int i = 0; i < N; i++)
+        k[i] = spawn(params("zero", 1.0, L));
+    int fd;
+    struct gm_group_seg *seg = map_rw("zero", &fd);
+    for (int i = 0; i < N; i++) {
+        struct cmd m = { 'C', 300, 1500 * MS };
+        put(k[i].wr, &m, sizeof m);
+    }
+    usleep(100 * 1000);
+    /* Zeroed while they churn: a process-private mutex now, whose
+     * wake-ups never reach another process. */
+    memset(&seg->hdr.lock.m, 0, sizeof seg->hdr.lock.m);
+    for (int i = 0; i < N; i++) {
+        struct rep r;
+        if (!reply_within(&k[i], &r, BOUND_NS)) {
+            kill_all(k, N);
+            ck_abort_msg("member %d of %d hangs on the zeroed lock", i + 1,
+                         N);
+        }
+        ck_assert_uint_gt(r.v, 0);
+    }
+    for (int i = 0; i < N; i++) {
+        struct rep r = ask_bounded(&k[i], 'L', 0, 0, k, N, "leave");
+        ck_assert_int_eq(r.ok, 1);
+        waitpid(k[i].pid, NULL, 0);
+    }
+    unmap_rw(seg, fd);
+}
+END_TEST
+
+/* ---- names and kinds ----------------------------------------------------- */
+
+struct find_arg { const char *name; char path[256]; };
+
+static int find_group(void *arg, const char *path, const char *name)
+{
+    struct find_arg *f = arg;
+    if (strcmp(name, f->name) != 0)
+        return 0;
+    snprintf(f->path, sizeof f->path, "%s", path);
+    return 1;
+}
+
+struct tel_rep { int rc; char path[256]; };
+
+/* A child that opens its telemetry segment under `prefix` in dir once told
+ * (a byte on go), answers on back, and closes it at the next byte. */
+static pid_t spawn_tel(const char *prefix, int go, int back)
+{
+    pid_t parent = getpid(), pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid != 0)
+        return pid;
+    die_with_parent(parent);
+    char c;
+    if (read(go, &c, 1) != 1)
+        _exit(2);
+    struct gm_tel t;
+    struct tel_rep r;
+    char err[256];
+    struct gm_tel_params tp = { .prefix = prefix, .shm_dir = dir };
+    memset(&r, 0, sizeof r);
+    r.rc = gm_tel_open(&t, &tp, err, sizeof err);
+    snprintf(r.path, sizeof r.path, "%s", r.rc == 0 ? t.path : err);
+    if (write(back, &r, sizeof r) != (ssize_t)sizeof r)
+        _exit(2);
+    if (read(go, &c, 1) != 1)
+        _exit(2);
+    gm_tel_close(&t, false);
+    _exit(0);
+}
+
+START_TEST(group_file_never_meets_a_process_segment)
+{
+    const uint64_t L = 1000;
+    int go[2], back[2];
+    ck_assert_int_eq(pipe(go), 0);
+    ck_assert_int_eq(pipe(back), 0);
+    /* A process whose telemetry prefix is "<PREFIX>.group", and the group
+     * named after its pid under PREFIX. */
+    pid_t w = spawn_tel(PREFIX ".group", go[0], back[1]);
+    struct find_arg f = { .name = NULL };
+    char name[16];
+    snprintf(name, sizeof name, "%d", (int)w);
+    f.name = name;
+    struct gm_group g;
+    struct gm_group_params p = params(name, 1.0, L);
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    ck_assert(gm_group_reserve(&g, gdev, 900, NULL));
+    ck_assert_int_eq(gm_group_list(dir, PREFIX, find_group, &f), 1);
+    struct stat st0, st1;
+    ck_assert_int_eq(stat(f.path, &st0), 0);
+    put(go[1], "g", 1);
+    struct tel_rep r;
+    ck_assert(get(back[0], &r, sizeof r));
+    ck_assert_msg(r.rc == 0, "telemetry: %s", r.path);
+    ck_assert_str_ne(r.path, f.path);
+    ck_assert_int_eq(stat(f.path, &st1), 0);
+    ck_assert_uint_eq(st1.st_ino, st0.st_ino);
+    /* A second member joins that group, under its limit. */
+    struct kid k = spawn(params(name, 1.0, L));
+    ck_assert_int_eq(ask(&k, 'R', 900, 0).ok, 0);
+    ck_assert_int_eq(ask(&k, 'R', 100, 0).ok, 1);
+    static struct gm_group_view v;
+    char err[256];
+    ck_assert_int_eq(gm_group_snapshot(f.path, &v, err, sizeof err), 0);
+    ck_assert_uint_eq(v.nmembers, 2);
+    ck_assert_uint_eq(v.dev[gdev].used, L);
+    kid_quit(&k);
+    put(go[1], "q", 1);
+    ck_assert_int_eq(waitpid(w, NULL, 0), w);
+    ck_assert_int_eq(access(r.path, F_OK), -1);   /* closed: removed */
+    gm_group_leave(&g);
+}
+END_TEST
+
+START_TEST(file_of_another_kind_is_never_removed_as_stale)
+{
+    static struct gm_group_seg img, bad;
+    template_image(&img);
+    /* A group segment at this process's telemetry path, nobody holding
+     * it: not a telemetry leftover; private telemetry, the file kept. */
+    int go[2], back[2];
+    ck_assert_int_eq(pipe(go), 0);
+    ck_assert_int_eq(pipe(back), 0);
+    pid_t w = spawn_tel(PREFIX, go[0], back[1]);
+    char tpath[256];
+    snprintf(tpath, sizeof tpath, "%s/%s.%d", dir, PREFIX, (int)w);
+    write_file(tpath, &img, sizeof img, 0600);
+    struct stat st0, st1;
+    ck_assert_int_eq(stat(tpath, &st0), 0);
+    put(go[1], "g", 1);
+    struct tel_rep r;
+    ck_assert(get(back[0], &r, sizeof r));
+    ck_assert_msg(r.rc == 1, "rc %d: %s", r.rc, r.path);
+    ck_assert_ptr_nonnull(strstr(r.path, "not a gpumem telemetry segment"));
+    put(go[1], "q", 1);
+    ck_assert_int_eq(waitpid(w, NULL, 0), w);
+    ck_assert_int_eq(stat(tpath, &st1), 0);
+    ck_assert_uint_eq(st1.st_ino, st0.st_ino);
+    ck_assert_uint_eq((uint64_t)st1.st_size, sizeof img);
+    /* A file of another kind, never initialised, at a group's path:
+     * refused and kept (only magic 0 or ours is a dead creator's). */
+    bad = img;
+    bad.hdr.initialised = 0;
+    bad.hdr.magic = GM_ABI_MAGIC;
+    char path[256];
+    seg_path(path, sizeof path, "h");
+    write_file(path, &bad, sizeof bad, 0600);
+    refused("bad magic", false);
+}
+END_TEST
+
 /* ---- tools --------------------------------------------------------------- */
 
 static int collect(void *arg, const char *path, const char *name)
@@ -1200,10 +1793,12 @@ START_TEST(list_snapshot_and_gc)
     char other[256];
     snprintf(other, sizeof other, "%s/%s.123", dir, PREFIX);
     write_file(other, "x", 1, 0600);
-    snprintf(other, sizeof other, "%s/%s.group.", dir, PREFIX);
+    snprintf(other, sizeof other, "%s/%s.group@", dir, PREFIX);
     write_file(other, "x", 1, 0600);
-    snprintf(other, sizeof other, "%s/other.group.g9", dir);
+    snprintf(other, sizeof other, "%s/other.group@g9", dir);
     write_file(other, "x", 1, 0600);
+    snprintf(other, sizeof other, "%s/%s.group.g8", dir, PREFIX);
+    write_file(other, "x", 1, 0600);   /* the old name: not a group */
     char names[256] = "";
     ck_assert_int_eq(gm_group_list(dir, PREFIX, collect, names), 3);
     ck_assert_ptr_nonnull(strstr(names, "g1 "));
@@ -1260,6 +1855,7 @@ int main(void)
     tcase_add_test(t, device_table_by_uuid);
     tcase_add_test(t, mismatched_limit_warns_and_uses_the_groups);
     tcase_add_test(t, limit_edge_is_exact_and_release_is_clamped);
+    tcase_add_test(t, peak_is_raised_at_commit_not_at_admission);
     tcase_add_test(t, low_cannot_take_high_share_high_takes_idle_low);
     tcase_add_test(t, low_uses_idle_memory_of_its_peers_not_of_higher_ones);
     tcase_add_test(t, worked_example_of_the_docs);
@@ -1277,6 +1873,13 @@ int main(void)
     tcase_add_test(t, hostile_or_truncated_segments_are_refused);
     tcase_add_test(t, lost_slot_fails_open);
     tcase_add_test(t, list_snapshot_and_gc);
+    tcase_add_test(t, exec_into_another_program_returns_the_charge);
+    tcase_add_test(t, exec_member_is_reclaimed_on_refusal);
+    tcase_add_test(t, member_without_its_descriptor_stays_alive);
+    tcase_add_test(t, forged_lock_owner_breaks_the_group_within_a_bound);
+    tcase_add_test(t, zeroed_lock_hangs_no_member);
+    tcase_add_test(t, group_file_never_meets_a_process_segment);
+    tcase_add_test(t, file_of_another_kind_is_never_removed_as_stale);
     suite_add_tcase(s, t);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

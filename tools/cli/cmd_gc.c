@@ -8,14 +8,18 @@
  * the caller and the reader's liveness test says its writer is gone (pid
  * absent or start time different, and the writer's lock free); the test is
  * repeated on the open file right before the unlink. A segment that
- * cannot be validated is removed only when it is ours and no process has
- * its pid. Never a live writer's, never another user's. A group segment
+ * cannot be validated is removed only when it is ours, no process has its
+ * pid, and it is too short for a magic or starts with the telemetry magic
+ * (or a magic still 0): never a file of another kind, such as a group
+ * segment. Never
+ * a live writer's, never another user's. A group segment
  * is removed only by gm_group_gc, which re-checks under the group's mutex
  * that no member is alive and refuses files that are not the caller's;
  * groups a lock-free snapshot already shows with a live member are not
  * even opened for writing.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -24,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "shim/telemetry/abi.h"
 #include "tools/cli/gpumem.h"
 #include "tools/lib/util.h"
 
@@ -45,7 +50,7 @@ const char gm_help_gc[] =
     "    segment removed: its path, pid and whether it exited (kept) or\n"
     "    died.\n"
     "\n"
-    "    It also removes the group segments /dev/shm/<prefix>.group.<NAME>\n"
+    "    It also removes the group segments /dev/shm/<prefix>.group@<NAME>\n"
     "    (GPUMEM_GROUP) of the current user in which no member process is\n"
     "    alive any more (all members were killed, or a creator died before\n"
     "    setting the segment up). A group with a live member is left\n"
@@ -55,7 +60,7 @@ const char gm_help_gc[] =
     "    --dry-run\n"
     "        Print what would be removed; remove nothing.\n"
     "    --prefix P\n"
-    "        Clean segments named P.<pid> and P.group.<NAME> (default:\n"
+    "        Clean segments named P.<pid> and P.group@<NAME> (default:\n"
     "        $GPUMEM_SHM_PREFIX, else gpumem).\n"
     "    -h, --help\n"
     "        Print this manual page and exit.\n"
@@ -70,7 +75,7 @@ const char gm_help_gc[] =
     "        would remove /dev/shm/gpumem.41017 (pid 41017, exited)\n"
     "    gpumem gc\n"
     "        removed /dev/shm/gpumem.41017 (pid 41017, exited)\n"
-    "        removed /dev/shm/gpumem.group.train (group train, no live "
+    "        removed /dev/shm/gpumem.group@train (group train, no live "
     "member)\n";
 
 #define GC_MAX 65536
@@ -90,7 +95,26 @@ static int remove_one(const char *path, int pid, const char *why, bool dry)
     return 0;
 }
 
-/* A file the reader refuses: ours, a regular file, and its pid gone. */
+/* Too short to hold a magic, or starting with the telemetry magic or a
+ * magic still 0 (a writer that died while setting it up): the kind of
+ * file gc may remove. */
+static bool telemetry_kind(const char *path)
+{
+    uint64_t magic = 0;
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+              (st.st_size < (off_t)sizeof magic ||
+               (pread(fd, &magic, sizeof magic, 0) == (ssize_t)sizeof magic &&
+                (magic == GM_ABI_MAGIC || magic == 0)));
+    close(fd);
+    return ok;
+}
+
+/* A file the reader refuses: ours, a regular file of the telemetry kind,
+ * and its pid gone. */
 static int gc_unreadable(const char *prefix, int pid, bool dry)
 {
     char path[512];
@@ -101,6 +125,11 @@ static int gc_unreadable(const char *prefix, int pid, bool dry)
         return 0;
     if (kill(pid, 0) == 0 || errno != ESRCH)
         return 0;
+    if (!telemetry_kind(path)) {
+        fprintf(stderr, "gpumem: gc: %s is not a gpumem telemetry segment; "
+                "left alone\n", path);
+        return 0;
+    }
     return remove_one(path, pid, "unreadable", dry);
 }
 

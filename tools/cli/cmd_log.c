@@ -11,6 +11,8 @@
  * gone, and then closed. In jsonl a "process" line precedes each
  * process's events, carrying the command, policy and device limits, so
  * `gpumem report --from` can rebuild the figures from the file alone.
+ * The command and policy are printed only through tools/lib/escape.h
+ * (terminal form in text, valid UTF-8 in jsonl).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -23,6 +25,7 @@
 #include "policy/parse.h"
 #include "policy/policy.h"
 #include "tools/cli/gpumem.h"
+#include "tools/lib/escape.h"
 #include "tools/lib/util.h"
 
 const char gm_help_log[] =
@@ -44,12 +47,19 @@ const char gm_help_log[] =
     "\n"
     "    Formats (one line per event):\n"
     "    text   time, pid, device, kind, API, size, address, used after\n"
-    "           the event, latency; gaps as \"pid P: lost N events\".\n"
+    "           the event, latency; host (pinned memory) events show the\n"
+    "           change (+/-), the host address and the pinned total after\n"
+    "           it; gaps as \"pid P: lost N events\". Command lines and\n"
+    "           policies are escaped: control bytes, DEL and bytes that\n"
+    "           are not UTF-8 as \\xHH, a backslash as \\\\.\n"
     "    jsonl  one JSON object per line: pid, seq (event index), ts_ns,\n"
     "           kind, api, dev (null for host memory), tid, size, addr,\n"
     "           used_after, extra, lat_ns. Each process starts with a\n"
     "           {\"kind\":\"process\",...} line (command, policy, limits);\n"
     "           gaps are {\"pid\":P,\"kind\":\"lost\",\"count\":N}.\n"
+    "           Strings are valid UTF-8: a byte that is not becomes\n"
+    "           \\ufffd. A host event's addr is its signed change (two's\n"
+    "           complement) and extra its host address.\n"
     "    csv    a header line, then pid,seq,ts_ns,kind,api,dev,tid,size,\n"
     "           addr,used_after,extra,lat_ns; a gap is a row of kind lost\n"
     "           with the count in size.\n"
@@ -137,7 +147,11 @@ static void print_process(const struct log_ctx *c, const struct gm_seg *s)
     if (c->fmt == FMT_CSV)
         return;
     if (c->fmt == FMT_TEXT) {
-        printf("pid %u: %s [%s]\n", snap.pid, snap.cmdline, snap.policy);
+        printf("pid %u: ", snap.pid);
+        gm_esc_term_put(stdout, snap.cmdline, 0);
+        fputs(" [", stdout);
+        gm_esc_term_put(stdout, snap.policy, 0);
+        fputs("]\n", stdout);
         return;
     }
     printf("{\"pid\":%u,\"kind\":\"process\",\"command\":", snap.pid);
@@ -171,22 +185,39 @@ static void print_lost(const struct log_ctx *c, int pid, uint64_t n)
         printf("pid %d: lost %llu events\n", pid, (unsigned long long)n);
 }
 
+/* A host event (docs/abi.md) holds |delta| in size, the signed delta in
+ * addr, the pinned total after it in used_after and the host address in
+ * extra: shown as "+2.0 MiB at 0x7f.. pinned 2.0 MiB". */
+static void host_fields(const struct gm_abi_record *r, char *size,
+                        size_t cap, uint64_t *addr)
+{
+    char mag[32];
+    gm_format_size(r->size, mag, sizeof mag);
+    snprintf(size, cap, "%c%s", (int64_t)r->addr < 0 ? '-' : '+', mag);
+    *addr = r->extra;
+}
+
 static void print_text(int pid, const struct gm_abi_record *r)
 {
     time_t sec = (time_t)(r->ts_ns / 1000000000ull);
     struct tm tm;
-    char when[32], size[32], used[32], lat[32], dev[16] = "host";
+    char when[32], size[40], used[32], lat[32], dev[16] = "host";
+    bool host = r->kind == GM_EV_HOST;
+    uint64_t addr = r->addr;
     localtime_r(&sec, &tm);
     strftime(when, sizeof when, "%H:%M:%S", &tm);
-    gm_format_size(r->size, size, sizeof size);
+    if (host)
+        host_fields(r, size, sizeof size, &addr);
+    else
+        gm_format_size(r->size, size, sizeof size);
     gm_format_size(r->used_after, used, sizeof used);
     gm_format_latency(r->lat_ns, lat, sizeof lat);
     if (r->dev != GM_ABI_NO_DEVICE)
         snprintf(dev, sizeof dev, "dev %u", r->dev);
-    printf("%s.%06llu pid %d %s %-10s %-24s %11s at 0x%llx used %s", when,
+    printf("%s.%06llu pid %d %s %-10s %-24s %11s at 0x%llx %s %s", when,
            (unsigned long long)(r->ts_ns / 1000 % 1000000), pid, dev,
            gm_ev_kind_name(r->kind), gm_api_name(r->api), size,
-           (unsigned long long)r->addr, used);
+           (unsigned long long)addr, host ? "pinned" : "used", used);
     if (r->kind == GM_EV_ALLOC || r->kind == GM_EV_FREE)
         printf(" lat %s", lat);
     if (r->kind == GM_EV_OOM) {
@@ -269,8 +300,7 @@ static int track(struct log_ctx *c, int pid, bool quiet)
     if (gm_seg_open(&t->seg, gm_tool_shm_dir(), c->prefix, pid, err,
                     sizeof err) != 0) {
         if (!quiet)
-            fprintf(stderr, "gpumem: log: pid %d: %s.%d: %s\n", pid,
-                    c->prefix, pid, err);
+            gm_cli_open_failed("log", c->prefix, pid, err);
         return -1;
     }
     if (!c->named && t->seg.uid != getuid()) {

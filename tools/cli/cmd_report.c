@@ -10,6 +10,8 @@
  * the segment would hold (counts, sizes and latency histograms, used,
  * peak, live allocations at the end); fragmentation is not in a trace and
  * reads 0. A trace line that is not one of ours is skipped, never trusted.
+ * The SVG title carries the command line in its terminal form
+ * (tools/lib/escape.h).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -21,6 +23,7 @@
 #include "policy/parse.h"
 #include "policy/policy.h"
 #include "tools/cli/gpumem.h"
+#include "tools/lib/escape.h"
 #include "tools/lib/svg.h"
 #include "tools/lib/util.h"
 
@@ -122,10 +125,13 @@ static int write_svg(const struct gm_timeline *tl, const char *path)
     return 0;
 }
 
+/* The command line in its terminal form (whole units, at most 160
+ * bytes), so that the SVG text is valid UTF-8 and shows what ps shows. */
 static void tl_title(struct gm_timeline *tl, const struct gm_snapshot *s)
 {
-    snprintf(tl->title, sizeof tl->title, "pid %u: %.160s", s->pid,
-             s->cmdline);
+    char cmd[161];
+    gm_esc_term(s->cmdline, 0, cmd, sizeof cmd);
+    snprintf(tl->title, sizeof tl->title, "pid %u: %s", s->pid, cmd);
 }
 
 /* Limits and exact peaks from the snapshot override what samples show. */
@@ -158,6 +164,9 @@ static void tl_record(struct gm_timeline *tl, const struct gm_abi_record *r)
 
 /* ---- a live or kept segment ------------------------------------------------ */
 
+/* Every event the ring still holds, in order; the events a drain counts
+ * lost are taken to come before those it returns (the ring overwrites
+ * its oldest events first). */
 static void seg_timeline(struct gm_seg *seg, struct gm_timeline *tl)
 {
     static struct gm_abi_record buf[1024];
@@ -166,6 +175,7 @@ static void seg_timeline(struct gm_seg *seg, struct gm_timeline *tl)
     for (unsigned rounds = 0; rounds < 1u << 16; rounds++) {
         uint64_t lost = 0;
         size_t n = gm_seg_drain(seg, &c, buf, 1024, GM_DRAIN_FLUSH, &lost);
+        gm_tl_lost(tl, lost);
         for (size_t i = 0; i < n; i++)
             tl_record(tl, &buf[i]);
         if (n == 0 && lost == 0)
@@ -199,8 +209,7 @@ static int report_pid(const struct report_args *a)
         return rc;
     if (gm_seg_open(&seg, gm_tool_shm_dir(), a->prefix, pid, err,
                     sizeof err) != 0) {
-        fprintf(stderr, "gpumem: report: pid %d: %s.%d: %s\n", pid, a->prefix,
-                pid, err);
+        gm_cli_open_failed("report", a->prefix, pid, err);
         return 1;
     }
     if (gm_seg_summary(&seg, &p) < 0) {
@@ -393,6 +402,8 @@ static int trace_line(const char *line, int want, struct gm_snapshot *s,
         if (ju64(line, "count", &n)) {
             s->ring_dropped += n;
             s->ring_head += n;
+            if (tl != NULL)
+                gm_tl_lost(tl, n);
         }
     } else {
         unsigned k = kind_of(kind);

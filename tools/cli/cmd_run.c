@@ -29,8 +29,8 @@ const char gm_help_run[] =
     "\n"
     "SYNOPSIS\n"
     "    gpumem run [--limit SIZE] [--mode M] [--on-oom P] [--group G]\n"
-    "               [--priority P] [--report] [--keep] [--no-telemetry]\n"
-    "               [--prefix P]\n"
+    "               [--group-limit SIZE] [--priority P] [--report] [--keep]\n"
+    "               [--no-telemetry] [--prefix P]\n"
     "               -- CMD [ARGS...]\n"
     "\n"
     "DESCRIPTION\n"
@@ -49,6 +49,8 @@ const char gm_help_run[] =
     "    --mode M           GPUMEM_MODE: grow, static, staged\n"
     "    --on-oom P         GPUMEM_ON_OOM: fail, wait[:DURATION], spill, warn\n"
     "    --group G          GPUMEM_GROUP: a shared budget's name\n"
+    "    --group-limit SIZE GPUMEM_GROUP_LIMIT: the shared budget's limit\n"
+    "                       (4G, 40%, ...); needed by the first member\n"
     "    --priority P       GPUMEM_PRIORITY: high, normal, low, or 0.1..10\n"
     "    --report           GPUMEM_REPORT=1: the exit report on stderr\n"
     "    --keep             GPUMEM_KEEP=1: keep the segment after exit, for\n"
@@ -68,6 +70,7 @@ const char gm_help_run[] =
     "EXAMPLES\n"
     "    gpumem run --limit 4G -- python train.py\n"
     "    gpumem run --limit 40% --on-oom wait:30s --report -- ./solver\n"
+    "    gpumem run --limit 6G --group team --group-limit 16G -- ./worker\n"
     "    gpumem run --limit 1G -- sh -c 'echo $GPUMEM_LIMIT; exit 7'\n"
     "        1G      (and the exit status is 7)\n";
 
@@ -83,6 +86,7 @@ static const struct run_opt run_opts[] = {
     { "--mode", "GPUMEM_MODE", false, NULL },
     { "--on-oom", "GPUMEM_ON_OOM", false, NULL },
     { "--group", "GPUMEM_GROUP", false, NULL },
+    { "--group-limit", "GPUMEM_GROUP_LIMIT", false, NULL },
     { "--priority", "GPUMEM_PRIORITY", false, NULL },
     { "--prefix", "GPUMEM_SHM_PREFIX", false, NULL },
     { "--report", "GPUMEM_REPORT", true, NULL },

@@ -12,6 +12,7 @@
 
 #include "policy/policy.h"
 #include "tools/cli/gpumem.h"
+#include "tools/lib/version.h"
 
 static const struct gm_cmd cmds[] = {
     { "policy", gm_cmd_policy,
@@ -35,6 +36,7 @@ static const char help_head[] =
     "    gpumem COMMAND [OPTIONS] [ARGS...]\n"
     "    gpumem help [COMMAND]\n"
     "    gpumem COMMAND --help\n"
+    "    gpumem --version\n"
     "\n"
     "DESCRIPTION\n"
     "    gpumem is the companion command of libgpumem.so, the library that\n"
@@ -50,6 +52,8 @@ static const char help_tail[] =
     "OPTIONS\n"
     "    -h, --help\n"
     "        Print this manual page and exit.\n"
+    "    --version\n"
+    "        Print \"gpumem VERSION\" and exit.\n"
     "\n"
     "EXIT STATUS\n"
     "    The status of the COMMAND run; see its manual page.\n"
@@ -93,6 +97,11 @@ static int unknown_cmd(const char *name)
     const char *best;
     size_t i;
 
+    if (strcmp(name, "top") == 0) {
+        fprintf(stderr, "gpumem: 'top' is a program of its own: run "
+                "gpumem-top (gpumem-top --help)\n");
+        return GM_EXIT_USAGE;
+    }
     for (i = 0; i < NCMDS; i++)
         names[i] = cmds[i].name;
     best = gm_closest_name(name, names, NCMDS, 2);
@@ -158,6 +167,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         print_top_help(stdout);
+        return finish(0);
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("gpumem %s\n", GM_VERSION);
         return finish(0);
     }
     if (strcmp(argv[1], "help") == 0)

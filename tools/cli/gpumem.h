@@ -22,6 +22,11 @@ struct gm_cmd {
 };
 
 /* gpumem policy [--json] */
+/* A pid's segment could not be opened (err: the reader's reason): say
+ * so on stderr, as "no gpumem process N" when there is no segment. */
+void gm_cli_open_failed(const char *cmd, const char *prefix, int pid,
+                        const char *err);
+
 int gm_cmd_policy(int argc, char **argv);
 extern const char gm_help_policy[];
 /* gpumem run [OPTIONS] -- CMD ARGS... */

@@ -375,7 +375,7 @@ int gm_reader_list(const char *dir, const char *prefix, int *pids,
         const char *name = e->d_name;
         if (strncmp(name, prefix, plen) != 0 || name[plen] != '.')
             continue;
-        int pid = parse_pid(name + plen + 1); /* ".group.x" fails here */
+        int pid = parse_pid(name + plen + 1); /* "group@x" fails here */
         if (pid < 0)
             continue;
         if (count < max)

@@ -34,7 +34,7 @@
 #define GM_READER_DEFAULT_DIR "/dev/shm"
 
 /* The pids of the segments "<prefix>.<pid>" in dir (group segments
- * "<prefix>.group.*" and any other name are skipped), ascending, at most
+ * "<prefix>.group@*" and any other name are skipped), ascending, at most
  * max of them stored. Returns how many exist (may exceed max), or -1 when
  * dir cannot be read (errno set). Does not open the files. */
 int gm_reader_list(const char *dir, const char *prefix, int *pids,

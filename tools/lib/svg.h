@@ -1,12 +1,15 @@
 /*
  * tools/lib/svg.h — device memory over time as an SVG image (`gpumem report
  * --svg`): a timeline of "used" samples per device, with the limit, the
- * peak and the refused requests (OOM), drawn with labelled axes in binary
- * units and a legend.
+ * peak, the refused requests (OOM) and the history the ring lost, drawn
+ * on axes with 1-2-5 ticks, one binary unit for the memory axis and
+ * every size on the image, and a legend of what is drawn.
  *
  * Invariants: a timeline owns its sample arrays (gm_tl_free releases
  * them); samples of a device are kept in the order added (callers add
- * them in event order); the peak of a device is at least every sample.
+ * them in event order); the peak of a device is at least every sample;
+ * events lost are counted as "before" until the first sample or refusal
+ * is added and as "after" (gaps) from then on.
  */
 #ifndef GM_SVG_H
 #define GM_SVG_H
@@ -34,7 +37,10 @@ struct gm_tl_dev {
 };
 
 struct gm_timeline {
-    uint64_t t0_ns;              /* x = 0 (process start); 0: first sample */
+    uint64_t t0_ns;              /* x = 0 (process start); 0: first event */
+    uint64_t first_ns;           /* earliest event added; 0: none yet */
+    uint64_t lost_before;        /* events lost before the first added */
+    uint64_t lost_after;         /* events lost after it (gaps) */
     char title[256];
     struct gm_tl_dev dev[GM_ABI_MAX_DEVICES];
 };
@@ -48,8 +54,12 @@ int gm_tl_add(struct gm_timeline *tl, unsigned dev, uint64_t t_ns,
 /* A refused request on dev while `used` bytes were charged. */
 int gm_tl_oom(struct gm_timeline *tl, unsigned dev, uint64_t t_ns,
               uint64_t used);
+/* n events the ring (or the trace) no longer holds, at this point of the
+ * event order. */
+void gm_tl_lost(struct gm_timeline *tl, uint64_t n);
 
-/* Write the image; returns 0, or -1 when writing failed. */
+/* Write the image; returns 0, or -1 when writing failed or memory ran
+ * out. */
 int gm_svg_write(const struct gm_timeline *tl, FILE *f);
 
 #endif

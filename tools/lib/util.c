@@ -1,13 +1,15 @@
 /*
  * tools/lib/util.c — helpers shared by `gpumem` and `gpumem-top` (see
- * tools/lib/util.h): prefix choice, JSON strings, segment scans, the process
+ * tools/lib/util.h): prefix choice, segment scans, the process
  * table in text and JSON, the scan of group segments and the groups
  * section in text and JSON.
  *
  * Invariants: segments are opened read-only through the reader library and
  * closed again before gm_scan returns (a scan holds copies, not mappings);
  * group segments are copied with gm_group_snapshot (pread, no lock); every
- * figure printed comes from a snapshot copy.
+ * figure printed comes from a snapshot copy; every string from a segment
+ * goes out through tools/lib/escape.h (gm_esc_term_put in text,
+ * gm_json_str in JSON).
  */
 #include "tools/lib/util.h"
 
@@ -60,24 +62,6 @@ const char *gm_tool_prefix(const char *cmd, const char *opt)
 const char *gm_tool_shm_dir(void)
 {
     return GM_READER_DEFAULT_DIR;
-}
-
-void gm_json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p == '\n')
-            fputs("\\n", f);
-        else if (*p == '\t')
-            fputs("\\t", f);
-        else if (*p < 0x20 || *p == 0x7f)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
 }
 
 const char *gm_user_name(uid_t uid, char *buf, size_t cap)
@@ -247,12 +231,13 @@ static void print_row(FILE *f, const struct gm_row *r)
             gm_format_latency(gm_dev_lat_q(d, 990), p99, sizeof p99);
     }
     fprintf(f, "%7d %-8.8s %3s %8s %8s %8s %4s %8llu %8llu %5llu %6s %9s "
-            "%-6s %-6s %s\n", r->sp->p.pid, user, dev, used, peak, lim, pct,
+            "%-6s %-6s ", r->sp->p.pid, user, dev, used, peak, lim, pct,
             (unsigned long long)(d ? d->allocs : 0),
             (unsigned long long)(d ? d->frees : 0),
             (unsigned long long)(d ? d->refusals : 0), frag, p99,
-            gm_mode_name((enum gm_mode)s->mode), gm_proc_state_word(r->sp),
-            s->cmdline);
+            gm_mode_name((enum gm_mode)s->mode), gm_proc_state_word(r->sp));
+    gm_esc_term_put(f, s->cmdline, 0);
+    fputc('\n', f);
 }
 
 void gm_rows_print_text(FILE *f, const struct gm_row *rows, size_t n)
@@ -531,7 +516,9 @@ static void group_dev_line(FILE *f, const struct gm_scan_group *g, int d,
             snprintf(pct, sizeof pct, "%llu%%",
                      (unsigned long long)(gd->used * 100 / gd->limit));
     }
-    fprintf(f, "%-16s %-12s %8s %8s %8s %4s  %s\n", v->name, dev, used, peak,
+    char name[GM_ESC_TERM_CAP(sizeof v->name)];
+    gm_esc_term(v->name, 0, name, sizeof name);
+    fprintf(f, "%-16s %-12s %8s %8s %8s %4s  %s\n", name, dev, used, peak,
             lim, pct, members);
 }
 
@@ -546,9 +533,10 @@ static void member_line(FILE *f, const struct gm_scan_group *g, unsigned i,
         size_or_dash(m->share[d], gd->limit != 0, share, sizeof share);
         gm_size_short(m->used[d], used, sizeof used);
     }
-    fprintf(f, "  %7d %7.2f %-12s %8s %8s %-6s %s\n", m->pid, m->weight, dev,
-            share, used, m->alive ? "live" : "dead",
-            g->cmd[i][0] ? g->cmd[i] : "-");
+    fprintf(f, "  %7d %7.2f %-12s %8s %8s %-6s ", m->pid, m->weight, dev,
+            share, used, m->alive ? "live" : "dead");
+    gm_esc_term_put(f, g->cmd[i][0] ? g->cmd[i] : "-", 0);
+    fputc('\n', f);
 }
 
 static void group_text(FILE *f, const struct gm_scan_group *g)

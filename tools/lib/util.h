@@ -1,17 +1,20 @@
 /*
  * tools/lib/util.h — helpers shared by `gpumem` and `gpumem-top`: the segment
- * prefix (--prefix, GPUMEM_SHM_PREFIX, "gpumem"), JSON string escaping, a
+ * prefix (--prefix, GPUMEM_SHM_PREFIX, "gpumem"), a
  * scan of every readable segment of a prefix into process records, the
  * per-device rows derived from them, the process table as text and
  * JSON (the same columns in `gpumem ps` and `gpumem-top --once/--json`),
  * and the same for shared budgets: a scan of the group segments
- * "<prefix>.group.<NAME>" and the groups section as text and JSON.
+ * "<prefix>.group@<NAME>" and the groups section as text and JSON.
  *
  * Invariants: a scan owns its records (gm_scan_free, gm_gscan_free release
  * them); rows point into the scan that produced them and live no longer
  * than it. Only segments owned by the caller's uid are listed unless asked
  * otherwise. Group segments are read with gm_group_snapshot (pread, no
- * mapping, no lock): a hostile or truncated file is skipped.
+ * mapping, no lock): a hostile or truncated file is skipped. Text from a
+ * segment (command lines, policies, group names) is printed only in the
+ * forms of tools/lib/escape.h: escaped for the terminal in text, as valid
+ * UTF-8 in JSON.
  */
 #ifndef GM_TOOLS_UTIL_H
 #define GM_TOOLS_UTIL_H
@@ -23,6 +26,7 @@
 #include <sys/types.h>
 
 #include "shim/group/group.h"
+#include "tools/lib/escape.h"
 #include "tools/lib/reader.h"
 
 /* The segment prefix: opt when non-NULL, else $GPUMEM_SHM_PREFIX when set
@@ -32,10 +36,6 @@ const char *gm_tool_prefix(const char *cmd, const char *opt);
 
 /* The directory holding segments ("/dev/shm"). */
 const char *gm_tool_shm_dir(void);
-
-/* Write s as a JSON string literal (quotes included; control characters,
- * quotes and backslashes escaped; bytes >= 0x80 passed through). */
-void gm_json_str(FILE *f, const char *s);
 
 /* Name of a uid ("uid 1234" when it has none); buf of at least 32 bytes. */
 const char *gm_user_name(uid_t uid, char *buf, size_t cap);
@@ -111,7 +111,7 @@ struct gm_gscan {
     size_t n;
 };
 
-/* Read every group segment "<dir>/<prefix>.group.<NAME>" owned by the
+/* Read every group segment "<dir>/<prefix>.group@<NAME>" owned by the
  * caller (with GM_SCAN_ALL_USERS: every readable one). Files that fail
  * validation are skipped. Returns the number of groups, -1 when the
  * directory cannot be read or memory runs out (message printed). */

@@ -28,6 +28,7 @@
 #include "shim/base/clock.h"
 #include "tools/lib/reader.h"
 #include "tools/lib/util.h"
+#include "tools/lib/version.h"
 #include "tools/top/view.h"
 
 #define GONE_NS 10000000000ull
@@ -78,6 +79,8 @@ static const char help_text[] =
     "        gpumem).\n"
     "    -h, --help\n"
     "        Print this manual page and exit.\n"
+    "    --version\n"
+    "        Print \"gpumem-top VERSION\" and exit.\n"
     "\n"
     "EXIT STATUS\n"
     "    0   Success.\n"
@@ -672,6 +675,9 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(help_text, stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--version") == 0) {
+            printf("gpumem-top %s\n", GM_VERSION);
             return 0;
         }
     t.delay = 1.0;

@@ -8,7 +8,9 @@
  * Invariants: drawing only, from the model; each frame is erase() + draw
  * into the curses buffer + one refresh(), so the terminal gets only the
  * difference and never flickers; every write is clipped to the screen.
- * ASCII only, so any terminal and `tmux capture-pane` show it as drawn.
+ * ASCII only, so any terminal and `tmux capture-pane` show it as drawn:
+ * text from a segment (command, policy, group name) and the user name are
+ * drawn in the terminal form of tools/lib/escape.h with GM_ESC_ASCII.
  */
 #include "tools/top/view.h"
 
@@ -20,6 +22,7 @@
 
 #include "policy/parse.h"
 #include "shim/telemetry/report.h"
+#include "tools/lib/escape.h"
 #include "tools/lib/reader.h"
 #include "tools/lib/util.h"
 
@@ -214,7 +217,9 @@ static int group_lines(const struct gm_top_model *m, int y)
         member_list(g, who, sizeof who);
         if (g->dead)
             snprintf(dead, sizeof dead, " (+%u dead)", g->dead);
-        putf(y, 0, "group %-12.12s", g->name);
+        char name[GM_ESC_TERM_CAP(sizeof g->name)];
+        putf(y, 0, "group %-12.12s",
+             gm_esc_term(g->name, GM_ESC_ASCII, name, sizeof name));
         /* Narrow terminals: a shorter bar and no peak, so that the
          * members still show. */
         bool wide = COLS >= 110;
@@ -266,7 +271,7 @@ static void cell(const struct gm_top_ent *e, enum gm_top_col c, char *b,
     b[0] = '\0';
     switch (c) {
     case GM_COL_PID: snprintf(b, cap, "%d", e->pid); break;
-    case GM_COL_USER: snprintf(b, cap, "%s", e->user); break;
+    case GM_COL_USER: gm_esc_term(e->user, GM_ESC_ASCII, b, cap); break;
     case GM_COL_DEV:
         snprintf(b, cap, e->dev < 0 ? "-" : "%d", e->dev);
         break;
@@ -293,7 +298,9 @@ static void cell(const struct gm_top_ent *e, enum gm_top_col c, char *b,
             snprintf(b, cap, "-");
         break;
     case GM_COL_MODE: snprintf(b, cap, "%s", e->mode); break;
-    case GM_COL_CMD: snprintf(b, cap, "%s", short_cmd(e->cmd)); break;
+    case GM_COL_CMD:
+        gm_esc_term(short_cmd(e->cmd), GM_ESC_ASCII, b, cap);
+        break;
     default: break;
     }
 }
@@ -342,7 +349,7 @@ static void table_row(int y, const struct gm_top_ent *e, const bool *show,
     for (size_t i = 0; i < NCOLS; i++) {
         if (!show[i])
             continue;
-        char b[GM_ABI_CMDLINE_LEN];
+        char b[GM_ESC_TERM_CAP(GM_ABI_CMDLINE_LEN)];
         if (cols[i].col == GM_COL_PCT) {
             pct_cell(y, x, e);
         } else {
@@ -403,6 +410,7 @@ static int detail_head(const struct gm_top_ent *e, int y)
 {
     const struct gm_abi_dev *d = &e->d;
     char used[16], peak[16], lim[16] = "none", ctx[16], p50[24], p99[24];
+    char text[GM_ESC_TERM_CAP(GM_ABI_CMDLINE_LEN)];
     gm_size_short(d->used, used, sizeof used);
     gm_size_short(d->peak, peak, sizeof peak);
     if (d->limit)
@@ -412,7 +420,8 @@ static int detail_head(const struct gm_top_ent *e, int y)
     gm_format_latency(gm_dev_lat_q(d, 990), p99, sizeof p99);
     attron(A_BOLD | COLOR_PAIR(PAIR_TITLE));
     putf(y++, 0, "DETAIL  pid %d  device %d%s  %s", e->pid, e->dev,
-         e->gone ? "  (exited)" : "", e->cmd);
+         e->gone ? "  (exited)" : "",
+         gm_esc_term(e->cmd, GM_ESC_ASCII, text, sizeof text));
     attroff(A_BOLD | COLOR_PAIR(PAIR_TITLE));
     putf(y++, 0, "used %s  peak %s  limit %s  context %s  allocs %llu  "
          "frees %llu  OOMs %llu  live %llu  frag %.1f%%", used, peak, lim,
@@ -421,7 +430,8 @@ static int detail_head(const struct gm_top_ent *e, int y)
          (double)d->frag_ppm / 10000.0);
     putf(y++, 0, "alloc latency p50 %s p99 %s   %.0f allocs/s %.0f frees/s",
          p50, p99, e->arate, e->frate);
-    putf(y++, 0, "policy: %s", e->policy);
+    putf(y++, 0, "policy: %s",
+         gm_esc_term(e->policy, GM_ESC_ASCII, text, sizeof text));
     return y;
 }
 
