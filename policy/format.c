@@ -133,9 +133,13 @@ static void item(struct out *o, bool json, const char *name,
     putf(o, "%-22s ", name);
     o->mark = o->len;
     putf(o, "%s", text ? text : "(unset)");
-    putf(o, "%*s %s\n",
-         o->len - o->mark < VALUE_COL ? (int)(VALUE_COL - (o->len - o->mark))
-                                      : 0, "", s);
+    /* A value too long for its column: the source goes on the next line,
+     * in its column, never run into the value. */
+    if (o->len - o->mark >= VALUE_COL)
+        putf(o, "\n%*s", 22 + 1 + VALUE_COL, "");
+    else
+        putf(o, "%*s", (int)(VALUE_COL - (o->len - o->mark)), "");
+    putf(o, " %s\n", s);
 }
 
 static void fmt_pct(double fraction, char *buf, size_t cap)
@@ -197,7 +201,7 @@ static void fmt_limits(struct out *o, bool json, const struct gm_policy *p)
                    sizeof x);
         item(o, json, name, GM_SRC_ENV, t, x);
     }
-    if (!any && !json)
+    if (!any)
         item(o, json, gm_pol_field_names[GM_F_LIMIT_N], GM_SRC_DEFAULT, NULL, NULL);
 }
 
