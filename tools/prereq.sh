@@ -7,7 +7,7 @@
 #
 # Exit 0 when everything is there, 1 (after one line on stderr) when not.
 # The package names are Debian's; README.md lists the same ones.
-PKGS="build-essential pkg-config libncurses-dev check tmux binutils"
+PKGS="build-essential pkg-config libncurses-dev check tmux binutils groff-base librsvg2-bin"
 missing=""
 have_pc() { command -v pkg-config >/dev/null 2>&1 && pkg-config --exists "$1"; }
 command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"

@@ -190,11 +190,15 @@ alloc_async(enum kind k, int dev, struct gm_dev *d, const struct req *r,
     /* The pool's growth replaces the holds (on the group through the
      * settle, shim/account/pools.c). */
     gm_pool_settle(dev, d, pool, prov);
-    gm_grp_give(d, ghold);
+    bool group_over = false;
+    if (GM_UNLIKELY(d->gdev1 != 0)) { /* one test for both group steps */
+        if (ghold)
+            gm_grp_give_slow(d, ghold);
+        group_over = gm_grp_over(d);
+    }
     uint64_t limit = gm_budget_limit(&d->budget);
     if ((limit != 0 && gm_budget_used(&d->budget) > limit &&
-         gm_st.policy.on_oom != GM_OOM_WARN) ||
-        GM_UNLIKELY(d->gdev1 != 0 && gm_grp_over(d))) {
+         gm_st.policy.on_oom != GM_OOM_WARN) || GM_UNLIKELY(group_over)) {
         async_undo(dev, d, r, p, pool);
         gm_tel_refuse(&gm_st.tel, (unsigned)dev, r->api, r->size,
                       gm_budget_used(&d->budget), limit);

@@ -5,6 +5,7 @@
  */
 #include <check.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gm_spawn.h"
@@ -70,6 +71,49 @@ START_TEST(version_exits_0)
 }
 END_TEST
 
+/* One naming in every JSON output: sizes as KEY_bytes and refusals as
+ * "refused", as gpumem report --json says them; the old keys stay. */
+START_TEST(json_keys_are_one_schema)
+{
+    char prefix[64], pe[96], rm[160];
+    snprintf(prefix, sizeof prefix, "gmtcli%d", (int)getpid());
+    snprintf(pe, sizeof pe, "GPUMEM_SHM_PREFIX=%s", prefix);
+    const char *env[] = { pe, "GPUMEM_KEEP=1", NULL };
+    const char *run[] = { gm_bpath("gpumem"), "run", "--limit", "500M", "--",
+                          gm_bpath("gpumem-trainsim"), "--quiet", NULL };
+    ck_assert_int_eq(gm_run(env, 0, run, out, sizeof out), 3);
+    const char *ps[] = { gm_bpath("gpumem"), "ps", "--json", "--all",
+                         "--prefix", prefix, NULL };
+    int rc = gpumem(ps);
+    snprintf(rm, sizeof rm, "rm -f /dev/shm/%s.*", prefix);
+    ck_assert_int_eq(system(rm), 0);
+    ck_assert_int_eq(rc, 0);
+    const char *keys[] = { "\"used_bytes\":", "\"peak_bytes\":",
+                           "\"limit_bytes\":524288000", "\"context_bytes\":",
+                           "\"physical_bytes\":", "\"pool_reserve_bytes\":",
+                           "\"total_allocated_bytes\":", "\"refused\":1",
+                           "\"used\":", "\"limit\":524288000", "\"ooms\":1" };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        ck_assert_msg(strstr(out, keys[i]) != NULL, "no %s in %s", keys[i],
+                      out);
+}
+END_TEST
+
+START_TEST(policy_json_and_text_agree)
+{
+    const char *js[] = { gm_bpath("gpumem"), "policy", "--json", NULL };
+    ck_assert_int_eq(gpumem(js), 0);
+    ck_assert_msg(strstr(out, "\"GPUMEM_LIMIT_<N>\": {\"value\": null") !=
+                  NULL, "%s", out);
+    const char *env[] = { "GPUMEM_CUDA_LIBRARY=/a/very/long/path/to/the/"
+                          "driver/library/libcuda.so.1", NULL };
+    const char *tx[] = { gm_bpath("gpumem"), "policy", NULL };
+    ck_assert_int_eq(gm_run(env, 0, tx, out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "libcuda.so.1 env") == NULL &&
+                  strstr(out, "libcuda.so.1\n") != NULL, "%s", out);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli");
@@ -79,6 +123,8 @@ int main(void)
     tcase_add_test(t, no_such_process_is_said_plainly);
     tcase_add_test(t, top_points_to_gpumem_top);
     tcase_add_test(t, version_exits_0);
+    tcase_add_test(t, json_keys_are_one_schema);
+    tcase_add_test(t, policy_json_and_text_agree);
     suite_add_tcase(s, t);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

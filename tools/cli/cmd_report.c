@@ -11,7 +11,8 @@
  * peak, live allocations at the end); fragmentation is not in a trace and
  * reads 0. A trace line that is not one of ours is skipped, never trusted.
  * The SVG title carries the command line in its terminal form
- * (tools/lib/escape.h).
+ * (tools/lib/escape.h); its timeline is told every event lost (counted
+ * by the drain, or a trace's "lost" line) where it falls in the order.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -58,7 +59,8 @@ const char gm_help_report[] =
     "        Also draw device memory used over time, per device, with the\n"
     "        limit (dashed), the peak (circle) and refused requests (red\n"
     "        crosses), into FILE as SVG. For a process, the samples are the\n"
-    "        events its ring still holds.\n"
+    "        events its ring still holds; a note on the image says how many\n"
+    "        events were lost and since when the history is complete.\n"
     "    --from TRACE.jsonl\n"
     "        Read a recorded trace instead of a segment ('-': stdin).\n"
     "    --prefix P\n"

@@ -253,7 +253,7 @@ static void ranges(const struct plot *pl, double *top, double *span)
             *span = dmax(*span, secs(pl, d->peak_ns));
     }
     *top = *top > 0 ? *top * HEADROOM : 1024 * 1024;
-    *span = *span > 0.001 ? *span : 0.001;
+    *span = *span >= 1e-6 ? *span : 1e-3;    /* no duration: 1 ms */
 }
 
 static int curve_put(struct curve *c, double x, double y)
@@ -490,13 +490,16 @@ static void tick_label(char *buf, size_t cap, const struct scale *s, int k)
         snprintf(buf, cap, "%.*f", s->dec, k * s->step);
 }
 
-/* A size in the memory axis's unit: one decimal from 1 on, else three
- * significant digits. */
+/* A size in the memory axis's unit, to three significant digits at
+ * least (one decimal at least, none for bytes). */
 static void size_text(const struct plot *pl, uint64_t bytes, char *buf,
                       size_t cap)
 {
     double v = (double)bytes / pl->y.unit;
-    int dec = v >= 1 || v == 0 ? 1 : v >= 0.1 ? 3 : v >= 0.01 ? 4 : 5;
+    int dec = v >= 10 || v == 0 ? 1 : v >= 1 ? 2 : v >= 0.1 ? 3
+            : v >= 0.01 ? 4 : 5;
+    if (pl->y.unit == 1)
+        dec = 0;                 /* bytes are whole */
     snprintf(buf, cap, "%.*f %s", dec, v, pl->y.uname);
 }
 
@@ -568,12 +571,24 @@ static void lost_span(FILE *f, const struct plot *pl)
             x1, MT + PH);
 }
 
+/* Decimals for a time: one more than the ticks have, and three
+ * significant digits at least. */
+static int time_dec(const struct plot *pl, double t)
+{
+    int sig = 2;                 /* three digits for 1 <= t < 10 */
+    for (double v = t; v > 0 && v < 1 && sig < 9; v *= 10)
+        sig++;
+    for (double v = t; v >= 10 && sig > 0; v /= 10)
+        sig--;
+    return pl->x.dec + 1 > sig ? pl->x.dec + 1 : sig;
+}
+
 /* "history before 2.78 s lost (13,761 events)" and the like. */
 static void note_text(const struct plot *pl, char *buf, size_t cap)
 {
     const struct gm_timeline *tl = pl->tl;
     char nb[32], na[32];
-    int dec = pl->x.dec + 1 < 3 ? pl->x.dec + 1 : 3;
+    int dec = time_dec(pl, secs(pl, tl->first_ns));
     grouped(tl->lost_before, nb, sizeof nb);
     grouped(tl->lost_after, na, sizeof na);
     if (lost_drawn(pl)) {
@@ -594,12 +609,14 @@ static void lost_note(FILE *f, struct plot *pl)
     if (pl->tl->lost_before == 0 && pl->tl->lost_after == 0)
         return;
     note_text(pl, text, sizeof text);
-    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"12\" "
-            "fill=\"url(#lost-hatch)\" stroke=\"#999\"/>\n", ML, NOTE_Y - 10);
+    int tx = lost_drawn(pl) ? ML + 20 : ML;     /* the hatch's swatch */
+    if (lost_drawn(pl))
+        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"12\" "
+                "fill=\"url(#lost-hatch)\" stroke=\"#999\"/>\n", ML,
+                NOTE_Y - 10);
     fprintf(f, "<text class=\"lost-note\" x=\"%d\" y=\"%d\" font-size=\"12\" "
-            "fill=\"#a03c00\">%s</text>\n", ML + 20, NOTE_Y, text);
-    take(pl, (struct box){ ML, NOTE_Y - 14, ML + 20 + text_w(text),
-                           NOTE_Y + 4 });
+            "fill=\"#a03c00\">%s</text>\n", tx, NOTE_Y, text);
+    take(pl, (struct box){ ML, NOTE_Y - 14, tx + text_w(text), NOTE_Y + 4 });
 }
 
 static void usage_line(FILE *f, const struct curve *cv, const char *color,
@@ -746,7 +763,7 @@ static void draw(FILE *f, struct plot *pl)
             "height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\">"
             "\n", W, H, W, H);
     fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, H);
-    if (tl->lost_before || tl->lost_after)
+    if (lost_drawn(pl))
         hatch_defs(f);
     fprintf(f, "<text x=\"%d\" y=\"26\" font-size=\"15\" "
             "font-weight=\"bold\">", ML);

@@ -6,6 +6,7 @@
  *
  * Invariants: segments are opened read-only through the reader library and
  * closed again before gm_scan returns (a scan holds copies, not mappings);
+ * every process state comes from gm_tool_summary (a zombie is not alive);
  * group segments are copied with gm_group_snapshot (pread, no lock); every
  * figure printed comes from a snapshot copy; every string from a segment
  * goes out through tools/lib/escape.h (gm_esc_term_put in text,
@@ -14,6 +15,7 @@
 #include "tools/lib/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <stdlib.h>
@@ -22,6 +24,7 @@
 
 #include "policy/parse.h"
 #include "policy/policy.h"
+#include "shim/base/clock.h"
 
 #define SCAN_MAX 4096
 #define GSCAN_MAX 256
@@ -90,6 +93,42 @@ static bool want_proc(const struct gm_scan_proc *sp, unsigned flags)
     return true;
 }
 
+/* Whether pid is a zombie or dying ('Z' or 'X' in /proc/<pid>/stat) and
+ * started at start_ticks (0: any start). */
+static bool proc_zombie(int pid, uint64_t start_ticks)
+{
+    char path[48], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n;
+    do {
+        n = read(fd, buf, sizeof buf - 1);
+    } while (n < 0 && errno == EINTR);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    if (p == NULL || p[1] != ' ' || (p[2] != 'Z' && p[2] != 'X'))
+        return false;
+    uint64_t t;
+    return start_ticks == 0 ||
+           (gm_proc_start_ticks(pid, &t) == 0 && t == start_ticks);
+}
+
+int gm_tool_summary(const struct gm_seg *s, struct gm_proc *out)
+{
+    int r = gm_seg_summary(s, out);
+    /* A zombie keeps its pid and start time but no longer runs: its
+     * descriptors, and so its segment lock, are gone. */
+    if (out->state == GM_SEG_ALIVE && proc_zombie(out->pid, s->start_ticks))
+        out->state = r >= 0 && (out->snap.flags & GM_ABI_F_CLOSED)
+                         ? GM_SEG_EXITED : GM_SEG_DEAD;
+    return r;
+}
+
 static int read_one(const char *prefix, int pid, struct gm_scan_proc *sp)
 {
     struct gm_seg s;
@@ -97,7 +136,7 @@ static int read_one(const char *prefix, int pid, struct gm_scan_proc *sp)
     if (gm_seg_open(&s, gm_tool_shm_dir(), prefix, pid, err, sizeof err) != 0)
         return -1;
     memset(sp, 0, sizeof *sp);
-    int r = gm_seg_summary(&s, &sp->p);
+    int r = gm_tool_summary(&s, &sp->p);
     snprintf(sp->path, sizeof sp->path, "%s", s.path);
     gm_seg_close(&s);
     if (r < 0)
@@ -257,23 +296,39 @@ static void ju(FILE *f, const char *key, uint64_t v)
     fprintf(f, ",\"%s\":%llu", key, (unsigned long long)v);
 }
 
+/* A size: "KEY_bytes" (the one naming of every JSON output, as in
+ * gpumem report --json), then the key without the unit, kept one release
+ * for readers of earlier versions (docs/tools.md, "JSON keys"). */
+static void jb(FILE *f, const char *key, uint64_t v)
+{
+    fprintf(f, ",\"%s_bytes\":%llu,\"%s\":%llu", key,
+            (unsigned long long)v, key, (unsigned long long)v);
+}
+
+/* The count of refused requests: "refused", and "ooms" kept one release. */
+static void jrefused(FILE *f, uint64_t v)
+{
+    fprintf(f, ",\"refused\":%llu,\"ooms\":%llu", (unsigned long long)v,
+            (unsigned long long)v);
+}
+
 static void dev_json(FILE *f, const struct gm_snapshot *s, unsigned i)
 {
     const struct gm_abi_dev *d = &s->dev[i];
     fprintf(f, "{\"device\":%u,\"consistent\":%s", i,
             s->dev_state[i] == GM_SNAP_OK ? "true" : "false");
-    ju(f, "physical", d->physical);
-    ju(f, "limit", d->limit);
-    ju(f, "used", d->used);
-    ju(f, "peak", d->peak);
-    ju(f, "context", d->context_bytes);
-    ju(f, "pool_reserve", d->pool_reserve);
+    jb(f, "physical", d->physical);
+    jb(f, "limit", d->limit);
+    jb(f, "used", d->used);
+    jb(f, "peak", d->peak);
+    jb(f, "context", d->context_bytes);
+    jb(f, "pool_reserve", d->pool_reserve);
     ju(f, "allocs", d->allocs);
     ju(f, "frees", d->frees);
-    ju(f, "ooms", d->refusals);
+    jrefused(f, d->refusals);
     ju(f, "live_allocs", d->live_allocs);
     ju(f, "live_bytes", d->live_bytes);
-    ju(f, "total_allocated", d->total_bytes);
+    jb(f, "total_allocated", d->total_bytes);
     ju(f, "frag_ppm", d->frag_ppm);
     ju(f, "alloc_latency_p50_ns", gm_dev_lat_q(d, 500));
     ju(f, "alloc_latency_p99_ns", gm_dev_lat_q(d, 990));
@@ -311,16 +366,16 @@ void gm_proc_print_json(FILE *f, const struct gm_scan_proc *sp)
             gm_mode_name((enum gm_mode)s->mode),
             gm_on_oom_name((enum gm_on_oom)s->on_oom));
     gm_json_str(f, s->policy);
-    ju(f, "used", used);
-    ju(f, "peak", peak);
-    ju(f, "limit", unlimited ? 0 : limit);
-    ju(f, "context", ctx);
+    jb(f, "used", used);
+    jb(f, "peak", peak);
+    jb(f, "limit", unlimited ? 0 : limit);
+    jb(f, "context", ctx);
     ju(f, "allocs", allocs);
     ju(f, "frees", frees);
-    ju(f, "ooms", ooms);
+    jrefused(f, ooms);
     ju(f, "live_allocs", live);
     ju(f, "live_bytes", live_bytes);
-    ju(f, "host_pinned", s->host_pinned);
+    jb(f, "host_pinned", s->host_pinned);
     ju(f, "events", s->ring_head);
     ju(f, "events_lost", gm_snapshot_events_lost(s));
     ju(f, "start_realtime_ns", s->start_realtime_ns);
@@ -587,10 +642,10 @@ static void gdev_json(FILE *f, const struct gm_group_view_dev *d, unsigned i)
     char uuid[48];
     uuid_full(d->uuid, uuid, sizeof uuid);
     fprintf(f, "{\"device\":%u,\"uuid\":\"%s\"", i, uuid);
-    ju(f, "physical", d->physical);
-    ju(f, "limit", d->limit);
-    ju(f, "used", d->used);
-    ju(f, "peak", d->peak);
+    jb(f, "physical", d->physical);
+    jb(f, "limit", d->limit);
+    jb(f, "used", d->used);
+    jb(f, "peak", d->peak);
     ju(f, "reclaimed_bytes", d->reclaimed_bytes);
     fputc('}', f);
 }
@@ -615,16 +670,16 @@ static void member_json(FILE *f, const struct gm_scan_group *g, unsigned i)
         gm_json_str(f, g->cmd[i]);
     else
         fputs("null", f);
-    ju(f, "used", used);
-    ju(f, "share", share);
+    jb(f, "used", used);
+    jb(f, "share", share);
     fputs(",\"devices\":[", f);
     unsigned shown = 0;
     for (unsigned d = 0; d < v->ndev && d < GM_GROUP_MAX_DEVICES; d++) {
         if (!v->dev[d].present)
             continue;
         fprintf(f, "%s{\"device\":%u", shown++ ? "," : "", d);
-        ju(f, "share", m->share[d]);
-        ju(f, "used", m->used[d]);
+        jb(f, "share", m->share[d]);
+        jb(f, "used", m->used[d]);
         fputc('}', f);
     }
     fputs("]}", f);
@@ -656,9 +711,9 @@ static void group_json(FILE *f, const struct gm_scan_group *g)
             v->consistent ? "true" : "false");
     ju(f, "live_members", gm_group_live_members(v));
     ju(f, "dead_members", gm_group_dead_members(v));
-    ju(f, "used", used);
-    ju(f, "peak", peak);
-    ju(f, "limit", unlimited || !any ? 0 : limit);
+    jb(f, "used", used);
+    jb(f, "peak", peak);
+    jb(f, "limit", unlimited || !any ? 0 : limit);
     ju(f, "joins", v->joins);
     ju(f, "reclaims", v->reclaims);
     ju(f, "reclaimed_bytes", v->reclaimed_bytes);

@@ -8,9 +8,17 @@
  * are read at every refresh: one group line per group and device.
  *
  * Invariants: entries are keyed by (pid, start time, device) so a reused
- * pid is a new row; an entry whose process exited stays 10 s, dimmed,
- * then goes; rates are per second over the last refresh interval; the
- * detail view's segment is the only one kept open between refreshes.
+ * pid is a new row. The rows are the processes `--once` lists (running
+ * and kept), by the liveness rule of tools/lib/util.h (a zombie is not
+ * running). The segment of each running process is held open between
+ * refreshes (up to MAX_HELD of them), so that when it goes (a segment
+ * not kept is unlinked at exit) its last read, from the open file, gives
+ * its final figures, refusals included; an entry whose process went
+ * stays 10 s, dimmed, then goes; a kept one stays while its segment
+ * does. Figures of a process that is not running are final and never
+ * read again. Rates are per second over the last refresh interval. The
+ * detail view reads the events of its process from its own open segment,
+ * or from the held one once the file is gone.
  */
 #include <errno.h>
 #include <signal.h>
@@ -33,6 +41,8 @@
 
 #define GONE_NS 10000000000ull
 #define MAX_ENTS 4096
+#define MAX_HELD 256             /* running processes' segments held open */
+#define CMD_DIFF_MAX 256         /* rows compared to find what differs */
 
 static const char help_text[] =
     "NAME\n"
@@ -50,16 +60,27 @@ static const char help_text[] =
     "    (bar), the sum of their limits, the number of processes. Then one\n"
     "    line per shared budget (GPUMEM_GROUP) and device: group name, used\n"
     "    against the group limit (bar), peak, live members and, for each,\n"
-    "    pid, memory used / guaranteed share. Below,\n"
-    "    one row per process and device: PID, USER, DEV, USED, PEAK, LIMIT,\n"
-    "    %LIMIT (bar), ALLOC/s, FREE/s, OOMS (refused requests), FRAG, P99\n"
-    "    allocation latency, MODE and COMMAND. Columns that do not fit are\n"
-    "    dropped. Processes that exited stay 10 seconds, dimmed.\n"
+    "    pid, memory used / guaranteed share (wrapped onto more lines when\n"
+    "    they do not fit). Below, one row per process and device: PID, USER,\n"
+    "    DEV, USED, PEAK, LIMIT, %LIMIT (bar; in static mode how full the\n"
+    "    arena is, marked arena), ALLOC/s, FREE/s, OOMS (refused requests),\n"
+    "    FRAG@PK (fragmentation when the peak was last reached), P99\n"
+    "    allocation latency, MODE and COMMAND (the program without its\n"
+    "    directory, then its arguments; when they do not fit, the arguments\n"
+    "    shared with a similar row are shown as ..). Columns that do not fit\n"
+    "    are dropped, USER first, then MODE, FRAG@PK, FREE/s, P99 and PEAK,\n"
+    "    so that COMMAND keeps a fifth of the width (20 columns at least).\n"
+    "    The rows are the processes --once lists: running ones, and exited\n"
+    "    ones kept with GPUMEM_KEEP=1 (dimmed, marked (kept)); a process\n"
+    "    that exits or is killed while watched stays 10 seconds, dimmed,\n"
+    "    with its final figures. Microseconds are written us, or with the\n"
+    "    micro sign when the locale's character set is UTF-8.\n"
     "\n"
-    "    Keys: q quit; s / S next sort column / reverse order; d filter by\n"
-    "    device; / filter by command text; Up / Down select; Enter detail\n"
-    "    view (usage history with the limit line and OOM marks, size and\n"
-    "    latency histograms, last events, policy); Esc back; h help.\n"
+    "    Keys: q quit (on every screen); s / S next sort column / reverse\n"
+    "    order; d filter by device; / filter by command text; Up / Down\n"
+    "    select; Enter detail view (usage history with the limit line and\n"
+    "    OOM marks, size and latency histograms, last refusals and events,\n"
+    "    policy); Esc back; h help (any other key than q returns).\n"
     "\n"
     "OPTIONS\n"
     "    -d SECONDS, --delay SECONDS\n"
@@ -92,6 +113,17 @@ static const char help_text[] =
     "    gpumem-top --once\n"
     "    gpumem-top --json -d 5 -n 12 > usage.jsonl\n";
 
+/* The segment of a running process, held open between refreshes: once
+ * the process is gone, the last read of it gives its final figures. */
+struct held {
+    bool open;
+    bool seen;                   /* in the latest scan */
+    bool done;                   /* its process ended: read for the last time */
+    int pid;
+    uint64_t start;
+    struct gm_seg seg;
+};
+
 struct top {
     const char *prefix;
     double delay;
@@ -105,14 +137,17 @@ struct top {
     struct gm_top_group groups[GM_TOP_GROUPS];
     size_t ngroups;
     struct gm_top_model m;
+    struct held held[MAX_HELD];
     /* detail view */
-    bool det_open;
+    struct gm_seg *det;          /* &det_own, or a held segment; NULL */
+    struct gm_seg det_own;
     int det_pid, det_dev;
     uint64_t det_start;
-    struct gm_seg det_seg;
     struct gm_cursor det_cur;
     struct gm_abi_record ev[GM_TOP_EVENTS];
     size_t nev;
+    struct gm_abi_record ref[GM_TOP_REFUSALS];
+    size_t nref;
 };
 
 static volatile sig_atomic_t stop_flag;
@@ -145,8 +180,34 @@ static struct gm_top_ent *find_ent(struct top *t, int pid, uint64_t start,
     return e;
 }
 
-static void update_ent(struct gm_top_ent *e, const struct gm_row *r,
-                       uint64_t now)
+/* cmd_prog / cmd_args of a new command line (cmd_diff: build_rows). */
+static void cmd_split(struct gm_top_ent *e)
+{
+    size_t end = strcspn(e->cmd, " ");
+    size_t base = 0;
+    for (size_t i = 0; i < end; i++)
+        if (e->cmd[i] == '/')
+            base = i + 1;
+    e->cmd_prog = base;
+    e->cmd_args = e->cmd_diff = end;
+}
+
+/* Static mode: the arena is charged whole, so what it holds is its size
+ * (used less the context and the pools, which are charged beside it) and
+ * how full it is, the live pieces (live_bytes). */
+static void arena_figures(struct gm_top_ent *e, unsigned mode)
+{
+    const struct gm_abi_dev *d = &e->d;
+    uint64_t beside = d->context_bytes + d->pool_reserve;
+    e->arena = mode == GM_MODE_STATIC && d->used > beside;
+    e->arena_size = e->arena ? d->used - beside : 0;
+    e->arena_used = !e->arena ? 0
+                    : d->live_bytes < e->arena_size ? d->live_bytes
+                                                    : e->arena_size;
+}
+
+/* The row's figures and texts into e. */
+static void copy_row(struct gm_top_ent *e, const struct gm_row *r)
 {
     const struct gm_snapshot *s = &r->sp->p.snap;
     if (r->d != NULL)
@@ -156,9 +217,22 @@ static void update_ent(struct gm_top_ent *e, const struct gm_row *r,
     gm_user_name(r->sp->p.uid, e->user, sizeof e->user);
     snprintf(e->mode, sizeof e->mode, "%s",
              gm_mode_name((enum gm_mode)s->mode));
-    snprintf(e->cmd, sizeof e->cmd, "%s", s->cmdline);
+    snprintf(e->state, sizeof e->state, "%s", gm_proc_state_word(r->sp));
+    if (strcmp(e->cmd, s->cmdline) != 0) {
+        snprintf(e->cmd, sizeof e->cmd, "%s", s->cmdline);
+        cmd_split(e);
+    }
     snprintf(e->policy, sizeof e->policy, "%s", s->policy);
-    if (e->last_ns != 0 && now > e->last_ns) {
+    arena_figures(e, s->mode);
+}
+
+/* Rates since the previous sample (0 once not running) and one more
+ * usage sample, marked when a request was refused since the previous. */
+static void add_sample(struct gm_top_ent *e, bool running, uint64_t now)
+{
+    if (!running) {
+        e->arate = e->frate = 0;
+    } else if (e->last_ns != 0 && now > e->last_ns) {
         double dt = (double)(now - e->last_ns) / 1e9;
         e->arate = (double)(e->d.allocs - e->last_allocs) / dt;
         e->frate = (double)(e->d.frees - e->last_frees) / dt;
@@ -175,8 +249,141 @@ static void update_ent(struct gm_top_ent *e, const struct gm_row *r,
     e->last_frees = e->d.frees;
     e->last_ooms = e->d.refusals;
     e->last_ns = now;
+}
+
+/* One read of a process on one device. A process that no longer runs
+ * gave its final figures: they are kept, never read again. */
+static void update_ent(struct gm_top_ent *e, const struct gm_row *r,
+                       uint64_t now)
+{
+    bool running = r->sp->p.state == GM_SEG_ALIVE;
     e->seen = true;
-    e->gone = false;
+    if (e->final)
+        return;
+    copy_row(e, r);
+    add_sample(e, running, now);
+    if (running) {
+        e->gone = false;
+    } else {
+        if (!e->gone)
+            e->gone_ns = now;
+        e->gone = e->final = true;
+    }
+}
+
+/* Every row of one process record into its entries. */
+static void update_proc(struct top *t, const struct gm_scan *sc,
+                        uint64_t now)
+{
+    static struct gm_row rows[MAX_ENTS];
+    size_t n = gm_scan_rows(sc, rows, MAX_ENTS);
+    for (size_t i = 0; i < n; i++) {
+        struct gm_top_ent *e = find_ent(t, rows[i].sp->p.pid,
+                                        rows[i].sp->p.snap.start_ticks,
+                                        rows[i].dev);
+        if (e != NULL)
+            update_ent(e, &rows[i], now);
+    }
+}
+
+/* ---- held segments ------------------------------------------------------------ */
+
+static struct held *find_held(struct top *t, int pid, uint64_t start)
+{
+    for (size_t i = 0; i < MAX_HELD; i++)
+        if (t->held[i].open && t->held[i].pid == pid &&
+            t->held[i].start == start)
+            return &t->held[i];
+    return NULL;
+}
+
+static void release(struct top *t, struct held *h)
+{
+    if (!h->open || t->det == &h->seg)
+        return;                  /* the detail view reads it: later */
+    gm_seg_close(&h->seg);
+    h->open = false;
+}
+
+/* Opens the segment of a running process to hold (when there is room). */
+static void hold(struct top *t, int pid, uint64_t start)
+{
+    char err[256];
+    for (size_t i = 0; i < MAX_HELD; i++) {
+        struct held *h = &t->held[i];
+        if (h->open)
+            continue;
+        if (gm_seg_open(&h->seg, gm_tool_shm_dir(), t->prefix, pid, err,
+                        sizeof err) != 0)
+            return;
+        if (h->seg.start_ticks != start) {   /* replaced meanwhile */
+            gm_seg_close(&h->seg);
+            return;
+        }
+        h->open = h->seen = true;
+        h->done = false;
+        h->pid = pid;
+        h->start = start;
+        return;
+    }
+}
+
+/* Marks the held segments of the scan's processes seen; holds those of
+ * new running processes; lets go of those whose process stopped running
+ * with its segment still there (kept: the scan reads it). */
+static void hold_scanned(struct top *t, const struct gm_scan *sc)
+{
+    for (size_t i = 0; i < MAX_HELD; i++)
+        t->held[i].seen = false;
+    for (size_t i = 0; i < sc->n; i++) {
+        const struct gm_proc *p = &sc->procs[i].p;
+        struct held *h = find_held(t, p->pid, p->snap.start_ticks);
+        if (h != NULL)
+            h->seen = true;
+        if (h != NULL && p->state != GM_SEG_ALIVE)
+            release(t, h);
+        else if (h == NULL && p->state == GM_SEG_ALIVE)
+            hold(t, p->pid, p->snap.start_ticks);
+    }
+}
+
+/* The processes held but no longer listed (their segment was unlinked at
+ * exit, or they were killed): one more read of the open file, their
+ * final one once they no longer run. */
+static void read_vanished(struct top *t, uint64_t now)
+{
+    static struct gm_scan_proc sp;
+    for (size_t i = 0; i < MAX_HELD; i++) {
+        struct held *h = &t->held[i];
+        if (!h->open || h->seen || h->done)
+            continue;
+        memset(&sp, 0, sizeof sp);
+        if (gm_tool_summary(&h->seg, &sp.p) < 0) {
+            h->done = true;
+            continue;
+        }
+        sp.kept = (sp.p.snap.flags & GM_ABI_F_KEPT) != 0;
+        snprintf(sp.path, sizeof sp.path, "%s", h->seg.path);
+        struct gm_scan one = { &sp, 1 };
+        update_proc(t, &one, now);
+        h->done = sp.p.state != GM_SEG_ALIVE;
+    }
+}
+
+/* Closes the held segments no entry needs any more. */
+static void release_unused(struct top *t)
+{
+    for (size_t i = 0; i < MAX_HELD; i++) {
+        struct held *h = &t->held[i];
+        if (!h->open)
+            continue;
+        bool used = false;
+        for (size_t k = 0; k < t->nents && !used; k++)
+            used = t->ents[k]->pid == h->pid &&
+                   t->ents[k]->start_ticks == h->start;
+        if (!used && !h->seen)
+            release(t, h);
+    }
 }
 
 static void expire(struct top *t, uint64_t now)
@@ -184,12 +391,13 @@ static void expire(struct top *t, uint64_t now)
     size_t k = 0;
     for (size_t i = 0; i < t->nents; i++) {
         struct gm_top_ent *e = t->ents[i];
-        if (!e->seen && !e->gone) {
+        if (!e->seen && !e->gone) {  /* not read at its end: last seen */
             e->gone = true;
             e->gone_ns = now;
             e->arate = e->frate = 0;
+            snprintf(e->state, sizeof e->state, "exited");
         }
-        if (e->gone && now - e->gone_ns > GONE_NS) {
+        if (!e->seen && e->gone && now - e->gone_ns > GONE_NS) {
             free(e);
             continue;
         }
@@ -278,27 +486,22 @@ static int collect_groups(struct top *t)
     return 0;
 }
 
+/* One refresh: the scan (running and kept processes, as --once lists
+ * them), then the last read of the held segments of those that went. */
 static int collect(struct top *t)
 {
-    static struct gm_row rows[MAX_ENTS];
     struct gm_scan sc;
     if (gm_scan(t->prefix, 0, &sc) < 0)
         return -1;
     uint64_t now = gm_clock_monotonic_ns();
     for (size_t i = 0; i < t->nents; i++)
         t->ents[i]->seen = false;
-    size_t n = gm_scan_rows(&sc, rows, MAX_ENTS);
-    for (size_t i = 0; i < n; i++) {
-        if (rows[i].sp->p.state != GM_SEG_ALIVE)
-            continue;
-        struct gm_top_ent *e = find_ent(t, rows[i].sp->p.pid,
-                                        rows[i].sp->p.snap.start_ticks,
-                                        rows[i].dev);
-        if (e != NULL)
-            update_ent(e, &rows[i], now);
-    }
+    update_proc(t, &sc, now);
+    hold_scanned(t, &sc);
     gm_scan_free(&sc);
+    read_vanished(t, now);
     expire(t, now);
+    release_unused(t);
     sum_devices(t);
     return collect_groups(t);
 }
@@ -310,6 +513,15 @@ static const struct top *sort_top;
 static int cmp_u64(uint64_t a, uint64_t b)
 {
     return a < b ? -1 : a > b;
+}
+
+/* %LIMIT in per mille: used of the limit, or in static mode how full the
+ * arena is. */
+static uint64_t pct_key(const struct gm_top_ent *e)
+{
+    if (e->arena)
+        return e->arena_used * 1000 / e->arena_size;
+    return e->d.limit ? e->d.used * 1000 / e->d.limit : 0;
 }
 
 static int cmp_ent(const void *pa, const void *pb)
@@ -324,26 +536,71 @@ static int cmp_ent(const void *pa, const void *pb)
     case GM_COL_USED: c = cmp_u64(a->d.used, b->d.used); break;
     case GM_COL_PEAK: c = cmp_u64(a->d.peak, b->d.peak); break;
     case GM_COL_LIMIT: c = cmp_u64(a->d.limit, b->d.limit); break;
-    case GM_COL_PCT:
-        c = cmp_u64(a->d.limit ? a->d.used * 1000 / a->d.limit : 0,
-                    b->d.limit ? b->d.used * 1000 / b->d.limit : 0);
-        break;
+    case GM_COL_PCT: c = cmp_u64(pct_key(a), pct_key(b)); break;
     case GM_COL_ARATE: c = (a->arate > b->arate) - (a->arate < b->arate);
         break;
     case GM_COL_FRATE: c = (a->frate > b->frate) - (a->frate < b->frate);
         break;
     case GM_COL_OOMS: c = cmp_u64(a->d.refusals, b->d.refusals); break;
-    case GM_COL_FRAG: c = cmp_u64(a->d.frag_ppm, b->d.frag_ppm); break;
+    case GM_COL_FRAG: c = cmp_u64(a->d.frag_peak_ppm, b->d.frag_peak_ppm);
+        break;
     case GM_COL_P99:
         c = cmp_u64(gm_dev_lat_q(&a->d, 990), gm_dev_lat_q(&b->d, 990));
         break;
     case GM_COL_MODE: c = strcmp(a->mode, b->mode); break;
-    case GM_COL_CMD: c = strcmp(a->cmd, b->cmd); break;
+    case GM_COL_CMD: c = strcmp(a->cmd + a->cmd_prog, b->cmd + b->cmd_prog);
+        break;
     default: break;
     }
     if (c == 0)
         c = cmp_u64((uint64_t)a->pid, (uint64_t)b->pid) * 2 + (a->dev - b->dev);
     return sort_top->m.desc ? -c : c;
+}
+
+/* Where a word starts in a, at or before l: the first word that is not
+ * the same in another command line that shares a's first l bytes. */
+static size_t word_start(const char *a, size_t l)
+{
+    size_t n = strlen(a);
+    l = l < n ? l : n;
+    if (l < n && a[l] != ' ' && (l == 0 || a[l - 1] == ' '))
+        return l;
+    while (l > 0 && a[l - 1] == ' ')
+        l--;
+    while (l > 0 && a[l - 1] != ' ')
+        l--;
+    return l;
+}
+
+static bool same_program(const struct gm_top_ent *a,
+                         const struct gm_top_ent *b)
+{
+    size_t n = a->cmd_args - a->cmd_prog;
+    return n == b->cmd_args - b->cmd_prog &&
+           memcmp(a->cmd + a->cmd_prog, b->cmd + b->cmd_prog, n) == 0;
+}
+
+/* cmd_diff of each row: after the arguments it shares with the most
+ * similar other row of the same program (identical ones apart). */
+static void command_diffs(struct gm_top_ent *const *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct gm_top_ent *a = rows[i];
+        const char *pa = a->cmd + a->cmd_args;
+        size_t best = 0;
+        for (size_t j = 0; j < n && n <= CMD_DIFF_MAX; j++) {
+            const struct gm_top_ent *b = rows[j];
+            const char *pb = b->cmd + b->cmd_args;
+            if (j == i || !same_program(a, b) || strcmp(pa, pb) == 0)
+                continue;
+            size_t l = 0;
+            while (pa[l] != '\0' && pa[l] == pb[l])
+                l++;
+            best = l > best ? l : best;
+        }
+        size_t w = best ? word_start(pa, best) : 0;
+        a->cmd_diff = a->cmd_args + (w > 1 ? w : 0);
+    }
 }
 
 static void build_rows(struct top *t)
@@ -357,6 +614,7 @@ static void build_rows(struct top *t)
             continue;
         t->rows[n++] = e;
     }
+    command_diffs(t->rows, n);
     sort_top = t;
     qsort(t->rows, n, sizeof t->rows[0], cmp_ent);
     t->m.rows = t->rows;
@@ -373,13 +631,16 @@ static void build_rows(struct top *t)
 
 static void detail_close(struct top *t)
 {
-    if (t->det_open)
-        gm_seg_close(&t->det_seg);
-    t->det_open = false;
+    if (t->det == &t->det_own)
+        gm_seg_close(&t->det_own);
+    t->det = NULL;
     t->m.screen = GM_SCR_TABLE;
     t->m.detail = NULL;
 }
 
+/* The segment of the selected entry: opened anew while its file is there,
+ * else the held one (a process gone since, its file unlinked). Reading
+ * starts at the oldest event the ring still holds. */
 static void detail_open(struct top *t)
 {
     char err[256];
@@ -389,16 +650,26 @@ static void detail_open(struct top *t)
     t->det_pid = e->pid;
     t->det_dev = e->dev;
     t->det_start = e->start_ticks;
-    t->nev = 0;
+    t->nev = t->nref = 0;
     t->m.events_lost = 0;
     t->m.screen = GM_SCR_DETAIL;
-    if (gm_seg_open(&t->det_seg, gm_tool_shm_dir(), t->prefix, e->pid, err,
+    t->det = NULL;
+    if (gm_seg_open(&t->det_own, gm_tool_shm_dir(), t->prefix, e->pid, err,
                     sizeof err) == 0) {
-        t->det_open = true;
-        gm_cursor_init(&t->det_cur, &t->det_seg, true);
-        uint64_t back = GM_TOP_EVENTS * 4;
-        t->det_cur.next = t->det_cur.next > back ? t->det_cur.next - back : 0;
+        if (t->det_own.start_ticks == e->start_ticks)
+            t->det = &t->det_own;
+        else
+            gm_seg_close(&t->det_own);
     }
+    if (t->det == NULL) {
+        struct held *h = find_held(t, e->pid, e->start_ticks);
+        if (h == NULL)
+            return;
+        t->det = &h->seg;
+    }
+    gm_cursor_init(&t->det_cur, t->det, true);
+    uint64_t cap = t->det->ring_capacity;
+    t->det_cur.next = t->det_cur.next > cap ? t->det_cur.next - cap : 0;
 }
 
 static void keep_event(struct top *t, const struct gm_abi_record *r)
@@ -410,6 +681,13 @@ static void keep_event(struct top *t, const struct gm_abi_record *r)
         t->nev--;
     }
     t->ev[t->nev++] = *r;
+    if (r->kind != GM_EV_OOM)
+        return;
+    if (t->nref == GM_TOP_REFUSALS) {
+        memmove(t->ref, t->ref + 1, (GM_TOP_REFUSALS - 1) * sizeof t->ref[0]);
+        t->nref--;
+    }
+    t->ref[t->nref++] = *r;
 }
 
 static void detail_update(struct top *t)
@@ -426,9 +704,11 @@ static void detail_update(struct top *t)
         detail_close(t);
         return;
     }
-    for (unsigned round = 0; t->det_open && round < 64; round++) {
+    /* Bounded by the ring: the first update reads all it holds. */
+    unsigned rounds = t->det ? t->det->ring_capacity / 256 + 2 : 0;
+    for (unsigned round = 0; round < rounds; round++) {
         uint64_t lost = 0;
-        size_t n = gm_seg_drain(&t->det_seg, &t->det_cur, buf, 256,
+        size_t n = gm_seg_drain(t->det, &t->det_cur, buf, 256,
                                 t->m.detail->gone ? GM_DRAIN_FLUSH : 0, &lost);
         t->m.events_lost += lost;
         for (size_t k = 0; k < n; k++)
@@ -438,6 +718,8 @@ static void detail_update(struct top *t)
     }
     t->m.events = t->ev;
     t->m.nevents = t->nev;
+    t->m.refusals = t->ref;
+    t->m.nrefusals = t->nref;
 }
 
 /* ---- keys ---------------------------------------------------------------------- */
@@ -477,9 +759,8 @@ static bool handle_key(struct top *t, int k)
     }
     if (k == 'q' || k == 'Q')
         return false;
-    if (t->m.screen == GM_SCR_HELP) {
-        t->m.screen = t->det_open || t->m.detail ? GM_SCR_DETAIL
-                                                 : GM_SCR_TABLE;
+    if (t->m.screen == GM_SCR_HELP) {   /* any other key returns */
+        t->m.screen = t->m.detail ? GM_SCR_DETAIL : GM_SCR_TABLE;
         return true;
     }
     if (t->m.screen == GM_SCR_DETAIL) {
@@ -541,6 +822,8 @@ static int run_interactive(struct top *t)
             break;
     }
     detail_close(t);
+    for (size_t i = 0; i < MAX_HELD; i++)
+        release(t, &t->held[i]);
     gm_view_close();
     return rc;
 }
@@ -567,8 +850,14 @@ static void json_devices(FILE *f, const struct gm_scan *sc)
     for (unsigned k = 0; k < GM_ABI_MAX_DEVICES; k++) {
         if (d[k].procs == 0)
             continue;
-        fprintf(f, "%s{\"device\":%u,\"physical\":%llu,\"limits\":%llu,"
-                "\"used\":%llu,\"processes\":%u}", first ? "" : ",", k,
+        /* Sizes as KEY_bytes; the unit-less keys are kept one release. */
+        fprintf(f, "%s{\"device\":%u,\"physical_bytes\":%llu,"
+                "\"limits_bytes\":%llu,\"used_bytes\":%llu,"
+                "\"physical\":%llu,\"limits\":%llu,\"used\":%llu,"
+                "\"processes\":%u}", first ? "" : ",", k,
+                (unsigned long long)d[k].physical,
+                (unsigned long long)d[k].limits,
+                (unsigned long long)d[k].used,
                 (unsigned long long)d[k].physical,
                 (unsigned long long)d[k].limits,
                 (unsigned long long)d[k].used, d[k].procs);

@@ -7,16 +7,23 @@
  *
  * Invariants: drawing only, from the model; each frame is erase() + draw
  * into the curses buffer + one refresh(), so the terminal gets only the
- * difference and never flickers; every write is clipped to the screen.
- * ASCII only, so any terminal and `tmux capture-pane` show it as drawn:
- * text from a segment (command, policy, group name) and the user name are
- * drawn in the terminal form of tools/lib/escape.h with GM_ESC_ASCII.
+ * difference and never flickers; every write is clipped to the screen,
+ * at a character's boundary, and padded by display columns. ASCII only,
+ * so any terminal and `tmux capture-pane` show it as drawn, but for the
+ * unit "µs", drawn only when the locale's codeset is UTF-8 ("us"
+ * otherwise): text from a segment (command, policy, group name) and the
+ * user name are drawn in the terminal form of tools/lib/escape.h with
+ * GM_ESC_ASCII. Lines that hold a list (group members, the detail view's
+ * figures) wrap at the screen's edge instead of being cut.
  */
 #include "tools/top/view.h"
 
 #include <curses.h>
+#include <langinfo.h>
+#include <locale.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -32,27 +39,34 @@ struct coldef {
     enum gm_top_col col;
     const char *name;
     int width;
-    int prio;                    /* 0: always shown; higher: kept longer */
+    int drop;                    /* 0: always shown; else dropped when the
+                                    terminal is narrow, 1 first */
     bool left;
 };
+
+/* COMMAND keeps a fifth of the width, 20 columns at least. */
+#define CMD_MIN 20
+#define DROPS 6
 
 static const struct coldef cols[] = {
     { GM_COL_PID, "PID", 7, 0, false },
     { GM_COL_USER, "USER", 8, 1, true },
     { GM_COL_DEV, "DEV", 3, 0, false },
     { GM_COL_USED, "USED", 7, 0, false },
-    { GM_COL_PEAK, "PEAK", 7, 8, false },
+    { GM_COL_PEAK, "PEAK", 7, 6, false },
     { GM_COL_LIMIT, "LIMIT", 7, 0, false },
-    { GM_COL_PCT, "%LIMIT", 11, 0, true },
+    { GM_COL_PCT, "%LIMIT", 9, 0, true },
     { GM_COL_ARATE, "ALLOC/s", 7, 0, false },
     { GM_COL_FRATE, "FREE/s", 7, 4, false },
     { GM_COL_OOMS, "OOMS", 5, 0, false },
-    { GM_COL_FRAG, "FRAG", 6, 3, false },
-    { GM_COL_P99, "P99", 8, 6, false },
+    { GM_COL_FRAG, "FRAG@PK", 7, 3, false },
+    { GM_COL_P99, "P99", 8, 5, false },
     { GM_COL_MODE, "MODE", 6, 2, true },
-    { GM_COL_CMD, "COMMAND", 10, 0, true },
+    { GM_COL_CMD, "COMMAND", CMD_MIN, 0, true },
 };
 #define NCOLS (sizeof cols / sizeof cols[0])
+
+static bool utf8_units;          /* the locale's codeset is UTF-8 */
 
 const char *gm_view_col_name(enum gm_top_col c)
 {
@@ -64,6 +78,9 @@ const char *gm_view_col_name(enum gm_top_col c)
 
 int gm_view_open(void)
 {
+    setlocale(LC_ALL, "");
+    setlocale(LC_NUMERIC, "C");  /* figures as documented: 1.5, not 1,5 */
+    utf8_units = strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
     set_escdelay(25);
     if (initscr() == NULL)
         return -1;
@@ -96,11 +113,63 @@ int gm_view_key(int timeout_ms)
 
 /* ---- primitives ---------------------------------------------------------------- */
 
+/* Display columns of s: every byte but UTF-8 continuation bytes. */
+static int width_of(const char *s)
+{
+    int w = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        w += (*p & 0xc0) != 0x80;
+    return w;
+}
+
+/* Bytes of s that fill at most w columns, whole characters only. */
+static int bytes_for(const char *s, int w)
+{
+    int n = 0, c = 0;
+    while (s[n] != '\0') {
+        int k = 1;
+        while (s[n + k] != '\0' && ((unsigned char)s[n + k] & 0xc0) == 0x80)
+            k++;
+        if (c + 1 > w)
+            break;
+        c++;
+        n += k;
+    }
+    return n;
+}
+
+/* s at y,x, at most w columns of it (and never past the screen). */
+static void put_n(int y, int x, int w, const char *s)
+{
+    if (y < 0 || y >= LINES || x < 0 || x >= COLS)
+        return;
+    w = w < COLS - x ? w : COLS - x;
+    if (w > 0)
+        mvaddnstr(y, x, s, bytes_for(s, w));
+}
+
 static void put(int y, int x, const char *s)
 {
-    if (y < 0 || y >= LINES || x >= COLS)
-        return;
-    mvaddnstr(y, x, s, COLS - x);
+    put_n(y, x, COLS, s);
+}
+
+/* s in a cell of w columns: cut to w, padded on the left or the right. */
+static void put_cell(int y, int x, int w, bool left, const char *s)
+{
+    int sw = width_of(s);
+    int pad = sw < w ? w - sw : 0;
+    put_n(y, left ? x : x + pad, w, s);
+}
+
+/* A latency ("131.1 µs"; "131.1 us" unless the locale is UTF-8). */
+static void latency(uint64_t ns, char *buf, size_t cap)
+{
+    gm_format_latency(ns, buf, cap);
+    char *mu = strstr(buf, "\xc2\xb5s");   /* "µs" */
+    if (mu != NULL && !utf8_units) {
+        mu[0] = 'u';
+        memmove(mu + 1, mu + 2, strlen(mu + 2) + 1);
+    }
 }
 
 static void putf(int y, int x, const char *fmt, ...)
@@ -144,6 +213,39 @@ static void bar(int y, int x, int w, uint64_t v, uint64_t max, int pair)
     put(y, x + w - 1, "]");
 }
 
+/* Items written one after the other from y,x, separated by sep, onto
+ * more lines (starting at column indent) when the next one does not fit;
+ * at most maxl lines, the last one ending in "+N more" when items are
+ * left. Returns the line after the last one written. */
+static int flow(int y, int x, int indent, const char *const *items, size_t n,
+                const char *sep, int maxl)
+{
+    int line = 0;
+    for (size_t i = 0; i < n; i++) {
+        int w = width_of(items[i]) + (i ? width_of(sep) : 0);
+        if (x + w > COLS && x > indent) {
+            if (line + 1 >= maxl) {
+                char more[32];
+                snprintf(more, sizeof more, "%s+%zu more", i ? sep : "",
+                         n - i);
+                put(y, x + width_of(more) <= COLS ? x
+                                                  : COLS - width_of(more),
+                    more);
+                break;
+            }
+            line++;
+            y++;
+            x = indent;
+        } else if (i > 0) {   /* the separator stays with what it follows */
+            put(y, x, sep);
+            x += width_of(sep);
+        }
+        put(y, x, items[i]);
+        x += width_of(items[i]);
+    }
+    return y + 1;
+}
+
 /* ---- table screen ------------------------------------------------------------ */
 
 static void title_line(const struct gm_top_model *m)
@@ -184,44 +286,41 @@ static int device_lines(const struct gm_top_model *m, int y)
     return y;
 }
 
-/* "1951 464.0M/2.7G, 1952 ...": each member's use and guaranteed share. */
-static void member_list(const struct gm_top_group *g, char *buf, size_t cap)
+#define MEMBER_TEXT 48
+
+/* "1951 464.0M/2.7G": a member's use and guaranteed share. */
+static void member_text(const struct gm_top_group *g, unsigned i,
+                        char buf[MEMBER_TEXT])
 {
-    size_t k = 0;
-    buf[0] = '\0';
-    for (unsigned i = 0; i < g->nmembers && k + 1 < cap; i++) {
-        const struct gm_top_gmember *mb = &g->member[i];
-        char used[16], share[16] = "-";
-        gm_size_short(mb->used, used, sizeof used);
-        if (g->limit)
-            gm_size_short(mb->share, share, sizeof share);
-        int n = snprintf(buf + k, cap - k, "%s%d%s %s/%s", i ? ", " : "",
-                         mb->pid, mb->alive ? "" : "(dead)", used, share);
-        if (n < 0)
-            break;
-        k += (size_t)n;
-    }
+    const struct gm_top_gmember *mb = &g->member[i];
+    char used[16], share[16] = "-";
+    gm_size_short(mb->used, used, sizeof used);
+    if (g->limit)
+        gm_size_short(mb->share, share, sizeof share);
+    snprintf(buf, MEMBER_TEXT, "%d%s %s/%s", mb->pid,
+             mb->alive ? "" : "(dead)", used, share);
 }
 
-/* One line per group and device: name, used/limit bar, members. */
+/* One line per group and device: name, used/limit bar, the figures, then
+ * the members, wrapped onto up to 3 more lines. */
 static int group_lines(const struct gm_top_model *m, int y)
 {
-    for (size_t i = 0; i < m->ngroups && y < LINES - 4; i++, y++) {
+    static char text[GM_GROUP_MAX_MEMBERS][MEMBER_TEXT];
+    const char *items[GM_GROUP_MAX_MEMBERS + 1];
+    for (size_t i = 0; i < m->ngroups && y < LINES - 4; i++) {
         const struct gm_top_group *g = &m->groups[i];
         char used[16], lim[16] = "none", peak[16], pk[32] = "";
-        char who[1024], dead[24] = "";
+        char head[160], dead[24] = "";
         gm_size_short(g->used, used, sizeof used);
         gm_size_short(g->peak, peak, sizeof peak);
         if (g->limit)
             gm_size_short(g->limit, lim, sizeof lim);
-        member_list(g, who, sizeof who);
         if (g->dead)
             snprintf(dead, sizeof dead, " (+%u dead)", g->dead);
         char name[GM_ESC_TERM_CAP(sizeof g->name)];
         putf(y, 0, "group %-12.12s",
              gm_esc_term(g->name, GM_ESC_ASCII, name, sizeof name));
-        /* Narrow terminals: a shorter bar and no peak, so that the
-         * members still show. */
+        /* Narrow terminals: a shorter bar and no peak. */
         bool wide = COLS >= 110;
         int x = 19, bw = wide ? 20 : 10;
         bar(y, x, bw, g->used, g->limit ? g->limit : g->physical,
@@ -229,39 +328,68 @@ static int group_lines(const struct gm_top_model *m, int y)
         x += bw + 1;
         if (wide)
             snprintf(pk, sizeof pk, "  peak %s", peak);
-        putf(y, x, "%s%sused %s / limit %s%s  %u member%s%s: %s",
-             g->device, g->device[0] ? "  " : "", used, lim, pk, g->live,
-             g->live == 1 ? "" : "s", dead, who);
+        snprintf(head, sizeof head, "%s%sused %s / limit %s%s  %u member%s%s:",
+                 g->device, g->device[0] ? "  " : "", used, lim, pk, g->live,
+                 g->live == 1 ? "" : "s", dead);
+        size_t n = 0;
+        items[n++] = head;
+        for (unsigned k = 0; k < g->nmembers; k++) {
+            member_text(g, k, text[k]);
+            items[n++] = text[k];
+        }
+        /* The members after the head, ", " between them. */
+        put(y, x, head);
+        x += width_of(head) + 1;
+        int room = LINES - 4 - y;
+        y = n > 1 ? flow(y, x, 6, items + 1, n - 1, ", ", room < 4 ? room : 4)
+                  : y + 1;
     }
     return y;
 }
 
-/* Which columns fit in `width`: the mandatory ones, then by priority. */
+/* Which columns fit in `width` with COMMAND's share: all, less those
+ * dropped in their order (drop 1 first) until the rest fit. */
 static void pick_columns(int width, bool *show)
 {
-    int used = 0;
+    int cmd = width / 5 > CMD_MIN ? width / 5 : CMD_MIN;
+    int need = -1;
     for (size_t i = 0; i < NCOLS; i++) {
-        show[i] = cols[i].prio == 0;
-        if (show[i])
-            used += cols[i].width + 1;
+        show[i] = true;
+        need += (cols[i].col == GM_COL_CMD ? cmd : cols[i].width) + 1;
     }
-    for (int p = 9; p >= 1; p--)
+    for (int d = 1; d <= DROPS && need > width; d++)
         for (size_t i = 0; i < NCOLS; i++)
-            if (cols[i].prio == p && used + cols[i].width + 1 <= width) {
-                show[i] = true;
-                used += cols[i].width + 1;
+            if (cols[i].drop == d && show[i]) {
+                show[i] = false;
+                need -= cols[i].width + 1;
             }
 }
 
-/* The command line without the directory of its program. */
-static const char *short_cmd(const char *cmd)
+/* The COMMAND cell in w columns: the program without its directory and
+ * its arguments. When that does not fit and another row of the same
+ * program shares the first arguments, those are shown as "..", so the
+ * rows differ: "prog .. ARGS", or ".. ARGS" when the first differing
+ * argument would not fit after the program. */
+static void command_text(const struct gm_top_ent *e, int w, char *b,
+                         size_t cap)
 {
-    size_t prog = strcspn(cmd, " ");
-    const char *p = cmd;
-    for (size_t i = 0; i < prog; i++)
-        if (cmd[i] == '/')
-            p = cmd + i + 1;
-    return p;
+    static char prog[GM_ABI_CMDLINE_LEN];
+    static char tmp[GM_ESC_TERM_CAP(GM_ABI_CMDLINE_LEN)];
+    size_t n = e->cmd_args - e->cmd_prog;
+    memcpy(prog, e->cmd + e->cmd_prog, n);
+    prog[n] = '\0';
+    gm_esc_term(prog, GM_ESC_ASCII, b, cap);
+    size_t k = strlen(b);
+    gm_esc_term(e->cmd + e->cmd_args, GM_ESC_ASCII, tmp, sizeof tmp);
+    if (e->cmd_diff == e->cmd_args || width_of(b) + width_of(tmp) <= w) {
+        snprintf(b + k, cap - k, "%s", tmp);
+        return;
+    }
+    gm_esc_term(e->cmd + e->cmd_diff, GM_ESC_ASCII, tmp, sizeof tmp);
+    int word = (int)strcspn(tmp, " ");
+    if (width_of(b) + 4 + word > w)
+        k = 0;                   /* the program does not leave room */
+    snprintf(b + k, cap - k, "%s.. %s", k ? " " : "", tmp);
 }
 
 static void cell(const struct gm_top_ent *e, enum gm_top_col c, char *b,
@@ -289,32 +417,36 @@ static void cell(const struct gm_top_ent *e, enum gm_top_col c, char *b,
         snprintf(b, cap, "%llu", (unsigned long long)d->refusals);
         break;
     case GM_COL_FRAG:
-        snprintf(b, cap, "%.1f%%", (double)d->frag_ppm / 10000.0);
+        snprintf(b, cap, "%.1f%%", (double)d->frag_peak_ppm / 10000.0);
         break;
     case GM_COL_P99:
         if (d->allocs)
-            gm_format_latency(gm_dev_lat_q(d, 990), b, cap);
+            latency(gm_dev_lat_q(d, 990), b, cap);
         else
             snprintf(b, cap, "-");
         break;
     case GM_COL_MODE: snprintf(b, cap, "%s", e->mode); break;
-    case GM_COL_CMD:
-        gm_esc_term(short_cmd(e->cmd), GM_ESC_ASCII, b, cap);
-        break;
     default: break;
     }
 }
 
+/* %LIMIT: "[#  ] 16%" of the limit; in static mode "arena 40%", how full
+ * the arena (charged whole) is. */
 static void pct_cell(int y, int x, const struct gm_top_ent *e)
 {
     const struct gm_abi_dev *d = &e->d;
+    if (e->arena) {
+        putf(y, x, "arena%3llu%%",
+             (unsigned long long)(e->arena_used * 100 / e->arena_size));
+        return;
+    }
     if (d->limit == 0) {
-        put(y, x, "   no limit");
+        put(y, x, " no limit");
         return;
     }
     uint64_t pct = d->used * 100 / d->limit;
-    bar(y, x, 7, d->used, d->limit, level_pair(d->used, d->limit));
-    putf(y, x + 7, "%3llu%%", (unsigned long long)(pct > 999 ? 999 : pct));
+    bar(y, x, 5, d->used, d->limit, level_pair(d->used, d->limit));
+    putf(y, x + 5, "%3llu%%", (unsigned long long)(pct > 999 ? 999 : pct));
 }
 
 static void header_line(const struct gm_top_model *m, int y, const bool *show)
@@ -329,10 +461,8 @@ static void header_line(const struct gm_top_model *m, int y, const bool *show)
         snprintf(name, sizeof name, "%s%s", cols[i].name,
                  cols[i].col == m->sort ? (m->desc ? "v" : "^") : "");
         int w = cols[i].col == GM_COL_CMD ? COLS - x : cols[i].width;
-        if (cols[i].left)
-            putf(y, x, "%-*s", w, name);
-        else
-            putf(y, x, "%*s", w, name);
+        int nw = width_of(name);
+        put_cell(y, x, w > nw ? w : nw, cols[i].left, name);
         x += cols[i].width + 1;
     }
     attroff(COLOR_PAIR(PAIR_HEAD) | A_BOLD);
@@ -349,28 +479,34 @@ static void table_row(int y, const struct gm_top_ent *e, const bool *show,
     for (size_t i = 0; i < NCOLS; i++) {
         if (!show[i])
             continue;
-        char b[GM_ESC_TERM_CAP(GM_ABI_CMDLINE_LEN)];
+        char b[GM_ESC_TERM_CAP(GM_ABI_CMDLINE_LEN) + 16];
         if (cols[i].col == GM_COL_PCT) {
             pct_cell(y, x, e);
+        } else if (cols[i].col == GM_COL_CMD) {
+            int w = COLS - x;
+            if (e->gone) {   /* "(exited) ", "(kept) ", "(dead) " */
+                char st[16];
+                snprintf(st, sizeof st, "(%s) ", e->state);
+                put(y, x, st);
+                x += width_of(st);
+                w -= width_of(st);
+            }
+            command_text(e, w, b, sizeof b);
+            put_n(y, x, w, b);
         } else {
             cell(e, cols[i].col, b, sizeof b);
-            if (cols[i].col == GM_COL_CMD && e->gone)
-                putf(y, x, "(exited) %s", b);
-            else if (cols[i].col == GM_COL_CMD)
-                put(y, x, b);
-            else if (cols[i].left)
-                putf(y, x, "%-*.*s", cols[i].width, cols[i].width, b);
-            else
-                putf(y, x, "%*.*s", cols[i].width, cols[i].width, b);
+            put_cell(y, x, cols[i].width, cols[i].left, b);
         }
         x += cols[i].width + 1;
     }
     attroff(a);
 }
 
+/* The key line, shortened to fit: the full one, then the keys in brief,
+ * then the sort and the quit key alone. */
 static void status_line(const struct gm_top_model *m)
 {
-    char dev[16] = "all";
+    char dev[16] = "all", filt[96] = "", line[3][256];
     if (m->dev_filter >= 0)
         snprintf(dev, sizeof dev, "%d", m->dev_filter);
     if (m->editing) {
@@ -379,10 +515,22 @@ static void status_line(const struct gm_top_model *m)
         attroff(A_BOLD);
         return;
     }
-    putf(LINES - 1, 0, "sort: %s %s  dev: %s  filter: '%s'  "
-         "[s/S sort  d dev  / filter  Enter detail  h help  q quit]",
-         gm_view_col_name(m->sort), m->desc ? "desc" : "asc", dev,
-         m->text_filter);
+    if (m->text_filter[0])
+        snprintf(filt, sizeof filt, "  filter: '%s'", m->text_filter);
+    const char *sort = gm_view_col_name(m->sort), *dir = m->desc ? "desc"
+                                                                   : "asc";
+    snprintf(line[0], sizeof line[0], "sort: %s %s  dev: %s%s  [s/S sort  "
+             "d dev  / filter  Enter detail  h help  q quit]", sort, dir, dev,
+             filt);
+    snprintf(line[1], sizeof line[1], "sort: %s %s  dev: %s%s  s/S sort "
+             "d dev / filter Enter detail h help q quit", sort, dir, dev,
+             filt);
+    snprintf(line[2], sizeof line[2], "sort: %s %s  h help  q quit", sort,
+             dir);
+    int k = 0;
+    while (k < 2 && width_of(line[k]) > COLS)
+        k++;
+    put(LINES - 1, 0, line[k]);
 }
 
 static void draw_table(const struct gm_top_model *m)
@@ -406,30 +554,58 @@ static void draw_table(const struct gm_top_model *m)
 
 /* ---- detail screen ------------------------------------------------------------ */
 
-static int detail_head(const struct gm_top_ent *e, int y)
+#define FIELD 72
+
+/* The figures of the detail view, as "name value" items. */
+static size_t detail_fields(const struct gm_top_ent *e, char f[][FIELD])
 {
     const struct gm_abi_dev *d = &e->d;
-    char used[16], peak[16], lim[16] = "none", ctx[16], p50[24], p99[24];
-    char text[GM_ESC_TERM_CAP(GM_ABI_CMDLINE_LEN)];
-    gm_size_short(d->used, used, sizeof used);
-    gm_size_short(d->peak, peak, sizeof peak);
+    char a[24], b[24];
+    size_t n = 0;
+    gm_size_short(d->used, a, sizeof a);
+    snprintf(f[n++], FIELD, "used %s", a);
+    gm_size_short(d->peak, a, sizeof a);
+    snprintf(f[n++], FIELD, "peak %s", a);
     if (d->limit)
-        gm_size_short(d->limit, lim, sizeof lim);
-    gm_size_short(d->context_bytes, ctx, sizeof ctx);
-    gm_format_latency(gm_dev_lat_q(d, 500), p50, sizeof p50);
-    gm_format_latency(gm_dev_lat_q(d, 990), p99, sizeof p99);
+        gm_size_short(d->limit, a, sizeof a);
+    snprintf(f[n++], FIELD, "limit %s", d->limit ? a : "none");
+    gm_size_short(d->context_bytes, a, sizeof a);
+    snprintf(f[n++], FIELD, "context %s", a);
+    snprintf(f[n++], FIELD, "allocs %llu", (unsigned long long)d->allocs);
+    snprintf(f[n++], FIELD, "frees %llu", (unsigned long long)d->frees);
+    snprintf(f[n++], FIELD, "OOMs %llu", (unsigned long long)d->refusals);
+    snprintf(f[n++], FIELD, "live %llu", (unsigned long long)d->live_allocs);
+    snprintf(f[n++], FIELD, "frag %.1f%% now, %.1f%% at peak",
+             (double)d->frag_ppm / 10000.0,
+             (double)d->frag_peak_ppm / 10000.0);
+    if (e->arena) {
+        gm_size_short(e->arena_size, a, sizeof a);
+        gm_size_short(e->arena_used, b, sizeof b);
+        snprintf(f[n++], FIELD, "arena %s: %s allocated (%llu%%)", a, b,
+                 (unsigned long long)(e->arena_used * 100 / e->arena_size));
+    }
+    latency(gm_dev_lat_q(d, 500), a, sizeof a);
+    latency(gm_dev_lat_q(d, 990), b, sizeof b);
+    snprintf(f[n++], FIELD, "alloc latency p50 %s p99 %s", a, b);
+    snprintf(f[n++], FIELD, "%.0f allocs/s %.0f frees/s", e->arate,
+             e->frate);
+    return n;
+}
+
+static int detail_head(const struct gm_top_ent *e, int y)
+{
+    char text[GM_ESC_TERM_CAP(GM_ABI_CMDLINE_LEN)];
+    char f[16][FIELD];
+    const char *items[16];
     attron(A_BOLD | COLOR_PAIR(PAIR_TITLE));
-    putf(y++, 0, "DETAIL  pid %d  device %d%s  %s", e->pid, e->dev,
-         e->gone ? "  (exited)" : "",
+    putf(y++, 0, "DETAIL  pid %d  device %d%s%s%s  %s", e->pid, e->dev,
+         e->gone ? "  (" : "", e->gone ? e->state : "", e->gone ? ")" : "",
          gm_esc_term(e->cmd, GM_ESC_ASCII, text, sizeof text));
     attroff(A_BOLD | COLOR_PAIR(PAIR_TITLE));
-    putf(y++, 0, "used %s  peak %s  limit %s  context %s  allocs %llu  "
-         "frees %llu  OOMs %llu  live %llu  frag %.1f%%", used, peak, lim,
-         ctx, (unsigned long long)d->allocs, (unsigned long long)d->frees,
-         (unsigned long long)d->refusals, (unsigned long long)d->live_allocs,
-         (double)d->frag_ppm / 10000.0);
-    putf(y++, 0, "alloc latency p50 %s p99 %s   %.0f allocs/s %.0f frees/s",
-         p50, p99, e->arate, e->frate);
+    size_t n = detail_fields(e, f);
+    for (size_t i = 0; i < n; i++)
+        items[i] = f[i];
+    y = flow(y, 0, 0, items, n, "  ", 4);
     putf(y++, 0, "policy: %s",
          gm_esc_term(e->policy, GM_ESC_ASCII, text, sizeof text));
     return y;
@@ -499,14 +675,15 @@ static void hist_rows(const uint64_t *h, unsigned nb, bool lat, int y, int x,
     if ((int)(hi - lo + 1) > rows)
         lo = hi + 1 - (unsigned)rows;
     for (unsigned b = lo; b <= hi && (int)(b - lo) < rows; b++) {
-        char lab[24];
+        char lab[24], ge[32];
         uint64_t v = b < 63 ? 1ull << b : UINT64_MAX;
         if (lat)
-            gm_format_latency(v, lab, sizeof lab);
+            latency(v, lab, sizeof lab);
         else
             gm_size_short(v, lab, sizeof lab);
         int bw = w - 20;
-        putf(y + 1 + (int)(b - lo), x, ">=%-9s", lab);
+        snprintf(ge, sizeof ge, ">=%s", lab);
+        put_cell(y + 1 + (int)(b - lo), x, 11, true, ge);
         if (bw > 2)
             bar(y + 1 + (int)(b - lo), x + 11, bw, h[b], max, PAIR_BAR);
         putf(y + 1 + (int)(b - lo), x + 12 + (bw > 2 ? bw : 0), "%llu",
@@ -514,32 +691,50 @@ static void hist_rows(const uint64_t *h, unsigned nb, bool lat, int y, int x,
     }
 }
 
+/* One event line: time, kind, call, size, used after (and the limit of a
+ * refusal). */
+static void event_line(int y, const struct gm_abi_record *r)
+{
+    char size[16], used[16], lim[32] = "", when[16];
+    time_t sec = (time_t)(r->ts_ns / 1000000000ull);
+    struct tm tm;
+    localtime_r(&sec, &tm);
+    strftime(when, sizeof when, "%H:%M:%S", &tm);
+    gm_size_short(r->size, size, sizeof size);
+    gm_size_short(r->used_after, used, sizeof used);
+    bool oom = r->kind == GM_EV_OOM;
+    if (oom && r->extra) {
+        char l[16];
+        gm_size_short(r->extra, l, sizeof l);
+        snprintf(lim, sizeof lim, " of %s", l);
+    }
+    if (oom)
+        attron(COLOR_PAIR(PAIR_BAD) | A_BOLD);
+    putf(y, 0, "  %s.%03llu %-8s %-20s %8s  used %s%s", when,
+         (unsigned long long)(r->ts_ns / 1000000 % 1000),
+         gm_ev_kind_name(r->kind), gm_api_name(r->api), size, used, lim);
+    if (oom)
+        attroff(COLOR_PAIR(PAIR_BAD) | A_BOLD);
+}
+
+/* The last refusals (kept apart: later events push them out of the last
+ * events), then the last events. */
 static void event_rows(const struct gm_top_model *m, int y)
 {
     int rows = LINES - 1 - y;
+    if (m->nrefusals > 0 && rows >= 2 + (int)m->nrefusals) {
+        put(y++, 0, "last refusals");
+        for (size_t i = 0; i < m->nrefusals; i++)
+            event_line(y++, &m->refusals[i]);
+        rows = LINES - 1 - y;
+    }
     if (rows < 2)
         return;
     putf(y++, 0, "last events%s", m->events_lost ? " (some lost)" : "");
     rows--;
     size_t from = m->nevents > (size_t)rows ? m->nevents - (size_t)rows : 0;
-    for (size_t i = from; i < m->nevents; i++, y++) {
-        const struct gm_abi_record *r = &m->events[i];
-        char size[16], used[16], when[16];
-        time_t sec = (time_t)(r->ts_ns / 1000000000ull);
-        struct tm tm;
-        localtime_r(&sec, &tm);
-        strftime(when, sizeof when, "%H:%M:%S", &tm);
-        gm_size_short(r->size, size, sizeof size);
-        gm_size_short(r->used_after, used, sizeof used);
-        bool oom = r->kind == GM_EV_OOM;
-        if (oom)
-            attron(COLOR_PAIR(PAIR_BAD) | A_BOLD);
-        putf(y, 0, "  %s.%03llu %-10s %-24s %8s  used %s", when,
-             (unsigned long long)(r->ts_ns / 1000000 % 1000),
-             gm_ev_kind_name(r->kind), gm_api_name(r->api), size, used);
-        if (oom)
-            attroff(COLOR_PAIR(PAIR_BAD) | A_BOLD);
-    }
+    for (size_t i = from; i < m->nevents; i++, y++)
+        event_line(y, &m->events[i]);
 }
 
 static void draw_detail(const struct gm_top_model *m)
@@ -570,21 +765,24 @@ static void draw_help(void)
     static const char *const lines[] = {
         "gpumem-top keys",
         "",
-        "  q          quit",
+        "  q          quit (from every screen)",
         "  s / S      next sort column / reverse the sort order",
         "  d          show one device, cycling through them (then all)",
         "  /          filter rows by command text (Enter applies, Esc clears)",
         "  Up / Down  select a process",
         "  Enter      detail view of the selected process",
         "  Esc, Left  back to the table",
-        "  h, ?       this help (any key returns)",
+        "  h, ?       this help (q quits, any other key returns)",
         "",
-        "Sizes are binary (K = 1024). % is used of the limit. P99 is the",
-        "allocation latency below which 99% of calls completed. FRAG is",
-        "the free space between live allocations not in its largest gap.",
-        "Dimmed rows: processes that exited in the last 10 seconds.",
-        "Group lines: a shared budget (GPUMEM_GROUP), its use against the",
-        "group limit, and each member as pid used/guaranteed share.",
+        "Sizes are binary (K = 1024). % is used of the limit; in static",
+        "mode (arena) how full the arena, charged whole, is. P99: the",
+        "allocation latency below which 99% of calls completed. FRAG@PK:",
+        "the fragmentation when the peak was last reached (the free space",
+        "between live allocations not in its largest gap); the detail view",
+        "also shows it now. Dimmed rows: kept processes (GPUMEM_KEEP=1) and",
+        "those that exited or were killed in the last 10 s, with their final",
+        "figures. Group lines: a shared budget (GPUMEM_GROUP), its use",
+        "against the group limit, each member as pid used/guaranteed share.",
     };
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
         put((int)i, 0, lines[i]);

@@ -6,7 +6,8 @@
  * Invariants: the model is complete for one frame; gm_view_draw erases
  * the curses buffer, draws the whole frame into it and refreshes once (no
  * flicker); it fits any terminal size, dropping columns and sections that
- * do not fit (usable at 80x24).
+ * do not fit (usable at 80x24). A row's figures are the last ones its
+ * process published: once it is gone (`final`), its final ones.
  */
 #ifndef GM_VIEW_H
 #define GM_VIEW_H
@@ -35,11 +36,23 @@ struct gm_top_ent {
     uint64_t start_ticks;
     char user[32];
     char mode[16];
+    char state[8];               /* "live", "kept", "exited", "dead" */
     char cmd[GM_ABI_CMDLINE_LEN];
+    /* cmd[prog..args) is the program's name without its directory;
+     * cmd + args its arguments (from a space, or ""); cmd + diff the
+     * first argument that differs from the most similar other row's
+     * (same program), == args when none is shared. */
+    size_t cmd_prog, cmd_args, cmd_diff;
     char policy[GM_ABI_POLICY_LEN];
     struct gm_abi_dev d;         /* copy of the device block */
     double arate, frate;         /* allocations / frees per second */
-    bool gone;                   /* exited while watched (dimmed) */
+    /* GPUMEM_MODE=static with an arena: its size (used - context - pool
+     * reserve, the arena being charged whole) and the bytes of the live
+     * pieces in it (live_bytes). */
+    bool arena;
+    uint64_t arena_size, arena_used;
+    bool gone;                   /* not running (exited, killed; dimmed) */
+    bool final;                  /* d holds the process's final figures */
     uint64_t gone_ns;            /* CLOCK_MONOTONIC when it went */
     bool seen;                   /* present in the latest scan */
     uint64_t last_allocs, last_frees, last_ooms, last_ns;
@@ -98,10 +111,16 @@ struct gm_top_model {
     const struct gm_top_ent *detail;  /* DETAIL: the process shown */
     const struct gm_abi_record *events;  /* its last events, oldest first */
     size_t nevents;
+    const struct gm_abi_record *refusals; /* its last refusals (oom) */
+    size_t nrefusals;
     uint64_t events_lost;
 };
 
-/* Start / stop curses (cbreak, no echo, keypad, hidden cursor, colours). */
+#define GM_TOP_REFUSALS 3        /* refusals kept for the detail view */
+
+/* Start / stop curses (cbreak, no echo, keypad, hidden cursor, colours),
+ * in the user's locale (setlocale(LC_ALL, ""); numbers stay in the C
+ * form): latencies in "µs" when its codeset is UTF-8, else in "us". */
 int gm_view_open(void);
 void gm_view_close(void);
 /* Draw one frame. */
