@@ -177,11 +177,29 @@ uint64_t gm_proc_start_realtime_ns(uint64_t ticks)
     return now > age ? now - age : 0;
 }
 
+/* True when /proc/<pid>/stat shows a zombie or dying task ('Z', 'X'):
+ * it keeps its pid and start time, but its memory and descriptors are
+ * gone. */
+static bool proc_finished(int pid)
+{
+    char buf[1024];
+    ssize_t n = read_stat(pid, buf, sizeof buf);
+    if (n <= 0)
+        return false;
+    for (ssize_t i = n - 1; i >= 0; i--)
+        if (buf[i] == ')')
+            return i + 2 < n && buf[i + 1] == ' ' &&
+                   (buf[i + 2] == 'Z' || buf[i + 2] == 'X');
+    return false;
+}
+
 bool gm_proc_alive(int pid, uint64_t start_ticks)
 {
     if (pid <= 0)
         return false;
     if (kill(pid, 0) != 0 && errno != EPERM)
+        return false;
+    if (proc_finished(pid))
         return false;
     if (start_ticks == 0)
         return true;

@@ -95,9 +95,10 @@ int gm_proc_start_ticks(int pid, uint64_t *ticks);
  * `ticks` began, derived from the current boot-time clock; 0 if unknown. */
 uint64_t gm_proc_start_realtime_ns(uint64_t ticks);
 
-/* True when `pid` exists (kill(pid, 0) succeeds or fails with EPERM) and,
- * when start_ticks != 0 and /proc/<pid>/stat is readable, its start time
- * equals start_ticks. */
+/* True when `pid` exists (kill(pid, 0) succeeds or fails with EPERM), is
+ * not a zombie (killed or exited, not yet reaped: every tool and the group
+ * library call it dead) and, when start_ticks != 0 and /proc/<pid>/stat
+ * is readable, its start time equals start_ticks. */
 bool gm_proc_alive(int pid, uint64_t start_ticks);
 
 #endif

@@ -8,7 +8,11 @@
  */
 #include <check.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "shim/base/clock.h"
 
@@ -17,6 +21,47 @@ static void sleep_ms(long ms)
     struct timespec ts = { 0, ms * 1000000L };
     nanosleep(&ts, NULL);
 }
+
+static char stat_state(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return '?';
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' ? p[2] : '?';
+}
+
+/* A process killed or exited but not yet reaped is not alive: its pid and
+ * start time remain, its memory and descriptors do not. */
+START_TEST(test_zombie_is_not_alive)
+{
+    ck_assert(gm_proc_alive((int)getpid(), 0));
+    uint64_t self;
+    ck_assert_int_eq(gm_proc_start_ticks((int)getpid(), &self), 0);
+    ck_assert(gm_proc_alive((int)getpid(), self));
+    pid_t c = fork();
+    ck_assert_int_ge(c, 0);
+    if (c == 0)
+        _exit(0);
+    uint64_t start = 0;
+    (void)gm_proc_start_ticks((int)c, &start);
+    for (int i = 0; i < 5000 && stat_state(c) != 'Z'; i++) {
+        struct timespec ms = { 0, 1000000 };
+        nanosleep(&ms, NULL);
+    }
+    ck_assert_int_eq(stat_state(c), 'Z');
+    ck_assert_msg(!gm_proc_alive((int)c, 0), "a zombie counted as alive");
+    ck_assert(!gm_proc_alive((int)c, start));
+    int st;
+    ck_assert_int_eq(waitpid(c, &st, 0), c);
+    ck_assert(!gm_proc_alive((int)c, 0));
+}
+END_TEST
 
 START_TEST(test_tick_difference_is_monotonic_time)
 {
@@ -57,6 +102,7 @@ static Suite *clock_suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_tick_difference_is_monotonic_time);
     tcase_add_test(tc, test_tick_reading_is_realtime);
+    tcase_add_test(tc, test_zombie_is_not_alive);
     suite_add_tcase(s, tc);
     return s;
 }

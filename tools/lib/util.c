@@ -219,22 +219,31 @@ uint64_t gm_dev_lat_q(const struct gm_abi_dev *d, unsigned per_mille)
     return gm_hist_quantile(d->lat_hist, GM_ABI_LAT_BUCKETS, per_mille);
 }
 
+/* The same number as gm_format_size (tenths rounded half up, 1023.96 K
+ * shown as 1.0 M), in the short form "1.5G": one rounding rule for every
+ * size the tools print. */
 size_t gm_size_short(uint64_t bytes, char *buf, size_t cap)
 {
     static const char units[] = "BKMGTPE";
-    unsigned u = 0;
-    uint64_t whole = bytes, rem = 0;
-    while (whole >= 1024 && u < 6) {
-        rem = whole % 1024;
-        whole /= 1024;
+    if (bytes < 1024) {
+        int n = snprintf(buf, cap, "%lluB", (unsigned long long)bytes);
+        return n < 0 ? 0 : (size_t)n;
+    }
+    __extension__ typedef unsigned __int128 u128;
+    unsigned u = 1;
+    u128 unit = 1024;
+    while (u < 6 && (u128)bytes >= unit * 1024) {
+        unit *= 1024;
         u++;
     }
-    int n;
-    if (u == 0)
-        n = snprintf(buf, cap, "%lluB", (unsigned long long)bytes);
-    else
-        n = snprintf(buf, cap, "%llu.%llu%c", (unsigned long long)whole,
-                     (unsigned long long)(rem * 10 / 1024), units[u]);
+    u128 tenths = ((u128)bytes * 10 + unit / 2) / unit;
+    if (tenths >= 10240 && u < 6) {
+        unit *= 1024;
+        u++;
+        tenths = ((u128)bytes * 10 + unit / 2) / unit;
+    }
+    int n = snprintf(buf, cap, "%llu.%u%c", (unsigned long long)(tenths / 10),
+                     (unsigned)(tenths % 10), units[u]);
     return n < 0 ? 0 : (size_t)n;
 }
 

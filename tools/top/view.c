@@ -277,9 +277,17 @@ static int device_lines(const struct gm_top_model *m, int y)
             bar(y, x, bw, d->used, scale, level_pair(d->used, d->limits));
             x += bw + 1;
         }
-        putf(y, x, "used %s  limits %s%s  physical %s  %u proc%s", used, lim,
-             d->unlimited ? "+unlimited" : "", phys, d->procs,
-             d->procs == 1 ? "" : "s");
+        /* "limits" sums the processes' limits; one without any makes the
+         * sum meaningless, so it reads "none" when all are unlimited and
+         * "X + unlimited" when some are. */
+        char limits[40];
+        if (d->unlimited && d->limits == 0)
+            snprintf(limits, sizeof limits, "none");
+        else
+            snprintf(limits, sizeof limits, "%s%s", lim,
+                     d->unlimited ? " + unlimited" : "");
+        putf(y, x, "used %s  limits %s  physical %s  %u proc%s", used, limits,
+             phys, d->procs, d->procs == 1 ? "" : "s");
     }
     if (m->ndevs == 0)
         put(y++, 0, "no device in use");
