@@ -51,29 +51,6 @@ uint64_t gm_grpi_pidns_inode(void)
     return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
-/* True when /proc/<pid>/stat shows a zombie or dead task: its memory is
- * gone although kill(pid, 0) still succeeds. */
-static bool proc_zombie(int pid)
-{
-    char path[48], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    ssize_t n;
-    do {
-        n = read(fd, buf, sizeof buf - 1);
-    } while (n < 0 && errno == EINTR);
-    close(fd);
-    if (n <= 0)
-        return false;
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')');
-    if (p == NULL || p[1] != ' ')
-        return false;
-    return p[2] == 'Z' || p[2] == 'X';
-}
-
 /* ---- liveness locks ------------------------------------------------------ */
 
 static void live_lock_arg(struct flock *l, short type, int slot)
@@ -136,9 +113,7 @@ bool gm_grpi_member_gone(const struct gm_group *g, int fd, int pid,
         return slot != g->slot;
     if (gm_grpi_live_lock_held(fd, slot) == 0)
         return true;
-    if (!gm_proc_alive(pid, start))
-        return true;
-    return proc_zombie(pid);
+    return !gm_proc_alive(pid, start); /* a zombie is not alive */
 }
 
 /* Frees slot i (its charges and the slot itself); the caller holds the

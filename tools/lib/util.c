@@ -93,40 +93,11 @@ static bool want_proc(const struct gm_scan_proc *sp, unsigned flags)
     return true;
 }
 
-/* Whether pid is a zombie or dying ('Z' or 'X' in /proc/<pid>/stat) and
- * started at start_ticks (0: any start). */
-static bool proc_zombie(int pid, uint64_t start_ticks)
-{
-    char path[48], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    ssize_t n;
-    do {
-        n = read(fd, buf, sizeof buf - 1);
-    } while (n < 0 && errno == EINTR);
-    close(fd);
-    if (n <= 0)
-        return false;
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')');
-    if (p == NULL || p[1] != ' ' || (p[2] != 'Z' && p[2] != 'X'))
-        return false;
-    uint64_t t;
-    return start_ticks == 0 ||
-           (gm_proc_start_ticks(pid, &t) == 0 && t == start_ticks);
-}
-
 int gm_tool_summary(const struct gm_seg *s, struct gm_proc *out)
 {
-    int r = gm_seg_summary(s, out);
-    /* A zombie keeps its pid and start time but no longer runs: its
-     * descriptors, and so its segment lock, are gone. */
-    if (out->state == GM_SEG_ALIVE && proc_zombie(out->pid, s->start_ticks))
-        out->state = r >= 0 && (out->snap.flags & GM_ABI_F_CLOSED)
-                         ? GM_SEG_EXITED : GM_SEG_DEAD;
-    return r;
+    /* A zombie is not alive (gm_proc_alive, shim/base/clock.h): its state
+     * is exited or dead like any process that no longer runs. */
+    return gm_seg_summary(s, out);
 }
 
 static int read_one(const char *prefix, int pid, struct gm_scan_proc *sp)
