@@ -87,6 +87,11 @@ static inline bool gm_budget_reserve(struct gm_budget *b, uint64_t size,
 /* Charge `size` regardless of the limit (context memory, soft limits);
  * saturates at UINT64_MAX. Returns the new used value. */
 uint64_t gm_budget_force(struct gm_budget *b, uint64_t size);
+/* Hold `size` past the limit (GPUMEM_ON_OOM=warn, before the driver has
+ * answered): like gm_budget_hold without the limit, so the peak is left
+ * for the commit. False (nothing held) when the count would wrap. */
+bool gm_budget_hold_over(struct gm_budget *b, uint64_t size,
+                         uint64_t *used_out);
 /* used = used + add - sub in one step (saturating at UINT64_MAX, clamped
  * at 0), then peak = max(peak, used): a hold replaced by the real charge
  * never shows both at once. Returns the new used. */

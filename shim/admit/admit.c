@@ -65,9 +65,17 @@ enum gm_admit gm_admit_reserve_slow(int dev, struct gm_dev *d, uint64_t size,
             by_group = true;
             break;
         }
-        used = gm_budget_force(&d->budget, size);
+        /* Held, not yet memory: the peak waits for the commit. A size
+         * that would wrap the count is the driver's to refuse. */
+        if (!gm_budget_hold_over(&d->budget, size, &used)) {
+            gm_grp_give(d, size);
+            return GM_ADMIT_DRIVER;
+        }
+        /* The event's `used` is what was held before this request: the
+         * segment's peak follows `used`, and the request is not memory
+         * until the driver has answered. */
         gm_tel_event(&gm_st.tel, GM_EV_OVER_LIMIT, (unsigned)dev, api, size, 0,
-                     used);
+                     used - size);
         refusal_message(dev, d, size, api, used, false,
                         "allowed past the limit");
         return GM_ADMIT_OK;

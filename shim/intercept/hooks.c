@@ -392,6 +392,7 @@ static CUresult pitch_common(CUdeviceptr *dptr, size_t *pitch, size_t width,
     CUdeviceptr p = 0;
     size_t pp = 0;
     CUresult rc;
+    bool uncounted = false; /* GM_ADMIT_DRIVER: the driver answers */
     if (d == NULL || est == 0) {
         d = NULL;
     } else {
@@ -409,7 +410,11 @@ static CUresult pitch_common(CUdeviceptr *dptr, size_t *pitch, size_t width,
             }
             return src;
         }
-        default: /* refused; est cannot wrap: no GM_ADMIT_DRIVER */
+        case GM_ADMIT_DRIVER: /* used + est would wrap the count */
+            uncounted = true;
+            d = NULL;
+            break;
+        case GM_ADMIT_REFUSED:
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
     }
@@ -428,6 +433,16 @@ static CUresult pitch_common(CUdeviceptr *dptr, size_t *pitch, size_t width,
     gm_depth--;
     uint64_t t1 = gm_hook_ticks();
     if (d == NULL) {
+        if (rc == CUDA_SUCCESS && GM_UNLIKELY(uncounted)) {
+            /* served although uncountable: give it back, refuse */
+            gm_depth++;
+            if (v1)
+                gm_real.cuMemFree((CUdeviceptr_v1)p);
+            else
+                gm_real.cuMemFree_v2(p);
+            gm_depth--;
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
         if (rc == CUDA_SUCCESS) {
             *dptr = p;
             *pitch = pp;

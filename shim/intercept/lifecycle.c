@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "policy/parse.h"
@@ -69,6 +70,31 @@ static void expand_pid(const char *in, char *out, size_t cap)
     out[o] = '\0';
 }
 
+/* The standard output or error the path names (json:/dev/stdout,
+ * /dev/fd/2, ...): the descriptor, else -1. Only these are written
+ * through a link: they are the process's own, not a file someone planted. */
+static int own_stream(const char *path)
+{
+    struct stat p, f;
+    if (stat(path, &p) != 0 || S_ISREG(p.st_mode))
+        return -1;
+    for (int fd = 1; fd <= 2; fd++)
+        if (fstat(fd, &f) == 0 && f.st_dev == p.st_dev && f.st_ino == p.st_ino)
+            return fd;
+    return -1;
+}
+
+static void write_all_fd(int fd, const char *buf, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, buf, n);
+        if (w <= 0)
+            return;
+        buf += w;
+        n -= (size_t)w;
+    }
+}
+
 static void exit_report(void)
 {
     const struct gm_policy *p = &gm_st.policy;
@@ -90,6 +116,11 @@ static void exit_report(void)
      * the command line, as the 0600 segment does. */
     char path[GM_PATH_MAX], err[GM_PATH_MAX + 128];
     expand_pid(p->report_path, path, sizeof path);
+    int fd = own_stream(path);
+    if (fd >= 0) {
+        write_all_fd(fd, buf, n);
+        return;
+    }
     if (gm_file_replace(path, buf, n, err, sizeof err) != 0)
         gm_log(GM_LOG_ERROR, "the report is lost: %s", err);
 }

@@ -466,6 +466,26 @@ START_TEST(report_never_follows_a_symlink)
 }
 END_TEST
 
+/* json:/dev/stdout (or /dev/fd/2) writes to the process's own stream; no
+ * file is created beside it and nothing replaces the link. */
+START_TEST(report_to_the_own_stdout)
+{
+    const char *env[] = { "GPUMEM_LIMIT=1G", "GPUMEM_REPORT=json:/dev/stdout",
+                          NULL };
+    RUN_OK(env, apicheck("gpa"), "--via", "gpa", "info");
+    ck_assert_msg(strstr(out, "\"limit_bytes\":1073741824") != NULL, "%s",
+                  out);
+    struct stat st;
+    ck_assert_int_eq(lstat("/dev/stdout", &st), 0);
+    ck_assert_msg(S_ISLNK(st.st_mode), "/dev/stdout is no longer a link");
+    const char *env2[] = { "GPUMEM_LIMIT=1G", "GPUMEM_REPORT=json:/dev/fd/2",
+                           NULL };
+    RUN_OK(env2, apicheck("gpa"), "--via", "gpa", "info");
+    ck_assert_msg(strstr(out, "\"limit_bytes\":1073741824") != NULL, "%s",
+                  out);
+}
+END_TEST
+
 START_TEST(bad_config_exits_2)
 {
     const char *env[] = { "GPUMEM_LIMIT=4 gigs", NULL };
@@ -542,6 +562,30 @@ START_TEST(driver_refusal_leaves_no_peak)
     read_report(path, rep, sizeof rep);
     unlink(path);
     ck_assert_uint_eq(json_num(rep, "peak_bytes"), (300ull + 256) << 20);
+}
+END_TEST
+
+/* GPUMEM_ON_OOM=warn lets a request past the limit, but one the driver
+ * then refuses (200 GiB on a 16 GiB device, or a size that wraps the
+ * count) leaves neither a peak nor a drift in `used`. */
+START_TEST(warn_request_refused_by_the_driver_leaves_no_trace)
+{
+    static char rep[1 << 14];
+    char path[128], re[160];
+    snprintf(path, sizeof path, "/tmp/gmt-warnpeak-%d.json", (int)getpid());
+    snprintf(re, sizeof re, "GPUMEM_REPORT=json:%s", path);
+    const char *env[] = { "SIMCUDA_MEMORY=16G", "SIMCUDA_CONTEXT=300M",
+                          "GPUMEM_LIMIT=1536M", "GPUMEM_ON_OOM=warn", re,
+                          NULL };
+    RUN_OK(env, apicheck("gpa"), "--via", "gpa", "try", "1073741824",
+           "214748364800", "18446744073709551615", "info");
+    ck_assert_msg(strstr(out, "try 1073741824 rc 0\n") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "try 214748364800 rc 2\n") != NULL, "%s", out);
+    /* Nothing live: the whole limit but the context is free again. */
+    ck_assert_uint_eq(info_field("free "), (1536ull - 300) << 20);
+    read_report(path, rep, sizeof rep);
+    unlink(path);
+    ck_assert_uint_eq(json_num(rep, "peak_bytes"), (300ull << 20) + (1ull << 30));
 }
 END_TEST
 
@@ -790,6 +834,7 @@ static Suite *suite(void)
     tcase_add_test(l, policy_command);
     tcase_add_test(l, exit_report_exact);
     tcase_add_test(l, report_never_follows_a_symlink);
+    tcase_add_test(l, report_to_the_own_stdout);
     tcase_add_test(l, bad_config_exits_2);
     tcase_add_test(l, bad_config_warn_runs);
     tcase_add_loop_test(l, unloadable_driver_with_limit_exits_2, 0, 3);
@@ -797,6 +842,7 @@ static Suite *suite(void)
     tcase_add_test(l, unloadable_driver_without_limit_passes_through);
     tcase_add_loop_test(l, driver_refusal_leaves_no_peak, 0, 3);
     tcase_add_test(l, driver_refusal_does_not_raise_staged_limit);
+    tcase_add_test(l, warn_request_refused_by_the_driver_leaves_no_trace);
     tcase_add_test(l, no_cuda_no_cost);
     tcase_add_test(l, cuda_process_gets_a_segment);
     tcase_add_loop_test(l, telemetry_off_limits_only, 0, 3);

@@ -804,12 +804,19 @@ static void s_hold(uint64_t size, uint64_t ms)
 }
 
 /* try SIZE...: one cuMemAlloc_v2 of each size (freed at once); prints
- * "try SIZE rc N" for each. An argument sleep:MS sleeps instead. */
+ * "try SIZE rc N" for each. An argument sleep:MS sleeps instead, and
+ * "info" prints cuMemGetInfo's figures. */
 static void s_try(int n, char **sizes)
 {
     for (int k = 0; k < n; k++) {
         if (strncmp(sizes[k], "sleep:", 6) == 0) {
             sleep_ms((unsigned)strtoul(sizes[k] + 6, NULL, 10));
+            continue;
+        }
+        if (strcmp(sizes[k], "info") == 0) {
+            size_t f = 0, t = 0;
+            CU(F.cuMemGetInfo_v2(&f, &t));
+            printf("free %zu total %zu\n", f, t);
             continue;
         }
         CUdeviceptr p = 0;
