@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define GM_BUDGET_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#include "shim/base/compiler.h"
 
 struct gm_budget {
     _Atomic uint64_t used;
@@ -42,7 +42,7 @@ static inline uint64_t gm_budget_note_peak(struct gm_budget *b,
 {
     uint64_t u = atomic_load_explicit(&b->used, memory_order_relaxed);
     uint64_t p = atomic_load_explicit(&b->peak, memory_order_relaxed);
-    if (GM_BUDGET_UNLIKELY(u > p)) {
+    if (GM_UNLIKELY(u > p)) {
         gm_budget_raise_peak(b, u);
         p = atomic_load_explicit(&b->peak, memory_order_relaxed);
     }

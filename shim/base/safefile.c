@@ -1,7 +1,7 @@
 /*
- * shim/base/safefile.c — gm_file_replace: a temporary file next to the
- * target, created exclusively with mode 0600, written whole, then renamed
- * over the target. Invariants in safefile.h.
+ * shim/base/safefile.c — gm_write_all, and gm_file_replace: a temporary
+ * file next to the target, created exclusively with mode 0600, written
+ * whole, then renamed over the target. Invariants in safefile.h.
  */
 #include "shim/base/safefile.h"
 
@@ -13,8 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int write_all(int fd, const char *p, size_t n)
+int gm_write_all(int fd, const void *buf, size_t n)
 {
+    const char *p = buf;
     while (n > 0) {
         ssize_t w = write(fd, p, n);
         if (w < 0 && errno == EINTR)
@@ -42,7 +43,7 @@ int gm_file_replace(const char *path, const void *buf, size_t n, char *err,
         return -1;
     }
     int e = 0;
-    if (fchmod(fd, S_IRUSR | S_IWUSR) != 0 || write_all(fd, buf, n) != 0)
+    if (fchmod(fd, S_IRUSR | S_IWUSR) != 0 || gm_write_all(fd, buf, n) != 0)
         e = errno ? errno : EIO;
     if (close(fd) != 0 && e == 0)
         e = errno;

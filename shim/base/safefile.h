@@ -1,6 +1,7 @@
 /*
- * shim/base/safefile.h — writing a file that another user may have
- * prepared a trap for (a report path in a shared directory).
+ * shim/base/safefile.h — writing whole buffers: to a descriptor, and to a
+ * file that another user may have prepared a trap for (a report path in a
+ * shared directory).
  *
  * Invariant: the bytes reach the path only through a new file this
  * process created (O_EXCL, mode 0600, in the path's own directory) and
@@ -11,6 +12,10 @@
 #define GM_SAFEFILE_H
 
 #include <stddef.h>
+
+/* Write all of buf[0..n) to fd, retrying short writes and EINTR.
+ * Returns 0, or -1 (errno set) at the first failed write. */
+int gm_write_all(int fd, const void *buf, size_t n);
 
 /* Write buf[0..n) as the whole content of `path`, replacing whatever was
  * there (file or symlink) atomically. Returns 0, or -1 with a message

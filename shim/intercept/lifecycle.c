@@ -40,18 +40,6 @@ static int atfork_registered;
 
 extern char **environ;
 
-static void write_diag(const struct gm_diag *d)
-{
-    if (d->len == 0)
-        return;
-    size_t off = 0;
-    while (off < d->len) {
-        ssize_t w = write(STDERR_FILENO, d->text + off, d->len - off);
-        if (w <= 0)
-            break;
-        off += (size_t)w;
-    }
-}
 
 static void expand_pid(const char *in, char *out, size_t cap)
 {
@@ -84,17 +72,6 @@ static int own_stream(const char *path)
     return -1;
 }
 
-static void write_all_fd(int fd, const char *buf, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, buf, n);
-        if (w <= 0)
-            return;
-        buf += w;
-        n -= (size_t)w;
-    }
-}
-
 static void exit_report(void)
 {
     const struct gm_policy *p = &gm_st.policy;
@@ -108,8 +85,7 @@ static void exit_report(void)
         n = sizeof buf - 1;
     if (p->report == GM_REPORT_STDERR) {
         n += gm_grp_report(buf + n, sizeof buf - n);
-        ssize_t w = write(STDERR_FILENO, buf, n);
-        (void)w;
+        (void)gm_write_all(STDERR_FILENO, buf, n);
         return;
     }
     /* Never through a symlink, never readable by others: the report holds
@@ -118,7 +94,7 @@ static void exit_report(void)
     expand_pid(p->report_path, path, sizeof path);
     int fd = own_stream(path);
     if (fd >= 0) {
-        write_all_fd(fd, buf, n);
+        (void)gm_write_all(fd, buf, n);
         return;
     }
     if (gm_file_replace(path, buf, n, err, sizeof err) != 0)
@@ -216,12 +192,10 @@ static bool load_driver(void)
             "driver the program loads)\n", p->cuda_library,
             p->src[GM_F_CUDA_LIBRARY] == GM_SRC_DEFAULT ? " (the default)"
                                                         : "", err);
-        if (n > 0) {
-            ssize_t w = write(STDERR_FILENO, msg,
-                              (size_t)n < sizeof msg ? (size_t)n
-                                                     : sizeof msg - 1);
-            (void)w;
-        }
+        if (n > 0)
+            (void)gm_write_all(STDERR_FILENO, msg,
+                               (size_t)n < sizeof msg ? (size_t)n
+                                                      : sizeof msg - 1);
         _exit(2);
     }
     char found[GM_PATH_MAX];
@@ -242,13 +216,12 @@ static int init_locked(void)
     int bad = gm_policy_load(&gm_st.policy, environ, &diag);
     gm_log_set_level(gm_st.policy.log_level);
     if (gm_st.policy.log_level > GM_LOG_QUIET || bad)
-        write_diag(&diag);
+        (void)gm_write_all(STDERR_FILENO, diag.text, diag.len);
     if (bad && gm_st.policy.on_bad_config == GM_BAD_EXIT) {
         static const char msg[] = "gpumem: bad configuration; exiting with "
             "status 2 (set GPUMEM_ON_BAD_CONFIG=warn to run with defaults "
             "instead)\n";
-        ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
-        (void)w;
+        (void)gm_write_all(STDERR_FILENO, msg, sizeof msg - 1);
         _exit(2);
     }
     if (!load_driver())

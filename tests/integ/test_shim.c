@@ -187,8 +187,8 @@ START_TEST(pools_charge_their_reserve)
 }
 END_TEST
 
-/* The peak counts what the pool held, not a provisional reservation of a
- * request on top of the pool's growth for it. */
+/* A pool destroyed with a live block keeps its charge until the block is
+ * freed. */
 START_TEST(pool_destroyed_with_live_blocks_stays_charged)
 {
     const char *env[] = { "GPUMEM_LIMIT=1G", NULL };
@@ -240,6 +240,8 @@ START_TEST(idle_pool_memory_counts_in_the_group)
 }
 END_TEST
 
+/* The peak counts what the pool held, not a provisional reservation of a
+ * request on top of the pool's growth for it. */
 START_TEST(pool_peak_is_the_pool_high_water)
 {
     char prefix[64], pe[96];

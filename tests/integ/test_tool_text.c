@@ -150,36 +150,26 @@ static void uncraft(void)
 
 /* ---- checks --------------------------------------------------------------------- */
 
-/* Length of the valid UTF-8 sequence at p (1..4), 0 when invalid; written
- * from RFC 3629 independently of the tools' own decoder. */
+/* Length of the valid UTF-8 sequence at p (1..4), 0 when invalid. Made
+ * another way than the tools' decoder (which checks the second byte's
+ * range): decode the code point from the lead byte's length, then reject
+ * what RFC 3629 forbids by value: overlong forms, surrogates, above
+ * U+10FFFF. */
 static size_t utf8_seq(const unsigned char *p)
 {
-    unsigned c = p[0];
-    size_t n;
-    unsigned lo = 0x80, hi = 0xbf;
-    if (c < 0x80)
-        return 1;
-    else if (c >= 0xc2 && c <= 0xdf)
-        n = 2;
-    else if (c >= 0xe0 && c <= 0xef)
-        n = 3;
-    else if (c >= 0xf0 && c <= 0xf4)
-        n = 4;
-    else
-        return 0;
-    if (c == 0xe0)
-        lo = 0xa0;
-    else if (c == 0xed)
-        hi = 0x9f;
-    else if (c == 0xf0)
-        lo = 0x90;
-    else if (c == 0xf4)
-        hi = 0x8f;
-    if (p[1] < lo || p[1] > hi)
-        return 0;
-    for (size_t i = 2; i < n; i++)
-        if (p[i] < 0x80 || p[i] > 0xbf)
+    static const unsigned long least[5] = { 0, 0, 0x80, 0x800, 0x10000 };
+    size_t n = p[0] < 0x80 ? 1 : (p[0] & 0xe0) == 0xc0 ? 2
+             : (p[0] & 0xf0) == 0xe0 ? 3 : (p[0] & 0xf8) == 0xf0 ? 4 : 0;
+    if (n <= 1)
+        return n;
+    unsigned long cp = p[0] & (0x7fu >> n);
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80)
             return 0;
+        cp = cp << 6 | (p[i] & 0x3fu);
+    }
+    if (cp < least[n] || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+        return 0;
     return n;
 }
 

@@ -168,6 +168,27 @@ static void s_edge(uint64_t limit)
            (unsigned long long)f0);
 }
 
+/* Properties of a pinned pool, and of a pinned VMM allocation, on dev0. */
+static CUmemPoolProps dev0_pool_props(void)
+{
+    CUmemPoolProps pp;
+    memset(&pp, 0, sizeof pp);
+    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    pp.location.id = dev0;
+    return pp;
+}
+
+static CUmemAllocationProp dev0_alloc_prop(void)
+{
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = dev0;
+    return prop;
+}
+
 static uint64_t pool_attr(CUmemoryPool p, CUmemPool_attribute a)
 {
     cuuint64_t v = 0;
@@ -248,11 +269,7 @@ static void s_apis(void)
     expect_used(f0, reserved(dpool), "cuMemFreeAsync");
     CHECK(reserved(dpool) == 0, "threshold 0 keeps %llu",
           (unsigned long long)reserved(dpool));
-    CUmemPoolProps pp;
-    memset(&pp, 0, sizeof pp);
-    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    pp.location.id = dev0;
+    CUmemPoolProps pp = dev0_pool_props();
     CUmemoryPool pool;
     CU(F.cuMemPoolCreate(&pool, &pp));
     CU(F.cuMemAllocFromPoolAsync(&p, 7 << 20, pool, s));
@@ -263,11 +280,7 @@ static void s_apis(void)
     expect_used(f0, 0, "pool free");
     CU(F.cuStreamDestroy_v2(s));
     /* VMM with reference counts */
-    CUmemAllocationProp prop;
-    memset(&prop, 0, sizeof prop);
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = dev0;
+    CUmemAllocationProp prop = dev0_alloc_prop();
     size_t gran = 0;
     CU(F.cuMemGetAllocationGranularity(&gran, &prop,
                                        CU_MEM_ALLOC_GRANULARITY_MINIMUM));
@@ -350,11 +363,7 @@ static void s_limit_all(void)
     CHECK(rc == CUDA_ERROR_OUT_OF_MEMORY, "managed rc %d", rc);
     rc = F.cuMemAllocAsync(&p, 2 << 20, NULL);
     CHECK(rc == CUDA_ERROR_OUT_OF_MEMORY, "async rc %d", rc);
-    CUmemAllocationProp prop;
-    memset(&prop, 0, sizeof prop);
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = dev0;
+    CUmemAllocationProp prop = dev0_alloc_prop();
     CUmemGenericAllocationHandle h;
     rc = F.cuMemCreate(&h, 2 << 20, &prop, 0);
     CHECK(rc == CUDA_ERROR_OUT_OF_MEMORY, "cuMemCreate rc %d", rc);
@@ -430,11 +439,7 @@ static void s_pools(uint64_t limit)
     CHECK(reserved(dp) < held, "trimmed: %llu", (unsigned long long)reserved(dp));
     CU(F.cuMemFree_v2(big));
     /* Created pool: destroy releases its charge. */
-    CUmemPoolProps pp;
-    memset(&pp, 0, sizeof pp);
-    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    pp.location.id = dev0;
+    CUmemPoolProps pp = dev0_pool_props();
     CUmemoryPool cp;
     CU(F.cuMemPoolCreate(&cp, &pp));
     CU(F.cuMemPoolSetAttribute(cp, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &never));
@@ -455,11 +460,7 @@ static void s_pools(uint64_t limit)
  * compare with the driver's own. */
 static void s_invalid(void)
 {
-    CUmemAllocationProp prop;
-    memset(&prop, 0, sizeof prop);
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = dev0;
+    CUmemAllocationProp prop = dev0_alloc_prop();
     CUmemGenericAllocationHandle h;
     printf("create-max rc %d\n", (int)F.cuMemCreate(&h, SIZE_MAX, &prop, 0));
     prop.location.id = 63;
@@ -507,11 +508,7 @@ static void s_pool_destroy_live(void)
     uint64_t f0 = free_now();
     CUstream s;
     CU(F.cuStreamCreate(&s, 0));
-    CUmemPoolProps pp;
-    memset(&pp, 0, sizeof pp);
-    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    pp.location.id = dev0;
+    CUmemPoolProps pp = dev0_pool_props();
     CUmemoryPool cp;
     CU(F.cuMemPoolCreate(&cp, &pp));
     CUdeviceptr c, big;

@@ -6,7 +6,7 @@
  *
  * Invariants: segments are opened read-only through the reader library and
  * closed again before gm_scan returns (a scan holds copies, not mappings);
- * every process state comes from gm_tool_summary (a zombie is not alive);
+ * every process state comes from gm_seg_summary (a zombie is not alive);
  * group segments are copied with gm_group_snapshot (pread, no lock); every
  * figure printed comes from a snapshot copy; every string from a segment
  * goes out through tools/lib/escape.h (gm_esc_term_put in text,
@@ -93,13 +93,6 @@ static bool want_proc(const struct gm_scan_proc *sp, unsigned flags)
     return true;
 }
 
-int gm_tool_summary(const struct gm_seg *s, struct gm_proc *out)
-{
-    /* A zombie is not alive (gm_proc_alive, shim/base/clock.h): its state
-     * is exited or dead like any process that no longer runs. */
-    return gm_seg_summary(s, out);
-}
-
 static int read_one(const char *prefix, int pid, struct gm_scan_proc *sp)
 {
     struct gm_seg s;
@@ -107,7 +100,7 @@ static int read_one(const char *prefix, int pid, struct gm_scan_proc *sp)
     if (gm_seg_open(&s, gm_tool_shm_dir(), prefix, pid, err, sizeof err) != 0)
         return -1;
     memset(sp, 0, sizeof *sp);
-    int r = gm_tool_summary(&s, &sp->p);
+    int r = gm_seg_summary(&s, &sp->p);
     snprintf(sp->path, sizeof sp->path, "%s", s.path);
     gm_seg_close(&s);
     if (r < 0)

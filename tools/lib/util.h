@@ -61,13 +61,6 @@ struct gm_scan {
 int gm_scan(const char *prefix, unsigned flags, struct gm_scan *out);
 void gm_scan_free(struct gm_scan *sc);
 
-/* gm_seg_summary with the tools' one liveness rule: a writer that is a
- * zombie (killed or exited, not yet reaped by its parent) is not alive:
- * GM_SEG_EXITED when it closed its segment, else GM_SEG_DEAD, as the
- * group members' rule (gm_grpi_member_gone) says of the same process.
- * Every process state the tools print comes from here. */
-int gm_tool_summary(const struct gm_seg *s, struct gm_proc *out);
-
 /* "live", "kept", "dead" (exited without GPUMEM_KEEP shows as "exited"). */
 const char *gm_proc_state_word(const struct gm_scan_proc *sp);
 

@@ -358,7 +358,7 @@ static void read_vanished(struct top *t, uint64_t now)
         if (!h->open || h->seen || h->done)
             continue;
         memset(&sp, 0, sizeof sp);
-        if (gm_tool_summary(&h->seg, &sp.p) < 0) {
+        if (gm_seg_summary(&h->seg, &sp.p) < 0) {
             h->done = true;
             continue;
         }
