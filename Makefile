@@ -1,6 +1,6 @@
 # gpumem — one non-recursive Makefile.
 #
-# Targets: all (default), check, demo, sanitize, bench, fuzz, install, clean,
+# Targets: all (default), check, check-servers, demo, sanitize, bench, fuzz, install, clean,
 #          gpu-check, gpu-bench.
 # Variables: CUDA_HOME (toolkit with cuda.h), BUILD (output dir), V=1 (show
 #            commands), PREFIX/DESTDIR (install), MODE/GROUP (demo).
@@ -22,6 +22,7 @@
 #   tests/integ/test_*.c          Check suites that run programs under the shim
 #   tests/integ/test_*.sh         shell tests (exit 0 pass, 77 skip)
 #   tests/lint/test_*.sh          checks of the source tree itself (layering)
+#   tests/servers/test_*.sh       tests against real servers (make check-servers)
 #   The layering of shim/, policy/ and tools/ is checked by tests/layers.sh.
 
 CUDA_HOME ?= /usr/local/cuda
@@ -92,6 +93,7 @@ INTEG_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(INTEG_SRC))
 PROG_BIN  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(PROG_SRC))
 SHELL_TESTS := $(wildcard tests/integ/test_*.sh)
 LINT_TESTS  := $(wildcard tests/lint/test_*.sh)
+SERVER_TESTS := $(wildcard tests/servers/test_*.sh)
 BENCH_SRC := $(wildcard tests/bench/*.c)
 BENCH_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(BENCH_SRC))
 
@@ -99,7 +101,7 @@ PAGES    := $(BUILD)/share/.pages
 PROGRAMS := $(SHIM_SO) $(SIM_SO) $(TRAINSIM) $(GPUMEM_BIN) $(TOP_BIN) $(PAGES)
 
 .SECONDARY:
-.PHONY: all check check-lint check-unit check-sim check-integ tests demo sanitize bench fuzz \
+.PHONY: all check check-lint check-unit check-sim check-integ check-servers tests demo sanitize bench fuzz \
         install clean gpu-check gpu-bench
 all: $(filter-out $(if $(GPUMEM_SRC),,$(GPUMEM_BIN)) $(if $(TOP_SRC),,$(TOP_BIN)) \
         $(if $(SIM_SRC),,$(SIM_SO)) \
@@ -238,6 +240,11 @@ check-sim: $(SIMT_BIN)
 
 check-integ: all $(INTEG_BIN) $(PROG_BIN)
 	$(Q)BUILD=$(BUILD) sh tests/run-tests.sh $(INTEG_BIN) $(SHELL_TESTS)
+
+# Tests against real servers started on loopback (each test starts its
+# own and stops it by pid, also on failure); not part of make check.
+check-servers: all $(PROG_BIN)
+	$(Q)BUILD=$(BUILD) sh tests/run-tests.sh $(SERVER_TESTS)
 
 # ASan+UBSan over the unit and simulated-driver suites and the tools; TSan
 # over the same suites (the concurrency cases are in them). The preloaded
