@@ -22,6 +22,13 @@ void gm_acct_publish_frag(void *ctx, uint32_t ppm)
     gm_tel_frag(&gm_st.tel, (unsigned)(uintptr_t)ctx, ppm);
 }
 
+void gm_acct_frag_sync(unsigned dev)
+{
+    if (dev < GM_MAX_DEVICES && gm_telemetry_on())
+        gm_fragq_sync(&gm_st.dev[dev].frag, gm_acct_publish_frag,
+                      (void *)(uintptr_t)dev);
+}
+
 void gm_acct_commit_entry(struct gm_dev *d, const struct gm_alloc *a,
                           uint64_t t0, uint64_t t1)
 {
@@ -41,7 +48,12 @@ void gm_acct_commit_collision(const struct gm_alloc *a,
                               const struct gm_alloc *old, int r, uint64_t t1)
 {
     if (r == 1) {
-        gm_acct_frag_post(old, false);
+        if (old->dev == a->dev && old->ns == GM_NS_PTR && gm_telemetry_on())
+            gm_fragq_post(&gm_st.dev[old->dev].frag, old->key,
+                          GM_FRAGQ_REUSED, gm_acct_publish_frag,
+                          (void *)(uintptr_t)old->dev);
+        else
+            gm_acct_frag_post(old, false);
         gm_acct_released(old, old->api, t1, t1);
         gm_acct_frag_post(a, true);
     } else {

@@ -21,6 +21,9 @@
 /* The fragmentation applier's figure goes to the device's stats (ctx:
  * the device). */
 void gm_acct_publish_frag(void *ctx, uint32_t ppm);
+/* Bring device dev's fragmentation figure up to date (cold: a new peak,
+ * the telemetry's periodic and exit points; the device is set up). */
+void gm_acct_frag_sync(unsigned dev) __attribute__((cold));
 
 void gm_acct_commit_collision(const struct gm_alloc *a,
                               const struct gm_alloc *old, int r, uint64_t t1)
@@ -31,9 +34,18 @@ static inline __attribute__((always_inline)) void gm_acct_commit_inline(
 {
     /* The admission only held the bytes: now that the driver has them,
      * they count toward the peak. */
-    uint64_t peak, used = gm_budget_note_peak(&d->budget, &peak);
+    bool rose;
+    uint64_t peak, used = gm_budget_note_peak(&d->budget, &peak, &rose);
     gm_grp_committed(d);
     if (gm_telemetry_on()) {
+        /* The interval first: at a new peak the tracker is synced so the
+         * event below records the fragmentation of the peak itself. */
+        if (a->ns == GM_NS_PTR) {
+            gm_fragq_post(&d->frag, a->key, a->size, gm_acct_publish_frag,
+                          (void *)(uintptr_t)a->dev);
+            if (GM_UNLIKELY(rose))
+                gm_acct_frag_sync(a->dev);
+        }
         struct gm_tel_ev e = {
             .ts_ns = gm_ticks_realtime(t1), .lat_ns = gm_ticks_ns(t1 - t0),
             .addr = a->key, .size = a->size,
@@ -42,9 +54,6 @@ static inline __attribute__((always_inline)) void gm_acct_commit_inline(
             .known = true, /* gm_dev_get ran gm_tel_device */
         };
         gm_tel_alloc_ev(&gm_st.tel, &e);
-        if (a->ns == GM_NS_PTR)
-            gm_fragq_post(&d->frag, a->key, a->size, gm_acct_publish_frag,
-                          (void *)(uintptr_t)a->dev);
     }
     struct gm_alloc old;
     int r = gm_track_insert(a, &old);

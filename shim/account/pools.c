@@ -27,6 +27,33 @@
 #include "shim/telemetry/abi.h"
 
 #define POOLS 256u
+#define GM_POOL_SEEN 8u
+
+/* ---- blocks known to lie in memory the pool holds ------------------------
+ * A pool grows only to serve a request, and the block served then lies in
+ * the new memory; memory leaves a pool only at a trim, a destruction or a
+ * synchronisation after a free (each bumps `gen`). So a block that the
+ * pool served before, at the same address and at least this size, since
+ * the last bump, is served again without growth: its settle needs no
+ * query of the reserve. `seen` holds such blocks, one word each, packed
+ * so that no reader can pair one block's address with another's size:
+ * bits 0-47 the address, 48-53 floor(log2(size)), 54-63 gen mod 1024 (0
+ * = empty). Addresses at or above 2^48 are never remembered. Every query
+ * of the reserve also bumps `gen`, so entries date from the last query:
+ * were the driver to release memory at a point the shim does not see,
+ * the charge would miss a regrowth into that memory only until the next
+ * query. */
+#define SEEN_ADDR ((1ull << 48) - 1)
+
+static inline unsigned seen_slot(uint64_t p)
+{
+    return (unsigned)((p * 0x9e3779b97f4a7c15ull) >> 61); /* 8 slots */
+}
+
+static inline uint64_t seen_word(uint64_t p, unsigned log2sz, uint64_t gen)
+{
+    return p | ((uint64_t)log2sz << 48) | ((gen & 1023u) << 54);
+}
 
 struct gm_pool {
     _Atomic uint64_t key;      /* CUmemoryPool; 0 = free slot */
@@ -35,6 +62,8 @@ struct gm_pool {
     _Atomic int imported;      /* 1: belongs to another process */
     _Atomic int dead;          /* destroyed */
     _Atomic uint64_t draining; /* destroyed with this many live blocks */
+    _Atomic uint64_t gen;      /* bumped whenever memory may have left */
+    _Atomic uint64_t seen[GM_POOL_SEEN]; /* blocks served since (below) */
 };
 #define pool gm_pool
 
@@ -49,6 +78,38 @@ static gm_spin create_lock; /* new slots only; lookups take no lock */
  * their memory until the last block is freed, and so does the charge.
  * Non-zero makes every async free look its pool up (gm_pool_freed). */
 static _Atomic unsigned draining_pools;
+
+static inline bool seen_hit(struct pool *s, uint64_t p, uint64_t size)
+{
+    if (p == 0 || p > SEEN_ADDR)
+        return false;
+    uint64_t w = atomic_load_explicit(&s->seen[seen_slot(p)],
+                                      memory_order_relaxed);
+    uint64_t g = atomic_load_explicit(&s->gen, memory_order_relaxed);
+    return w != 0 && (w & SEEN_ADDR) == p && (w >> 54) == (g & 1023u) &&
+           size <= (1ull << ((w >> 48) & 63u));
+}
+
+/* Remember a block served under generation `gen` (read before the query
+ * whose result it goes with, so an entry never outlives a bump that came
+ * after its query). */
+static inline void seen_note(struct pool *s, uint64_t p, uint64_t size,
+                             uint64_t gen)
+{
+    if (p == 0 || p > SEEN_ADDR || size == 0)
+        return;
+    unsigned l = 63u - (unsigned)__builtin_clzll(size);
+    uint64_t w = seen_word(p, l, gen);
+    if (w != 0)
+        atomic_store_explicit(&s->seen[seen_slot(p)], w,
+                              memory_order_relaxed);
+}
+
+/* Memory may have left the pool: forget every block seen. */
+static inline void seen_forget(struct pool *s)
+{
+    atomic_fetch_add(&s->gen, 1);
+}
 
 static struct pool *slot(CUmemoryPool p, int dev, int create)
 {
@@ -75,6 +136,7 @@ static struct pool *slot(CUmemoryPool p, int dev, int create)
             atomic_store(&s->imported, 0);
             atomic_store(&s->dead, 0);
             atomic_store(&s->draining, 0);
+            seen_forget(s);
             atomic_store_explicit(&s->key, k, memory_order_release);
             cur = k;
         }
@@ -182,6 +244,8 @@ static inline uint64_t recharge(struct pool *s, struct gm_dev *d, uint64_t now,
     int dev = atomic_load_explicit(&s->dev, memory_order_relaxed);
     uint64_t used = gm_budget_settle(&d->budget, now > old ? now - old : 0,
                                      held + (old > now ? old - now : 0));
+    if (now < old)
+        seen_forget(s);
     if (now != old) {
         /* The group is charged what the process is (docs/groups.md). */
         gm_grp_settle(d, now > old ? now - old : 0, old > now ? old - now : 0);
@@ -193,7 +257,7 @@ static inline uint64_t recharge(struct pool *s, struct gm_dev *d, uint64_t now,
 }
 
 uint64_t gm_pool_settle(int dev, struct gm_dev *d, struct gm_pool *s,
-                        uint64_t held)
+                        uint64_t held, CUdeviceptr p, uint64_t size)
 {
     if (s == NULL ||
         atomic_load_explicit(&s->imported, memory_order_relaxed))
@@ -211,14 +275,26 @@ uint64_t gm_pool_settle(int dev, struct gm_dev *d, struct gm_pool *s,
     }
     if (GM_UNLIKELY(atomic_load_explicit(&s->dead, memory_order_relaxed)))
         atomic_store(&s->dead, 0);
-    return recharge(s, pd, pool_attr(gm_pool_handle(s),
-                                     CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT),
-                    held);
+    if (GM_LIKELY(seen_hit(s, (uint64_t)p, size))) /* served without growth */
+        return recharge(s, pd, atomic_load_explicit(&s->charged,
+                                                    memory_order_relaxed),
+                        held);
+    /* Each query starts a generation: a block is remembered only from the
+     * last query on, so a release the shim did not see is caught by the
+     * next query instead of outliving it. */
+    seen_forget(s);
+    uint64_t gen = atomic_load_explicit(&s->gen, memory_order_relaxed);
+    uint64_t used = recharge(s, pd,
+                             pool_attr(gm_pool_handle(s),
+                                       CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT),
+                             held);
+    seen_note(s, (uint64_t)p, size, gen);
+    return used;
 }
 
 uint64_t gm_pool_refresh(int dev, struct gm_dev *d, struct gm_pool *s)
 {
-    return gm_pool_settle(dev, d, s, 0);
+    return gm_pool_settle(dev, d, s, 0, 0, 0);
 }
 
 static uint64_t refresh_handle(int dev, struct gm_dev *d, CUmemoryPool pool)
@@ -250,6 +326,7 @@ uint64_t gm_pool_trim_device(int dev, struct gm_dev *d)
         }
         gm_real.cuMemPoolTrimTo(p, (size_t)used);
         gm_depth--;
+        seen_forget(s);
         uint64_t after = pool_attr(p, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
         recharge(s, d, after, 0);
         if (after < before) {
@@ -308,6 +385,8 @@ void gm_pools_synced_slow(void)
     for (unsigned i = 0; i < POOLS; i++) {
         struct pool *s = &pools[i];
         uint64_t k = atomic_load_explicit(&s->key, memory_order_acquire);
+        if (k != 0)
+            seen_forget(s); /* the release threshold may have applied */
         if (k == 0 || atomic_load(&s->dead) || atomic_load(&s->imported) ||
             atomic_load(&s->charged) == 0)
             continue;
@@ -354,6 +433,7 @@ void gm_pool_destroyed(CUmemoryPool pool)
     struct pool *s = slot(pool, 0, 0);
     if (s == NULL)
         return;
+    seen_forget(s);
     struct gm_dev *d = gm_dev_get(atomic_load(&s->dev));
     uint64_t live = gm_track_count_aux(GM_NS_PTR, (uint64_t)(uintptr_t)pool);
     if (live != 0 && d != NULL && !atomic_load(&s->imported) &&
@@ -384,6 +464,7 @@ void gm_pool_trimmed(CUmemoryPool pool)
     struct pool *s = slot(pool, 0, 0);
     if (s == NULL)
         return;
+    seen_forget(s);
     int dev = atomic_load(&s->dev);
     struct gm_dev *d = gm_dev_get(dev);
     if (d)

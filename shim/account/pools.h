@@ -36,11 +36,13 @@ uint64_t gm_pool_idle(struct gm_pool *s);
 /* Re-read the pool's reserve and charge or release the difference on its
  * device. Returns the device's used bytes afterwards. */
 uint64_t gm_pool_refresh(int dev, struct gm_dev *d, struct gm_pool *s);
-/* The same after an allocation admitted with a provisional hold of `held`
- * bytes on d (gm_budget_hold): the hold is replaced by the pool's growth
- * in one step, so the peak never counts both. */
+/* The same after an allocation of block [p, p + size) admitted with a
+ * provisional hold of `held` bytes on d (gm_budget_hold): the hold is
+ * replaced by the pool's growth in one step, so the peak never counts
+ * both. The reserve is not queried when the pool served that block since
+ * memory last left it (it cannot have grown for it: pools.c). */
 uint64_t gm_pool_settle(int dev, struct gm_dev *d, struct gm_pool *s,
-                        uint64_t held);
+                        uint64_t held, CUdeviceptr p, uint64_t size);
 /* Trim every pool of `dev` down to what it hands out (after synchronising
  * the device), refresh, and return the bytes given back (0 if none). */
 uint64_t gm_pool_trim_device(int dev, struct gm_dev *d);

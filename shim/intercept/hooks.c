@@ -189,7 +189,7 @@ alloc_async(enum kind k, int dev, struct gm_dev *d, const struct req *r,
     }
     /* The pool's growth replaces the holds (on the group through the
      * settle, shim/account/pools.c). */
-    gm_pool_settle(dev, d, pool, prov);
+    gm_pool_settle(dev, d, pool, prov, p, r->size);
     bool group_over = false;
     if (GM_UNLIKELY(d->gdev1 != 0)) { /* one test for both group steps */
         if (ghold)

@@ -26,6 +26,7 @@
 #include "shim/driver/real.h"
 #include "shim/telemetry/report.h"
 #include "shim/account/state.h"
+#include "shim/account/commit.h"
 #include "shim/account/grouphook.h"
 #include "shim/account/release.h"
 #include "shim/account/pools.h"
@@ -108,9 +109,11 @@ static void at_exit(void)
     gm_depth++;
     for (unsigned i = 0; i < GM_MAX_DEVICES; i++) {
         struct gm_dev *d = &gm_st.dev[i];
-        if (atomic_load(&d->ready) == 2)
+        if (atomic_load(&d->ready) == 2) {
+            gm_acct_frag_sync(i);
             gm_tel_sync(&gm_st.tel, i, gm_budget_used(&d->budget),
                         gm_budget_peak(&d->budget));
+        }
     }
     exit_report();
     gm_grp_leave();

@@ -5,7 +5,10 @@
 #    and API, by callgrind: the marginal count between a loop of N1 and one
 #    of N2 pairs (start-up cancels), with the shim minus without it; with
 #    all telemetry on (the default) and with GPUMEM_TELEMETRY=0.
-# 2. Nanoseconds per pair, native, same loops, median of 5 runs.
+#    Also with K other allocations live (0 / 1k / 10k / 100k).
+# 2. Nanoseconds per pair, native, same loops, median of 5 runs; and by
+#    thread count (1/2/4/8 threads at once, median of 5 interleaved
+#    rounds of driver, telemetry and limits-only runs).
 # 3. The data-structure and telemetry benchmarks in build/tests/bench/.
 # Prints tables; asserts nothing.
 set -u
@@ -19,16 +22,17 @@ N2=12000
 SIZE=1048576
 prog() { if [ "$1" = link ]; then echo "$ABS/tests/progs/direct_allocloop"; else echo "$ABS/tests/progs/allocloop"; fi; }
 
+LIVE=0
 instr() { # via api n preload(0|1) [extra env...]
     via=$1; api=$2; n=$3; pre=$4; shift 4
     out=$(mktemp)
     if [ "$pre" = 1 ]; then
         env "$@" LD_PRELOAD="$SHIM" valgrind --tool=callgrind \
             --callgrind-out-file=/dev/null \
-            "$(prog "$via")" --via "$via" --api "$api" "$n" "$SIZE" >/dev/null 2>"$out"
+            "$(prog "$via")" --via "$via" --api "$api" --live "$LIVE" "$n" "$SIZE" >/dev/null 2>"$out"
     else
         env "$@" valgrind --tool=callgrind --callgrind-out-file=/dev/null \
-            "$(prog "$via")" --via "$via" --api "$api" "$n" "$SIZE" >/dev/null 2>"$out"
+            "$(prog "$via")" --via "$via" --api "$api" --live "$LIVE" "$n" "$SIZE" >/dev/null 2>"$out"
     fi
     sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$out" | tail -n 1
     rm -f "$out"
@@ -64,6 +68,18 @@ if command -v valgrind >/dev/null 2>&1; then
         done
     done
     echo
+    echo "With K other allocations live (cuGetProcAddress path, 1 MiB pairs, added instructions)"
+    printf '%-8s %-7s %12s %12s\n' live api telemetry limits
+    for LIVE in 0 1000 10000 100000; do
+        for api in alloc async; do
+            d=$(marginal gpa "$api" 0)
+            s=$(marginal gpa "$api" 1 GPUMEM_LIMIT=64G)
+            o=$(marginal gpa "$api" 1 GPUMEM_LIMIT=64G GPUMEM_TELEMETRY=0)
+            printf '%-8s %-7s %12s %12s\n' "$LIVE" "$api" $((s - d)) $((o - d))
+        done
+    done
+    LIVE=0
+    echo
     echo "By size (cuGetProcAddress path): driver alone, shim (grow), shim (static arena)"
     printf '%-10s %12s %12s %12s\n' size driver grow static
     for SIZE in 256 65536 2097152 67108864; do
@@ -89,6 +105,22 @@ for via in link dlsym gpa; do
             "$(echo "$o - $d" | bc 2>/dev/null || echo "?")"
     done
 done
+echo
+echo "By threads, ns per pair of one thread (cuGetProcAddress path, 1 MiB, median of 5 interleaved rounds of 50000 pairs)"
+printf '%-8s %10s %12s %12s %10s\n' threads driver telemetry limits tel/lim
+for T in 1 2 4 8; do
+    : >"$ABS/.thr.d"; : >"$ABS/.thr.s"; : >"$ABS/.thr.o"
+    for _r in 1 2 3 4 5; do
+        "$(prog gpa)" --via gpa --threads "$T" 50000 "$SIZE" | sed 's/ ns.*//' >>"$ABS/.thr.d"
+        GPUMEM_LIMIT=64G LD_PRELOAD="$SHIM" "$(prog gpa)" --via gpa --threads "$T" 50000 "$SIZE" | sed 's/ ns.*//' >>"$ABS/.thr.s"
+        GPUMEM_LIMIT=64G GPUMEM_TELEMETRY=0 LD_PRELOAD="$SHIM" "$(prog gpa)" --via gpa --threads "$T" 50000 "$SIZE" | sed 's/ ns.*//' >>"$ABS/.thr.o"
+    done
+    d=$(sort -n "$ABS/.thr.d" | sed -n 3p); s=$(sort -n "$ABS/.thr.s" | sed -n 3p)
+    o=$(sort -n "$ABS/.thr.o" | sed -n 3p)
+    printf '%-8s %10s %12s %12s %10s\n' "$T" "$d" "$s" "$o" \
+        "$(echo "scale=2; $s / $o" | bc 2>/dev/null || echo "?")"
+done
+rm -f "$ABS/.thr.d" "$ABS/.thr.s" "$ABS/.thr.o"
 echo
 echo "By size, ns per pair (cuGetProcAddress path)"
 printf '%-10s %12s %12s %12s\n' size driver grow static

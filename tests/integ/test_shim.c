@@ -187,6 +187,17 @@ START_TEST(pools_charge_their_reserve)
 }
 END_TEST
 
+/* A repeated block is settled without asking the driver for the pool's
+ * reserve; syncs, trims and larger blocks ask again (tests/progs/apicheck.c
+ * s_pool_queries). */
+START_TEST(repeated_pool_blocks_need_no_query)
+{
+    const char *env[] = { "GPUMEM_LIMIT=2G", "GPUMEM_LOG_LEVEL=error", NULL };
+    RUN_OK(env, apicheck(vias[_i]), "--via", vias[_i], "pool-queries");
+    ck_assert_ptr_nonnull(strstr(out, "ok pool-queries"));
+}
+END_TEST
+
 /* A pool destroyed with a live block keeps its charge until the block is
  * freed. */
 START_TEST(pool_destroyed_with_live_blocks_stays_charged)
@@ -816,6 +827,7 @@ static Suite *suite(void)
     tcase_add_test(a, two_devices_two_limits);
     tcase_add_test(a, fork_child_is_clean);
     tcase_add_loop_test(a, pools_charge_their_reserve, 0, 3);
+    tcase_add_loop_test(a, repeated_pool_blocks_need_no_query, 0, 3);
     tcase_add_loop_test(a, pool_destroyed_with_live_blocks_stays_charged, 0, 3);
     tcase_add_test(a, pool_threads_no_drift);
     tcase_add_test(a, published_pool_reserve_ends_exact);

@@ -205,7 +205,7 @@ static uint64_t reserved(CUmemoryPool p)
  * ground truth an array's charge is compared with). */
 struct sim_stats {
     uint64_t capacity, used, context, alloc, pool_reserved, pool_used, vmm,
-        arrays, managed, host, live, alloc_calls;
+        arrays, managed, host, live, alloc_calls, pool_attr_calls;
     int contexts, primary_refs;
 };
 
@@ -454,6 +454,50 @@ static void s_pools(uint64_t limit)
     CU(F.cuMemPoolTrimTo(dp, 0));
     expect_used(f0, reserved(dp), "after trim");
     printf("ok pools\n");
+}
+
+/* A block the pool served before is served again without a query of the
+ * pool's reserve (the driver's count of cuMemPoolGetAttribute calls, less
+ * this program's own, stays flat over 200 pairs), and the charge stays
+ * the reserve; a synchronisation after frees, a trim and a larger block
+ * each make the next allocation query again. */
+static void s_pool_queries(void)
+{
+    uint64_t f0 = free_now();
+    CUstream s;
+    CUmemoryPool dp = keeping_pool(&s);
+    CUdeviceptr p;
+    CU(F.cuMemAllocAsync(&p, 1u << 20, s)); /* the pool grows: a query */
+    CU(F.cuMemFreeAsync(p, s));
+    uint64_t q0 = sim_stats().pool_attr_calls;
+    for (int i = 0; i < 200; i++) {
+        CU(F.cuMemAllocAsync(&p, 1u << 20, s));
+        CU(F.cuMemFreeAsync(p, s));
+    }
+    uint64_t q1 = sim_stats().pool_attr_calls;
+    CHECK(q1 - q0 <= 2, "%llu reserve queries for 200 repeated blocks",
+          (unsigned long long)(q1 - q0));
+    expect_used(f0, reserved(dp), "pool reserve after repeated blocks");
+    uint64_t q2 = sim_stats().pool_attr_calls; /* reserved() above: 1 */
+    CU(F.cuMemAllocAsync(&p, 4u << 20, s)); /* larger: asks again */
+    CHECK(sim_stats().pool_attr_calls > q2, "a larger block was not queried");
+    expect_used(f0, reserved(dp), "pool reserve after a larger block");
+    CU(F.cuMemFreeAsync(p, s));
+    CU(F.cuStreamSynchronize(s));
+    uint64_t q3 = sim_stats().pool_attr_calls;
+    CU(F.cuMemAllocAsync(&p, 1u << 20, s)); /* after a sync: asks again */
+    CHECK(sim_stats().pool_attr_calls > q3, "no query after a sync");
+    CU(F.cuMemFreeAsync(p, s));
+    CU(F.cuStreamSynchronize(s));
+    CU(F.cuMemPoolTrimTo(dp, 0));
+    expect_used(f0, reserved(dp), "after trim");
+    uint64_t q4 = sim_stats().pool_attr_calls;
+    CU(F.cuMemAllocAsync(&p, 1u << 20, s)); /* after a trim: asks again */
+    CHECK(sim_stats().pool_attr_calls > q4, "no query after a trim");
+    expect_used(f0, reserved(dp), "pool reserve after the trim");
+    CU(F.cuMemFreeAsync(p, s));
+    CU(F.cuStreamSynchronize(s));
+    printf("ok pool-queries %llu\n", (unsigned long long)(q1 - q0));
 }
 
 /* Requests no driver can serve: the answers are printed for the caller to
@@ -1058,6 +1102,8 @@ int main(int argc, char **argv)
         s_pool_destroy_live();
     else if (strcmp(sc, "pool-threads") == 0)
         s_pool_threads();
+    else if (strcmp(sc, "pool-queries") == 0)
+        s_pool_queries();
     else if (strcmp(sc, "fork") == 0)
         s_fork();
     else if (strcmp(sc, "info") == 0) {

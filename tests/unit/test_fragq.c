@@ -1,9 +1,11 @@
 /*
- * tests/unit/test_fragq.c — the lock-free hand-off in front of the
- * fragmentation tracker (shim/telemetry/fragq.c): operations applied in post order,
- * queued operations applied by the role holder or by their poster, the
- * figure published only when it changed, and many threads posting at once
- * leaving exactly the tracker a single thread would (TSan runs this too).
+ * tests/unit/test_fragq.c — the batch applier in front of the fragmentation
+ * tracker (shim/telemetry/fragq.c): posts only log, a sync applies them in
+ * post order (an add and its remove within a batch cancel), every
+ * GM_FRAGQ_BATCH-th post syncs, the figure is published only when it
+ * changed, random operation streams leave exactly the tracker that
+ * applying each operation at once leaves, and many threads posting at once
+ * leave exactly the tracker a single thread would (TSan runs this too).
  */
 #include <check.h>
 #include <pthread.h>
@@ -49,23 +51,30 @@ START_TEST(test_direct_posts_and_publish_on_change)
     /* [0,100) [200,300) [300,400) [1000,1100): gaps 100 and 600. */
     gm_fragq_post(q, 0, 100, record, &p);
     gm_fragq_post(q, 200, 100, record, &p);
+    EXPECT_EQ(gm_frag_count(&q->set), 0); /* logged, not applied */
+    gm_fragq_sync(q, record, &p);
+    EXPECT_EQ(gm_frag_count(&q->set), 2);
     EXPECT_EQ(p.count, 0); /* a single gap: 0 ppm, as before */
     gm_fragq_post(q, 300, 100, record, &p);
     gm_fragq_post(q, 1000, 100, record, &p);
+    gm_fragq_sync(q, record, &p);
     EXPECT_EQ(p.count, 1);
     EXPECT_EQ(p.last, 1000000u * 100 / 700); /* 1 - 600/700 */
     EXPECT_EQ(gm_frag_count(&q->set), 4);
     gm_fragq_post(q, 200, 0, record, &p); /* remove [200,300) */
+    gm_fragq_sync(q, record, &p);
     EXPECT_EQ(gm_frag_total_free(&q->set), 200 + 600);
     EXPECT_EQ(p.last, 1000000u * 200 / 800);
+    EXPECT_EQ(p.count, 2);
+    gm_fragq_sync(q, record, &p); /* nothing new: nothing published */
     EXPECT_EQ(p.count, 2);
     EXPECT_EQ(gm_frag_check(&q->set), 0);
     free_q(q);
 }
 END_TEST
 
-/* While another thread holds the role, posts wait in the queue; they are
- * applied in post order by whoever takes the role next. */
+/* While another thread holds the role, a sync applies nothing; the next
+ * sync applies the log in post order. */
 START_TEST(test_queued_in_order)
 {
     struct gm_fragq *q = new_q();
@@ -77,16 +86,83 @@ START_TEST(test_queued_in_order)
     gm_fragq_post(q, 0, 0, record, &p);
     gm_fragq_post(q, 0, 64, record, &p);
     gm_fragq_post(q, 4096, 64, record, &p);
+    gm_fragq_sync(q, record, &p);
     EXPECT_EQ(gm_frag_count(&q->set), 0); /* nothing applied yet */
     EXPECT_EQ(q->tail, 4);
     __atomic_store_n(&q->busy, 0, __ATOMIC_SEQ_CST);
-    /* The next post drains the queue before its own operation. */
     gm_fragq_post(q, 8192, 64, record, &p);
+    gm_fragq_sync(q, record, &p);
     EXPECT_EQ(gm_frag_count(&q->set), 3);
     EXPECT_EQ(gm_frag_total_free(&q->set), (4096 - 64) + (8192 - 4160));
-    EXPECT_EQ(q->head, 4); /* the direct post took no ticket */
+    EXPECT_EQ(q->head, 5);
     EXPECT_EQ(gm_frag_check(&q->set), 0);
     free_q(q);
+}
+END_TEST
+
+/* Every GM_FRAGQ_BATCH-th post syncs by itself: at most a batch is ever
+ * pending. */
+START_TEST(test_batch_boundary_syncs)
+{
+    struct gm_fragq *q = new_q();
+    struct pubs p = { 0, 0 };
+    for (unsigned i = 0; i < GM_FRAGQ_BATCH - 1; i++)
+        gm_fragq_post(q, (uint64_t)i * 4096, 1024, record, &p);
+    EXPECT_EQ(gm_frag_count(&q->set), 0);
+    gm_fragq_post(q, (uint64_t)(GM_FRAGQ_BATCH - 1) * 4096, 1024, record, &p);
+    EXPECT_EQ(gm_frag_count(&q->set), GM_FRAGQ_BATCH);
+    EXPECT_EQ(q->head, q->tail);
+    EXPECT_EQ(p.count, 1);
+    free_q(q);
+}
+END_TEST
+
+/* Random streams over a few starts as the shim posts them: an add of a
+ * free start, a remove of a live one, and a reused key (an add of a live
+ * start, then a remove and the add again), synced at random points: the
+ * tracker equals a reference tracker that applied each change at once. */
+START_TEST(test_cancelling_is_exact)
+{
+    uint64_t x = 12345;
+    for (unsigned round = 0; round < 200; round++) {
+        struct gm_fragq *q = new_q();
+        struct gm_frag ref;
+        gm_frag_init(&ref);
+        struct pubs p = { 0, 0 };
+        uint8_t live[12] = { 0 };
+        unsigned n = 50 + round * 5;
+        for (unsigned i = 0; i < n; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            unsigned k = (unsigned)((x >> 40) % 12);
+            uint64_t a = (uint64_t)k * 8192;
+            uint64_t size = 1024 + ((x >> 50) & 1023);
+            if (!live[k]) {
+                gm_fragq_post(q, a, size, record, &p);
+                gm_frag_insert(&ref, a, size);
+                live[k] = 1;
+            } else if ((x >> 20) % 5 != 0) {
+                gm_fragq_post(q, a, 0, record, &p);
+                gm_frag_remove(&ref, a);
+                live[k] = 0;
+            } else { /* reused key */
+                gm_fragq_post(q, a, size, record, &p);
+                gm_fragq_post(q, a, GM_FRAGQ_REUSED, record, &p);
+                gm_fragq_post(q, a, size, record, &p);
+                gm_frag_remove(&ref, a);
+                gm_frag_insert(&ref, a, size);
+            }
+            if ((x >> 10) % 37 == 0)
+                gm_fragq_sync(q, record, &p);
+        }
+        gm_fragq_sync(q, record, &p);
+        EXPECT_EQ(gm_frag_count(&q->set), gm_frag_count(&ref));
+        EXPECT_EQ(gm_frag_total_free(&q->set), gm_frag_total_free(&ref));
+        EXPECT_EQ(gm_frag_largest_free(&q->set), gm_frag_largest_free(&ref));
+        EXPECT_EQ(p.last, gm_frag_ppm(&ref));
+        EXPECT_EQ(gm_frag_check(&q->set), 0);
+        gm_frag_destroy(&ref);
+        free_q(q);
+    }
 }
 END_TEST
 
@@ -120,6 +196,7 @@ START_TEST(test_full_queue_waits_then_drains)
     EXPECT_EQ(gm_frag_count(&q->set), 0);
     __atomic_store_n(&q->busy, 0, __ATOMIC_SEQ_CST);
     pthread_join(th, NULL);
+    gm_fragq_sync(q, record, &p);
     EXPECT_EQ(gm_frag_count(&q->set), GM_FRAGQ_CAP + 40);
     EXPECT_EQ(q->head, q->tail); /* every queued operation applied */
     EXPECT_EQ(gm_frag_check(&q->set), 0);
@@ -173,6 +250,7 @@ START_TEST(test_threads_leave_the_same_set)
     }
     for (unsigned i = 0; i < THREADS; i++)
         pthread_join(th[i], NULL);
+    gm_fragq_sync(q, record, &p);
     EXPECT_EQ(q->tail, (uint64_t)0 + q->head);
     EXPECT_EQ(gm_frag_count(&q->set), THREADS * 8);
     EXPECT_EQ(gm_frag_check(&q->set), 0);
@@ -194,6 +272,8 @@ static Suite *fragq_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_direct_posts_and_publish_on_change);
     tcase_add_test(tc, test_queued_in_order);
+    tcase_add_test(tc, test_batch_boundary_syncs);
+    tcase_add_test(tc, test_cancelling_is_exact);
     tcase_add_test(tc, test_full_queue_waits_then_drains);
     tcase_add_test(tc, test_threads_leave_the_same_set);
     suite_add_tcase(s, tc);

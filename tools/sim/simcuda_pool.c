@@ -467,6 +467,7 @@ static void pool_peek(void *obj, void *arg)
 CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
 {
     struct gm_sim_dev *d;
+    atomic_fetch_add_explicit(&gm_sim.pool_attr_calls, 1, memory_order_relaxed);
     CUresult rc = gm_sim_ready();
     if (rc != CUDA_SUCCESS)
         return rc;
