@@ -29,7 +29,7 @@ void gm_acct_frag_sync(unsigned dev)
                       (void *)(uintptr_t)dev);
 }
 
-void gm_acct_commit_entry(struct gm_dev *d, const struct gm_alloc *a,
+void gm_acct_commit_entry(struct gm_dev *d, struct gm_alloc *a,
                           uint64_t t0, uint64_t t1)
 {
     gm_acct_commit_inline(d, a, t0, t1);
@@ -43,19 +43,20 @@ void gm_acct_released(const struct gm_alloc *a, unsigned api, uint64_t t0,
 
 /* The driver reused a key whose free we never saw (e.g. memory freed by
  * destroying its context): drop the stale charge and its interval, then
- * add the new one. */
-void gm_acct_commit_collision(const struct gm_alloc *a,
-                              const struct gm_alloc *old, int r, uint64_t t1)
+ * log the new one again and store the entry with that add's mark (the
+ * first add may have been applied over the old interval and the old
+ * one's remove come after it). */
+void gm_acct_commit_collision(struct gm_alloc *a, const struct gm_alloc *old,
+                              int r, uint64_t t1)
 {
     if (r == 1) {
-        if (old->dev == a->dev && old->ns == GM_NS_PTR && gm_telemetry_on())
-            gm_fragq_post(&gm_st.dev[old->dev].frag, old->key,
-                          GM_FRAGQ_REUSED, gm_acct_publish_frag,
-                          (void *)(uintptr_t)old->dev);
-        else
-            gm_acct_frag_post(old, false);
+        if (a->ns == GM_NS_PTR && a->dev < GM_MAX_DEVICES &&
+            gm_telemetry_on())
+            gm_fragq_cancel(&gm_st.dev[a->dev].frag, a->fragmark, a->key);
+        gm_acct_frag_remove(old);
         gm_acct_released(old, old->api, t1, t1);
-        gm_acct_frag_post(a, true);
+        gm_acct_frag_add(a);
+        gm_track_insert(a, NULL);
     } else {
         gm_log(GM_LOG_ERROR, "out of memory for the allocation table; "
                "this allocation is not tracked");

@@ -26,7 +26,7 @@ void gm_acct_rollback(struct gm_dev *d, uint64_t size);
 /* Record a prepared entry (flags, aux set by the caller); t0 and t1 are
  * gm_ticks() readings just before and after the driver call (latency and
  * event time). */
-void gm_acct_commit_entry(struct gm_dev *d, const struct gm_alloc *a,
+void gm_acct_commit_entry(struct gm_dev *d, struct gm_alloc *a,
                           uint64_t t0, uint64_t t1);
 static inline void gm_acct_commit(int dev, struct gm_dev *d, enum gm_ns ns,
                                   uint64_t key, uint64_t size, unsigned api,
@@ -38,17 +38,31 @@ static inline void gm_acct_commit(int dev, struct gm_dev *d, enum gm_ns ns,
     };
     gm_acct_commit_entry(d, &a, t0, t1);
 }
-/* Post the entry's interval to its device's fragmentation tracker: add
- * (after the driver returned the memory) or remove (before the driver
- * frees it); only device pointers have one. */
+/* Log the entry's interval with its device's fragmentation tracker: an
+ * add (after the driver returned the memory; the entry keeps its mark),
+ * or a remove (before the driver frees it), which cancels the add when it
+ * is still logged. Only device pointers have one. */
 static inline __attribute__((always_inline)) void
-gm_acct_frag_post(const struct gm_alloc *a, bool add)
+gm_acct_frag_add(struct gm_alloc *a)
 {
     /* Handles and arrays have no address in the device's heap. */
     if (a->ns == GM_NS_PTR && GM_LIKELY(a->dev < GM_MAX_DEVICES) &&
         gm_telemetry_on())
-        gm_fragq_post(&gm_st.dev[a->dev].frag, a->key, add ? a->size : 0,
-                      gm_acct_publish_frag, (void *)(uintptr_t)a->dev);
+        a->fragmark = gm_fragq_mark(gm_fragq_post(
+            &gm_st.dev[a->dev].frag, a->key, a->size, gm_acct_publish_frag,
+            (void *)(uintptr_t)a->dev));
+}
+
+static inline __attribute__((always_inline)) void
+gm_acct_frag_remove(const struct gm_alloc *a)
+{
+    if (a->ns != GM_NS_PTR || GM_UNLIKELY(a->dev >= GM_MAX_DEVICES) ||
+        !gm_telemetry_on())
+        return;
+    struct gm_fragq *q = &gm_st.dev[a->dev].frag;
+    if (!gm_fragq_cancel(q, a->fragmark, a->key))
+        gm_fragq_post(q, a->key, 0, gm_acct_publish_frag,
+                      (void *)(uintptr_t)a->dev);
 }
 /* Publish the release of an entry already removed from the table (and,
  * for a device pointer, already posted as removed). */

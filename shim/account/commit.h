@@ -25,12 +25,12 @@ void gm_acct_publish_frag(void *ctx, uint32_t ppm);
  * the telemetry's periodic and exit points; the device is set up). */
 void gm_acct_frag_sync(unsigned dev) __attribute__((cold));
 
-void gm_acct_commit_collision(const struct gm_alloc *a,
+void gm_acct_commit_collision(struct gm_alloc *a,
                               const struct gm_alloc *old, int r, uint64_t t1)
     __attribute__((cold));
 
 static inline __attribute__((always_inline)) void gm_acct_commit_inline(
-    struct gm_dev *d, const struct gm_alloc *a, uint64_t t0, uint64_t t1)
+    struct gm_dev *d, struct gm_alloc *a, uint64_t t0, uint64_t t1)
 {
     /* The admission only held the bytes: now that the driver has them,
      * they count toward the peak. */
@@ -41,8 +41,9 @@ static inline __attribute__((always_inline)) void gm_acct_commit_inline(
         /* The interval first: at a new peak the tracker is synced so the
          * event below records the fragmentation of the peak itself. */
         if (a->ns == GM_NS_PTR) {
-            gm_fragq_post(&d->frag, a->key, a->size, gm_acct_publish_frag,
-                          (void *)(uintptr_t)a->dev);
+            a->fragmark = gm_fragq_mark(gm_fragq_post(
+                &d->frag, a->key, a->size, gm_acct_publish_frag,
+                (void *)(uintptr_t)a->dev));
             if (GM_UNLIKELY(rose))
                 gm_acct_frag_sync(a->dev);
         }

@@ -39,7 +39,11 @@ struct gm_alloc {
     uint8_t ns;        /* enum gm_ns; 0 = empty slot */
     uint8_t api;       /* enum gm_api */
     uint8_t flags;     /* GM_AF_* */
-    uint32_t refs;     /* VMM handles: reference count */
+    union {
+        uint32_t refs;     /* VMM handles: reference count */
+        uint32_t fragmark; /* device pointers: the fragmentation log's mark
+                              of its add (gm_fragq_mark; 0: none) */
+    };
 };
 _Static_assert(sizeof(struct gm_alloc) == 32, "gm_alloc: half a cache line");
 

@@ -563,14 +563,14 @@ free_ptr(enum fkind k, unsigned api, CUdeviceptr p, CUstream s)
     struct gm_alloc a;
     bool known = gm_track_remove(GM_NS_PTR, p, &a);
     if (known)
-        gm_acct_frag_post(&a, false);
+        gm_acct_frag_remove(&a);
     uint64_t t0 = gm_hook_ticks();
     CUresult rc = free_real(k, p, s);
     uint64_t t1 = gm_hook_ticks();
     if (GM_UNLIKELY(rc != CUDA_SUCCESS)) {
         if (known) {
+            gm_acct_frag_add(&a);
             gm_track_insert(&a, NULL);
-            gm_acct_frag_post(&a, true);
         }
         return rc;
     }

@@ -1,45 +1,52 @@
 /*
  * shim/telemetry/fragq.h — a device's fragmentation tracker (shim/telemetry/frag.h)
- * kept off the allocation path: allocating and freeing threads only log
- * their interval operation; the tracker is brought up to date in batches,
- * at a sync point, by whichever thread takes the applier role.
+ * kept off the allocation path: allocating threads only log their
+ * interval, freeing threads cancel the add they find still logged (else
+ * log a remove), and the tracker is brought up to date in batches, at a
+ * sync point, by whichever thread takes the applier role.
  *
- * Posting (every allocation and free of a device pointer): a ticket from
- * an atomic increment of `tail`, the operation stored in slot ticket mod
- * GM_FRAGQ_CAP, published with a store of ticket + 1. No tree is touched.
- * Every GM_FRAGQ_BATCH-th ticket's poster syncs.
+ * Posting (an allocation of a device pointer, or the free of one whose
+ * add was applied): a ticket from an atomic increment of `tail`, the
+ * operation stored in slot ticket mod GM_FRAGQ_CAP, published with a
+ * release store of seq = ticket + 1. No tree is touched. Every
+ * GM_FRAGQ_BATCH-th ticket's poster syncs. The poster keeps the ticket
+ * (the live-allocation table stores it with the entry).
  *
- * Syncing (gm_fragq_sync: a batch boundary, a rise of the peak, the
- * telemetry's periodic and exit points): take the applier role (one
- * exchange; nobody spins on it), apply the published operations in ticket
- * order up to the first one not yet published, hand the new figure to the
- * publish callback when it changed, give the role up and look once more.
- * Within a batch an add and the remove of the same start that follows it
- * cancel and never reach the tree, so a workload that frees what it
- * allocated costs the same whatever else is live (the tree's O(log n) is
- * paid only by allocations that outlive a batch). Cancelling is exact
- * because only a reused key (the driver returned a start whose free was
- * never seen) makes an add of a start the tracker may hold, and the shim
- * then posts GM_FRAGQ_REUSED, which applies such an add as a replacement
- * and turns cancelling off for that start in the batch
- * (shim/account/account.c); so do two adds of one start in a batch.
+ * Cancelling (the free of a block whose add is still logged): one
+ * compare-and-swap of the slot's seq from ticket + 1 to ticket + 1 with
+ * GM_FRAGQ_DEAD set. The applier claims each live operation with a
+ * compare-and-swap of seq from ticket + 1 to ticket + CAP (the slot's
+ * next free value) before it applies it, so of a free and the applier
+ * exactly one wins: either the add never reaches the tree, or the free
+ * logs its remove. A block allocated and freed between two syncs so
+ * costs the same whatever else is live: the tree's O(log n) is paid only
+ * by allocations that outlive a sync.
  *
- * Order: a remove is posted before the driver frees the memory and an add
- * after the driver returned it, so the operations on one address reach
- * the tracker in the order the driver saw them.
+ * Syncing (gm_fragq_sync: a batch boundary, a rise of the peak, the exit):
+ * take the applier role (one exchange; nobody spins on it), apply the
+ * published operations in ticket order up to the first one not yet
+ * published (skipping cancelled ones), hand the new figure to the publish
+ * callback when it changed, give the role up and look once more.
+ *
+ * Order: a remove is posted (or the add cancelled) before the driver
+ * frees the memory and an add after the driver returned it, so the
+ * operations on one address reach the tracker in the order the driver
+ * saw them.
  *
  * Freshness: the figure is the tracker's after the last sync; at most
  * GM_FRAGQ_BATCH operations are pending after any post (docs/metrics.md).
  *
  * Invariants: ticket t lives in slot t mod GM_FRAGQ_CAP; a slot's seq is
- * t while free for ticket t, t + 1 once ticket t is published, and t + CAP
- * after it was applied. Only the role holder writes `head` and touches
- * `set` and `published`. A poster waits only when GM_FRAGQ_CAP operations
- * are pending, and then syncs itself when it can.
+ * t while free for ticket t, t + 1 once ticket t is published, (t + 1) |
+ * GM_FRAGQ_DEAD once cancelled, and t + CAP once applied or skipped. Only
+ * the role holder writes `head` and touches `set` and `published`. A
+ * poster waits only when GM_FRAGQ_CAP operations are pending, and then
+ * syncs itself when it can.
  */
 #ifndef GM_FRAGQ_H
 #define GM_FRAGQ_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "shim/telemetry/frag.h"
@@ -47,13 +54,11 @@
 #define GM_FRAGQ_CAP 512u
 #define GM_FRAGQ_MASK (GM_FRAGQ_CAP - 1u)
 #define GM_FRAGQ_BATCH 256u   /* a power of two, at most CAP / 2 */
-/* The size of a remove posted after an add of a start that was live
- * (a reused key): the remove of the old interval. */
-#define GM_FRAGQ_REUSED UINT64_MAX
+#define GM_FRAGQ_DEAD (1ull << 63)
 
 struct gm_fragq_op {
-    uint64_t seq;
-    uint64_t addr;
+    uint64_t seq;     /* atomic */
+    uint64_t addr;    /* atomic (relaxed): read by a canceller */
     uint64_t size;    /* 0: remove */
 };
 
@@ -91,11 +96,12 @@ void gm_fragq_wait_slot(struct gm_fragq *q, uint64_t t,
                         gm_fragq_publish publish, void *ctx)
     __attribute__((cold));
 
-/* Log an add (size > 0), a remove (size == 0) or the remove of a reused
- * key (GM_FRAGQ_REUSED) of the interval starting at addr. Memory order: the ticket increment pairs with nothing (slots
- * are claimed by index); the release store of seq = t + 1 pairs with the
- * applier's acquire load of it in gm_fragq_sync. */
-static inline __attribute__((always_inline)) void gm_fragq_post(
+/* Log an add (size > 0) or a remove (size == 0) of the interval starting
+ * at addr; returns the ticket. Memory order: the ticket increment pairs
+ * with nothing (slots are claimed by index); the release store of
+ * seq = t + 1 pairs with the applier's and the canceller's acquire loads
+ * of it. */
+static inline __attribute__((always_inline)) uint64_t gm_fragq_post(
     struct gm_fragq *q, uint64_t addr, uint64_t size,
     gm_fragq_publish publish, void *ctx)
 {
@@ -103,11 +109,37 @@ static inline __attribute__((always_inline)) void gm_fragq_post(
     struct gm_fragq_op *op = &q->ops[t & GM_FRAGQ_MASK];
     if (__builtin_expect(__atomic_load_n(&op->seq, __ATOMIC_ACQUIRE) != t, 0))
         gm_fragq_wait_slot(q, t, publish, ctx);
-    op->addr = addr;
+    __atomic_store_n(&op->addr, addr, __ATOMIC_RELAXED);
     op->size = size;
     __atomic_store_n(&op->seq, t + 1, __ATOMIC_RELEASE);
     if (__builtin_expect(((t + 1) & (GM_FRAGQ_BATCH - 1)) == 0, 0))
         gm_fragq_sync(q, publish, ctx);
+    return t;
+}
+
+/* Cancel the add of the interval at addr logged as a ticket whose low 32
+ * bits plus one are `mark` (0: none), if it was not applied yet; true
+ * when cancelled (the caller then logs no remove). The ticket is known
+ * modulo 2^32 only: the slot's start must match too. The compare-and-
+ * swap pairs with the applier's claim in gm_fragq_sync (exactly one
+ * succeeds). */
+static inline __attribute__((always_inline)) bool gm_fragq_cancel(
+    struct gm_fragq *q, uint32_t mark, uint64_t addr)
+{
+    struct gm_fragq_op *op = &q->ops[(mark - 1u) & GM_FRAGQ_MASK];
+    uint64_t s = __atomic_load_n(&op->seq, __ATOMIC_ACQUIRE);
+    if (mark == 0 || (uint32_t)s != mark || (s & GM_FRAGQ_DEAD) ||
+        __atomic_load_n(&op->addr, __ATOMIC_RELAXED) != addr)
+        return false;
+    return __atomic_compare_exchange_n(&op->seq, &s, s | GM_FRAGQ_DEAD,
+                                       false, __ATOMIC_ACQ_REL,
+                                       __ATOMIC_RELAXED);
+}
+
+/* The mark of ticket t for gm_fragq_cancel (0 when it cannot be told). */
+static inline uint32_t gm_fragq_mark(uint64_t t)
+{
+    return (uint32_t)(t + 1);
 }
 
 #endif

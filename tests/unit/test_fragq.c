@@ -1,11 +1,11 @@
 /*
  * tests/unit/test_fragq.c — the batch applier in front of the fragmentation
  * tracker (shim/telemetry/fragq.c): posts only log, a sync applies them in
- * post order (an add and its remove within a batch cancel), every
+ * post order, a free cancels its add while it is still logged, every
  * GM_FRAGQ_BATCH-th post syncs, the figure is published only when it
- * changed, random operation streams leave exactly the tracker that
- * applying each operation at once leaves, and many threads posting at once
- * leave exactly the tracker a single thread would (TSan runs this too).
+ * changed, random streams leave exactly the tracker that applying each
+ * change at once leaves, and threads posting and cancelling while others
+ * sync leave exactly the tracker a single thread would (TSan runs this).
  */
 #include <check.h>
 #include <pthread.h>
@@ -117,10 +117,33 @@ START_TEST(test_batch_boundary_syncs)
 }
 END_TEST
 
-/* Random streams over a few starts as the shim posts them: an add of a
- * free start, a remove of a live one, and a reused key (an add of a live
- * start, then a remove and the add again), synced at random points: the
- * tracker equals a reference tracker that applied each change at once. */
+/* The free of a block whose add is still logged cancels it (the tracker
+ * never sees either); once applied, the cancel fails and the free logs a
+ * remove; a stale or foreign mark cancels nothing. */
+START_TEST(test_cancel_before_and_after_sync)
+{
+    struct gm_fragq *q = new_q();
+    struct pubs p = { 0, 0 };
+    uint32_t m = gm_fragq_mark(gm_fragq_post(q, 4096, 100, record, &p));
+    EXPECT_EQ(gm_fragq_cancel(q, m, 8192), false); /* another start */
+    EXPECT_EQ(gm_fragq_cancel(q, 0, 4096), false);  /* no mark */
+    EXPECT_EQ(gm_fragq_cancel(q, m, 4096), true);
+    EXPECT_EQ(gm_fragq_cancel(q, m, 4096), false);  /* only once */
+    gm_fragq_sync(q, record, &p);
+    EXPECT_EQ(gm_frag_count(&q->set), 0);
+    EXPECT_EQ(q->head, 1);
+    m = gm_fragq_mark(gm_fragq_post(q, 4096, 100, record, &p));
+    gm_fragq_sync(q, record, &p);
+    EXPECT_EQ(gm_frag_count(&q->set), 1);
+    EXPECT_EQ(gm_fragq_cancel(q, m, 4096), false);  /* applied */
+    free_q(q);
+}
+END_TEST
+
+/* Random streams over a few starts as the shim makes them (an add of a
+ * free start; a free of a live one, cancelling its add when it can, else
+ * logging a remove), synced at random points: the tracker equals a
+ * reference tracker that applied each change at once. */
 START_TEST(test_cancelling_is_exact)
 {
     uint64_t x = 12345;
@@ -129,32 +152,31 @@ START_TEST(test_cancelling_is_exact)
         struct gm_frag ref;
         gm_frag_init(&ref);
         struct pubs p = { 0, 0 };
+        uint32_t mark[12] = { 0 };
         uint8_t live[12] = { 0 };
-        unsigned n = 50 + round * 5;
+        unsigned n = 50 + round * 5, cancelled = 0;
         for (unsigned i = 0; i < n; i++) {
             x = x * 6364136223846793005ull + 1442695040888963407ull;
             unsigned k = (unsigned)((x >> 40) % 12);
             uint64_t a = (uint64_t)k * 8192;
             uint64_t size = 1024 + ((x >> 50) & 1023);
             if (!live[k]) {
-                gm_fragq_post(q, a, size, record, &p);
+                mark[k] = gm_fragq_mark(gm_fragq_post(q, a, size, record, &p));
                 gm_frag_insert(&ref, a, size);
                 live[k] = 1;
-            } else if ((x >> 20) % 5 != 0) {
-                gm_fragq_post(q, a, 0, record, &p);
+            } else {
+                if (gm_fragq_cancel(q, mark[k], a))
+                    cancelled++;
+                else
+                    gm_fragq_post(q, a, 0, record, &p);
                 gm_frag_remove(&ref, a);
                 live[k] = 0;
-            } else { /* reused key */
-                gm_fragq_post(q, a, size, record, &p);
-                gm_fragq_post(q, a, GM_FRAGQ_REUSED, record, &p);
-                gm_fragq_post(q, a, size, record, &p);
-                gm_frag_remove(&ref, a);
-                gm_frag_insert(&ref, a, size);
             }
             if ((x >> 10) % 37 == 0)
                 gm_fragq_sync(q, record, &p);
         }
         gm_fragq_sync(q, record, &p);
+        ck_assert_uint_gt(cancelled, 0);
         EXPECT_EQ(gm_frag_count(&q->set), gm_frag_count(&ref));
         EXPECT_EQ(gm_frag_total_free(&q->set), gm_frag_total_free(&ref));
         EXPECT_EQ(gm_frag_largest_free(&q->set), gm_frag_largest_free(&ref));
@@ -228,10 +250,16 @@ static void *work(void *arg)
         x = x * 6364136223846793005ull + 1442695040888963407ull;
         uint64_t slot = (x >> 33) % 64;
         uint64_t a = base + slot * 65536;
-        /* Add then remove at once, so every round leaves the set as it
-         * was; the final set holds each thread's keepers only. */
-        gm_fragq_post(w->q, a, 4096 + (x >> 50), record, w->p);
-        gm_fragq_post(w->q, a, 0, record, w->p);
+        /* Add then free at once (cancelling the add when it is still
+         * logged, racing the syncs of other threads), so every round
+         * leaves the set as it was; the final set holds each thread's
+         * keepers only. */
+        uint32_t m = gm_fragq_mark(
+            gm_fragq_post(w->q, a, 4096 + (x >> 50), record, w->p));
+        if ((x >> 20) % 3 == 0)
+            gm_fragq_sync(w->q, record, w->p);
+        if (!gm_fragq_cancel(w->q, m, a))
+            gm_fragq_post(w->q, a, 0, record, w->p);
     }
     for (unsigned k = 0; k < 8; k++)
         gm_fragq_post(w->q, base + 64 * 65536 + k * 8192, 4096, record, w->p);
@@ -273,6 +301,7 @@ static Suite *fragq_suite(void)
     tcase_add_test(tc, test_direct_posts_and_publish_on_change);
     tcase_add_test(tc, test_queued_in_order);
     tcase_add_test(tc, test_batch_boundary_syncs);
+    tcase_add_test(tc, test_cancel_before_and_after_sync);
     tcase_add_test(tc, test_cancelling_is_exact);
     tcase_add_test(tc, test_full_queue_waits_then_drains);
     tcase_add_test(tc, test_threads_leave_the_same_set);
