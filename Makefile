@@ -15,6 +15,7 @@
 #   tools/top/*.c                 -> gpumem-top (ncurses)
 #   tools/sim/*.c                 -> sim/libcuda.so.1
 #   tools/trainsim/*.c            -> gpumem-trainsim
+#   tools/replay/*.c              -> gpumem-replay (run by gpumem replay)
 #   tests/unit/test_*.c           Check suites linked with libgmcore.a
 #   tests/sim/test_*.c            Check suites linked with the simulated driver
 #   tests/progs/*.c               helper programs (direct_*.c link the
@@ -70,6 +71,7 @@ GPUMEM_SRC := $(wildcard tools/cli/*.c)
 TOP_SRC    := $(wildcard tools/top/*.c)
 SIM_SRC    := $(wildcard tools/sim/*.c)
 TRAINSIM_SRC := $(wildcard tools/trainsim/*.c)
+REPLAY_SRC := $(wildcard tools/replay/*.c)
 EXPORTS    := shim/intercept/exports.map
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -82,6 +84,7 @@ SIM_SO     := $(BUILD)/sim/libcuda.so.1
 GPUMEM_BIN := $(BUILD)/gpumem
 TOP_BIN    := $(BUILD)/gpumem-top
 TRAINSIM   := $(BUILD)/gpumem-trainsim
+REPLAY_BIN := $(BUILD)/gpumem-replay
 
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 SIMT_SRC  := $(wildcard tests/sim/test_*.c)
@@ -98,7 +101,7 @@ BENCH_SRC := $(wildcard tests/bench/*.c)
 BENCH_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(BENCH_SRC))
 
 PAGES    := $(BUILD)/share/.pages
-PROGRAMS := $(SHIM_SO) $(SIM_SO) $(TRAINSIM) $(GPUMEM_BIN) $(TOP_BIN) $(PAGES)
+PROGRAMS := $(SHIM_SO) $(SIM_SO) $(TRAINSIM) $(REPLAY_BIN) $(GPUMEM_BIN) $(TOP_BIN) $(PAGES)
 
 .SECONDARY:
 .PHONY: all check check-lint check-unit check-sim check-integ check-servers tests demo sanitize bench fuzz \
@@ -147,6 +150,11 @@ $(SIM_SO): $(call obj,$(SIM_SRC)) $(LIBCORE)
 	$(Q)ln -sf libcuda.so.1 $(BUILD)/sim/libcuda.so
 
 $(TRAINSIM): $(call obj,$(TRAINSIM_SRC)) $(LIBCORE)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(LIBCORE) $(SYSLIBS)
+
+# The replayer (tools/replay): loads the driver it is given at run time.
+$(REPLAY_BIN): $(call obj,$(REPLAY_SRC)) $(LIBCORE)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(LIBCORE) $(SYSLIBS)
 

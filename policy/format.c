@@ -290,6 +290,8 @@ static void fmt_output(struct out *o, bool json, const struct gm_policy *p)
     item(o, json, gm_pol_field_names[GM_F_ON_BAD_CONFIG],
          p->src[GM_F_ON_BAD_CONFIG],
          p->on_bad_config == GM_BAD_WARN ? "warn" : "exit", NULL);
+    item(o, json, gm_pol_field_names[GM_F_RECORD], p->src[GM_F_RECORD],
+         p->record_dir[0] ? p->record_dir : "off", NULL);
 }
 
 /* "valid" and "messages" members from the diagnostics. */

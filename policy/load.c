@@ -38,6 +38,7 @@ const char *const gm_pol_field_names[GM_F_COUNT] = {
     [GM_F_LOG_LEVEL] = "GPUMEM_LOG_LEVEL",
     [GM_F_CUDA_LIBRARY] = "GPUMEM_CUDA_LIBRARY",
     [GM_F_ON_BAD_CONFIG] = "GPUMEM_ON_BAD_CONFIG",
+    [GM_F_RECORD] = "GPUMEM_RECORD",
 };
 
 /* ---- diagnostics ------------------------------------------------------- */

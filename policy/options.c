@@ -38,6 +38,8 @@ static const char F_LOG[] = "use quiet, error, warn, info, or debug";
 static const char F_LIBRARY[] =
     "use the file name or path of the real driver (e.g. libcuda.so.1)";
 static const char F_BAD_CONFIG[] = "use exit or warn";
+static const char F_RECORD[] =
+    "use the path of a private directory (gpumem record sets it)";
 
 /* Variables that give the number of local ranks for `share`, in order. */
 static const char *const rank_vars[] = {
@@ -598,6 +600,21 @@ static bool apply_bad_config(struct load *c, enum gm_field f,
     return true;
 }
 
+static bool apply_record(struct load *c, enum gm_field f, const char *name,
+                         const char *val)
+{
+    if (val[0] != '/') {
+        gm_pol_bad(c, f, name, val, val[0] ? "is not an absolute path"
+                                           : "is empty", F_RECORD);
+        return false;
+    }
+    if (!copy_str(c->p->record_dir, sizeof c->p->record_dir, val)) {
+        gm_pol_bad(c, f, name, val, "is longer than 4095 bytes", F_RECORD);
+        return false;
+    }
+    return true;
+}
+
 /* Application order: limits before the checks that compare against them. */
 const struct gm_pol_option gm_pol_table[] = {
     { GM_F_LIMIT, apply_limit },
@@ -617,6 +634,7 @@ const struct gm_pol_option gm_pol_table[] = {
     { GM_F_LOG_LEVEL, apply_log },
     { GM_F_CUDA_LIBRARY, apply_library },
     { GM_F_ON_BAD_CONFIG, apply_bad_config },
+    { GM_F_RECORD, apply_record },
 };
 const size_t gm_pol_table_len = sizeof gm_pol_table / sizeof gm_pol_table[0];
 

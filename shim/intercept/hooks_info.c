@@ -15,6 +15,7 @@
 #include "shim/admit/staged.h"
 #include "shim/account/device.h"
 #include "shim/account/state.h"
+#include "shim/record/record.h"
 
 static uint64_t min64(uint64_t a, uint64_t b)
 {
@@ -151,6 +152,10 @@ static void ctx_after(bool on, CUresult rc, CUdevice dev, CUcontext *pctx,
         CUresult rc = gm_real.name args;                                  \
         gm_depth--;                                                       \
         ctx_after(on, rc, dev, pctx, before);                        \
+        if (on)                                                           \
+            GM_REC(GM_RO_CTX, 0, (int)(dev), 0,                           \
+                   rc == CUDA_SUCCESS && pctx ? (uintptr_t)*pctx : 0, 0, \
+                   0, rc);                                                \
         return rc;                                                        \
     }
 

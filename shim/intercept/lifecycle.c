@@ -31,6 +31,7 @@
 #include "shim/account/pools.h"
 #include "shim/admit/staged.h"
 #include "shim/account/track.h"
+#include "shim/record/record.h"
 
 _Atomic int gm_init_state;
 
@@ -113,6 +114,7 @@ static void at_exit(void)
                         gm_budget_peak(&d->budget));
     }
     exit_report();
+    gm_rec_close();
     gm_grp_leave();
     gm_tel_close(&gm_st.tel, gm_st.policy.keep);
     gm_depth--;
@@ -123,6 +125,7 @@ static void fork_child(void)
     /* The child owns nothing of the parent's: not its segment, not its
      * allocations (CUDA state does not survive fork), not its counters. */
     gm_tel_forget(&gm_st.tel);
+    gm_rec_fork_child();
     gm_grp_forget();
     gm_track_reset();
     for (unsigned i = 0; i < GM_MAX_DEVICES; i++) {
@@ -231,6 +234,11 @@ static int init_locked(void)
     gm_st.start_ns = gm_clock_monotonic_ns();
     if (gm_st.policy.telemetry)
         open_telemetry();
+    if (gm_st.policy.record_dir[0] != '\0') {
+        char err[512];
+        if (gm_rec_open(gm_st.policy.record_dir, err, sizeof err) != 0)
+            gm_log(GM_LOG_ERROR, "%s; this process is not recorded", err);
+    }
     gm_grp_init();
     gm_staged_arm(gm_st.start_ns);
     if (!atfork_registered) {

@@ -28,7 +28,8 @@ const char gm_help_run[] =
     "    gpumem run - run a program under a gpumem policy\n"
     "\n"
     "SYNOPSIS\n"
-    "    gpumem run [--limit SIZE] [--mode M] [--on-oom P] [--group G]\n"
+    "    gpumem run [--limit SIZE] [--mode M] [--static-size SIZE]\n"
+    "               [--warmup D] [--on-oom P] [--group G]\n"
     "               [--group-limit SIZE] [--priority P] [--report] [--keep]\n"
     "               [--no-telemetry] [--prefix P]\n"
     "               -- CMD [ARGS...]\n"
@@ -48,6 +49,9 @@ const char gm_help_run[] =
     "    --limit SIZE       GPUMEM_LIMIT: 4G, 1.5GiB, 40%, share[:F], none\n"
     "    --mode M           GPUMEM_MODE: grow, static, staged\n"
     "    --on-oom P         GPUMEM_ON_OOM: fail, wait[:DURATION], spill, warn\n"
+    "    --static-size SIZE GPUMEM_STATIC_SIZE: the static arena (bytes or NN%\n"
+    "                       of the limit)\n"
+    "    --warmup D         GPUMEM_WARMUP: staged mode's warm-up (30s, 5m)\n"
     "    --group G          GPUMEM_GROUP: a shared budget's name\n"
     "    --group-limit SIZE GPUMEM_GROUP_LIMIT: the shared budget's limit\n"
     "                       (4G, 40%, ...); needed by the first member\n"
@@ -85,6 +89,8 @@ static const struct run_opt run_opts[] = {
     { "--limit", "GPUMEM_LIMIT", false, NULL },
     { "--mode", "GPUMEM_MODE", false, NULL },
     { "--on-oom", "GPUMEM_ON_OOM", false, NULL },
+    { "--static-size", "GPUMEM_STATIC_SIZE", false, NULL },
+    { "--warmup", "GPUMEM_WARMUP", false, NULL },
     { "--group", "GPUMEM_GROUP", false, NULL },
     { "--group-limit", "GPUMEM_GROUP_LIMIT", false, NULL },
     { "--priority", "GPUMEM_PRIORITY", false, NULL },
@@ -105,7 +111,7 @@ static int usage(const char *msg, const char *arg)
 
 /* Match argv[*i] against the table; sets the variable. 1 matched, 0 not,
  * -1 error. */
-static int apply_opt(int argc, char **argv, int *i)
+int gm_run_apply_opt(const char *cmd, int argc, char **argv, int *i)
 {
     for (size_t k = 0; k < NRUN_OPTS; k++) {
         const struct run_opt *o = &run_opts[k];
@@ -116,7 +122,7 @@ static int apply_opt(int argc, char **argv, int *i)
             return 1;
         }
         const char *v = NULL;
-        int r = gm_opt_value("run", argc, argv, i, o->opt, &v);
+        int r = gm_opt_value(cmd, argc, argv, i, o->opt, &v);
         if (r == 0)
             continue;
         if (r < 0)
@@ -161,16 +167,33 @@ static int set_preload(const char *lib)
     return r;
 }
 
-static int check_policy(void)
+static int check_policy(const char *cmd)
 {
     static struct gm_policy p;
     static struct gm_diag d;
     int rc = gm_policy_load(&p, environ, &d);
     fputs(d.text, stderr);
     if (rc != 0) {
-        fprintf(stderr, "gpumem: run: the policy is invalid; nothing was "
-                "run (gpumem policy explains every variable)\n");
+        fprintf(stderr, "gpumem: %s: the policy is invalid; nothing was "
+                "run (gpumem policy explains every variable)\n", cmd);
         return GM_EXIT_USAGE;
+    }
+    return 0;
+}
+
+int gm_run_setup(const char *cmd)
+{
+    if (check_policy(cmd) != 0)
+        return GM_EXIT_USAGE;
+    char lib[PATH_MAX];
+    if (find_library(lib, sizeof lib) != 0) {
+        fprintf(stderr, "gpumem: %s: libgpumem.so not found next to the "
+                "gpumem binary nor in ../lib; set LD_PRELOAD yourself\n", cmd);
+        return 1;
+    }
+    if (set_preload(lib) != 0) {
+        fprintf(stderr, "gpumem: %s: cannot set LD_PRELOAD\n", cmd);
+        return 1;
     }
     return 0;
 }
@@ -183,7 +206,7 @@ int gm_cmd_run(int argc, char **argv)
             i++;
             break;
         }
-        int r = apply_opt(argc, argv, &i);
+        int r = gm_run_apply_opt("run", argc, argv, &i);
         if (r < 0)
             return GM_EXIT_USAGE;
         if (r == 0) {
@@ -194,18 +217,9 @@ int gm_cmd_run(int argc, char **argv)
     }
     if (i >= argc)
         return usage("no command given", NULL);
-    if (check_policy() != 0)
-        return GM_EXIT_USAGE;
-    char lib[PATH_MAX];
-    if (find_library(lib, sizeof lib) != 0) {
-        fprintf(stderr, "gpumem: run: libgpumem.so not found next to the "
-                "gpumem binary nor in ../lib; set LD_PRELOAD yourself\n");
-        return 1;
-    }
-    if (set_preload(lib) != 0) {
-        fprintf(stderr, "gpumem: run: cannot set LD_PRELOAD\n");
-        return 1;
-    }
+    int rc = gm_run_setup("run");
+    if (rc != 0)
+        return rc;
     fflush(NULL);
     execvp(argv[i], &argv[i]);
     int e = errno;
