@@ -66,7 +66,7 @@ const char gm_help_record[] =
     "EXAMPLES\n"
     "    gpumem record -o train.gmr -- python train.py\n"
     "    gpumem record -o t.gmr --limit 2G -- gpumem-trainsim --steps 20\n"
-    "    gpumem log --from t.gmr --kinds alloc | head\n";
+    "    gpumem log --from t.gmr | head\n";
 
 static int usage(const char *msg, const char *arg)
 {

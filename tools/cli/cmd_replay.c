@@ -92,6 +92,8 @@ struct res {
     uint64_t physical, limit, peak, context, allocs, frees, refused, spills;
     uint64_t spilled, waits, over, frag_ppm, live_allocs, live_bytes, used;
     int status;
+    uint64_t steps[1000];
+    size_t nsteps;
 };
 
 struct ctx {
@@ -173,6 +175,7 @@ static int replay_once(const struct ctx *c, uint32_t pid, const char *limit,
         setenv("SIMCUDA_MEMORY", size, 1);
         setenv("GPUMEM_CUDA_LIBRARY", c->driver, 1);
         unsetenv("GPUMEM_REPORT");
+        setenv("GPUMEM_LOG_LEVEL", "quiet", 0); /* refusals are results */
         unsetenv("GPUMEM_KEEP");
         unsetenv("GPUMEM_RECORD");
         execl(c->replayer, c->replayer, "--driver", c->driver, "--pid", pids,
@@ -187,7 +190,11 @@ static int replay_once(const struct ctx *c, uint32_t pid, const char *limit,
     while (in != NULL && fgets(line, sizeof line, in) != NULL) {
         char k[64];
         unsigned long long v;
-        if (sscanf(line, "%63s %llu", k, &v) == 2)
+        if (sscanf(line, "%63s %llu", k, &v) != 2)
+            continue;
+        if (strcmp(k, "refusal_step") == 0 && r->nsteps < 1000)
+            r->steps[r->nsteps++] = v;
+        else
             set_field(r, k, v);
     }
     if (in != NULL)
@@ -204,14 +211,12 @@ static void sz(uint64_t b, char *buf, size_t cap)
     gm_size_short(b, buf, cap);
 }
 
-static void print_text(const struct ctx *c, uint32_t pid, const char *limit,
-                       const struct res *r)
+static void print_text(uint32_t pid, const char *policy, const struct res *r)
 {
     char a[32], b[32], d[32];
-    (void)c;
     printf("pid %u: %llu events, %llu calls replayed under %s\n", pid,
            (unsigned long long)r->events, (unsigned long long)r->calls,
-           limit ? limit : "the environment's policy");
+           policy);
     sz(r->peak, a, sizeof a);
     sz(r->context, b, sizeof b);
     printf("  peak          %s (%llu bytes), context %s\n", a,
@@ -256,15 +261,19 @@ static void print_json_res(uint32_t pid, const struct res *r)
                (unsigned long long)r->first_size);
     else
         printf("\"first_refusal\":null,");
+    printf("\"refusal_steps\":[");
+    for (size_t i = 0; i < r->nsteps; i++)
+        printf("%s%llu", i ? "," : "", (unsigned long long)r->steps[i]);
+    printf("],");
     printf("\"spills\":%llu,\"spilled_bytes\":%llu,\"waits\":%llu,"
-           "\"wait_ns\":%llu,\"frag_at_peak_ppm\":%llu,\"live_allocs\":%llu,"
+           "\"wait_ns\":%llu,\"refused\":%llu,\"frag_at_peak_ppm\":%llu,\"live_allocs\":%llu,"
            "\"live_bytes\":%llu,\"allocs\":%llu,\"frees\":%llu,"
            "\"skipped\":%llu,\"orphan_frees\":%llu,\"unsupported\":%llu,"
            "\"replay_ns\":%llu}",
            (unsigned long long)r->spills, (unsigned long long)r->spilled,
            (unsigned long long)r->waits,
            (unsigned long long)(r->waits ? r->slow_ns : 0),
-           (unsigned long long)r->frag_ppm,
+           (unsigned long long)r->refused, (unsigned long long)r->frag_ppm,
            (unsigned long long)r->live_allocs,
            (unsigned long long)r->live_bytes, (unsigned long long)r->allocs,
            (unsigned long long)r->frees, (unsigned long long)r->skipped,
@@ -296,6 +305,24 @@ static const char *mode_now(void)
 {
     const char *m = getenv("GPUMEM_MODE");
     return m && *m ? m : "grow";
+}
+
+/* "limit=4G mode=static ..." from the environment the replays get. */
+static const char *label(void)
+{
+    static char buf[512];
+    static const char *const v[] = { "GPUMEM_LIMIT", "GPUMEM_MODE",
+        "GPUMEM_STATIC_SIZE", "GPUMEM_ON_OOM", "GPUMEM_WARMUP",
+        "GPUMEM_GROUP" };
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        const char *s = getenv(v[i]);
+        if (s && *s && o < sizeof buf)
+            o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s=%s",
+                                  o ? " " : "", v[i] + 7, s);
+    }
+    return o ? buf : "no limit";
 }
 
 static int sweep(const struct ctx *c, uint32_t pid, uint64_t lo, uint64_t hi,
@@ -499,7 +526,7 @@ int gm_cmd_replay(int argc, char **argv)
     }
     bool any = false;
     if (c.json && sw == NULL)
-        printf("{\"file\":\"%s\",\"device_bytes\":%llu,\"processes\":[", "",
+        printf("{\"device_bytes\":%llu,\"processes\":[",
                (unsigned long long)c.devsize);
     for (size_t i = 0; i < t.nproc; i++) {
         const struct gm_tproc *p = &t.proc[i];
@@ -525,8 +552,7 @@ int gm_cmd_replay(int argc, char **argv)
                 putchar(',');
             print_json_res(p->pid, &r);
         } else {
-            print_text(&c, p->pid, getenv("GPUMEM_LIMIT") ? NULL : "no limit",
-                       &r);
+            print_text(p->pid, label(), &r);
         }
         any = true;
     }

@@ -12,6 +12,8 @@
 #define GM_GPUMEM_H
 
 /* Exit status for usage errors and invalid configuration. */
+#include <stddef.h>
+
 #define GM_EXIT_USAGE 2
 
 struct gm_cmd {
@@ -54,6 +56,8 @@ int gm_cmd_ps(int argc, char **argv);
 extern const char gm_help_ps[];
 /* gpumem log [-f] [--format F] [--kinds K,...] [--prefix P] [PID...] */
 int gm_cmd_log(int argc, char **argv);
+/* gpumem log --from FILE: fmt 0 text, 1 jsonl, 2 csv (tools/cli/logfrom.c) */
+int gm_log_from(const char *file, int fmt, const int *pids, size_t np);
 extern const char gm_help_log[];
 /* gpumem report [PID | --from TRACE] [--json] [--svg FILE] */
 int gm_cmd_report(int argc, char **argv);

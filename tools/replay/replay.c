@@ -345,6 +345,8 @@ int main(int argc, char **argv)
             else
                 put(NS_PTR, e->addr, dp);
         } else if (alloc && r == OOM) {
+            if (refused < 1000)
+                printf("refusal_step %llu\n", (unsigned long long)e->seq);
             if (refused++ == 0) {
                 first_i = e->seq;
                 first_t = e->t_ns;

@@ -1,0 +1,130 @@
+#!/bin/sh
+# tests/integ/test_record_replay.sh — gpumem record, replay and fit:
+#   - each reference trace (../shared/reference/traces, or $GM_TRACES)
+#     replayed with no limit: peak minus context and the allocation count
+#     equal what the trace itself says (computed here with awk);
+#   - replayed at 60% of its peak (plus context): the refusals, in count
+#     and position, are those of the grow-mode rule applied to the same
+#     calls here (a call is refused when used + size passes the limit; a
+#     refused allocation's free is skipped);
+#   - a trainsim recording replays to the figures of the run's own exit
+#     report (peak, allocs, frees, refused, live) in grow, static and
+#     staged modes;
+#   - a 3-thread trainsim record holds every allocation and free trainsim
+#     counted; a forking program's record holds both processes whole;
+#   - a file size limit makes records lost: the file says how many;
+#   - fit on trainsim --batch returns the largest batch of trainsim's own
+#     memory model (--print-peak + context) within ceil(log2(HI-LO))+2
+#     runs, answer+1 is refused, and an impossible limit says no value fits.
+# Exit 0 pass, 1 fail, 77 skip (no reference traces).
+BUILD=${BUILD:-build}
+B=$(cd "$BUILD" && pwd) || exit 1
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+TR=${GM_TRACES:-$SRC/../shared/reference/traces}
+[ -d "$TR" ] || TR=/work/shared/reference/traces
+export LD_LIBRARY_PATH="$B/sim"
+export GPUMEM_SHM_PREFIX=${GPUMEM_SHM_PREFIX:-gmrr$$}
+T=$(mktemp -d "${TMPDIR:-/tmp}/gm-rr.XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT INT TERM
+G="$B/gpumem"
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+num() { sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p" | head -n 1; }
+
+# ---- reference traces --------------------------------------------------
+if ls "$TR"/*.trace >/dev/null 2>&1; then
+for f in "$TR"/*.trace; do
+    n=$(basename "$f")
+    # true peak and successful allocations, from the trace
+    set -- $(awk '$3=="alloc"||$3=="create"||$3=="managed"||$3=="aalloc" {
+                 if ($6 == 0) { sz[$5] = $4; live += $4; n++; if (live > pk) pk = live } next }
+             ($3=="free"||$3=="release"||$3=="afree") && $6 == 0 && ($5 in sz) {
+                 live -= sz[$5]; delete sz[$5] }
+             END { printf "%.0f %d\n", pk, n }' "$f")
+    tpeak=$1; tallocs=$2
+    out=$("$G" replay "$f" --json) || { bad "$n: replay failed"; continue; }
+    peak=$(echo "$out" | num peak_bytes); ctx=$(echo "$out" | num context_bytes)
+    allocs=$(echo "$out" | num allocs)
+    [ "$((peak - ctx))" = "$tpeak" ] || bad "$n: replayed peak $peak - context $ctx != trace peak $tpeak"
+    [ "$allocs" = "$tallocs" ] || bad "$n: $allocs allocations replayed, trace has $tallocs"
+    # at 60% of the peak: the grow rule applied to the same calls
+    lim=$(awk -v p="$tpeak" -v c="$ctx" 'BEGIN { printf "%.0f", c + p * 0.6 }')
+    want=$(awk -v L="$lim" -v c="$ctx" '
+        { i++ }
+        $6 != 0 && $6 != 2 { next }
+        $3=="alloc"||$3=="create"||$3=="managed"||$3=="aalloc" {
+            if (c + live + $4 > L) { s = s (s == "" ? "" : ",") i; next }
+            sz[$5] = $4; live += $4; next }
+        ($3=="free"||$3=="release"||$3=="afree") && ($5 in sz) { live -= sz[$5]; delete sz[$5] }
+        END { print s }' "$f")
+    got=$("$G" replay "$f" --limit "$lim" --json | sed -n 's/.*"refusal_steps":\[\([0-9,]*\)\].*/\1/p')
+    [ -n "$want" ] || bad "$n: 60% of the peak refuses nothing (test too weak)"
+    [ "$got" = "$want" ] || bad "$n at $lim: refusals at steps [$got], the rule says [$want]"
+done
+else
+    echo "no reference traces at $TR"; exit 77
+fi
+
+# ---- trainsim: recording replays to the run's own figures --------------
+TS="$B/gpumem-trainsim --steps 6 --eval-every 3 --quiet"
+for m in "grow" "static" "staged --warmup 1ms"; do
+    set -- $m; mode=$1; shift
+    GPUMEM_REPORT=json:$T/rep.json "$G" record -o "$T/ts.gmr" --limit 1G --mode $mode "$@" \
+        -- $TS >/dev/null 2>&1
+    for k in peak_bytes allocs frees refused live_bytes; do
+        a=$(num $k < "$T/rep.json")
+        b=$("$G" replay "$T/ts.gmr" --limit 1G --mode $mode "$@" --json | num $k)
+        [ -n "$a" ] && [ "$a" = "$b" ] || bad "trainsim $mode: $k: run $a, replay $b"
+    done
+done
+# a refused run replays to the same refusal
+GPUMEM_REPORT=json:$T/rep.json "$G" record -o "$T/ts.gmr" --limit 420M -- $TS 2>/dev/null
+a=$(num refused < "$T/rep.json")
+b=$("$G" replay "$T/ts.gmr" --limit 420M --json | num refusals)
+[ "$a" = 1 ] && [ "$b" = 1 ] || bad "trainsim refused at 420M: run $a refusals, replay $b"
+
+# ---- complete records: threads, fork ----------------------------------
+"$G" record -o "$T/th.gmr" -- "$B/gpumem-trainsim" --steps 20 --threads 3 --layers 6 \
+    --quiet >"$T/th.out" 2>/dev/null
+set -- $(sed -n 's/.*steps, \([0-9]*\) allocs, \([0-9]*\) frees.*/\1 \2/p' "$T/th.out")
+na=$("$G" log --from "$T/th.gmr" --format csv | grep -c ',alloc,')
+nf=$("$G" log --from "$T/th.gmr" --format csv | grep -c ',free,')
+[ "$na" = "$1" ] && [ "$nf" = "$2" ] || bad "3 threads: recorded $na allocs, $nf frees; trainsim made $1, $2"
+"$G" record -o "$T/fk.gmr" -- "$B/tests/progs/forkrec" 5 100 2>/dev/null || bad "forkrec failed"
+"$G" log --from "$T/fk.gmr" --format csv | awk -F, 'NR > 1 && $4 == "alloc" { a[$1]++ }
+    END { for (p in a) print a[p] }' | sort -n | tr '\n' ' ' > "$T/fk.cnt"
+[ "$(cat "$T/fk.cnt")" = "5 100 " ] || bad "fork: allocations per process: $(cat "$T/fk.cnt")(want 5 100)"
+"$G" log --from "$T/fk.gmr" --format jsonl | grep -c '"closed":true' | grep -qx 2 ||
+    bad "fork: both sections closed"
+
+# ---- lost records are said --------------------------------------------
+( trap '' XFSZ; ulimit -f 1024
+  "$G" record -o "$T/big.gmr" -- "$B/gpumem-trainsim" --steps 2000 --eval-every 0 \
+      --quiet ) >/dev/null 2>"$T/big.err"
+grep -q 'LOST' "$T/big.err" || bad "a file size limit: no loss reported ($(cat "$T/big.err"))"
+
+# ---- fit ----------------------------------------------------------------
+ctx=$(GPUMEM_REPORT=json:$T/c.json "$G" run --limit none -- "$B/gpumem-trainsim" --steps 1 \
+      --eval-every 0 --quiet >/dev/null 2>&1; num context_bytes < "$T/c.json")
+LIM=$((1024 * 1048576))
+# trainsim's own model: the largest batch whose planned peak + context fits
+lo=1; hi=400
+while [ $((hi - lo)) -gt 1 ]; do
+    mid=$(((lo + hi) / 2))
+    p=$("$B/gpumem-trainsim" --steps 3 --eval-every 0 --batch $mid --print-peak)
+    if [ $((p + ctx)) -le $LIM ]; then lo=$mid; else hi=$mid; fi
+done
+"$G" fit --limit $LIM --param batch=1:400 --json -- "$B/gpumem-trainsim" --steps 3 \
+    --eval-every 0 --quiet --batch '{batch}' > "$T/fit.json"
+ans=$(num answer < "$T/fit.json")
+runs=$(grep -o '"value":' "$T/fit.json" | wc -l)
+[ "$ans" = "$lo" ] || bad "fit: answer $ans, trainsim's model says $lo"
+[ "$runs" -le 11 ] || bad "fit: $runs runs, more than ceil(log2(399))+2 = 11"
+"$G" run --limit $LIM -- "$B/gpumem-trainsim" --steps 3 --eval-every 0 --quiet \
+    --batch "$ans" >/dev/null 2>&1 || bad "fit: the answer $ans does not run"
+"$G" run --limit $LIM -- "$B/gpumem-trainsim" --steps 3 --eval-every 0 --quiet \
+    --batch $((ans + 1)) >/dev/null 2>&1 && bad "fit: answer + 1 runs too"
+"$G" fit --limit 100M --param batch=1:400 -- "$B/gpumem-trainsim" --steps 3 --quiet \
+    --batch '{batch}' > "$T/nofit.txt"; st=$?
+[ $st = 1 ] && grep -q '^no value of batch' "$T/nofit.txt" || bad "fit: no value fits: status $st, $(tail -n 1 "$T/nofit.txt")"
+exit $fail
