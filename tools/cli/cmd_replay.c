@@ -59,7 +59,7 @@ const char gm_help_replay[] =
     "    With --sweep LO:HI the file is replayed at --points limits from\n"
     "    LO to HI (default 9) and a table is printed, then the smallest\n"
     "    limit with no refusal: in grow mode the unlimited peak (context\n"
-    "    included), checked by replaying at it and one MiB below; in other\n"
+    "    included), checked by replaying at it; in other\n"
     "    modes it depends on fragmentation and is searched by bisection to\n"
     "    1 MiB.\n"
     "\n"
