@@ -4,9 +4,10 @@
 #     replayed with no limit: peak minus context and the allocation count
 #     equal what the trace itself says (computed here with awk);
 #   - replayed at 60% of its peak (plus context): the refusals, in count
-#     and position, are those of the grow-mode rule applied to the same
-#     calls here (a call is refused when used + size passes the limit; a
-#     refused allocation's free is skipped);
+#     and position, are those of the same calls issued directly under the
+#     shim (tests/progs/direct_trace, its own parser and pointer table),
+#     and those of the grow-mode rule applied here (a call is refused when
+#     used + size passes the limit; a refused allocation's free is skipped);
 #   - a trainsim recording replays to the figures of the run's own exit
 #     report (peak, allocs, frees, refused, live) in grow, static and
 #     staged modes;
@@ -60,6 +61,11 @@ for f in "$TR"/*.trace; do
     got=$("$G" replay "$f" --limit "$lim" --json | sed -n 's/.*"refusal_steps":\[\([0-9,]*\)\].*/\1/p')
     [ -n "$want" ] || bad "$n: 60% of the peak refuses nothing (test too weak)"
     [ "$got" = "$want" ] || bad "$n at $lim: refusals at steps [$got], the rule says [$want]"
+    # the same calls issued directly (tests/progs/direct_trace) under the shim
+    dev=$(echo "$out" | num device_bytes)
+    direct=$(SIMCUDA_MEMORY=$dev GPUMEM_LIMIT=$lim GPUMEM_LOG_LEVEL=quiet \
+             LD_PRELOAD="$B/libgpumem.so" "$B/tests/progs/direct_trace" "$f" | paste -sd, -)
+    [ "$got" = "$direct" ] || bad "$n at $lim: replay refused at [$got], the calls run directly at [$direct]"
 done
 else
     echo "no reference traces at $TR"; exit 77
