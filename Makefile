@@ -8,8 +8,9 @@
 # Conventions (so adding a file needs no edit here):
 #   policy/*.c                    -> libgmcore.a and the shim
 #   shim/<layer>/*.c              -> libgpumem.so; the pure modules (SHIM_PURE:
-#                                    shim/base, shim/telemetry, shim/group and
-#                                    two record stores) also go into libgmcore.a
+#                                    shim/base, shim/telemetry, shim/group,
+#                                    shim/record and two record stores) also
+#                                    go into libgmcore.a
 #   tools/lib/*.c                 -> libgmcore.a (shared by the tools)
 #   tools/cli/*.c                 -> gpumem
 #   tools/top/*.c                 -> gpumem-top (ncurses)
@@ -64,7 +65,8 @@ POLICY_SRC := $(wildcard policy/*.c)
 SHIM_SRC   := $(wildcard shim/*/*.c)
 SHIM_PURE  := $(filter-out shim/base/log.c,$(wildcard shim/base/*.c)) \
               $(wildcard shim/telemetry/*.c shim/group/*.c) \
-              $(wildcard shim/admit/arena.c shim/account/track.c)
+              $(wildcard shim/admit/arena.c shim/account/track.c) \
+              $(wildcard shim/record/*.c)
 TOOLLIB_SRC := $(wildcard tools/lib/*.c)
 CORE_SRC   := $(POLICY_SRC) $(SHIM_PURE) $(TOOLLIB_SRC)
 GPUMEM_SRC := $(wildcard tools/cli/*.c)
@@ -288,6 +290,9 @@ install: all
 	install -m 0755 $(SHIM_SO) $(DESTDIR)$(PREFIX)/lib/libgpumem.so
 	install -m 0755 $(GPUMEM_BIN) $(DESTDIR)$(PREFIX)/bin/gpumem
 	install -m 0755 $(TOP_BIN) $(DESTDIR)$(PREFIX)/bin/gpumem-top
+	install -d $(DESTDIR)$(PREFIX)/lib/gpumem/sim
+	install -m 0755 $(REPLAY_BIN) $(DESTDIR)$(PREFIX)/lib/gpumem/gpumem-replay
+	install -m 0755 $(SIM_SO) $(DESTDIR)$(PREFIX)/lib/gpumem/sim/libcuda.so.1
 	install -m 0644 $(BUILD)/share/man1/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 $(BUILD)/share/man7/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
 	install -m 0644 $(BUILD)/share/bash-completion/gpumem \
