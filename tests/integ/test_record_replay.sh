@@ -13,6 +13,8 @@
 #     staged modes;
 #   - a 3-thread trainsim record holds every allocation and free trainsim
 #     counted; a forking program's record holds both processes whole;
+#   - a process killed before it closed its recording keeps its records,
+#     and record says so;
 #   - a file size limit makes records lost: the file says how many;
 #   - fit on trainsim --batch returns the largest batch of trainsim's own
 #     memory model (--print-peak + context) within ceil(log2(HI-LO))+2
@@ -26,7 +28,7 @@ TR=${GM_TRACES:-$SRC/../shared/reference/traces}
 export LD_LIBRARY_PATH="$B/sim"
 export GPUMEM_SHM_PREFIX=${GPUMEM_SHM_PREFIX:-gmrr$$}
 T=$(mktemp -d "${TMPDIR:-/tmp}/gm-rr.XXXXXX") || exit 1
-trap 'rm -rf "$T"' EXIT INT TERM
+trap 'rm -rf "$T"; rm -f /dev/shm/"$GPUMEM_SHM_PREFIX".*' EXIT INT TERM
 G="$B/gpumem"
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
@@ -102,6 +104,14 @@ nf=$("$G" log --from "$T/th.gmr" --format csv | grep -c ',free,')
 [ "$(cat "$T/fk.cnt")" = "5 100 " ] || bad "fork: allocations per process: $(cat "$T/fk.cnt")(want 5 100)"
 "$G" log --from "$T/fk.gmr" --format jsonl | grep -c '"closed":true' | grep -qx 2 ||
     bad "fork: both sections closed"
+
+# a process killed before it could close its recording: kept, and said
+"$G" record -o "$T/kl.gmr" -- "$B/tests/progs/forkrec" 7 0 kill 2>"$T/kl.err"; st=$?
+[ $st = 137 ] || bad "killed: record exited $st, not 128+9"
+grep -q 'did not close' "$T/kl.err" || bad "killed: not said: $(cat "$T/kl.err")"
+na=$("$G" log --from "$T/kl.gmr" --format csv | grep -c ',alloc,')
+[ "$na" = 7 ] || bad "killed: $na allocations kept of 7"
+"$G" replay "$T/kl.gmr" --json | grep -q '"live_allocs":7' || bad "killed: the replay does not end with 7 live"
 
 # ---- lost records are said --------------------------------------------
 ( trap '' XFSZ; ulimit -f 1024

@@ -3,10 +3,14 @@
  * the recording test: the parent allocates A buffers, forks; the child
  * (a fresh CUDA user, as after any fork) allocates and frees C buffers
  * on two threads and exits; the parent frees its A after the child is
- * gone. Usage: forkrec A C. Exit 0 when every call succeeded.
+ * gone. Usage: forkrec A C [kill]: with "kill" the parent kills itself
+ * (SIGKILL) after its A allocations, before forking, so its recording is
+ * never closed. Exit 0 when every call succeeded.
  */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -57,7 +61,7 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3)
+    if (argc != 3 && argc != 4)
         return 2;
     int a = atoi(argv[1]), c = atoi(argv[2]);
     if (setup() != 0)
@@ -66,6 +70,8 @@ int main(int argc, char **argv)
     for (int k = 0; k < a; k++)
         if (m_alloc(&keep[k], 2 << 20))
             return 3;
+    if (argc == 4 && strcmp(argv[3], "kill") == 0)
+        raise(SIGKILL);
     fflush(NULL);
     pid_t ch = fork();
     if (ch == 0) {
