@@ -11,6 +11,8 @@
 #   - a trainsim recording replays to the figures of the run's own exit
 #     report (peak, allocs, frees, refused, live) in grow, static and
 #     staged modes;
+#   - a sweep's smallest limit with no refusal (grow: the peak; static:
+#     searched) has none, and a byte (grow) or a MiB (static) below has;
 #   - a 3-thread trainsim record holds every allocation and free trainsim
 #     counted; a forking program's record holds both processes whole;
 #   - a process killed before it closed its recording keeps its records,
@@ -90,6 +92,18 @@ GPUMEM_REPORT=json:$T/rep.json "$G" record -o "$T/ts.gmr" --limit 420M -- $TS 2>
 a=$(num refused < "$T/rep.json")
 b=$("$G" replay "$T/ts.gmr" --limit 420M --json | num refusals)
 [ "$a" = 1 ] && [ "$b" = 1 ] || bad "trainsim refused at 420M: run $a refusals, replay $b"
+
+# sweeps: the smallest limit with no refusal has none, and below it there are
+for mode in grow static; do
+    best=$("$G" replay "$T/ts.gmr" --mode $mode --sweep 300M:1G --points 3 --json |
+           num smallest_without_refusal_bytes)
+    [ -n "$best" ] || { bad "sweep $mode: no smallest limit"; continue; }
+    r0=$("$G" replay "$T/ts.gmr" --mode $mode --limit "$best" --json | num refusals)
+    [ "$mode" = grow ] && below=$((best - 1)) || below=$((best - 1048576))
+    r1=$("$G" replay "$T/ts.gmr" --mode $mode --limit "$below" --json | num refusals)
+    [ "$r0" = 0 ] && [ "${r1:-0}" -gt 0 ] ||
+        bad "sweep $mode: $r0 refusals at its answer $best, $r1 at $below"
+done
 
 # ---- complete records: threads, fork ----------------------------------
 "$G" record -o "$T/th.gmr" -- "$B/gpumem-trainsim" --steps 20 --threads 3 --layers 6 \

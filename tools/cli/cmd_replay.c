@@ -176,6 +176,7 @@ static int replay_once(const struct ctx *c, uint32_t pid, const char *limit,
         setenv("GPUMEM_CUDA_LIBRARY", c->driver, 1);
         unsetenv("GPUMEM_REPORT");
         setenv("GPUMEM_LOG_LEVEL", "quiet", 0); /* refusals are results */
+        setenv("GPUMEM_TELEMETRY", "1", 1);     /* the figures come from it */
         unsetenv("GPUMEM_KEEP");
         unsetenv("GPUMEM_RECORD");
         execl(c->replayer, c->replayer, "--driver", c->driver, "--pid", pids,
@@ -518,6 +519,11 @@ int gm_cmd_replay(int argc, char **argv)
                 "driver (sim/libcuda.so.1) not found next to gpumem\n");
         gm_trace_free(&t);
         return 1;
+    }
+    if (sw != NULL) { /* each replay of a sweep sets its own limit */
+        char top[32];
+        snprintf(top, sizeof top, "%llu", (unsigned long long)hi);
+        setenv("GPUMEM_LIMIT", top, 1);
     }
     int rc = gm_run_setup("replay");
     if (rc != 0) {
