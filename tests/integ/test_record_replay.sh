@@ -8,6 +8,7 @@
 #     shim (tests/progs/direct_trace, its own parser and pointer table),
 #     and those of the grow-mode rule applied here (a call is refused when
 #     used + size passes the limit; a refused allocation's free is skipped);
+#   - under on_oom=wait each refusal is a wait of its timeout, timed;
 #   - a trainsim recording replays to the figures of the run's own exit
 #     report (peak, allocs, frees, refused, live) in grow, static and
 #     staged modes;
@@ -74,6 +75,12 @@ done
 else
     echo "no reference traces at $TR"; exit 77
 fi
+
+# waits: under on_oom=wait:10ms each refusal waited its 10 ms first
+out=$("$G" replay "$TR/torch_default.trace" --limit 1800M --on-oom wait:10ms --json)
+w=$(echo "$out" | num waits); r=$(echo "$out" | num refusals); wn=$(echo "$out" | num wait_ns)
+[ "${r:-0}" -gt 0 ] && [ "$w" = "$r" ] && [ "$wn" -ge $((w * 10000000)) ] ||
+    bad "wait: $w waits, $r refusals, $wn ns waited"
 
 # ---- trainsim: recording replays to the run's own figures --------------
 TS="$B/gpumem-trainsim --steps 6 --eval-every 3 --quiet"

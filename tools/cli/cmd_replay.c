@@ -137,7 +137,7 @@ static void set_field(struct res *r, const char *k, uint64_t v)
         F("orphan_frees", orphan), F("unsupported", unsupported),
         F("refused_calls", refused_calls), F("first_refusal_step", first_step),
         F("first_refusal_t_ns", first_t), F("first_refusal_size", first_size),
-        F("replay_ns", replay_ns), F("slow_call_ns", slow_ns),
+        F("replay_ns", replay_ns), F("wait_ns", slow_ns),
         F("physical", physical), F("limit", limit), F("peak", peak),
         F("context", context), F("allocs", allocs), F("frees", frees),
         F("refused", refused), F("spills", spills),
@@ -233,7 +233,7 @@ static void print_text(uint32_t pid, const char *policy, const struct res *r)
     sz(r->spilled, a, sizeof a);
     printf("  spills        %llu (%s)\n", (unsigned long long)r->spills, a);
     printf("  waits         %llu (%.3f s)\n", (unsigned long long)r->waits,
-           r->waits ? r->slow_ns / 1e9 : 0.0);
+           r->slow_ns / 1e9);
     printf("  frag at peak  %.1f%%\n", r->frag_ppm / 1e4);
     sz(r->live_bytes, a, sizeof a);
     printf("  live at end   %llu allocations, %s\n",
@@ -273,7 +273,7 @@ static void print_json_res(uint32_t pid, const struct res *r)
            "\"replay_ns\":%llu}",
            (unsigned long long)r->spills, (unsigned long long)r->spilled,
            (unsigned long long)r->waits,
-           (unsigned long long)(r->waits ? r->slow_ns : 0),
+           (unsigned long long)r->slow_ns,
            (unsigned long long)r->refused, (unsigned long long)r->frag_ppm,
            (unsigned long long)r->live_allocs,
            (unsigned long long)r->live_bytes, (unsigned long long)r->allocs,
