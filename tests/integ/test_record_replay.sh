@@ -16,6 +16,9 @@
 #     searched) has none, and a byte (grow) or a MiB (static) below has;
 #   - a 3-thread trainsim record holds every allocation and free trainsim
 #     counted; a forking program's record holds both processes whole;
+#   - --together replays a parent and its forked child at once, so in one
+#     group the child meets the memory the parent holds (refused), which
+#     one after the other it does not;
 #   - a process killed before it closed its recording keeps its records,
 #     and record says so;
 #   - a file size limit makes records lost: the file says how many;
@@ -125,6 +128,14 @@ nf=$("$G" log --from "$T/th.gmr" --format csv | grep -c ',free,')
 [ "$(cat "$T/fk.cnt")" = "5 100 " ] || bad "fork: allocations per process: $(cat "$T/fk.cnt")(want 5 100)"
 "$G" log --from "$T/fk.gmr" --format jsonl | grep -c '"closed":true' | grep -qx 2 ||
     bad "fork: both sections closed"
+
+# --together: the child's calls meet the parent's held memory in one group
+"$G" record -o "$T/sl.gmr" -- "$B/tests/progs/forkrec" 5 100 slow 2>/dev/null || bad "forkrec slow failed"
+GL=$((2 * $(echo "$out" | num context_bytes) + 10 * 1048576 + 524288))
+seq=$("$G" replay "$T/sl.gmr" --limit 1G --group rr$$ --group-limit $GL --json | grep -o '"refusals":[0-9]*' | tr '\n' ' ')
+tog=$("$G" replay "$T/sl.gmr" --limit 1G --group rr$$ --group-limit $GL --together --json | grep -o '"refusals":[0-9]*' | tr '\n' ' ')
+[ "$seq" = '"refusals":0 "refusals":0 ' ] || bad "one after the other in a group: $seq"
+[ "$tog" = '"refusals":0 "refusals":100 ' ] || bad "together in a group: $tog (want the child's 100 refused)"
 
 # a process killed before it could close its recording: kept, and said
 "$G" record -o "$T/kl.gmr" -- "$B/tests/progs/forkrec" 7 0 kill 2>"$T/kl.err"; st=$?

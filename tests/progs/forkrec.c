@@ -3,9 +3,12 @@
  * the recording test: the parent allocates A buffers, forks; the child
  * (a fresh CUDA user, as after any fork) allocates and frees C buffers
  * on two threads and exits; the parent frees its A after the child is
- * gone. Usage: forkrec A C [kill]: with "kill" the parent kills itself
- * (SIGKILL) after its A allocations, before forking, so its recording is
- * never closed. Exit 0 when every call succeeded.
+ * gone. Usage: forkrec A C [kill|slow]: with "kill" the parent kills
+ * itself (SIGKILL) after its A allocations, before forking, so its
+ * recording is never closed; with "slow" the child waits 300 ms before
+ * its allocations and the parent 300 ms after the child's exit before
+ * its frees (the child's calls fall well inside the parent's hold). Exit 0 when
+ * every call succeeded.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -77,6 +80,8 @@ int main(int argc, char **argv)
     if (ch == 0) {
         if (setup() != 0)
             _exit(1);
+        if (argc == 4 && strcmp(argv[3], "slow") == 0)
+            usleep(300000);
         per_thread = c / 2;
         pthread_t t[2];
         void *r0, *r1;
@@ -88,6 +93,8 @@ int main(int argc, char **argv)
     }
     int st;
     waitpid(ch, &st, 0);
+    if (argc == 4 && strcmp(argv[3], "slow") == 0)
+        usleep(300000);
     for (int k = 0; k < a; k++)
         if (m_free(keep[k]))
             return 3;

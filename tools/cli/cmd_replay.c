@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "policy/parse.h"
@@ -33,7 +34,8 @@ const char gm_help_replay[] =
     "\n"
     "SYNOPSIS\n"
     "    gpumem replay FILE [RUN OPTIONS] [--pid N] [--device-size SIZE]\n"
-    "                  [--sweep LO:HI [--points N]] [--json]\n"
+    "                  [--pace] [--together] [--sweep LO:HI [--points N]]\n"
+    "                  [--json]\n"
     "\n"
     "DESCRIPTION\n"
     "    Issues the driver calls recorded in FILE (gpumem record, or the\n"
@@ -52,9 +54,9 @@ const char gm_help_replay[] =
     "    are skipped; a refused call is replayed (another policy may serve\n"
     "    it), and frees of what the replay could not allocate are skipped\n"
     "    and counted. Arrays and retained handles are counted, not\n"
-    "    replayed. A replay runs as fast as the calls go: with\n"
-    "    --on-oom wait a wait ends by its timeout, since the replayed\n"
-    "    process is alone.\n"
+    "    replayed. A replay runs as fast as the calls go unless --pace is\n"
+    "    given; a process replayed alone cannot be helped by another's\n"
+    "    frees, so with --on-oom wait its waits end by their timeout.\n"
     "\n"
     "    With --sweep LO:HI the file is replayed at --points limits from\n"
     "    LO to HI (default 9) and a table is printed, then the smallest\n"
@@ -69,6 +71,13 @@ const char gm_help_replay[] =
     "    --device-size SIZE\n"
     "        The simulated device's memory (default 80G, or more when the\n"
     "        recording held more); NN% limits are of this size.\n"
+    "    --pace\n"
+    "        Issue each call at its recorded time (relative to the start)\n"
+    "        instead of back to back.\n"
+    "    --together\n"
+    "        Replay every process of the file at once, each at its recorded\n"
+    "        times (--pace), so that they meet as they did: with --group\n"
+    "        and --group-limit they share one budget.\n"
     "    --sweep LO:HI, --points N\n"
     "        Replay at N limits from LO to HI (sizes: 4G, 1.5GiB, ...).\n"
     "    --json\n"
@@ -101,6 +110,10 @@ struct ctx {
     char replayer[PATH_MAX], driver[PATH_MAX];
     uint64_t devsize;
     bool json;
+    bool pace;          /* --pace: calls at their recorded times */
+    bool together;      /* --together: every process at once */
+    uint64_t origin;    /* paced: CLOCK_REALTIME ns of the earliest start */
+    uint64_t base;      /* paced: the earliest section start in the file */
 };
 
 static int usage(const char *msg, const char *arg)
@@ -153,16 +166,20 @@ static void set_field(struct res *r, const char *k, uint64_t v)
 }
 
 /* One replay of process `pid` with `limit` (NULL: the environment's). */
-static int replay_once(const struct ctx *c, uint32_t pid, const char *limit,
-                       struct res *r)
+/* Start the replay of `pid` (limit NULL: the environment's); its
+ * output comes on *fd. Returns the child, or -1. */
+static pid_t replay_spawn(const struct ctx *c, uint32_t pid,
+                          const char *limit, int *fd)
 {
-    memset(r, 0, sizeof *r);
     int fds[2];
     if (pipe(fds) != 0)
         return -1;
     pid_t ch = fork();
-    if (ch < 0)
+    if (ch < 0) {
+        close(fds[0]);
+        close(fds[1]);
         return -1;
+    }
     if (ch == 0) {
         close(fds[0]);
         dup2(fds[1], STDOUT_FILENO);
@@ -179,14 +196,30 @@ static int replay_once(const struct ctx *c, uint32_t pid, const char *limit,
         setenv("GPUMEM_TELEMETRY", "1", 1);     /* the figures come from it */
         unsetenv("GPUMEM_KEEP");
         unsetenv("GPUMEM_RECORD");
-        execl(c->replayer, c->replayer, "--driver", c->driver, "--pid", pids,
-              c->file, (char *)NULL);
+        char origin[32], base[32];
+        snprintf(origin, sizeof origin, "%llu", (unsigned long long)c->origin);
+        snprintf(base, sizeof base, "%llu", (unsigned long long)c->base);
+        if (c->origin != 0)
+            execl(c->replayer, c->replayer, "--driver", c->driver, "--pid",
+                  pids, "--pace", origin, "--base", base, c->file,
+                  (char *)NULL);
+        else
+            execl(c->replayer, c->replayer, "--driver", c->driver, "--pid",
+                  pids, c->file, (char *)NULL);
         fprintf(stderr, "gpumem: replay: cannot execute %s: %s\n",
                 c->replayer, strerror(errno));
         _exit(127);
     }
     close(fds[1]);
-    FILE *in = fdopen(fds[0], "r");
+    *fd = fds[0];
+    return ch;
+}
+
+/* Read a spawned replay's figures and reap it. 0, or -1 when it failed. */
+static int replay_collect(pid_t ch, int fd, struct res *r)
+{
+    memset(r, 0, sizeof *r);
+    FILE *in = fdopen(fd, "r");
     char line[512];
     while (in != NULL && fgets(line, sizeof line, in) != NULL) {
         char k[64];
@@ -205,6 +238,28 @@ static int replay_once(const struct ctx *c, uint32_t pid, const char *limit,
         ;
     r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     return r->status == 0 ? 0 : -1;
+}
+
+static uint64_t realtime_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int replay_once(struct ctx *c, uint32_t pid, const char *limit,
+                       struct res *r)
+{
+    if (c->pace)
+        c->origin = realtime_ns() + 20000000ull; /* 20 ms to start up */
+    int fd;
+    pid_t ch = replay_spawn(c, pid, limit, &fd);
+    if (ch < 0) {
+        memset(r, 0, sizeof *r);
+        r->status = 126;
+        return -1;
+    }
+    return replay_collect(ch, fd, r);
 }
 
 static void sz(uint64_t b, char *buf, size_t cap)
@@ -326,7 +381,7 @@ static const char *label(void)
     return o ? buf : "no limit";
 }
 
-static int sweep(const struct ctx *c, uint32_t pid, uint64_t lo, uint64_t hi,
+static int sweep(struct ctx *c, uint32_t pid, uint64_t lo, uint64_t hi,
                  unsigned points)
 {
     char lim[32];
@@ -433,6 +488,14 @@ int gm_cmd_replay(int argc, char **argv)
             c.json = true;
             continue;
         }
+        if (strcmp(argv[i], "--pace") == 0) {
+            c.pace = true;
+            continue;
+        }
+        if (strcmp(argv[i], "--together") == 0) {
+            c.together = c.pace = true;
+            continue;
+        }
         if ((r = gm_opt_value("replay", argc, argv, &i, "--sweep", &v)) != 0) {
             if (r < 0)
                 return GM_EXIT_USAGE;
@@ -530,7 +593,39 @@ int gm_cmd_replay(int argc, char **argv)
         gm_trace_free(&t);
         return rc;
     }
+    c.base = UINT64_MAX;
+    for (size_t i = 0; i < t.nproc; i++)
+        if (t.proc[i].start_ns < c.base)
+            c.base = t.proc[i].start_ns;
+    if (c.together && sw != NULL) {
+        fprintf(stderr, "gpumem: replay: --together and --sweep do not "
+                "combine; sweep one process (--pid N)\n");
+        gm_trace_free(&t);
+        return GM_EXIT_USAGE;
+    }
     bool any = false;
+    struct res *all = NULL;
+    if (c.together) { /* start every process's replay, then read them */
+        all = calloc(t.nproc, sizeof *all);
+        pid_t *ch = calloc(t.nproc, sizeof *ch);
+        int *fd = calloc(t.nproc, sizeof *fd);
+        if (all == NULL || ch == NULL || fd == NULL) {
+            fprintf(stderr, "gpumem: replay: out of memory\n");
+            return 1;
+        }
+        c.origin = realtime_ns() + 50000000ull; /* 50 ms to start up */
+        for (size_t i = 0; i < t.nproc; i++)
+            ch[i] = (pid > 0 && t.proc[i].pid != (uint32_t)pid) ||
+                    t.proc[i].count == 0
+                        ? 0 : replay_spawn(&c, t.proc[i].pid, NULL, &fd[i]);
+        for (size_t i = 0; i < t.nproc; i++)
+            if (ch[i] > 0)
+                replay_collect(ch[i], fd[i], &all[i]);
+            else if (ch[i] < 0)
+                all[i].status = 126;
+        free(ch);
+        free(fd);
+    }
     if (c.json && sw == NULL)
         printf("{\"device_bytes\":%llu,\"processes\":[",
                (unsigned long long)c.devsize);
@@ -547,7 +642,11 @@ int gm_cmd_replay(int argc, char **argv)
             continue;
         }
         struct res r;
-        if (replay_once(&c, p->pid, NULL, &r) != 0 && r.peak == 0) {
+        if (all != NULL)
+            r = all[i];
+        else
+            replay_once(&c, p->pid, NULL, &r);
+        if (r.status != 0 && r.peak == 0) {
             fprintf(stderr, "gpumem: replay: the replay of pid %u failed "
                     "(exit %d)\n", p->pid, r.status);
             rc = 1;
@@ -569,6 +668,7 @@ int gm_cmd_replay(int argc, char **argv)
                 pid > 0 ? "such process" : "events");
         rc = 1;
     }
+    free(all);
     gm_trace_free(&t);
     return rc;
 }

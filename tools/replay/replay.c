@@ -198,16 +198,22 @@ int main(int argc, char **argv)
 {
     const char *driver = NULL, *file = NULL;
     long want_pid = -1;
+    uint64_t pace = 0, base = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--driver") == 0 && i + 1 < argc)
             driver = argv[++i];
         else if (strcmp(argv[i], "--pid") == 0 && i + 1 < argc)
             want_pid = strtol(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--pace") == 0 && i + 1 < argc)
+            pace = strtoull(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--base") == 0 && i + 1 < argc)
+            base = strtoull(argv[++i], NULL, 10);
         else if (argv[i][0] != '-' && file == NULL)
             file = argv[i];
         else {
             fprintf(stderr, "usage: gpumem-replay --driver LIB [--pid N] "
-                    "FILE (run by gpumem replay)\n");
+                    "[--pace ORIGIN_NS --base START_NS] FILE (run by "
+                    "gpumem replay)\n");
             return 2;
         }
     }
@@ -289,6 +295,15 @@ int main(int argc, char **argv)
         if (!alloc && e->rc != 0 && e->op != GM_RO_SYNC) {
             skipped++;
             continue;
+        }
+        if (pace != 0) { /* at its recorded time after the origin */
+            uint64_t off = p->start_ns > base ? p->start_ns - base : 0;
+            uint64_t at = pace + off + e->t_ns;
+            struct timespec ts = { (time_t)(at / 1000000000ull),
+                                   (long)(at % 1000000000ull) };
+            while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts,
+                                   NULL) == EINTR)
+                ;
         }
         uint64_t w0 = alloc ? waits_of(d0) : 0;
         uint64_t c0 = now_ns(), v = 0;
