@@ -19,6 +19,8 @@
 #   - --together replays a parent and its forked child at once, so in one
 #     group the child meets the memory the parent holds (refused), which
 #     one after the other it does not;
+#   - a process that executes another image records two sections of one
+#     pid (the first not closed), and each is replayed as itself;
 #   - a process killed before it closed its recording keeps its records,
 #     and record says so;
 #   - a file size limit makes records lost: the file says how many;
@@ -144,6 +146,14 @@ grep -q 'did not close' "$T/kl.err" || bad "killed: not said: $(cat "$T/kl.err")
 na=$("$G" log --from "$T/kl.gmr" --format csv | grep -c ',alloc,')
 [ "$na" = 7 ] || bad "killed: $na allocations kept of 7"
 "$G" replay "$T/kl.gmr" --json | grep -q '"live_allocs":7' || bad "killed: the replay does not end with 7 live"
+
+# a process that executes another image: two sections of one pid, each replayed
+"$G" record -o "$T/ex.gmr" -- "$B/tests/progs/forkrec" 4 0 exec 2>/dev/null || bad "forkrec exec failed"
+secs=$("$G" log --from "$T/ex.gmr" --format jsonl | grep -c '"kind":"process"')
+[ "$secs" = 3 ] || bad "exec: $secs sections, want 3 (image 1, image 2, its child)"
+live=$("$G" replay "$T/ex.gmr" --json | grep -o '"allocs":[0-9]*,"frees":[0-9]*' | tr '\n' ' ')
+[ "$live" = '"allocs":4,"frees":0 "allocs":3,"frees":3 "allocs":0,"frees":0 ' ] ||
+    bad "exec: replays $live"
 
 # ---- lost records are said --------------------------------------------
 ( trap '' XFSZ; ulimit -f 1024

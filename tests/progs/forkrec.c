@@ -3,12 +3,13 @@
  * the recording test: the parent allocates A buffers, forks; the child
  * (a fresh CUDA user, as after any fork) allocates and frees C buffers
  * on two threads and exits; the parent frees its A after the child is
- * gone. Usage: forkrec A C [kill|slow]: with "kill" the parent kills
- * itself (SIGKILL) after its A allocations, before forking, so its
- * recording is never closed; with "slow" the child waits 300 ms before
- * its allocations and the parent 300 ms after the child's exit before
- * its frees (the child's calls fall well inside the parent's hold). Exit 0 when
- * every call succeeded.
+ * gone. Usage: forkrec A C [kill|slow|exec]: with "kill" the parent
+ * kills itself (SIGKILL) after its A allocations, before forking, so its
+ * recording is never closed; with "exec" it executes "forkrec 3 0" in
+ * its place at that point; with "slow" the child waits 300 ms before its
+ * allocations and the parent 300 ms after the child's exit before its
+ * frees (the child's calls fall well inside the parent's hold). Exit 0
+ * when every call succeeded.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -75,6 +76,10 @@ int main(int argc, char **argv)
             return 3;
     if (argc == 4 && strcmp(argv[3], "kill") == 0)
         raise(SIGKILL);
+    if (argc == 4 && strcmp(argv[3], "exec") == 0) {
+        execl(argv[0], argv[0], "3", "0", (char *)NULL);
+        return 5;
+    }
     fflush(NULL);
     pid_t ch = fork();
     if (ch == 0) {

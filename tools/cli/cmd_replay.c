@@ -166,10 +166,10 @@ static void set_field(struct res *r, const char *k, uint64_t v)
 }
 
 /* One replay of process `pid` with `limit` (NULL: the environment's). */
-/* Start the replay of `pid` (limit NULL: the environment's); its
- * output comes on *fd. Returns the child, or -1. */
-static pid_t replay_spawn(const struct ctx *c, uint32_t pid,
-                          const char *limit, int *fd)
+/* Start the replay of section `sec` of the file (limit NULL: the
+ * environment's); its output comes on *fd. Returns the child, or -1. */
+static pid_t replay_spawn(const struct ctx *c, size_t sec, const char *limit,
+                          int *fd)
 {
     int fds[2];
     if (pipe(fds) != 0)
@@ -186,9 +186,9 @@ static pid_t replay_spawn(const struct ctx *c, uint32_t pid,
         close(fds[1]);
         if (limit != NULL)
             setenv("GPUMEM_LIMIT", limit, 1);
-        char size[32], pids[16];
+        char size[32], secs[16];
         snprintf(size, sizeof size, "%llu", (unsigned long long)c->devsize);
-        snprintf(pids, sizeof pids, "%u", pid);
+        snprintf(secs, sizeof secs, "%zu", sec);
         setenv("SIMCUDA_MEMORY", size, 1);
         setenv("GPUMEM_CUDA_LIBRARY", c->driver, 1);
         unsetenv("GPUMEM_REPORT");
@@ -200,12 +200,12 @@ static pid_t replay_spawn(const struct ctx *c, uint32_t pid,
         snprintf(origin, sizeof origin, "%llu", (unsigned long long)c->origin);
         snprintf(base, sizeof base, "%llu", (unsigned long long)c->base);
         if (c->origin != 0)
-            execl(c->replayer, c->replayer, "--driver", c->driver, "--pid",
-                  pids, "--pace", origin, "--base", base, c->file,
+            execl(c->replayer, c->replayer, "--driver", c->driver, "--section",
+                  secs, "--pace", origin, "--base", base, c->file,
                   (char *)NULL);
         else
-            execl(c->replayer, c->replayer, "--driver", c->driver, "--pid",
-                  pids, c->file, (char *)NULL);
+            execl(c->replayer, c->replayer, "--driver", c->driver, "--section",
+                  secs, c->file, (char *)NULL);
         fprintf(stderr, "gpumem: replay: cannot execute %s: %s\n",
                 c->replayer, strerror(errno));
         _exit(127);
@@ -247,13 +247,13 @@ static uint64_t realtime_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int replay_once(struct ctx *c, uint32_t pid, const char *limit,
+static int replay_once(struct ctx *c, size_t sec, const char *limit,
                        struct res *r)
 {
     if (c->pace)
         c->origin = realtime_ns() + 20000000ull; /* 20 ms to start up */
     int fd;
-    pid_t ch = replay_spawn(c, pid, limit, &fd);
+    pid_t ch = replay_spawn(c, sec, limit, &fd);
     if (ch < 0) {
         memset(r, 0, sizeof *r);
         r->status = 126;
@@ -381,8 +381,8 @@ static const char *label(void)
     return o ? buf : "no limit";
 }
 
-static int sweep(struct ctx *c, uint32_t pid, uint64_t lo, uint64_t hi,
-                 unsigned points)
+static int sweep(struct ctx *c, size_t sec, uint32_t pid, uint64_t lo,
+                 uint64_t hi, unsigned points)
 {
     char lim[32];
     struct res r;
@@ -396,7 +396,7 @@ static int sweep(struct ctx *c, uint32_t pid, uint64_t lo, uint64_t hi,
         if (i == points - 1)
             l = hi;
         snprintf(lim, sizeof lim, "%llu", (unsigned long long)l);
-        if (replay_once(c, pid, lim, &r) != 0 && r.peak == 0) {
+        if (replay_once(c, sec, lim, &r) != 0 && r.peak == 0) {
             fprintf(stderr, "gpumem: replay: the replay at %s failed (exit "
                     "%d)\n", lim, r.status);
             return 1;
@@ -425,11 +425,11 @@ static int sweep(struct ctx *c, uint32_t pid, uint64_t lo, uint64_t hi,
     unsigned runs = 0;
     bool found = false;
     if (strcmp(mode_now(), "grow") == 0) {
-        replay_once(c, pid, "none", &r);
+        replay_once(c, sec, "none", &r);
         runs++;
         uint64_t cand = r.peak;
         snprintf(lim, sizeof lim, "%llu", (unsigned long long)cand);
-        replay_once(c, pid, lim, &r);
+        replay_once(c, sec, lim, &r);
         runs++;
         if (r.refused_calls == 0) {
             found = true;
@@ -439,14 +439,14 @@ static int sweep(struct ctx *c, uint32_t pid, uint64_t lo, uint64_t hi,
         const uint64_t step = 1ull << 20;
         uint64_t a = lo, b = hi;
         snprintf(lim, sizeof lim, "%llu", (unsigned long long)b);
-        replay_once(c, pid, lim, &r);
+        replay_once(c, sec, lim, &r);
         runs++;
         if (r.refused_calls == 0) {
             found = true;
             while (b - a > step) {
                 uint64_t m = a + (b - a) / 2;
                 snprintf(lim, sizeof lim, "%llu", (unsigned long long)m);
-                replay_once(c, pid, lim, &r);
+                replay_once(c, sec, lim, &r);
                 runs++;
                 if (r.refused_calls == 0)
                     b = m;
@@ -617,7 +617,7 @@ int gm_cmd_replay(int argc, char **argv)
         for (size_t i = 0; i < t.nproc; i++)
             ch[i] = (pid > 0 && t.proc[i].pid != (uint32_t)pid) ||
                     t.proc[i].count == 0
-                        ? 0 : replay_spawn(&c, t.proc[i].pid, NULL, &fd[i]);
+                        ? 0 : replay_spawn(&c, i, NULL, &fd[i]);
         for (size_t i = 0; i < t.nproc; i++)
             if (ch[i] > 0)
                 replay_collect(ch[i], fd[i], &all[i]);
@@ -636,7 +636,7 @@ int gm_cmd_replay(int argc, char **argv)
         if (p->count == 0)
             continue;
         if (sw != NULL) {
-            if (sweep(&c, p->pid, lo, hi, points) != 0)
+            if (sweep(&c, i, p->pid, lo, hi, points) != 0)
                 rc = 1;
             any = true;
             continue;
@@ -645,7 +645,7 @@ int gm_cmd_replay(int argc, char **argv)
         if (all != NULL)
             r = all[i];
         else
-            replay_once(&c, p->pid, NULL, &r);
+            replay_once(&c, i, NULL, &r);
         if (r.status != 0 && r.peak == 0) {
             fprintf(stderr, "gpumem: replay: the replay of pid %u failed "
                     "(exit %d)\n", p->pid, r.status);

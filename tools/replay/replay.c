@@ -1,6 +1,6 @@
 /*
  * tools/replay/replay.c — gpumem-replay: issues the driver calls of one
- * process of a recording (or text trace) again, in order, through
+ * process (section) of a recording (or text trace) again, in order, through
  * whatever libgpumem.so is preloaded, over the driver named on its
  * command line (the simulated one when run by `gpumem replay`), and
  * prints what happened as "key value" lines for `gpumem replay`.
@@ -197,13 +197,13 @@ static CUstream stream_for(uint64_t rec)
 int main(int argc, char **argv)
 {
     const char *driver = NULL, *file = NULL;
-    long want_pid = -1;
+    long want = 0;      /* the section: its index in the file */
     uint64_t pace = 0, base = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--driver") == 0 && i + 1 < argc)
             driver = argv[++i];
-        else if (strcmp(argv[i], "--pid") == 0 && i + 1 < argc)
-            want_pid = strtol(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--section") == 0 && i + 1 < argc)
+            want = strtol(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--pace") == 0 && i + 1 < argc)
             pace = strtoull(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--base") == 0 && i + 1 < argc)
@@ -211,14 +211,14 @@ int main(int argc, char **argv)
         else if (argv[i][0] != '-' && file == NULL)
             file = argv[i];
         else {
-            fprintf(stderr, "usage: gpumem-replay --driver LIB [--pid N] "
+            fprintf(stderr, "usage: gpumem-replay --driver LIB [--section K] "
                     "[--pace ORIGIN_NS --base START_NS] FILE (run by "
                     "gpumem replay)\n");
             return 2;
         }
     }
     if (driver == NULL || file == NULL) {
-        fprintf(stderr, "usage: gpumem-replay --driver LIB [--pid N] FILE "
+        fprintf(stderr, "usage: gpumem-replay --driver LIB [--section K] FILE "
                 "(run by gpumem replay)\n");
         return 2;
     }
@@ -228,16 +228,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "gpumem-replay: %s: %s\n", file, err);
         return 1;
     }
-    const struct gm_tproc *p = NULL;
-    for (size_t i = 0; i < t.nproc; i++)
-        if (want_pid < 0 || t.proc[i].pid == (uint32_t)want_pid) {
-            p = &t.proc[i];
-            break;
-        }
-    if (p == NULL) {
-        fprintf(stderr, "gpumem-replay: %s: no process %ld\n", file, want_pid);
+    if (want < 0 || (size_t)want >= t.nproc) {
+        fprintf(stderr, "gpumem-replay: %s: no section %ld (it has %zu)\n",
+                file, want, t.nproc);
         return 1;
     }
+    const struct gm_tproc *p = &t.proc[want];
     void *h = dlopen(driver, RTLD_NOW | RTLD_GLOBAL);
     if (h == NULL) {
         fprintf(stderr, "gpumem-replay: cannot load %s: %s\n", driver,
