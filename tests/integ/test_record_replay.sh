@@ -21,6 +21,7 @@
 #     one after the other it does not;
 #   - a process that executes another image records two sections of one
 #     pid (the first not closed), and each is replayed as itself;
+#   - SIGTERM to gpumem record ends CMD, and its records are still joined;
 #   - a process killed before it closed its recording keeps its records,
 #     and record says so;
 #   - a file size limit makes records lost: the file says how many;
@@ -154,6 +155,14 @@ secs=$("$G" log --from "$T/ex.gmr" --format jsonl | grep -c '"kind":"process"')
 live=$("$G" replay "$T/ex.gmr" --json | grep -o '"allocs":[0-9]*,"frees":[0-9]*' | tr '\n' ' ')
 [ "$live" = '"allocs":4,"frees":0 "allocs":3,"frees":3 "allocs":0,"frees":0 ' ] ||
     bad "exec: replays $live"
+
+# SIGTERM to gpumem record: passed to CMD, and what it recorded is joined
+"$G" record -o "$T/tm.gmr" -- "$B/gpumem-trainsim" --steps 100000000 --quiet \
+    >/dev/null 2>"$T/tm.err" &
+rp=$!; sleep 0.3; kill -TERM $rp; wait $rp; st=$?
+[ $st = 143 ] || bad "SIGTERM: record exited $st, not 128+15"
+n=$("$G" log --from "$T/tm.gmr" --format csv | grep -c ',alloc,')
+[ "${n:-0}" -gt 0 ] || bad "SIGTERM: nothing joined ($(cat "$T/tm.err"))"
 
 # ---- lost records are said --------------------------------------------
 ( trap '' XFSZ; ulimit -f 1024

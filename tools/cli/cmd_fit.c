@@ -292,8 +292,18 @@ int gm_cmd_fit(int argc, char **argv)
     int rc = gm_run_setup("fit");
     if (rc != 0)
         return rc;
-    snprintf(f.report, sizeof f.report, "/tmp/gpumem-fit.%ld.json",
-             (long)getpid());
+    /* The runs' reports go to a private directory (never a guessable
+     * name in a shared one). */
+    const char *tmp = getenv("TMPDIR");
+    char dir[200];
+    snprintf(dir, sizeof dir, "%s/gpumem-fit.XXXXXX",
+             tmp && *tmp == '/' && strlen(tmp) < 150 ? tmp : "/tmp");
+    if (mkdtemp(dir) == NULL) {
+        fprintf(stderr, "gpumem: fit: cannot make a directory in %s: %s\n",
+                tmp && *tmp ? tmp : "/tmp", strerror(errno));
+        return 1;
+    }
+    snprintf(f.report, sizeof f.report, "%s/report.json", dir);
     if (!f.json)
         printf("gpumem fit: %s in %lld..%lld under %s\n", name, lo, hi, limit);
 
@@ -368,6 +378,7 @@ int gm_cmd_fit(int argc, char **argv)
         if (f.runs[k].value == good && f.runs[k].fits)
             ans = &f.runs[k];
     unlink(f.report);
+    rmdir(dir);
     if (f.json) {
         printf("{\"param\":\"%s\",\"lo\":%lld,\"hi\":%lld,\"limit_bytes\":%llu,"
                "\"headroom\":%.4f,\"runs\":[", name, lo, hi,

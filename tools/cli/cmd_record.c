@@ -218,6 +218,15 @@ static int join(const char *dir, const char *file)
     return rc;
 }
 
+static volatile sig_atomic_t child_pid;
+
+/* SIGTERM / SIGHUP: passed to CMD, whose end we wait for to join. */
+static void forward(int sig)
+{
+    if (child_pid > 0)
+        kill((pid_t)child_pid, sig);
+}
+
 int gm_cmd_record(int argc, char **argv)
 {
     const char *file = NULL;
@@ -283,8 +292,14 @@ int gm_cmd_record(int argc, char **argv)
         _exit(e == ENOENT ? 127 : 126);
     }
     /* The terminal's signals reach the child too; we outlive it to join. */
+    child_pid = pid;
     signal(SIGINT, SIG_IGN);
     signal(SIGQUIT, SIG_IGN);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = forward;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
         ;
