@@ -547,7 +547,8 @@ GM_EXPORT CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr_v1 *dptr,
  * recording (shim/record/record.h). */
 #define GM_REC_FREE(op, fl, p, s, rc)                                     \
     do {                                                                  \
-        if (GM_UNLIKELY(gm_rec_on) && gm_depth == 0 && (p) != 0)          \
+        if (GM_UNLIKELY(__atomic_load_n(&gm_rec_on, __ATOMIC_RELAXED)) && \
+            gm_depth == 0 && (p) != 0)                                    \
             gm_rec_put((op), (fl), gm_current_device(), 0, (uint64_t)(p), \
                        (uint64_t)(uintptr_t)(s), 0, (uint32_t)(rc));      \
     } while (0)

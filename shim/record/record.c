@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "shim/base/clock.h"
+#include "shim/base/safefile.h"
 #include "shim/record/record.h"
 
 #define WINDOW (1u << 20)  /* bytes mapped at a time (a multiple of 64) */
@@ -41,6 +42,7 @@ static uint64_t n;                  /* records stored */
 static uint64_t seq;                /* records made (stored or lost) */
 static uint64_t lost, first_lost, pending_lost, since_try;
 static uint64_t start_mono, start_real;
+static uint32_t start_ppid;
 
 static uint64_t mono_ns(void)
 {
@@ -54,7 +56,7 @@ static void put_header(uint32_t flags)
     struct gm_rec_header h = {
         .magic = GM_REC_MAGIC, .version = GM_REC_VERSION,
         .header_size = sizeof h, .record_size = GM_REC_SIZE,
-        .pid = (uint32_t)getpid(), .ppid = (uint32_t)getppid(),
+        .pid = (uint32_t)getpid(), .ppid = start_ppid,
         .flags = flags, .start_ns = start_real,
         .count = (flags & GM_REC_F_CLOSED) ? n : 0, .lost = lost,
         .first_lost_seq = lost ? first_lost : 0,
@@ -84,9 +86,18 @@ static int start_file(void)
 {
     rec_fd = open_file();
     if (rec_fd < 0) {
+        char msg[sizeof rec_dir + 160];
+        int k = snprintf(msg, sizeof msg, "gpumem: GPUMEM_RECORD: cannot "
+                         "create a file in %s: %s; this process is not "
+                         "recorded\n", rec_dir, strerror(errno));
+        if (k > 0)
+            (void)gm_write_all(STDERR_FILENO, msg,
+                               (size_t)k < sizeof msg ? (size_t)k
+                                                      : sizeof msg - 1);
         rec_failed = 1;
         return -1;
     }
+    start_ppid = (uint32_t)getppid();
     start_mono = mono_ns();
     start_real = gm_clock_realtime_ns();
     n = seq = lost = first_lost = pending_lost = since_try = 0;
@@ -193,7 +204,8 @@ void gm_rec_put(unsigned op, unsigned flags, int dev, uint64_t size,
         .flags = (uint8_t)flags,
     };
     pthread_mutex_lock(&rec_lock);
-    if (rec_fd < 0 && (rec_failed || start_file() != 0)) {
+    if (!__atomic_load_n(&gm_rec_on, __ATOMIC_RELAXED) ||
+        (rec_fd < 0 && (rec_failed || start_file() != 0))) {
         pthread_mutex_unlock(&rec_lock);
         return;
     }

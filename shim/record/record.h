@@ -20,8 +20,9 @@
 #include "shim/record/recfmt.h"
 
 /* 1 while this process records (set once at initialisation, cleared by
- * gm_rec_close); read without ordering: a stale 0 only skips a record
- * made before initialisation finished. */
+ * gm_rec_close). Loaded relaxed: it orders nothing (the writer's state is
+ * under its mutex); a stale value only skips or tries one record, and
+ * gm_rec_put checks again under the mutex. */
 extern int gm_rec_on __attribute__((visibility("hidden")));
 
 /* Start recording into `dir` (a directory; "" = off). Returns 0, or -1
@@ -41,7 +42,7 @@ void gm_rec_put(unsigned op, unsigned flags, int dev, uint64_t size,
 
 #define GM_REC(op, flags, dev, size, addr, aux, aux2, rc)                  \
     do {                                                                  \
-        if (GM_UNLIKELY(gm_rec_on))                                       \
+        if (GM_UNLIKELY(__atomic_load_n(&gm_rec_on, __ATOMIC_RELAXED)))  \
             gm_rec_put((op), (flags), (dev), (uint64_t)(size),            \
                        (uint64_t)(addr), (uint64_t)(aux),                 \
                        (uint64_t)(aux2), (uint32_t)(rc));                 \
