@@ -281,7 +281,7 @@ static void print_text(uint32_t pid, const char *policy, const struct res *r)
         printf("  refusals      0\n");
     } else {
         sz(r->first_size, d, sizeof d);
-        printf("  refusals      %llu; the first at step %llu (%.3f s): %s\n",
+        printf("  refusals      %llu; the first at step %llu at %.3f s; %s\n",
                (unsigned long long)r->refused_calls,
                (unsigned long long)r->first_step, r->first_t / 1e9, d);
     }
@@ -374,9 +374,16 @@ static const char *label(void)
     buf[0] = '\0';
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         const char *s = getenv(v[i]);
-        if (s && *s && o < sizeof buf)
+        if (s && *s && o < sizeof buf) {
+            char name[32];
+            size_t k;
+            for (k = 0; v[i][7 + k] && k + 1 < sizeof name; k++)
+                name[k] = (char)(v[i][7 + k] == '_' ? '_'
+                                 : v[i][7 + k] - 'A' + 'a');
+            name[k] = '\0';
             o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s=%s",
-                                  o ? " " : "", v[i] + 7, s);
+                                  o ? " " : "", name, s);
+        }
     }
     return o ? buf : "no limit";
 }
