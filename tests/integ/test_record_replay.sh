@@ -191,6 +191,18 @@ runs=$(grep -o '"value":' "$T/fit.json" | wc -l)
     --batch "$ans" >/dev/null 2>&1 || bad "fit: the answer $ans does not run"
 "$G" run --limit $LIM -- "$B/gpumem-trainsim" --steps 3 --eval-every 0 --quiet \
     --batch $((ans + 1)) >/dev/null 2>&1 && bad "fit: answer + 1 runs too"
+# with 10% headroom: the largest batch whose planned peak + context leaves 10%
+room=$((LIM / 10 * 9))
+lo=1; hi=400
+while [ $((hi - lo)) -gt 1 ]; do
+    mid=$(((lo + hi) / 2))
+    p=$("$B/gpumem-trainsim" --steps 3 --eval-every 0 --batch $mid --print-peak)
+    if [ $((p + ctx)) -le $room ]; then lo=$mid; else hi=$mid; fi
+done
+"$G" fit --limit $LIM --param batch=1:400 --headroom 10% --json -- "$B/gpumem-trainsim" \
+    --steps 3 --eval-every 0 --quiet --batch '{batch}' > "$T/fit.json"
+ans=$(num answer < "$T/fit.json")
+[ "$ans" = "$lo" ] || bad "fit --headroom 10%: answer $ans, trainsim's model says $lo"
 "$G" fit --limit 100M --param batch=1:400 -- "$B/gpumem-trainsim" --steps 3 --quiet \
     --batch '{batch}' > "$T/nofit.txt"; st=$?
 [ $st = 1 ] && grep -q '^no value of batch' "$T/nofit.txt" || bad "fit: no value fits: status $st, $(tail -n 1 "$T/nofit.txt")"
