@@ -45,6 +45,8 @@ const char gm_help_record[] =
     "    mapping as it runs, so threads, forked children and crashed\n"
     "    processes are recorded whole; records that could not be stored\n"
     "    (a full disk) are counted, and the file says how many and where.\n"
+    "    FILE is written when CMD has exited; a process CMD left running\n"
+    "    is in it up to that moment.\n"
     "    The format is docs/trace.md; gpumem log --from FILE prints it,\n"
     "    gpumem replay FILE replays it under another policy.\n"
     "\n"
