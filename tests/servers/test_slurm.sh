@@ -19,9 +19,9 @@
 #     GPUMEM_LIMIT=none and GPUMEM_LIMIT_0 do not lift the limit.
 # The daemons are stopped by pid on every exit path. Needs root (slurmd
 # runs jobs as their user) and the packages slurm-wlm, munge and
-# libslurm-dev (exit 77 otherwise). Setting up the node takes about 2 s
-# on the 2-core machine (printed as "setup: N ms"); the whole test about
-# 20 s, most of it sbatch's polling.
+# libslurm-dev (exit 77 otherwise). Setting up the node (munged to an idle
+# node) takes about 1.2 s on the 2-core machine (printed as "setup: N ms";
+# a cold install of the packages adds about 4 s); the whole test about 6 s.
 BUILD=${BUILD:-build}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 case $BUILD in /*) B=$BUILD ;; *) B=$ROOT/$BUILD ;; esac

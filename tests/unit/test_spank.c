@@ -322,6 +322,19 @@ START_TEST(task_vars_bytes)
     for (int i = 0; i < n; i++)
         if (strstr(v[i].name, "LIMIT") != NULL)
             ck_assert_uint_eq(resolved(v[i].name, v[i].value, 80 * GiB), GiB);
+    /* the whole set, as a task gets it, loads without a message */
+    static struct gm_policy p;
+    static struct gm_diag d;
+    char *envp[GM_SPANK_VARS + 1];
+    static char ent[GM_SPANK_VARS][GM_PATH_MAX + 160];
+    for (int i = 0; i < n; i++) {
+        snprintf(ent[i], sizeof ent[i], "%s=%s", v[i].name, v[i].value);
+        envp[i] = ent[i];
+    }
+    envp[n] = NULL;
+    ck_assert_msg(gm_policy_load(&p, envp, &d) == 0 && d.warnings == 0, "%s", d.text);
+    ck_assert_str_eq(p.group, "slurm-1");
+    ck_assert_uint_eq(gm_limit_resolve(&p.group_limit, 80 * GiB), GiB);
 }
 END_TEST
 
@@ -366,6 +379,25 @@ START_TEST(task_vars_inactive_and_long)
 
     gm_spank_job_make(&s, NULL, NULL, &j, err, sizeof err);
     ck_assert_int_eq(gm_spank_task_vars(&s, &j, 1, 1, NULL, v, err, sizeof err), 0);
+    /* a policy without a limit: no group (the library needs a group
+     * limit), the policy and the preload */
+    int n;
+    gm_spank_job_make(&s, NULL, "on-oom=wait:5s", &j, err, sizeof err);
+    n = gm_spank_task_vars(&s, &j, 9, 1, NULL, v, err, sizeof err);
+    ck_assert_int_eq(n, 4);
+    ck_assert_ptr_null(var(v, n, "GPUMEM_GROUP"));
+    ck_assert_ptr_null(var(v, n, "GPUMEM_LIMIT"));
+    ck_assert_str_eq(var(v, n, "GPUMEM_ON_OOM"), "wait:5s");
+    static struct gm_policy p;
+    static struct gm_diag d;
+    char *envp[GM_SPANK_VARS + 1];
+    static char ent[GM_SPANK_VARS][GM_PATH_MAX + 160];
+    for (int i = 0; i < n; i++) {
+        snprintf(ent[i], sizeof ent[i], "%s=%s", v[i].name, v[i].value);
+        envp[i] = ent[i];
+    }
+    envp[n] = NULL;
+    ck_assert_msg(gm_policy_load(&p, envp, &d) == 0, "%s", d.text);
     gm_spank_job_make(&s, "1G", NULL, &j, err, sizeof err);
     memset(longp, 'x', sizeof longp - 1);
     ck_assert_int_eq(gm_spank_task_vars(&s, &j, 1, 1, longp, v, err, sizeof err), -1);

@@ -340,8 +340,9 @@ static int check_combined(const struct gm_spank_job *j, char *err, size_t cap)
 {
     static struct gm_policy p;
     static struct gm_diag d;
-    char lim[96], mode[48], oom[80];
-    char *envp[4] = { mode, oom, NULL, NULL };
+    char lim[96], glim[112], mode[48], oom[80];
+    char group[] = "GPUMEM_GROUP=" GM_SPANK_GROUP_PREFIX "1";
+    char *envp[6] = { mode, oom, NULL, NULL, NULL, NULL };
 
     snprintf(mode, sizeof mode, "GPUMEM_MODE=%s",
              gm_mode_name(j->pol.mode_set ? j->pol.mode : GM_MODE_GROW));
@@ -350,7 +351,10 @@ static int check_combined(const struct gm_spank_job *j, char *err, size_t cap)
     if (j->mem.kind != GM_LIMIT_NONE) {
         size_t n = (size_t)snprintf(lim, sizeof lim, "GPUMEM_LIMIT=");
         gm_spank_limit_text(&j->mem, 1.0, lim + n, sizeof lim - n);
+        snprintf(glim, sizeof glim, "GPUMEM_GROUP_%s", lim + 7);
         envp[2] = lim;
+        envp[3] = glim;
+        envp[4] = group;
     }
     if (gm_policy_load(&p, envp, &d) == 0)
         return 0;
@@ -507,10 +511,11 @@ int gm_spank_task_vars(const struct gm_spank_site *site,
         gm_spank_limit_text(job->mixed ? &site->max : &job->mem, 1.0,
                             vars[n].value, vc);
         n++;
+        /* A group needs a limit: a job without one has no group. */
+        vars[n].name = "GPUMEM_GROUP";
+        snprintf(vars[n].value, vc, GM_SPANK_GROUP_PREFIX "%u", (unsigned)jobid);
+        n++;
     }
-    vars[n].name = "GPUMEM_GROUP";
-    snprintf(vars[n].value, vc, GM_SPANK_GROUP_PREFIX "%u", (unsigned)jobid);
-    n++;
     vars[n].name = "GPUMEM_MODE";
     snprintf(vars[n].value, vc, "%s",
              gm_mode_name(job->pol.mode_set ? job->pol.mode : GM_MODE_GROW));
