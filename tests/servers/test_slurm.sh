@@ -206,13 +206,18 @@ fi
 # The job's own environment cannot lift it: GPUMEM_LIMIT=none and a
 # per-device GPUMEM_LIMIT_0 are replaced, a foreign LD_PRELOAD is kept
 # after the library.
-GPUMEM_LIMIT=none GPUMEM_LIMIT_0=none LD_PRELOAD=/lib/x86_64-linux-gnu/libc.so.6 \
-    srun -N1 -n1 --gpu-mem=64M "$HOLD" 100M >"$T/out" 2>"$T/err"
+GPUMEM_LIMIT=none GPUMEM_LIMIT_0=none GPUMEM_SHM_PREFIX=elsewhere \
+    LD_PRELOAD=/lib/x86_64-linux-gnu/libc.so.6 \
+    srun -N1 -n1 --gpu-mem=64M sh -c 'env | grep -E "^(GPUMEM_LIMIT|GPUMEM_SHM_PREFIX|LD_PRELOAD)" | sort; exec "$0" 100M' "$HOLD" \
+    >"$T/out" 2>"$T/err"
 rc=$?
-if [ $rc -eq 3 ]; then
-    ok "GPUMEM_LIMIT=none and GPUMEM_LIMIT_0=none in the job's environment do not lift --gpu-mem=64M"
+if [ $rc -eq 3 ] && ! grep -q '^GPUMEM_LIMIT_0=' "$T/out" &&
+   grep -qx "GPUMEM_LIMIT=$((64 * MIB))" "$T/out" &&
+   grep -qx "GPUMEM_SHM_PREFIX=$PREFIX" "$T/out" &&
+   grep -qx "LD_PRELOAD=$B/libgpumem.so:/lib/x86_64-linux-gnu/libc.so.6" "$T/out"; then
+    ok "the job's own GPUMEM_LIMIT=none, GPUMEM_LIMIT_0=none and GPUMEM_SHM_PREFIX do not lift --gpu-mem=64M; its LD_PRELOAD follows the library"
 else
-    fail "a job's own GPUMEM_LIMIT=none / GPUMEM_LIMIT_0 lifted the limit (exit $rc)"
+    fail "a job's own GPUMEM_LIMIT=none / GPUMEM_LIMIT_0 / prefix survived (exit $rc)"
     show "$T/out"; show "$T/err"
 fi
 
