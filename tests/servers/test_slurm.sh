@@ -15,8 +15,15 @@
 #     submission by srun and sbatch, naming the option and the forms, and
 #     no job is created;
 #   - a job asking above the plugstack ceiling (max=512M) is told and
-#     clamped; a job that asks nothing gets the site default; a job's own
-#     GPUMEM_LIMIT=none and GPUMEM_LIMIT_0 do not lift the limit.
+#     clamped; share:F under it (other units) gets the ceiling as its
+#     group limit; a job that asks nothing gets the site default; a job's
+#     own GPUMEM_LIMIT=none, GPUMEM_LIMIT_0 and prefix do not lift the
+#     limit;
+#   - steps in sbatch and salloc inherit the allocation's --gpu-mem or
+#     give their own;
+#   - a node without the library does not start the task; a wrong
+#     plugstack.conf argument stops srun;
+#   - docs/slurm.md's help block is what srun --help prints.
 # The daemons are stopped by pid on every exit path. Needs root (slurmd
 # runs jobs as their user) and the packages slurm-wlm, munge and
 # libslurm-dev (exit 77 otherwise). Setting up the node (munged to an idle
@@ -295,9 +302,10 @@ if grep -qx "step=$((96 * MIB))" "$T/steps.out"; then
 else
     fail "srun inside sbatch --gpu-mem=96M"; show "$T/sb"; show "$T/steps.out"; show "$T/steps.err"
 fi
-salloc -N1 -n1 --gpu-mem=80M srun -n1 sh -c 'echo "step=$GPUMEM_LIMIT"' >"$T/out" 2>"$T/err"
-if grep -qx "step=$((80 * MIB))" "$T/out"; then
-    ok "srun inside salloc --gpu-mem=80M gets 80 MiB"
+salloc -N1 -n1 --gpu-mem=80M sh -c 'srun -n1 sh -c "echo step=\$GPUMEM_LIMIT";
+    srun -n1 --gpu-mem=70M sh -c "echo own=\$GPUMEM_LIMIT"' >"$T/out" 2>"$T/err"
+if grep -qx "step=$((80 * MIB))" "$T/out" && grep -qx "own=$((70 * MIB))" "$T/out"; then
+    ok "srun inside salloc --gpu-mem=80M gets 80 MiB, or its own --gpu-mem=70M"
 else
     fail "srun inside salloc --gpu-mem=80M"; show "$T/out"; show "$T/err"
 fi
