@@ -28,7 +28,7 @@ shim/intercept  shim/admit shim/account shim/driver shim/telemetry shim/group sh
 tools/lib       shim/telemetry shim/group shim/base policy
 tools/sim       shim/driver shim/base policy
 tools/trainsim  shim/base policy
-tools/spank     shim/base policy
+tools/spank     shim/group shim/base policy
 tools/cli       tools/lib shim/telemetry shim/group shim/base policy
 tools/top       tools/lib shim/telemetry shim/group shim/base policy
 '

@@ -9,15 +9,21 @@
  * prints what the ceiling did; in slurmstepd (remote) the values are
  * checked again (the client is not trusted) and slurm_spank_task_init sets
  * each task's environment just before it runs. Any failure there fails
- * the task: a job this plugin cannot limit does not run unlimited.
+ * the task: a job this plugin cannot limit does not run unlimited. At the
+ * end of a step, slurm_spank_exit removes the job's group file when no
+ * member is left (tasks killed by scancel or a time limit cannot).
  */
 #include <slurm/spank.h>
 
+#include <grp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "shim/group/group.h"
 #include "tools/spank/jobspec.h"
 
 SPANK_PLUGIN(gpumem, 1);
@@ -199,5 +205,65 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
                         "started", vars[i].name);
             return -1;
         }
+    return 0;
+}
+
+/* The group file of a job whose members all died (killed tasks never
+ * leave): removed as the job's user, whom the file belongs to
+ * (gm_group_gc refuses another user's file), in a child so slurmstepd
+ * keeps its privileges. A group with live members (another step) stays. */
+static void group_gc(uint32_t jobid, uid_t uid, gid_t gid)
+{
+    char path[GM_PATH_MAX], err[GM_SPANK_ERR_MAX];
+    int status = 0;
+
+    snprintf(path, sizeof path, "/dev/shm/%s.group@" GM_SPANK_GROUP_PREFIX "%u",
+             site.prefix, (unsigned)jobid);
+    if (access(path, F_OK) != 0)
+        return;     /* the usual case: the last member removed it */
+    pid_t pid = fork();
+    if (pid < 0) {
+        slurm_error("gpumem: cannot remove %s: fork: %m", path);
+        return;
+    }
+    if (pid == 0) {
+        if (geteuid() != uid &&
+            (setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(uid) != 0))
+            _exit(2);
+        int rc = gm_group_gc(path, err, sizeof err);
+        if (rc < 0)
+            slurm_error("gpumem: cannot remove %s: %s", path, err);
+        _exit(rc < 0 ? 1 : 0);
+    }
+    /* gm_group_gc bounds its own waits (the group lock: 2 s). */
+    while (waitpid(pid, &status, 0) < 0)
+        ;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 2)
+        slurm_error("gpumem: cannot remove %s: cannot become uid %u",
+                    path, (unsigned)uid);
+}
+
+int slurm_spank_exit(spank_t sp, int ac, char **av)
+{
+    struct gm_spank_job job;
+    char err[GM_SPANK_ERR_MAX];
+    uint32_t jobid = 0;
+    uid_t uid;
+    gid_t gid;
+
+    (void)ac;
+    (void)av;
+    if (spank_context() != S_CTX_REMOTE)
+        return 0;
+    if (gm_spank_job_make(&site, have_mem ? opt_mem : NULL,
+                          have_pol ? opt_pol : NULL, &job, err,
+                          sizeof err) != 0 ||
+        !job.active || job.mem.kind == GM_LIMIT_NONE)
+        return 0;
+    if (spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS)
+        return 0;
+    group_gc(jobid, uid, gid);
     return 0;
 }
