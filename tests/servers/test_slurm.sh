@@ -14,6 +14,8 @@
 #   - --gpu-mem=bogus and a forbidden --gpu-mem-policy are refused at
 #     submission by srun and sbatch, naming the option and the forms, and
 #     no job is created;
+#   - a job cancelled while its tasks hold memory (as root and as nobody)
+#     leaves no group file;
 #   - a job asking above the plugstack ceiling (max=512M) is told and
 #     clamped; share:F under it (other units) gets the ceiling as its
 #     group limit; a job that asks nothing gets the site default; a job's
@@ -271,6 +273,52 @@ if [ $rc -eq 0 ] && [ "$(grep -c 'holding 104857600' "$T/n2.out")" -eq 2 ]; then
 else
     fail "srun -n2 exit $rc"; show "$T/n2.out"; show "$T/n2.err"
 fi
+
+# ---- a job cancelled while its tasks hold memory -------------------------------
+# Killed tasks cannot leave their group; the step's end removes the file
+# (as the job's user, who owns it: root here, then nobody).
+cancel_check() { # user
+    rm -f "$T/go" "$T/c.out" "$T/c.err"
+    setpriv --reuid="$1" --regid="$(id -g "$1")" --clear-groups \
+        srun -N1 -n2 --gpu-mem=256M "$HOLD" 100M "$T/go" 30 >"$T/c.out" 2>"$T/c.err" &
+    srun_pid=$!
+    i=0
+    until [ "$(cat "$T/c.out" 2>/dev/null | grep -c holding)" -eq 2 ] || [ $i -gt 150 ]; do
+        i=$((i + 1)); sleep 0.1
+    done
+    cj=$(squeue -h -o '%i %t' 2>/dev/null | awk '$2 == "R" {print $1; exit}')
+    gfile=/dev/shm/$PREFIX.group@slurm-$cj
+    if [ -n "$cj" ] && [ -f "$gfile" ] && [ "$(stat -c %U "$gfile")" = "$1" ]; then
+        scancel "$cj"
+        wait $srun_pid
+        i=0
+        while [ -f "$gfile" ] && [ $i -lt 100 ]; do i=$((i + 1)); sleep 0.1; done
+        if [ ! -f "$gfile" ]; then
+            ok "scancel of job $cj (user $1): its group file is removed at the step's end"
+        else
+            fail "scancel of job $cj (user $1) left $gfile"
+            "$B/gpumem" ps --all --prefix "$PREFIX" | sed 's/^/    | /'
+            rm -f "$gfile"
+        fi
+    else
+        squeue -a -o "%i %t %u" >"$T/c.q" 2>&1; ls -l /dev/shm | grep "$PREFIX" >>"$T/c.q"
+        touch "$T/go"; wait $srun_pid
+        fail "the job of $1 to cancel did not start with its group file (job '$cj', srun exit $?)"
+        show "$T/c.out"; show "$T/c.err"; show "$T/c.q"
+    fi
+    # The node completes the cancelled job before the next one starts.
+    i=0
+    until sinfo -h -N -o '%T' 2>/dev/null | grep -qx idle || [ $i -gt 300 ]; do
+        i=$((i + 1)); sleep 0.1
+    done
+    # The killed tasks' own segments stay, as for any killed process
+    # (gpumem gc removes them).
+    for f in $(cd /dev/shm && ls -d "$PREFIX".[0-9]* 2>/dev/null); do
+        pid=${f##*.}; kill -0 "$pid" 2>/dev/null || rm -f "/dev/shm/$f"
+    done
+}
+cancel_check root
+if id nobody >/dev/null 2>&1; then cancel_check nobody; else echo "(no user nobody: the non-root case is not run)"; fi
 
 # ---- sbatch --wait --gpu-mem=128M -------------------------------------------
 cat >"$T/job.sh" <<EOF
