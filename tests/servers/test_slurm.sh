@@ -274,6 +274,25 @@ else
     fail "srun -n2 exit $rc"; show "$T/n2.out"; show "$T/n2.err"
 fi
 
+# Static mode: each task's arena is its half of the job's budget, so both
+# start (the second would find no room for a whole-budget arena).
+rm -f "$T/go"
+srun -N1 -n2 --gpu-mem=256M --gpu-mem-policy=mode=static \
+    sh -c 'echo "limit=$GPUMEM_LIMIT"; exec "$0" 100M "$1" 20' "$HOLD" "$T/go" \
+    >"$T/st.out" 2>"$T/st.err" &
+srun_pid=$!
+i=0
+until [ "$(cat "$T/st.out" 2>/dev/null | grep -c holding)" -eq 2 ] || [ $i -gt 150 ]; do
+    i=$((i + 1)); sleep 0.1
+done
+touch "$T/go"; wait $srun_pid; rc=$?
+if [ $rc -eq 0 ] && [ "$(grep -cx "limit=$((128 * MIB))" "$T/st.out")" -eq 2 ] &&
+   ! grep -q 'no room for a static arena' "$T/st.err"; then
+    ok "srun -n2 --gpu-mem=256M --gpu-mem-policy=mode=static: a 128 MiB arena each, both ran"
+else
+    fail "static mode with two tasks: exit $rc"; show "$T/st.out"; show "$T/st.err"
+fi
+
 # ---- a job cancelled while its tasks hold memory -------------------------------
 # Killed tasks cannot leave their group; the step's end removes the file
 # (as the job's user, who owns it: root here, then nobody).

@@ -298,14 +298,24 @@ START_TEST(task_vars_bytes)
     static struct gm_spank_var v[GM_SPANK_VARS];
     int n;
 
-    gm_spank_job_make(&s, "256M", "mode=static,on-oom=wait:30s", &j, err, sizeof err);
+    gm_spank_job_make(&s, "256M", "mode=staged,on-oom=wait:30s", &j, err, sizeof err);
     n = gm_spank_task_vars(&s, &j, 4242, 2, NULL, v, err, sizeof err);
     ck_assert_int_eq(n, 7);
     ck_assert_str_eq(var(v, n, "GPUMEM_LIMIT"), "268435456");
     ck_assert_str_eq(var(v, n, "GPUMEM_GROUP_LIMIT"), "268435456");
     ck_assert_str_eq(var(v, n, "GPUMEM_GROUP"), "slurm-4242");
-    ck_assert_str_eq(var(v, n, "GPUMEM_MODE"), "static");
+    ck_assert_str_eq(var(v, n, "GPUMEM_MODE"), "staged");
     ck_assert_str_eq(var(v, n, "GPUMEM_ON_OOM"), "wait:30s");
+    /* static: each task's arena is its part of the job's budget */
+    gm_spank_job_make(&s, "256M", "mode=static", &j, err, sizeof err);
+    n = gm_spank_task_vars(&s, &j, 4242, 2, NULL, v, err, sizeof err);
+    ck_assert_str_eq(var(v, n, "GPUMEM_MODE"), "static");
+    ck_assert_str_eq(var(v, n, "GPUMEM_LIMIT"), "134217728");
+    ck_assert_str_eq(var(v, n, "GPUMEM_GROUP_LIMIT"), "268435456");
+    gm_spank_job_make(&s, "30%", "mode=static", &j, err, sizeof err);
+    n = gm_spank_task_vars(&s, &j, 4242, 3, NULL, v, err, sizeof err);
+    ck_assert_str_eq(var(v, n, "GPUMEM_LIMIT"), "10%");
+    ck_assert_str_eq(var(v, n, "GPUMEM_GROUP_LIMIT"), "42949672960"); /* max=40G */
     ck_assert_str_eq(var(v, n, "GPUMEM_SHM_PREFIX"), "site1");
     ck_assert_str_eq(var(v, n, "LD_PRELOAD"), "/opt/gm/libgpumem.so");
     /* defaults of the policy: grow, fail (a job's own GPUMEM_ON_OOM=warn

@@ -502,10 +502,19 @@ int gm_spank_task_vars(const struct gm_spank_site *site,
     if (ntasks == 0)
         ntasks = 1;
     if (job->mem.kind != GM_LIMIT_NONE) {
+        /* Static mode takes each task's whole limit up front: the tasks'
+         * arenas split the budget, as share does. */
+        bool split = job->mem.kind == GM_LIMIT_SHARE ||
+                     (job->pol.mode_set && job->pol.mode == GM_MODE_STATIC);
         vars[n].name = "GPUMEM_LIMIT";
-        gm_spank_limit_text(&job->mem,
-            job->mem.kind == GM_LIMIT_SHARE ? 1.0 / ntasks : 1.0,
-            vars[n].value, vc);
+        if (split && job->mem.kind == GM_LIMIT_BYTES) {
+            struct gm_limit each = job->mem;
+            each.bytes = job->mem.bytes / ntasks ? job->mem.bytes / ntasks : 1;
+            gm_spank_limit_text(&each, 1.0, vars[n].value, vc);
+        } else {
+            gm_spank_limit_text(&job->mem, split ? 1.0 / ntasks : 1.0,
+                                vars[n].value, vc);
+        }
         n++;
         vars[n].name = "GPUMEM_GROUP_LIMIT";
         gm_spank_limit_text(job->mixed ? &site->max : &job->mem, 1.0,

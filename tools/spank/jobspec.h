@@ -8,7 +8,8 @@
  * one-entry environment), so a value the plugin accepts is a value the
  * preloaded library accepts, and the other way round. Every function
  * writes its outputs only on success and puts one message (no trailing
- * newline) into err on failure. No malloc; no global state.
+ * newline) into err on failure. No malloc; the loader's scratch
+ * buffers are static (one thread at a time, as Slurm calls plugins).
  *
  * The job's memory (struct gm_spank_job.mem) is the job's budget on each
  * GPU of a node, shared by the job's tasks there through one group:
@@ -16,6 +17,8 @@
  *                   value (a task may use what its peers leave);
  *   SHARE (F)       group limit = F of the GPU; each task's own limit =
  *                   F / n of the GPU, n = the step's tasks on the node;
+ *   static mode     (any of the above) each task's own limit is 1/n of
+ *                   the job's, since each task takes it whole up front;
  *   NONE            nothing is set (only without a site ceiling).
  */
 #ifndef GM_SPANK_JOBSPEC_H
