@@ -92,6 +92,19 @@ START_TEST(mem_refused)
 }
 END_TEST
 
+START_TEST(mem_too_long)
+{
+    static char v[400];
+    struct gm_limit l;
+
+    memset(v, '9', sizeof v - 2);
+    v[sizeof v - 2] = 'M';
+    ck_assert_int_eq(gm_spank_mem_parse("--gpu-mem", v, &l, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "is longer than") != NULL, "%s", err);
+    ck_assert(strlen(err) < sizeof err - 1);
+}
+END_TEST
+
 /* ---- --gpu-mem-policy ----------------------------------------------------- */
 
 START_TEST(policy_forms)
@@ -422,6 +435,7 @@ static Suite *spank_suite(void)
 
     tcase_add_test(t, mem_forms);
     tcase_add_loop_test(t, mem_refused, 0, N(bad_mem));
+    tcase_add_test(t, mem_too_long);
     tcase_add_test(t, policy_forms);
     tcase_add_loop_test(t, policy_refused, 0, N(bad_pol));
     tcase_add_test(t, site_defaults);
