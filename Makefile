@@ -1,9 +1,12 @@
 # gpumem — one non-recursive Makefile.
 #
 # Targets: all (default), check, check-servers, demo, sanitize, bench, fuzz, install, clean,
-#          gpu-check, gpu-bench.
+#          gpu-check, gpu-bench, spank (the Slurm plugin, when slurm/spank.h
+#          is found), install-spank.
 # Variables: CUDA_HOME (toolkit with cuda.h), BUILD (output dir), V=1 (show
-#            commands), PREFIX/DESTDIR (install), MODE/GROUP (demo).
+#            commands), PREFIX/DESTDIR (install), MODE/GROUP (demo),
+#            SLURM_INCLUDE (directory holding slurm/spank.h, default
+#            /usr/include), SPANKDIR (where install-spank puts the plugin).
 #
 # Conventions (so adding a file needs no edit here):
 #   policy/*.c                    -> libgmcore.a and the shim
@@ -17,6 +20,8 @@
 #   tools/sim/*.c                 -> sim/libcuda.so.1
 #   tools/trainsim/*.c            -> gpumem-trainsim
 #   tools/replay/*.c              -> gpumem-replay (run by gpumem replay)
+#   tools/spank/jobspec.c         -> libgmcore.a (the plugin's decisions)
+#   tools/spank/spank_gpumem.c    -> spank_gpumem.so (make spank)
 #   tests/unit/test_*.c           Check suites linked with libgmcore.a
 #   tests/sim/test_*.c            Check suites linked with the simulated driver
 #   tests/progs/*.c               helper programs (direct_*.c link the
@@ -67,7 +72,7 @@ SHIM_PURE  := $(filter-out shim/base/log.c,$(wildcard shim/base/*.c)) \
               $(wildcard shim/telemetry/*.c shim/group/*.c) \
               $(wildcard shim/admit/arena.c shim/account/track.c) \
               $(wildcard shim/record/*.c)
-TOOLLIB_SRC := $(wildcard tools/lib/*.c)
+TOOLLIB_SRC := $(wildcard tools/lib/*.c) $(wildcard tools/spank/jobspec.c)
 CORE_SRC   := $(POLICY_SRC) $(SHIM_PURE) $(TOOLLIB_SRC)
 GPUMEM_SRC := $(wildcard tools/cli/*.c)
 TOP_SRC    := $(wildcard tools/top/*.c)
@@ -107,7 +112,7 @@ PROGRAMS := $(SHIM_SO) $(SIM_SO) $(TRAINSIM) $(REPLAY_BIN) $(GPUMEM_BIN) $(TOP_B
 
 .SECONDARY:
 .PHONY: all check check-lint check-unit check-sim check-integ check-servers tests demo sanitize bench fuzz \
-        install clean gpu-check gpu-bench
+        install clean gpu-check gpu-bench spank install-spank
 all: $(filter-out $(if $(GPUMEM_SRC),,$(GPUMEM_BIN)) $(if $(TOP_SRC),,$(TOP_BIN)) \
         $(if $(SIM_SRC),,$(SIM_SO)) \
         $(if $(TRAINSIM_SRC),,$(TRAINSIM)),$(PROGRAMS))
@@ -173,6 +178,36 @@ $(TOP_BIN): $(call obj,$(TOP_SRC)) $(LIBCORE)
 $(PAGES): $(GPUMEM_BIN) $(TOP_BIN) docs/env.md tools/cli/mkpages.sh
 	@$(if $(Q),echo "  PAGES   $(BUILD)/share")
 	$(Q)rm -rf $(BUILD)/share && sh tools/cli/mkpages.sh $(BUILD) $(BUILD)/share && touch $@
+
+# ---- the Slurm plugin --------------------------------------------------------
+# Built only where Slurm's plugin header is installed (Debian: libslurm-dev);
+# it links libgmcore.a (the library's own parsers), never the shim. Only the
+# glue is compiled with default visibility: Slurm looks up plugin_name and
+# the slurm_spank_* functions; everything from libgmcore.a stays hidden.
+SLURM_INCLUDE ?=
+SPANK_H   := $(wildcard $(if $(SLURM_INCLUDE),$(SLURM_INCLUDE),/usr/include)/slurm/spank.h)
+SPANK_SRC := $(wildcard tools/spank/spank_gpumem.c)
+SPANK_SO  := $(BUILD)/spank_gpumem.so
+SPANKDIR  ?= $(PREFIX)/lib/slurm
+
+$(call obj,$(SPANK_SRC)): CFLAGS_ALL += -fvisibility=default \
+    $(if $(SLURM_INCLUDE),-isystem $(SLURM_INCLUDE))
+
+$(SPANK_SO): $(call obj,$(SPANK_SRC)) $(LIBCORE)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS_ALL) -shared -o $@ $(filter %.o,$^) $(LIBCORE) $(SYSLIBS)
+
+ifeq ($(SPANK_H),)
+spank:
+	@echo "spank: skipped: slurm/spank.h not found (apt-get install libslurm-dev, or set SLURM_INCLUDE=DIR)"
+install-spank: spank
+else
+spank: $(SPANK_SO)
+install-spank: $(SPANK_SO)
+	install -d $(DESTDIR)$(SPANKDIR)
+	install -m 0755 $(SPANK_SO) $(DESTDIR)$(SPANKDIR)/spank_gpumem.so
+endif
 
 # ---- tests -----------------------------------------------------------------
 $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(LIBCORE)
@@ -253,7 +288,7 @@ check-integ: all $(INTEG_BIN) $(PROG_BIN)
 
 # Tests against real servers started on loopback (each test starts its
 # own and stops it by pid, also on failure); not part of make check.
-check-servers: all $(PROG_BIN)
+check-servers: all $(PROG_BIN) spank
 	$(Q)BUILD=$(BUILD) sh tests/run-tests.sh $(SERVER_TESTS)
 
 # ASan+UBSan over the unit and simulated-driver suites and the tools; TSan
@@ -283,7 +318,7 @@ gpu-bench: all
 	$(Q)BUILD=$(BUILD) CUDA_HOME=$(CUDA_HOME) sh tests/gpu/run.sh bench; \
 	    rc=$$?; [ $$rc -eq 77 ] && exit 0; exit $$rc
 
-install: all
+install: all $(if $(SPANK_H),install-spank)
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin \
 	    $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man7 \
 	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions

@@ -30,6 +30,7 @@ tools/lib       shim/record shim/telemetry shim/group shim/base policy
 tools/sim       shim/driver shim/base policy
 tools/trainsim  shim/base policy
 tools/replay    tools/lib shim/record shim/telemetry shim/group shim/base policy
+tools/spank     shim/group shim/base policy
 tools/cli       tools/lib shim/record shim/telemetry shim/group shim/base policy
 tools/top       tools/lib shim/telemetry shim/group shim/base policy
 '
