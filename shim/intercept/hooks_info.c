@@ -122,16 +122,16 @@ GM_EXPORT CUresult CUDAAPI cuDeviceTotalMem(unsigned int *bytes, CUdevice dev)
 /* ---- contexts ------------------------------------------------------------ */
 
 /* Before/after a context creator on `dev`. */
-static uint64_t ctx_before(bool on, CUdevice dev)
+static struct gm_ctx_probe ctx_before(bool on, CUdevice dev)
 {
-    uint64_t before = UINT64_MAX;
+    struct gm_ctx_probe before = { .ok = false };
     if (on)
         gm_dev_context_before((int)dev, &before);
     return before;
 }
 
 static void ctx_after(bool on, CUresult rc, CUdevice dev, CUcontext *pctx,
-                      uint64_t before)
+                      const struct gm_ctx_probe *before)
 {
     /* The first context on a device is measured, then (static mode) the
      * arena is taken from what is left. */
@@ -146,11 +146,11 @@ static void ctx_after(bool on, CUresult rc, CUdevice dev, CUcontext *pctx,
     {                                                                     \
         GM_NEED_REAL(name);                                               \
         bool on = gm_active();                                            \
-        uint64_t before = ctx_before(on, dev);                            \
+        struct gm_ctx_probe before = ctx_before(on, dev);                 \
         gm_depth++;                                                       \
         CUresult rc = gm_real.name args;                                  \
         gm_depth--;                                                       \
-        ctx_after(on, rc, dev, pctx, before);                        \
+        ctx_after(on, rc, dev, pctx, &before);                            \
         return rc;                                                        \
     }
 

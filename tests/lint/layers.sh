@@ -27,6 +27,7 @@ shim/admit      shim/account shim/driver shim/telemetry shim/group shim/base pol
 shim/intercept  shim/admit shim/account shim/driver shim/telemetry shim/group shim/base policy
 tools/lib       shim/telemetry shim/group shim/base policy
 tools/sim       shim/driver shim/base policy
+tools/simnvml   tools/sim shim/driver shim/base policy
 tools/trainsim  shim/base policy
 tools/cli       tools/lib shim/telemetry shim/group shim/base policy
 tools/top       tools/lib shim/telemetry shim/group shim/base policy
