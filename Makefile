@@ -198,6 +198,12 @@ $(BUILD)/tests/progs/direct_%: tests/progs/direct_%.c $(SIM_SO)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(filter-out $(SANFLAGS),$(CFLAGS_ALL)) -o $@ $< -L$(BUILD)/sim -l:libcuda.so.1 $(SYSLIBS)
 
+$(BUILD)/tests/progs/direct_nvml%: tests/progs/direct_nvml%.c tests/progs/nvmlview.c $(SIM_SO) $(SIMNVML_SO)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(filter-out $(SANFLAGS),$(CFLAGS_ALL)) -o $@ $< -L$(BUILD)/sim -l:libcuda.so.1 \
+	    -l:libnvidia-ml.so.1 $(SYSLIBS)
+
 # dlsym(RTLD_NEXT) probe: a program linked against two libraries that
 # define the same function.
 $(BUILD)/tests/progs/libgmprobe_%.so: tests/progs/probe/probe_%.c

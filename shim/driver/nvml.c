@@ -56,7 +56,7 @@ static int nvml_open(void)
     return nvml_state;
 }
 
-static int uuid_string(int dev, char *out, size_t cap)
+int gm_nvml_cuda_uuid(int dev, char *out, size_t cap)
 {
     CUuuid u;
     if (gm_real.cuDeviceGetUuid_v2 == NULL ||
@@ -97,7 +97,7 @@ bool gm_nvml_sample(int dev, struct gm_nvml_sample *s)
     s->device_used = 0;
     s->own_used = 0;
     s->own_listed = false;
-    if (uuid_string(dev, uuid, sizeof uuid) != 0)
+    if (gm_nvml_cuda_uuid(dev, uuid, sizeof uuid) != 0)
         return false;
     bool ok = false;
     pthread_mutex_lock(&nvml_lock);

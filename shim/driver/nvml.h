@@ -11,6 +11,7 @@
 #define GM_NVML_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct gm_nvml_sample {
@@ -22,5 +23,9 @@ struct gm_nvml_sample {
 /* Samples CUDA device `dev` (matched by UUID); false when NVML cannot
  * say. Caller holds the nesting guard. */
 bool gm_nvml_sample(int dev, struct gm_nvml_sample *s);
+
+/* CUDA device `dev`'s UUID as NVML writes it ("GPU-xxxxxxxx-xxxx-..."),
+ * through the real driver; 0, or -1 when the driver cannot say. */
+int gm_nvml_cuda_uuid(int dev, char *out, size_t cap);
 
 #endif

@@ -8,6 +8,7 @@
  * Context creators measure and charge the first context on each device.
  */
 #include "shim/intercept/lifecycle.h"
+#include "shim/intercept/view.h"
 #include "shim/telemetry/abi.h"
 #include "shim/account/account.h"
 #include "shim/driver/real.h"
@@ -21,16 +22,15 @@ static uint64_t min64(uint64_t a, uint64_t b)
     return a < b ? a : b;
 }
 
-/* Virtualise (free, total) for the current device; false = unchanged.
- * Free is what the program can still get: the room under its limit (no
+/* Free is what the program can still get: the room under its limit (no
  * more than the driver has free) plus, in static mode, what the arena can
  * still hand out (the arena is charged whole and invisible to the
  * driver's own figure). Like the driver's, it is a sum of free bytes, not
  * the largest block. */
-static bool virt_info(uint64_t *f, uint64_t *t)
+bool gm_view_info(int dev, uint64_t *f, uint64_t *t)
 {
     gm_staged_poll();
-    struct gm_dev *d = gm_dev_get(gm_current_device());
+    struct gm_dev *d = gm_dev_get(dev);
     if (d == NULL)
         return false;
     uint64_t limit = gm_budget_limit(&d->budget);
@@ -41,6 +41,12 @@ static bool virt_info(uint64_t *f, uint64_t *t)
     uint64_t arena = gm_static_free(d);
     *f = min64(room + min64(arena, UINT64_MAX - room), *t);
     return true;
+}
+
+/* Virtualise (free, total) for the current device; false = unchanged. */
+static bool virt_info(uint64_t *f, uint64_t *t)
+{
+    return gm_view_info(gm_current_device(), f, t);
 }
 
 GM_EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t *free, size_t *total)
