@@ -181,7 +181,7 @@ $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(LIBCORE)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $< $(LIBCORE) $(CHECK_LIBS) $(SYSLIBS)
 
-$(BUILD)/tests/sim/%: $(BUILD)/obj/tests/sim/%.o $(LIBCORE) $(SIM_SO)
+$(BUILD)/tests/sim/%: $(BUILD)/obj/tests/sim/%.o $(LIBCORE) $(SIM_SO) $(SIMNVML_SO)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $< $(LIBCORE) -L$(BUILD)/sim -l:libcuda.so.1 \
