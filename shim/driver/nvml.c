@@ -59,8 +59,12 @@ static int nvml_open(void)
 int gm_nvml_cuda_uuid(int dev, char *out, size_t cap)
 {
     CUuuid u;
-    if (gm_real.cuDeviceGetUuid_v2 == NULL ||
-        gm_real.cuDeviceGetUuid_v2(&u, (CUdevice)dev) != CUDA_SUCCESS)
+    if (gm_real.cuDeviceGetUuid_v2 == NULL)
+        return -2;
+    CUresult rc = gm_real.cuDeviceGetUuid_v2(&u, (CUdevice)dev);
+    if (rc == CUDA_ERROR_INVALID_DEVICE)
+        return -2;
+    if (rc != CUDA_SUCCESS)
         return -1;
     const unsigned char *b = (const unsigned char *)u.bytes;
     snprintf(out, cap,

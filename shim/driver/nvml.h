@@ -25,7 +25,8 @@ struct gm_nvml_sample {
 bool gm_nvml_sample(int dev, struct gm_nvml_sample *s);
 
 /* CUDA device `dev`'s UUID as NVML writes it ("GPU-xxxxxxxx-xxxx-..."),
- * through the real driver; 0, or -1 when the driver cannot say. */
+ * through the real driver: 0; -2 when there is no such device (or no
+ * cuDeviceGetUuid_v2), -1 when the driver cannot say. */
 int gm_nvml_cuda_uuid(int dev, char *out, size_t cap);
 
 #endif

@@ -8,7 +8,7 @@
  * Context creators measure and charge the first context on each device.
  */
 #include "shim/intercept/lifecycle.h"
-#include "shim/intercept/view.h"
+#include "shim/intercept/hooks_info.h"
 #include "shim/telemetry/abi.h"
 #include "shim/account/account.h"
 #include "shim/driver/real.h"

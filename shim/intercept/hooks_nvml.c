@@ -22,7 +22,8 @@
  * the shim is disabled, everything passes through.
  */
 #include "shim/intercept/lifecycle.h"
-#include "shim/intercept/view.h"
+#include "shim/intercept/hooks_info.h"
+#include "shim/intercept/hooks_nvml.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -162,15 +163,11 @@ static int cuda_ordinal(const char *uuid)
 {
     for (int ord = 0; ord < GM_MAX_DEVICES; ord++) {
         char u[64];
-        CUuuid raw;
         gm_depth++;
-        CUresult rc = gm_real.cuDeviceGetUuid_v2 != NULL
-                          ? gm_real.cuDeviceGetUuid_v2(&raw, (CUdevice)ord)
-                          : CUDA_ERROR_NOT_FOUND;
-        int got = rc == CUDA_SUCCESS ? gm_nvml_cuda_uuid(ord, u, sizeof u) : -1;
+        int got = gm_nvml_cuda_uuid(ord, u, sizeof u);
         gm_depth--;
-        if (rc == CUDA_ERROR_INVALID_DEVICE || rc == CUDA_ERROR_NOT_FOUND)
-            return -1;
+        if (got == -2)
+            return -1; /* past the last device */
         if (got == 0 && strcmp(u, uuid) == 0)
             return ord;
     }

@@ -23,7 +23,7 @@
  */
 #include "shim/intercept/lifecycle.h"
 #include "shim/intercept/resolve.h"
-#include "shim/intercept/view.h"
+#include "shim/intercept/hooks_nvml.h"
 
 #include <dlfcn.h>
 #include <string.h>

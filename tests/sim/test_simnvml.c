@@ -34,9 +34,20 @@ static struct {
 
 #define MIB (1ull << 20)
 
+/* The simulated NVML beside the simulated driver this suite links
+ * (BUILD/sim), by path: under a sanitizer the dlopen caller is the
+ * sanitizer's runtime, whose search path is not ours. */
 static void load(void)
 {
-    void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    char exe[4096], path[4200];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    ck_assert_int_gt(n, 0);
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    ck_assert_ptr_nonnull(slash);
+    *slash = '\0';
+    snprintf(path, sizeof path, "%s/../../sim/libnvidia-ml.so.1", exe);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     ck_assert_msg(h != NULL, "%s", dlerror());
 #define SYM(f, n) ck_assert_ptr_nonnull(*(void **)&N.f = dlsym(h, n))
     SYM(init, "nvmlInit_v2");
