@@ -240,6 +240,45 @@ START_TEST(dead_process_not_counted)
 }
 END_TEST
 
+/* Files under the board prefix that are not boards — garbage of a live
+ * pid, a symlink, a name that is no pid — are ignored and left alone. */
+START_TEST(foreign_files_ignored)
+{
+    gm_simt_env("8G");
+    load();
+    ck_assert_int_eq(N.init(), GM_NVML_SUCCESS);
+    gm_simt_boot();
+    gm_nvml_dev h = dev_of(0);
+    const char *prefix = getenv("SIMCUDA_SHM") ? getenv("SIMCUDA_SHM") : "simcuda";
+    char junk[128], link[128], word[128];
+    snprintf(junk, sizeof junk, "/dev/shm/%s.%d", prefix, (int)getppid());
+    snprintf(link, sizeof link, "/dev/shm/%s.1", prefix);
+    snprintf(word, sizeof word, "/dev/shm/%s.x1", prefix);
+    FILE *f = fopen(junk, "w");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < 300; i++)
+        fputc(0xff, f);
+    fclose(f);
+    unlink(link);
+    ck_assert_int_eq(symlink(junk, link), 0);
+    f = fopen(word, "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+    CUdeviceptr p;
+    ck_assert_int_eq(cuMemAlloc_v2(&p, 64 * MIB), CUDA_SUCCESS);
+    ck_assert_uint_eq(used_of(h), 64 * MIB);
+    ck_assert_int_eq(entry_of(h, getppid()), -1);
+    ck_assert_int_eq(entry_of(h, 1), -1);
+    size_t fr, t;
+    ck_assert_int_eq(cuMemGetInfo_v2(&fr, &t), CUDA_SUCCESS);
+    ck_assert_uint_eq(fr, (8ull << 30) - 64 * MIB);
+    ck_assert_int_eq(access(junk, F_OK), 0);
+    unlink(junk);
+    unlink(link);
+    unlink(word);
+}
+END_TEST
+
 START_TEST(misuse_gets_nvmls_codes)
 {
     gm_simt_env("8G");
@@ -290,6 +329,7 @@ int main(void)
     tcase_add_test(t, used_counts_contexts_and_allocations);
     tcase_add_test(t, other_processes_are_visible);
     tcase_add_test(t, dead_process_not_counted);
+    tcase_add_test(t, foreign_files_ignored);
     tcase_add_test(t, misuse_gets_nvmls_codes);
     suite_add_tcase(s, t);
     SRunner *r = srunner_create(s);
