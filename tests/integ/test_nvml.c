@@ -77,6 +77,20 @@ START_TEST(limit_above_physical_shows_physical)
 }
 END_TEST
 
+/* Static and staged modes: NVML's free follows cuMemGetInfo's (static:
+ * the arena's room, the arena charged whole). */
+START_TEST(modes_agree_with_cuda)
+{
+    const char *st[] = { "GPUMEM_LIMIT=2G", "GPUMEM_MODE=static", "SIMCUDA_CONTEXT=64M", NULL };
+    RUN(out, 1, st, prog("dlsym"), "--via", "dlsym", "loop", "12", "104857600");
+    has(out, " equal\n");
+    has(out, "procs after frees v3=2147483648\n");
+    const char *sg[] = { "GPUMEM_LIMIT=2G", "GPUMEM_MODE=staged", "SIMCUDA_CONTEXT=64M", NULL };
+    RUN(out, 1, sg, prog("dlsym"), "--via", "dlsym", "loop", "12", "104857600");
+    has(out, "steps 25 equal\n");
+}
+END_TEST
+
 /* Without a limit NVML passes through: still equal to CUDA (which passes
  * through too), and the process entry is the simulator's own figure
  * (managed blocks not in it). */
@@ -129,6 +143,13 @@ START_TEST(reordered_devices_map_limits_by_uuid)
     unsigned long long t;
     ck_assert_int_eq(sscanf(strstr(out, "nvml 0 "), "nvml %u %95s total=%llu", &idx, u, &t), 3);
     ck_assert_uint_eq(t, 2ull << 30);
+
+    /* A device CUDA does not see keeps its physical figures. */
+    const char *hidden[] = { "SIMCUDA_DEVICES=2", "CUDA_VISIBLE_DEVICES=1",
+                             "GPUMEM_LIMIT=1G", NULL };
+    RUN(out, 1, hidden, prog(vias[_i]), "--via", vias[_i], "map");
+    ck_assert_uint_eq(nvml_total_of(out, 0), 1ull << 30);
+    ck_assert_ptr_nonnull(strstr(strstr(out, "nvml 0 "), "total=85899345920"));
 }
 END_TEST
 
@@ -143,6 +164,7 @@ START_TEST(view_off_shows_physical)
 }
 END_TEST
 
+/* Segments ("PREFIX.pid") and group files ("PREFIX_name") in /dev/shm. */
 static int count_prefix(const char *prefix)
 {
     DIR *d = opendir("/dev/shm");
@@ -150,7 +172,7 @@ static int count_prefix(const char *prefix)
     struct dirent *e;
     while (d && (e = readdir(d)) != NULL)
         n += strncmp(e->d_name, prefix, strlen(prefix)) == 0 &&
-             e->d_name[strlen(prefix)] == '.';
+             (e->d_name[strlen(prefix)] == '.' || e->d_name[strlen(prefix)] == '_');
     if (d)
         closedir(d);
     return n;
@@ -177,7 +199,8 @@ END_TEST
 
 /* With limits in its own environment the NVML-only process sees them,
  * mapped through CUDA_VISIBLE_DEVICES, nothing charged, and still loads
- * no driver and makes no segment or thread. A hidden device passes
+ * no driver and makes no segment, group file or thread (a group would
+ * start a reaper thread at initialisation). A hidden device passes
  * through. */
 START_TEST(nvml_only_with_limits_sees_them)
 {
@@ -187,7 +210,7 @@ START_TEST(nvml_only_with_limits_sees_them)
     snprintf(pv, sizeof pv, "GPUMEM_SHM_PREFIX=%s", prefix);
     const char *env[] = { "SIMCUDA_DEVICES=2", "CUDA_VISIBLE_DEVICES=1,0",
                           "GPUMEM_LIMIT_0=1G", "GPUMEM_LIMIT_1=2G", "GPUMEM_KEEP=1",
-                          pv, NULL };
+                          "GPUMEM_GROUP=nv", "GPUMEM_GROUP_LIMIT=4G", pv, NULL };
     RUN(out, 1, env, prog(vias[_i]), "--via", vias[_i], "info");
     has(out, "total=2147483648 free=2147483648 used=0 v2 total=2147483648 "
              "free=2147483648 used=0 reserved=0 procs=0");
@@ -316,6 +339,7 @@ static Suite *suite(void)
     tcase_add_loop_test(t, memory_equals_cuda_at_every_step, 0, 3);
     tcase_add_loop_test(t, limit_above_physical_shows_physical, 0, 3);
     tcase_add_loop_test(t, no_limit_passes_through, 0, 3);
+    tcase_add_test(t, modes_agree_with_cuda);
     tcase_add_loop_test(t, reordered_devices_map_limits_by_uuid, 0, 3);
     tcase_add_test(t, view_off_shows_physical);
     tcase_add_loop_test(t, nvml_only_costs_nothing, 0, 2);
