@@ -18,6 +18,7 @@
 #   tools/cli/*.c                 -> gpumem
 #   tools/top/*.c                 -> gpumem-top (ncurses)
 #   tools/sim/*.c                 -> sim/libcuda.so.1
+#   tools/simnvml/*.c             -> sim/libnvidia-ml.so.1 (with tools/sim/simmachine.c)
 #   tools/trainsim/*.c            -> gpumem-trainsim
 #   tools/replay/*.c              -> gpumem-replay (run by gpumem replay)
 #   tools/spank/jobspec.c         -> libgmcore.a (the plugin's decisions)
@@ -77,6 +78,7 @@ CORE_SRC   := $(POLICY_SRC) $(SHIM_PURE) $(TOOLLIB_SRC)
 GPUMEM_SRC := $(wildcard tools/cli/*.c)
 TOP_SRC    := $(wildcard tools/top/*.c)
 SIM_SRC    := $(wildcard tools/sim/*.c)
+SIMNVML_SRC := $(wildcard tools/simnvml/*.c)
 TRAINSIM_SRC := $(wildcard tools/trainsim/*.c)
 REPLAY_SRC := $(wildcard tools/replay/*.c)
 EXPORTS    := shim/intercept/exports.map
@@ -88,6 +90,7 @@ SHIM_OBJ   := $(call obj,$(SHIM_SRC) $(POLICY_SRC))
 LIBCORE    := $(BUILD)/libgmcore.a
 SHIM_SO    := $(BUILD)/libgpumem.so
 SIM_SO     := $(BUILD)/sim/libcuda.so.1
+SIMNVML_SO := $(BUILD)/sim/libnvidia-ml.so.1
 GPUMEM_BIN := $(BUILD)/gpumem
 TOP_BIN    := $(BUILD)/gpumem-top
 TRAINSIM   := $(BUILD)/gpumem-trainsim
@@ -108,13 +111,13 @@ BENCH_SRC := $(wildcard tests/bench/*.c)
 BENCH_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(BENCH_SRC))
 
 PAGES    := $(BUILD)/share/.pages
-PROGRAMS := $(SHIM_SO) $(SIM_SO) $(TRAINSIM) $(REPLAY_BIN) $(GPUMEM_BIN) $(TOP_BIN) $(PAGES)
+PROGRAMS := $(SHIM_SO) $(SIM_SO) $(SIMNVML_SO) $(TRAINSIM) $(REPLAY_BIN) $(GPUMEM_BIN) $(TOP_BIN) $(PAGES)
 
 .SECONDARY:
 .PHONY: all check check-lint check-unit check-sim check-integ check-servers tests demo sanitize bench fuzz \
         install clean gpu-check gpu-bench spank install-spank
 all: $(filter-out $(if $(GPUMEM_SRC),,$(GPUMEM_BIN)) $(if $(TOP_SRC),,$(TOP_BIN)) \
-        $(if $(SIM_SRC),,$(SIM_SO)) \
+        $(if $(SIM_SRC),,$(SIM_SO)) $(if $(SIMNVML_SRC),,$(SIMNVML_SO)) \
         $(if $(TRAINSIM_SRC),,$(TRAINSIM)),$(PROGRAMS))
 
 # ---- prerequisites ---------------------------------------------------------
@@ -155,6 +158,14 @@ $(SIM_SO): $(call obj,$(SIM_SRC)) $(LIBCORE)
 	$(Q)$(CC) $(LDFLAGS_ALL) -shared -o $@ $(filter %.o,$^) $(LIBCORE) -Wl,-soname,libcuda.so.1 \
 	    -Wl,-Bsymbolic $(NO_UNDEF) $(SYSLIBS)
 	$(Q)ln -sf libcuda.so.1 $(BUILD)/sim/libcuda.so
+
+# The simulated NVML shares the machine (devices, UUIDs, boards) with it.
+$(SIMNVML_SO): $(call obj,$(SIMNVML_SRC) tools/sim/simmachine.c) $(LIBCORE)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS_ALL) -shared -o $@ $(filter %.o,$^) $(LIBCORE) -Wl,-soname,libnvidia-ml.so.1 \
+	    -Wl,-Bsymbolic $(NO_UNDEF) $(SYSLIBS)
+	$(Q)ln -sf libnvidia-ml.so.1 $(BUILD)/sim/libnvidia-ml.so
 
 $(TRAINSIM): $(call obj,$(TRAINSIM_SRC)) $(LIBCORE)
 	@$(if $(Q),echo "  LD      $@")
@@ -215,7 +226,7 @@ $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(LIBCORE)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $< $(LIBCORE) $(CHECK_LIBS) $(SYSLIBS)
 
-$(BUILD)/tests/sim/%: $(BUILD)/obj/tests/sim/%.o $(LIBCORE) $(SIM_SO)
+$(BUILD)/tests/sim/%: $(BUILD)/obj/tests/sim/%.o $(LIBCORE) $(SIM_SO) $(SIMNVML_SO)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $< $(LIBCORE) -L$(BUILD)/sim -l:libcuda.so.1 \
@@ -231,6 +242,12 @@ $(BUILD)/tests/progs/direct_%: tests/progs/direct_%.c $(SIM_SO)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(filter-out $(SANFLAGS),$(CFLAGS_ALL)) -o $@ $< -L$(BUILD)/sim -l:libcuda.so.1 $(SYSLIBS)
+
+$(BUILD)/tests/progs/direct_nvml%: tests/progs/direct_nvml%.c tests/progs/nvmlview.c $(SIM_SO) $(SIMNVML_SO)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(filter-out $(SANFLAGS),$(CFLAGS_ALL)) -o $@ $< -L$(BUILD)/sim -l:libcuda.so.1 \
+	    -l:libnvidia-ml.so.1 $(SYSLIBS)
 
 # dlsym(RTLD_NEXT) probe: a program linked against two libraries that
 # define the same function.

@@ -292,6 +292,9 @@ static void fmt_output(struct out *o, bool json, const struct gm_policy *p)
          p->on_bad_config == GM_BAD_WARN ? "warn" : "exit", NULL);
     item(o, json, gm_pol_field_names[GM_F_RECORD], p->src[GM_F_RECORD],
          p->record_dir[0] ? p->record_dir : "off", NULL);
+    snprintf(x, sizeof x, "\"enabled\": %s", p->nvml_view ? "true" : "false");
+    item(o, json, gm_pol_field_names[GM_F_NVML_VIEW], p->src[GM_F_NVML_VIEW],
+         p->nvml_view ? "1" : "0", x);
 }
 
 /* "valid" and "messages" members from the diagnostics. */

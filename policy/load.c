@@ -39,6 +39,7 @@ const char *const gm_pol_field_names[GM_F_COUNT] = {
     [GM_F_CUDA_LIBRARY] = "GPUMEM_CUDA_LIBRARY",
     [GM_F_ON_BAD_CONFIG] = "GPUMEM_ON_BAD_CONFIG",
     [GM_F_RECORD] = "GPUMEM_RECORD",
+    [GM_F_NVML_VIEW] = "GPUMEM_NVML_VIEW",
 };
 
 /* ---- diagnostics ------------------------------------------------------- */
@@ -470,6 +471,7 @@ void gm_policy_defaults(struct gm_policy *p)
     p->priority = 1.0;
     p->report = GM_REPORT_NONE;
     p->telemetry = true;
+    p->nvml_view = true;
     p->ring_events = 65536;
     memcpy(p->shm_prefix, "gpumem", sizeof "gpumem");
     p->log_level = GM_LOG_WARN;

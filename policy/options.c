@@ -40,6 +40,8 @@ static const char F_LIBRARY[] =
 static const char F_BAD_CONFIG[] = "use exit or warn";
 static const char F_RECORD[] =
     "use the path of a private directory (gpumem record sets it)";
+static const char F_NVML_VIEW[] =
+    "use 1 (NVML shows the limit) or 0 (NVML shows the physical device)";
 
 /* Variables that give the number of local ranks for `share`, in order. */
 static const char *const rank_vars[] = {
@@ -516,6 +518,18 @@ static bool apply_keep(struct load *c, enum gm_field f, const char *name,
     return true;
 }
 
+static bool apply_nvml_view(struct load *c, enum gm_field f, const char *name,
+                            const char *val)
+{
+    if (strcmp(val, "0") != 0 && strcmp(val, "1") != 0) {
+        gm_pol_bad(c, f, name, val, val[0] ? "is not 0 or 1" : "is empty",
+                   F_NVML_VIEW);
+        return false;
+    }
+    c->p->nvml_view = val[0] == '1';
+    return true;
+}
+
 static bool apply_telemetry(struct load *c, enum gm_field f, const char *name,
                             const char *val)
 {
@@ -635,6 +649,7 @@ const struct gm_pol_option gm_pol_table[] = {
     { GM_F_CUDA_LIBRARY, apply_library },
     { GM_F_ON_BAD_CONFIG, apply_bad_config },
     { GM_F_RECORD, apply_record },
+    { GM_F_NVML_VIEW, apply_nvml_view },
 };
 const size_t gm_pol_table_len = sizeof gm_pol_table / sizeof gm_pol_table[0];
 

@@ -50,7 +50,8 @@ enum gm_field {
     GM_F_HEADROOM, GM_F_ON_OOM, GM_F_GROUP, GM_F_GROUP_LIMIT, GM_F_PRIORITY,
     GM_F_REPORT, GM_F_KEEP, GM_F_TELEMETRY, GM_F_RING_EVENTS, GM_F_SHM_PREFIX,
     GM_F_LOG_LEVEL,
-    GM_F_CUDA_LIBRARY, GM_F_ON_BAD_CONFIG, GM_F_RECORD, GM_F_COUNT
+    GM_F_CUDA_LIBRARY, GM_F_ON_BAD_CONFIG, GM_F_RECORD, GM_F_NVML_VIEW,
+    GM_F_COUNT
 };
 
 struct gm_policy {
@@ -78,6 +79,7 @@ struct gm_policy {
     char cuda_library[GM_PATH_MAX];             /* default "libcuda.so.1" */
     enum gm_bad_config on_bad_config;
     char record_dir[GM_PATH_MAX];               /* GPUMEM_RECORD, "" = off */
+    bool nvml_view;                             /* GPUMEM_NVML_VIEW, on */
     enum gm_source src[GM_F_COUNT];
 };
 

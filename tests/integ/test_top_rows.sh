@@ -24,6 +24,9 @@ command -v tmux >/dev/null 2>&1 || { echo "tmux not installed"; exit 77; }
 BUILD=${BUILD:-build}
 B=$(cd "$BUILD" && pwd) || { echo "no build directory $BUILD"; exit 1; }
 PREFIX=gmtr$$
+# Its own simulated machine: the boards of the processes it kills go with it.
+SIMCUDA_SHM=${PREFIX}sim
+export SIMCUDA_SHM
 SESSION=top
 GROUP=zg$$
 T=$(mktemp -d "${TMPDIR:-/tmp}/gm-toprows.XXXXXX") || exit 1
@@ -46,7 +49,7 @@ cleanup() {
         kill -9 "$p" 2>/dev/null && wait "$p" 2>/dev/null
     done
     [ -f "$T/zpid" ] && kill -9 "$(cat "$T/zpid")" 2>/dev/null
-    rm -f /dev/shm/"$PREFIX".*
+    rm -f /dev/shm/"$PREFIX".* /dev/shm/"$SIMCUDA_SHM".*
     rm -rf "$T"
 }
 trap cleanup EXIT

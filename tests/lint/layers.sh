@@ -28,6 +28,7 @@ shim/record     shim/base policy
 shim/intercept  shim/admit shim/account shim/record shim/driver shim/telemetry shim/group shim/base policy
 tools/lib       shim/record shim/telemetry shim/group shim/base policy
 tools/sim       shim/driver shim/base policy
+tools/simnvml   tools/sim shim/driver shim/base policy
 tools/trainsim  shim/base policy
 tools/replay    tools/lib shim/record shim/telemetry shim/group shim/base policy
 tools/spank     shim/group shim/base policy
