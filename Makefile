@@ -3,7 +3,9 @@
 # Targets: all (default), check, check-servers, demo, sanitize, bench, fuzz, install, clean,
 #          gpu-check, gpu-bench.
 # Variables: CUDA_HOME (toolkit with cuda.h), BUILD (output dir), V=1 (show
-#            commands), PREFIX/DESTDIR (install), MODE/GROUP (demo).
+#            commands), PREFIX/DESTDIR (install), MODE/GROUP (demo),
+#            SYSCONFDIR (the admin policy is SYSCONFDIR/gpumem/policy;
+#            default /etc; fixed in the library, never read from the env).
 #
 # Conventions (so adding a file needs no edit here):
 #   policy/*.c                    -> libgmcore.a and the shim
@@ -29,6 +31,7 @@ CUDA_HOME ?= /usr/local/cuda
 BUILD     ?= build
 PREFIX    ?= /usr/local
 DESTDIR   ?=
+SYSCONFDIR ?= /etc
 
 CUDA_H := $(CUDA_HOME)/include/cuda.h
 ifeq ($(wildcard $(CUDA_H)),)
@@ -127,6 +130,36 @@ $(BUILD)/obj/%.o: %.c
 
 $(BUILD)/obj/tests/%.o: CFLAGS_ALL += $(CHECK_CFLAGS)
 
+# The admin policy file's directory is compiled into one object; a stamp
+# holding SYSCONFDIR rebuilds it when the value changes.
+SYSCONF_STAMP := $(BUILD)/.sysconfdir
+$(SYSCONF_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(SYSCONFDIR)' | cmp -s - $@ 2>/dev/null || echo '$(SYSCONFDIR)' > $@
+$(BUILD)/obj/policy/sysconf.o: CFLAGS_ALL += -DGM_SYSCONFDIR='"$(SYSCONFDIR)"'
+$(BUILD)/obj/policy/sysconf.o: $(SYSCONF_STAMP)
+.PHONY: FORCE
+FORCE:
+
+# The test build of the admin policy: the library and gpumem with
+# SYSCONFDIR inside the build tree (the tests write the policy file
+# there; the build's own directories are root's when the tests run as
+# root, else the tests that need a trusted file skip).
+ADMINTEST     := $(BUILD)/admintest
+ADMINTEST_ETC := $(abspath $(ADMINTEST))/etc
+ADMINTEST_BIN := $(ADMINTEST)/libgpumem.so $(ADMINTEST)/gpumem
+$(ADMINTEST)/sysconf.o: policy/sysconf.c policy/policy.h
+	@mkdir -p $(dir $@) $(ADMINTEST_ETC)/gpumem
+	@chmod 0755 $(ADMINTEST) $(ADMINTEST_ETC) $(ADMINTEST_ETC)/gpumem
+	$(Q)$(CC) $(CFLAGS_ALL) -DGM_SYSCONFDIR='"$(ADMINTEST_ETC)"' -c $< -o $@
+$(ADMINTEST)/libgpumem.so: $(filter-out %/policy/sysconf.o,$(SHIM_OBJ)) $(ADMINTEST)/sysconf.o $(EXPORTS)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -shared -o $@ $(filter %.o,$^) -Wl,--version-script=$(EXPORTS) \
+	    -Wl,-z,now -Wl,-z,relro $(NO_UNDEF) $(SYSLIBS)
+$(ADMINTEST)/gpumem: $(call obj,$(GPUMEM_SRC)) $(ADMINTEST)/sysconf.o $(LIBCORE)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(LIBCORE) $(SYSLIBS)
+
 $(LIBCORE): $(CORE_OBJ)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  AR      $@")
@@ -222,7 +255,7 @@ fuzz:
 	        -fsanitize=fuzzer,address,undefined $$f $(CORE_SRC) -o $$b -lpthread -lm -lrt -ldl && \
 	    $$b -max_total_time=$(FUZZ_TIME) || exit 1; done
 
-tests: all $(UNIT_BIN) $(SIMT_BIN) $(INTEG_BIN) $(PROG_BIN)
+tests: all $(UNIT_BIN) $(SIMT_BIN) $(INTEG_BIN) $(PROG_BIN) $(ADMINTEST_BIN)
 
 # Runs every suite; prints each suite's result and one closing line
 # "N passed, N failed". Exit status non-zero when anything failed.
@@ -238,7 +271,7 @@ check-unit: $(UNIT_BIN)
 check-sim: $(SIMT_BIN)
 	$(Q)BUILD=$(BUILD) sh tests/run-tests.sh $(SIMT_BIN)
 
-check-integ: all $(INTEG_BIN) $(PROG_BIN)
+check-integ: all $(INTEG_BIN) $(PROG_BIN) $(ADMINTEST_BIN)
 	$(Q)BUILD=$(BUILD) sh tests/run-tests.sh $(INTEG_BIN) $(SHELL_TESTS)
 
 # Tests against real servers started on loopback (each test starts its

@@ -131,6 +131,7 @@ int gm_cmd_policy(int argc, char **argv)
 {
     static struct gm_policy p;
     static struct gm_diag d;
+    static struct gm_admin_file admin;
     bool json = false;
     int i, rc;
 
@@ -144,7 +145,7 @@ int gm_cmd_policy(int argc, char **argv)
                 argv[i]);
         return GM_EXIT_USAGE;
     }
-    rc = gm_policy_load(&p, environ, &d);
+    rc = gm_policy_load_node(&p, environ, &admin, &d);
     fputs(d.text, stderr);
     if (rc != 0)
         explain_invalid(&p, &d);

@@ -165,7 +165,8 @@ static int check_policy(void)
 {
     static struct gm_policy p;
     static struct gm_diag d;
-    int rc = gm_policy_load(&p, environ, &d);
+    static struct gm_admin_file admin;
+    int rc = gm_policy_load_node(&p, environ, &admin, &d);
     fputs(d.text, stderr);
     if (rc != 0) {
         fprintf(stderr, "gpumem: run: the policy is invalid; nothing was "
