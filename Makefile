@@ -57,6 +57,9 @@ CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 CURSES_LIBS  := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw)
 SYSLIBS      := -ldl -lpthread -lm -lrt
+# The preloaded library needs no libm: every process on a node that
+# preloads it would otherwise map and relocate libm too.
+SHIM_LIBS    := -Wl,--as-needed -ldl -lpthread -lrt
 # Shared objects resolve everything at link time, except in sanitizer
 # builds, where the executable brings the sanitizer runtime.
 NO_UNDEF     := $(if $(SANFLAGS),,-Wl,--no-undefined)
@@ -155,7 +158,7 @@ $(ADMINTEST)/sysconf.o: policy/sysconf.c policy/policy.h
 $(ADMINTEST)/libgpumem.so: $(filter-out %/policy/sysconf.o,$(SHIM_OBJ)) $(ADMINTEST)/sysconf.o $(EXPORTS)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -shared -o $@ $(filter %.o,$^) -Wl,--version-script=$(EXPORTS) \
-	    -Wl,-z,now -Wl,-z,relro $(NO_UNDEF) $(SYSLIBS)
+	    -Wl,-z,now -Wl,-z,relro $(NO_UNDEF) $(SHIM_LIBS)
 $(ADMINTEST)/gpumem: $(call obj,$(GPUMEM_SRC)) $(ADMINTEST)/sysconf.o $(LIBCORE)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(LIBCORE) $(SYSLIBS)
@@ -170,7 +173,7 @@ $(SHIM_SO): $(SHIM_OBJ) $(EXPORTS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -shared -o $@ $(SHIM_OBJ) -Wl,--version-script=$(EXPORTS) \
-	    -Wl,-z,now -Wl,-z,relro $(NO_UNDEF) $(SYSLIBS)
+	    -Wl,-z,now -Wl,-z,relro $(NO_UNDEF) $(SHIM_LIBS)
 
 $(SIM_SO): $(call obj,$(SIM_SRC)) $(LIBCORE)
 	@mkdir -p $(dir $@)

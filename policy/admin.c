@@ -187,7 +187,7 @@ void gm_admin_read(const char *path, struct gm_admin_file *a)
             close(fd);
             return;
         }
-        snprintf(shown, sizeof shown, "%.*s", (int)(slash - buf), buf);
+        snprintf(shown, sizeof shown, "%.*s", (int)(slash - buf), path);
         int next = open_dir(a, fd, s, shown);
         close(fd);
         if (next < 0)

@@ -7,8 +7,12 @@
  *
  * Invariants: nothing is exec'd when the policy is invalid or the library
  * cannot be found (exit 2 / 1); the caller's LD_PRELOAD entries are kept
- * after ours; an option not given leaves its variable as it was.
+ * after ours; an option not given leaves its variable as it was; the
+ * library is never added when one is already loaded into gpumem itself
+ * (node-wide through /etc/ld.so.preload, or the caller's LD_PRELOAD): CMD
+ * inherits that one, and two copies would count every allocation twice.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
@@ -146,6 +150,20 @@ static int find_library(char *out, size_t cap)
     return -1;
 }
 
+/* A gpumem library already in this process: this program does not
+ * define the driver's entry points, so an object that does is the
+ * preloaded library (its path into out). */
+static bool shim_loaded(char *out, size_t cap)
+{
+    void *f = dlsym(RTLD_DEFAULT, "cuMemAlloc_v2");
+    Dl_info info;
+
+    if (f == NULL || dladdr(f, &info) == 0 || info.dli_fname == NULL)
+        return false;
+    snprintf(out, cap, "%s", info.dli_fname);
+    return true;
+}
+
 static int set_preload(const char *lib)
 {
     const char *old = getenv("LD_PRELOAD");
@@ -198,12 +216,16 @@ int gm_cmd_run(int argc, char **argv)
     if (check_policy() != 0)
         return GM_EXIT_USAGE;
     char lib[PATH_MAX];
-    if (find_library(lib, sizeof lib) != 0) {
+    if (shim_loaded(lib, sizeof lib)) {
+        if (getenv("GPUMEM_LOG_LEVEL") != NULL &&
+            strcmp(getenv("GPUMEM_LOG_LEVEL"), "debug") == 0)
+            fprintf(stderr, "gpumem: run: %s is already preloaded; not "
+                    "adding it again\n", lib);
+    } else if (find_library(lib, sizeof lib) != 0) {
         fprintf(stderr, "gpumem: run: libgpumem.so not found next to the "
                 "gpumem binary nor in ../lib; set LD_PRELOAD yourself\n");
         return 1;
-    }
-    if (set_preload(lib) != 0) {
+    } else if (set_preload(lib) != 0) {
         fprintf(stderr, "gpumem: run: cannot set LD_PRELOAD\n");
         return 1;
     }
