@@ -394,6 +394,27 @@ static void fmt_admin(struct out *o, bool json, const struct gm_policy *p)
         item(o, json, "admin file", p->admin_state == GM_ADMIN_READ
              ? GM_SRC_ADMIN : GM_SRC_DEFAULT, json ? path : t, x);
     }
+    if (p->hami_capped) {
+        char sz[32];
+        if (p->hami_cap != 0) {
+            gm_format_size(p->hami_cap, sz, sizeof sz);
+            snprintf(t, sizeof t, "%s, a ceiling over GPUMEM_LIMIT", sz);
+            snprintf(x, sizeof x, "\"bytes\": %llu",
+                     (unsigned long long)p->hami_cap);
+            item(o, json, "CUDA_DEVICE_MEMORY_LIMIT", GM_SRC_ENV, t, x);
+        }
+        for (i = 0; i < GM_MAX_DEVICES; i++) {
+            char name[48];
+            if (p->hami_cap_dev[i] == 0)
+                continue;
+            gm_format_size(p->hami_cap_dev[i], sz, sizeof sz);
+            snprintf(name, sizeof name, "CUDA_DEVICE_MEMORY_LIMIT_%u", i);
+            snprintf(t, sizeof t, "%s, a ceiling on device %u", sz, i);
+            snprintf(x, sizeof x, "\"bytes\": %llu",
+                     (unsigned long long)p->hami_cap_dev[i]);
+            item(o, json, name, GM_SRC_ENV, t, x);
+        }
+    }
     if (p->hami_shared_cache)
         item(o, json, "CUDA_DEVICE_MEMORY_SHARED_CACHE", GM_SRC_ENV,
              "ignored (HAMi-core's own accounting file; gpumem keeps its "

@@ -3,8 +3,9 @@
  * that HAMi's device plugin and scheduler can hand gpumem each
  * container's memory: CUDA_DEVICE_MEMORY_LIMIT (every device) and
  * CUDA_DEVICE_MEMORY_LIMIT_<N> (device N, over the former), in HAMi-core's
- * size form (1g, 1024m, 1048576k, 1073741824), used only when the
- * environment sets no GPUMEM_LIMIT nor GPUMEM_LIMIT_<N>;
+ * size form (1g, 1024m, 1048576k, 1073741824): the limits when the
+ * environment sets no GPUMEM_LIMIT nor GPUMEM_LIMIT_<N>, else caps over
+ * those (the scheduler's grant, which the job may tighten, not lift);
  * CUDA_DEVICE_MEMORY_SHARED_CACHE (HAMi-core's own accounting file)
  * noted and ignored; CUDA_DISABLE_CONTROL honoured only when the admin
  * file says GPUMEM_ALLOW_DISABLE=1.
@@ -72,16 +73,20 @@ static int dev_of(const char *entry, size_t nlen)
     return dev < GM_MAX_DEVICES ? dev : -1;
 }
 
-static void hami_devices(struct load *c)
+/* The values found, before they become limits or caps. */
+struct hami {
+    uint64_t all;                   /* 0 = none */
+    uint64_t dev[GM_MAX_DEVICES];
+};
+
+static void hami_devices(struct load *c, struct hami *h)
 {
-    struct gm_policy *p = c->p;
     char *const *e;
     char name[NAME_SHOW_MAX + 4];
 
     for (e = c->envp; e != NULL && *e != NULL; e++) {
         const char *eq = strchr(*e, '=');
         size_t nlen;
-        uint64_t b = 0;
         if (eq == NULL || strncmp(*e, HAMI_LIMIT "_", sizeof HAMI_LIMIT) != 0)
             continue;
         nlen = (size_t)(eq - *e);
@@ -99,34 +104,99 @@ static void hami_devices(struct load *c)
         if (eq[1] == '\0')
             continue;   /* empty: unset, as in HAMi-core */
         c->hami_dev[dev] = eq + 1;
-        if (!hami_value(c, name, eq + 1, &b))
+        (void)hami_value(c, name, eq + 1, &h->dev[dev]);
+    }
+}
+
+static void as_limits(struct load *c, const struct hami *h)
+{
+    struct gm_policy *p = c->p;
+    unsigned d;
+
+    if (h->all != 0) {
+        p->limit.kind = GM_LIMIT_BYTES;
+        p->limit.bytes = h->all;
+        p->src[GM_F_LIMIT] = GM_SRC_ENV;
+        p->hami = true;
+    }
+    for (d = 0; d < GM_MAX_DEVICES; d++) {
+        if (h->dev[d] == 0)
             continue;
-        p->dev_limit[dev].kind = GM_LIMIT_BYTES;
-        p->dev_limit[dev].bytes = b;
-        p->dev_limit_set[dev] = true;
+        p->dev_limit[d].kind = GM_LIMIT_BYTES;
+        p->dev_limit[d].bytes = h->dev[d];
+        p->dev_limit_set[d] = true;
         p->src[GM_F_LIMIT_N] = GM_SRC_ENV;
         p->hami = true;
     }
 }
 
-void gm_pol_hami_apply(struct load *c)
+/* One cap against the job's limit for that device: a line when the two
+ * compare and the job's is above (else it is taken per device). */
+static void cap_note(struct load *c, const struct gm_limit *l,
+                     const char *lname, const char *lval, const char *hname,
+                     const char *hval, uint64_t cap)
+{
+    char a[SHOW_MAX + 4], b[SHOW_MAX + 4], sz[32];
+
+    if (!(l->kind == GM_LIMIT_NONE ||
+          (l->kind == GM_LIMIT_BYTES && l->bytes > cap)))
+        return;
+    gm_pol_show(lval, a, sizeof a);
+    gm_pol_show(hval, b, sizeof b);
+    gm_format_size(cap, sz, sizeof sz);
+    gm_pol_msg(c, false, "gpumem: %s='%s' is above %s='%s', the scheduler's "
+        "grant; the limit is %s", lname, a, hname, b, sz);
+}
+
+static void as_caps(struct load *c, const struct hami *h)
 {
     struct gm_policy *p = c->p;
-    const char *v = gm_pol_env_find(c->envp, HAMI_LIMIT);
-    uint64_t b = 0;
+    char ln[32], hn[48];
+    unsigned d;
 
-    if (v != NULL && v[0] != '\0') {
-        c->hami_val = v;
-        if (hami_value(c, HAMI_LIMIT, v, &b)) {
-            p->limit.kind = GM_LIMIT_BYTES;
-            p->limit.bytes = b;
-            p->src[GM_F_LIMIT] = GM_SRC_ENV;
-            p->hami = true;
+    p->hami_cap = h->all;
+    memcpy(p->hami_cap_dev, h->dev, sizeof p->hami_cap_dev);
+    p->hami_capped = h->all != 0;
+    for (d = 0; d < GM_MAX_DEVICES; d++)
+        p->hami_capped |= h->dev[d] != 0;
+    if (h->all != 0)
+        cap_note(c, &p->limit, "GPUMEM_LIMIT",
+                 c->val[GM_F_LIMIT] ? c->val[GM_F_LIMIT] : "none",
+                 HAMI_LIMIT, c->hami_val, h->all);
+    for (d = 0; d < GM_MAX_DEVICES; d++) {
+        if (h->dev[d] == 0)
+            continue;
+        snprintf(hn, sizeof hn, HAMI_LIMIT "_%u", d);
+        if (p->dev_limit_set[d]) {
+            snprintf(ln, sizeof ln, "GPUMEM_LIMIT_%u", d);
+            cap_note(c, &p->dev_limit[d], ln,
+                     c->dev_val[d] ? c->dev_val[d] : "none", hn,
+                     c->hami_dev[d], h->dev[d]);
+        } else {
+            cap_note(c, &p->limit, "GPUMEM_LIMIT",
+                     c->val[GM_F_LIMIT] ? c->val[GM_F_LIMIT] : "none", hn,
+                     c->hami_dev[d], h->dev[d]);
         }
     }
-    hami_devices(c);
+}
+
+void gm_pol_hami_apply(struct load *c, bool as_limit)
+{
+    struct hami h;
+    const char *v = gm_pol_env_find(c->envp, HAMI_LIMIT);
+
+    memset(&h, 0, sizeof h);
+    if (v != NULL && v[0] != '\0') {
+        c->hami_val = v;
+        (void)hami_value(c, HAMI_LIMIT, v, &h.all);
+    }
+    hami_devices(c, &h);
+    if (as_limit)
+        as_limits(c, &h);
+    else
+        as_caps(c, &h);
     if (gm_pol_env_find(c->envp, HAMI_CACHE) != NULL)
-        p->hami_shared_cache = true;
+        c->p->hami_shared_cache = true;
 }
 
 /* Go's strconv.ParseBool, which HAMi's device plugin applies to it:
@@ -180,6 +250,9 @@ void gm_pol_hami_disable(struct load *c)
         p->dev_limit_set[d] = false;
     }
     memset(&p->admin.max_limit, 0, sizeof p->admin.max_limit);
+    p->hami_cap = 0;
+    memset(p->hami_cap_dev, 0, sizeof p->hami_cap_dev);
+    p->hami_capped = false;
     memset(p->group, 0, sizeof p->group);
     memset(&p->group_limit, 0, sizeof p->group_limit);
     memset(&p->static_size, 0, sizeof p->static_size);

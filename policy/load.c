@@ -344,8 +344,11 @@ bool gm_policy_has_limit(const struct gm_policy *p)
     unsigned i;
 
     if (p->limit.kind != GM_LIMIT_NONE ||
-        p->admin.max_limit.kind != GM_LIMIT_NONE)
+        p->admin.max_limit.kind != GM_LIMIT_NONE || p->hami_cap != 0)
         return true;
+    for (i = 0; i < GM_MAX_DEVICES; i++)
+        if (p->hami_cap_dev[i] != 0)
+            return true;
     for (i = 0; i < GM_MAX_DEVICES; i++)
         if (p->dev_limit_set[i] && p->dev_limit[i].kind != GM_LIMIT_NONE)
             return true;
@@ -578,7 +581,7 @@ int gm_policy_load_ex(struct gm_policy *p, char *const *envp,
         admin_stage(&c, a);
     save_base(&c);
     collect(&c);
-    bool hami = !env_sets_limit(&c);
+    bool hami_as_limit = !env_sets_limit(&c);
     for (i = 0; i < gm_pol_table_len; i++) {
         enum gm_field f = gm_pol_table[i].f;
         if (c.val[f] != NULL &&
@@ -586,8 +589,7 @@ int gm_policy_load_ex(struct gm_policy *p, char *const *envp,
             p->src[f] = GM_SRC_ENV;
         if (f == GM_F_LIMIT) {
             apply_devs(&c);
-            if (hami)
-                gm_pol_hami_apply(&c);
+            gm_pol_hami_apply(&c, hami_as_limit);
         }
     }
     gm_pol_admin_enforce(&c);
@@ -655,6 +657,10 @@ uint64_t gm_policy_limit_for_ex(const struct gm_policy *p, unsigned dev,
     else
         want = gm_limit_resolve(&p->limit, physical);
     max = gm_limit_resolve(&p->admin.max_limit, physical);
+    uint64_t cap = dev < GM_MAX_DEVICES && p->hami_cap_dev[dev] != 0
+                       ? p->hami_cap_dev[dev] : p->hami_cap;
+    if (cap != 0 && (max == 0 || cap < max))
+        max = cap;
     if (clamped != NULL)
         *clamped = max != 0 && (want == 0 || want > max);
     if (max != 0 && (want == 0 || want > max))

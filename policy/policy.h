@@ -128,6 +128,12 @@ struct gm_policy {
     /* GPUMEM_LIMIT / GPUMEM_LIMIT_<N> came from HAMi-core's
      * CUDA_DEVICE_MEMORY_LIMIT[_<N>] (policy/hami.c). */
     bool hami;
+    /* ... or, when GPUMEM_LIMIT[_<N>] is set too, they cap it: the
+     * scheduler's grant, which the job's own variable may tighten but not
+     * lift (bytes; 0 = none; per device over all devices). */
+    bool hami_capped;
+    uint64_t hami_cap;
+    uint64_t hami_cap_dev[GM_MAX_DEVICES];
     bool hami_shared_cache;                 /* ..._SHARED_CACHE seen, ignored */
     /* CUDA_DISABLE_CONTROL was honoured (the admin allows it): nothing is
      * limited. */
@@ -191,7 +197,8 @@ void gm_policy_defaults(struct gm_policy *p);
 uint64_t gm_policy_limit_for(const struct gm_policy *p, unsigned dev,
                              uint64_t physical);
 
-/* The same, and whether the admin ceiling made it smaller. */
+/* The same, and whether a ceiling (GPUMEM_MAX_LIMIT, or HAMi-core's
+ * limit over a GPUMEM_LIMIT) made it smaller. */
 uint64_t gm_policy_limit_for_ex(const struct gm_policy *p, unsigned dev,
                                 uint64_t physical, bool *clamped);
 

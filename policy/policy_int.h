@@ -106,9 +106,11 @@ void gm_pol_limit_text(const struct gm_limit *l, char *buf, size_t cap)
 void gm_pol_admin_apply(struct load *c) __attribute__((visibility("hidden")));
 /* After the environment: hold it to the admin ceilings and rules. */
 void gm_pol_admin_enforce(struct load *c) __attribute__((visibility("hidden")));
-/* When the environment sets no GPUMEM_LIMIT nor GPUMEM_LIMIT_<N>:
- * HAMi-core's CUDA_DEVICE_MEMORY_LIMIT[_<N>]. */
-void gm_pol_hami_apply(struct load *c) __attribute__((visibility("hidden")));
+/* HAMi-core's CUDA_DEVICE_MEMORY_LIMIT[_<N>]: the limits when the
+ * environment sets no GPUMEM_LIMIT nor GPUMEM_LIMIT_<N> (as_limit), else
+ * caps over them. */
+void gm_pol_hami_apply(struct load *c, bool as_limit)
+    __attribute__((visibility("hidden")));
 /* CUDA_DISABLE_CONTROL, honoured only when the admin allows it. */
 void gm_pol_hami_disable(struct load *c) __attribute__((visibility("hidden")));
 /* First value of `name` in envp, or NULL. */

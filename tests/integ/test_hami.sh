@@ -2,8 +2,8 @@
 # tests/integ/test_hami.sh — HAMi-core's variables over the simulated
 # driver, as HAMi's device plugin sets them in a container: a program
 # preloaded with libgpumem.so and only CUDA_DEVICE_MEMORY_LIMIT[_<N>] in
-# its environment is refused at that limit (1024m = 1 GiB), GPUMEM_LIMIT
-# takes precedence, a malformed value stops the program (exit 2) with a
+# its environment is refused at that limit (1024m = 1 GiB), a GPUMEM_LIMIT
+# set too can tighten it but not lift it, a malformed value stops the program (exit 2) with a
 # message naming it, CUDA_DEVICE_MEMORY_SHARED_CACHE changes nothing, and
 # CUDA_DISABLE_CONTROL lifts nothing without the admin's permission (and
 # lifts the limit with it: the test build's admin file).
@@ -36,9 +36,15 @@ alloc "$SHIM" $((800 * M)) CUDA_DEVICE_MEMORY_LIMIT=1073741824 \
     CUDA_DEVICE_MEMORY_SHARED_CACHE=/usr/local/vgpu/test.cache && fail "bytes form: not refused"
 grep -q 'of 1.0 GiB limit' "$t/out" || fail "bytes form: $(cat "$t/out")"
 [ "$(grep -c . "$t/out")" -le 2 ] || fail "SHARED_CACHE printed something: $(cat "$t/out")"
-# GPUMEM_LIMIT wins.
-alloc "$SHIM" $((800 * M)) CUDA_DEVICE_MEMORY_LIMIT=1024m GPUMEM_LIMIT=2G ||
-    fail "GPUMEM_LIMIT=2G did not win over CUDA_DEVICE_MEMORY_LIMIT: $(cat "$t/out")"
+# With GPUMEM_LIMIT set too, HAMi's value is the scheduler's grant: the
+# job's variable tightens it, never lifts it.
+alloc "$SHIM" $((800 * M)) CUDA_DEVICE_MEMORY_LIMIT=1024m GPUMEM_LIMIT=2G &&
+    fail "GPUMEM_LIMIT=2G lifted CUDA_DEVICE_MEMORY_LIMIT=1024m"
+grep -q "GPUMEM_LIMIT='2G' is above CUDA_DEVICE_MEMORY_LIMIT='1024m', the scheduler's grant" "$t/out" ||
+    fail "no line about the grant: $(cat "$t/out")"
+alloc "$SHIM" $((400 * M)) CUDA_DEVICE_MEMORY_LIMIT=1024m GPUMEM_LIMIT=512M &&
+    fail "GPUMEM_LIMIT=512M did not tighten CUDA_DEVICE_MEMORY_LIMIT"
+grep -q 'of 512.0 MiB limit' "$t/out" || fail "512M under 1024m: $(cat "$t/out")"
 # A value HAMi-core would half-read: refused, nothing runs.
 alloc "$SHIM" $((8 * M)) CUDA_DEVICE_MEMORY_LIMIT=1.5g
 rc=$?

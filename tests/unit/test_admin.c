@@ -457,11 +457,32 @@ START_TEST(hami_mapping)
     ALOAD("", "CUDA_DEVICE_MEMORY_LIMIT_0=1024m");
     ck_assert_uint_eq(gm_policy_limit_for(&p, 0, 80 * GiB), GiB);
     ck_assert_uint_eq(gm_policy_limit_for(&p, 1, 80 * GiB), 0);
-    /* GPUMEM_LIMIT (or any GPUMEM_LIMIT_<N>) wins: HAMi's are not read. */
-    ALOAD("", "CUDA_DEVICE_MEMORY_LIMIT=1g", "GPUMEM_LIMIT=4G");
+    /* With GPUMEM_LIMIT (or any GPUMEM_LIMIT_<N>) set, HAMi's values are
+     * the scheduler's grant: the job's limit may tighten it, not lift it. */
+    ALOAD("", "CUDA_DEVICE_MEMORY_LIMIT=1g", "GPUMEM_LIMIT=512M");
     ck_assert(!p.hami);
-    ck_assert_uint_eq(gm_policy_limit_for(&p, 0, 80 * GiB), 4 * GiB);
+    ck_assert(p.hami_capped);
+    ck_assert_uint_eq(d.len, 0);
+    ck_assert_uint_eq(gm_policy_limit_for(&p, 0, 80 * GiB), 512 * MiB);
+    ALOAD("", "CUDA_DEVICE_MEMORY_LIMIT=1g", "GPUMEM_LIMIT=4G");
+    ck_assert_uint_eq(gm_policy_limit_for(&p, 0, 80 * GiB), GiB);
+    HAS("gpumem: GPUMEM_LIMIT='4G' is above CUDA_DEVICE_MEMORY_LIMIT='1g', "
+        "the scheduler's grant; the limit is 1.0 GiB");
+    ALOAD("", "CUDA_DEVICE_MEMORY_LIMIT_0=1024m", "GPUMEM_LIMIT=none");
+    ck_assert_uint_eq(gm_policy_limit_for(&p, 0, 80 * GiB), GiB);
+    ck_assert_uint_eq(gm_policy_limit_for(&p, 1, 80 * GiB), 0);
+    HAS("GPUMEM_LIMIT='none' is above CUDA_DEVICE_MEMORY_LIMIT_0='1024m'");
     ALOAD("", "CUDA_DEVICE_MEMORY_LIMIT=1g", "GPUMEM_LIMIT_3=4G");
+    ck_assert_uint_eq(gm_policy_limit_for(&p, 0, 80 * GiB), GiB);
+    ck_assert_uint_eq(gm_policy_limit_for(&p, 3, 80 * GiB), GiB);
+    /* A percentage against the grant: per device. */
+    ALOAD("", "CUDA_DEVICE_MEMORY_LIMIT=8g", "GPUMEM_LIMIT=50%");
+    ck_assert_uint_eq(d.len, 0);
+    ck_assert_uint_eq(gm_policy_limit_for(&p, 0, 80 * GiB), 8 * GiB);
+    ck_assert_uint_eq(gm_policy_limit_for(&p, 0, 10 * GiB), 5 * GiB);
+    /* Allowed CUDA_DISABLE_CONTROL lifts the grant too. */
+    ALOAD("GPUMEM_ALLOW_DISABLE=1\n", "CUDA_DEVICE_MEMORY_LIMIT=1g",
+          "GPUMEM_LIMIT=4G", "CUDA_DISABLE_CONTROL=true");
     ck_assert_uint_eq(gm_policy_limit_for(&p, 0, 80 * GiB), 0);
     /* An admin default is a default: HAMi's value is the job's. */
     ALOAD("GPUMEM_LIMIT=8G\n", "CUDA_DEVICE_MEMORY_LIMIT=1g");
