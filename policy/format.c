@@ -391,7 +391,8 @@ static void fmt_admin(struct out *o, bool json, const struct gm_policy *p)
         struct out ao = { x, sizeof x, 0, 0, true };
         putf(&ao, "\"state\": \"%s\"",
              p->admin_path[0] ? st[p->admin_state] : "not read");
-        item(o, json, "admin file", p->admin_state == GM_ADMIN_READ
+        item(o, json, json ? "admin_file" : "admin file",
+             p->admin_state == GM_ADMIN_READ
              ? GM_SRC_ADMIN : GM_SRC_DEFAULT, json ? path : t, x);
     }
     if (p->hami_capped) {

@@ -112,6 +112,17 @@ static void as_limits(struct load *c, const struct hami *h)
 {
     struct gm_policy *p = c->p;
     unsigned d;
+    bool any = h->all != 0;
+
+    for (d = 0; d < GM_MAX_DEVICES; d++)
+        any |= h->dev[d] != 0;
+    /* The scheduler's grant is the job's limit: per-device defaults of
+     * the admin file do not outrank it on their devices. */
+    if (any && p->src[GM_F_LIMIT_N] == GM_SRC_ADMIN) {
+        memset(p->dev_limit, 0, sizeof p->dev_limit);
+        memset(p->dev_limit_set, 0, sizeof p->dev_limit_set);
+        p->src[GM_F_LIMIT_N] = GM_SRC_DEFAULT;
+    }
 
     if (h->all != 0) {
         p->limit.kind = GM_LIMIT_BYTES;

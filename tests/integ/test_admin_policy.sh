@@ -49,6 +49,17 @@ alloc $((800 * M)) GPUMEM_LIMIT=50% && fail "50% lifted the ceiling"
 grep -q 'the limit asked is above the admin ceiling GPUMEM_MAX_LIMIT; the limit is 1.0 GiB' "$t/out" ||
     fail "no per-device line: $(cat "$t/out")"
 
+# The forced group: a job's process joins slurm-<job id> with the file's
+# group limit, whatever its own GPUMEM_GROUP says.
+put 'GPUMEM_FORCE_GROUP=slurm-{SLURM_JOB_ID}\nGPUMEM_GROUP_LIMIT=2G\n'
+alloc $((8 * M)) SLURM_JOB_ID=4242 GPUMEM_GROUP=mine GPUMEM_GROUP_LIMIT=1T GPUMEM_KEEP=1 ||
+    fail "forced group: $(cat "$t/out")"
+grep -q "GPUMEM_GROUP='mine' is replaced by the admin's group for this job, 'slurm-4242'" "$t/out" ||
+    fail "forced group: no line: $(cat "$t/out")"
+"$G" ps --all --json > "$t/ps" 2>&1 || fail "gpumem ps: $(cat "$t/ps")"
+grep -q 'group=slurm-4242 group_limit=2.0GiB' "$t/ps" || fail "forced group not in the segment: $(cat "$t/ps")"
+"$G" gc > /dev/null 2>&1
+
 # Fail closed: bad line, loose mode, symlink; warn does not help.
 put 'GPUMEM_MAX_LIMIT=1G\nGPUMEM_MAX_LIMIT=lots\n'
 alloc $((8 * M)) GPUMEM_ON_BAD_CONFIG=warn
@@ -56,6 +67,10 @@ rc=$?
 [ $rc -eq 2 ] || fail "bad line: exit $rc: $(cat "$t/out")"
 grep -q "$POL:2: GPUMEM_MAX_LIMIT is set twice (first at line 1)" "$t/out" || fail "bad line: $(cat "$t/out")"
 grep -q 'GPUMEM_ON_BAD_CONFIG does not apply to it' "$t/out" || fail "bad line: $(cat "$t/out")"
+GPUMEM_ON_BAD_CONFIG=warn "$G" policy > /dev/null 2> "$t/pol"
+[ $? -eq 2 ] || fail "gpumem policy accepted a bad admin file"
+grep -q 'the admin policy file is at fault' "$t/pol" || fail "gpumem policy: $(cat "$t/pol")"
+GPUMEM_ON_BAD_CONFIG=warn "$G" run -- /bin/true 2> "$t/pol" && fail "gpumem run ran under a bad admin file"
 put 'GPUMEM_MAX_LIMIT=1G\n'
 chmod 0664 "$POL"
 alloc $((8 * M)) GPUMEM_ON_BAD_CONFIG=warn

@@ -484,9 +484,12 @@ START_TEST(hami_mapping)
     ALOAD("GPUMEM_ALLOW_DISABLE=1\n", "CUDA_DEVICE_MEMORY_LIMIT=1g",
           "GPUMEM_LIMIT=4G", "CUDA_DISABLE_CONTROL=true");
     ck_assert_uint_eq(gm_policy_limit_for(&p, 0, 80 * GiB), 0);
-    /* An admin default is a default: HAMi's value is the job's. */
-    ALOAD("GPUMEM_LIMIT=8G\n", "CUDA_DEVICE_MEMORY_LIMIT=1g");
+    /* An admin default is a default: HAMi's value is the job's, per
+     * device defaults included. */
+    ALOAD("GPUMEM_LIMIT=8G\nGPUMEM_LIMIT_1=16G\n",
+          "CUDA_DEVICE_MEMORY_LIMIT=1g");
     ck_assert_uint_eq(gm_policy_limit_for(&p, 0, 80 * GiB), GiB);
+    ck_assert_uint_eq(gm_policy_limit_for(&p, 1, 80 * GiB), GiB);
 }
 END_TEST
 
