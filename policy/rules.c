@@ -148,6 +148,11 @@ static void one_line(struct load *c, struct afile *f, char *text,
     *eq = '\0';
     name = trim(s);
     val = eq + 1;
+    if (*name == '\0') {
+        gm_pol_msg(c, true, "gpumem: a line has no name before '='; %s",
+            F_LINE);
+        return;
+    }
     /* A '#' after a blank starts a trailing comment. */
     for (hash = val; (hash = strchr(hash, '#')) != NULL; hash++) {
         if (hash > val && is_blank(hash[-1])) {

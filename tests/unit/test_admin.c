@@ -142,6 +142,19 @@ START_TEST(bad_lines)
     HAS("gpumem: /etc/gpumem/policy:2: GPUMEM_MAX_LIMIT is set twice (first "
         "at line 1); keep one line");
 
+    ALOAD("# c\n=4G\n", "PATH=/bin");
+    ck_assert(p.admin_fatal);
+    HAS("gpumem: /etc/gpumem/policy:2: a line has no name before '='; use "
+        "NAME=VALUE lines");
+    ALOAD("GPUMEM_LIMIT=\n", "PATH=/bin");
+    ck_assert(p.admin_fatal);
+    HAS("policy:1: GPUMEM_LIMIT='' is empty; use bytes");
+    /* Trailing comments, CRLF, blanks: the value is what is left. */
+    ALOAD("GPUMEM_MAX_LIMIT = 4G # c # d\r\n\t# x\n", "PATH=/bin");
+    ck_assert_int_eq(rc, 0);
+    ck_assert_uint_eq(p.admin.max_limit.bytes, 4 * GiB);
+    ck_assert_uint_eq(p.admin.line[GM_R_MAX_LIMIT], 1);
+
     ALOAD("GPUMEM_FORCE_TELEMETRY=yes\n", "PATH=/bin");
     ck_assert(p.admin_fatal);
     HAS(":1: GPUMEM_FORCE_TELEMETRY='yes' is not 0 or 1; use 0 or 1");
