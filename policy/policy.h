@@ -191,7 +191,9 @@ void gm_admin_read(const char *path, struct gm_admin_file *a);
 void gm_policy_defaults(struct gm_policy *p);
 
 /* The limit for device `dev` (GPUMEM_LIMIT_<dev> if set, else
- * GPUMEM_LIMIT) resolved against the physical total: 0 means no limit.
+ * GPUMEM_LIMIT) resolved against the physical total, held to the admin
+ * ceiling (GPUMEM_MAX_LIMIT) and to HAMi-core's grant when it caps a
+ * GPUMEM_LIMIT (the smallest wins): 0 means no limit.
  * A result above `physical` is kept as is (callers clamp where they
  * report). PERCENT/SHARE round down to a whole byte. */
 uint64_t gm_policy_limit_for(const struct gm_policy *p, unsigned dev,

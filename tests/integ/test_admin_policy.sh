@@ -44,6 +44,13 @@ grep -q '"clamped": true, "asked": "none", "source": "admin"' "$t/pol" || fail "
 alloc $((800 * M)) GPUMEM_LIMIT=none && fail "800 MiB passed a 1G ceiling"
 grep -q 'of 1.0 GiB limit' "$t/out" || fail "$(cat "$t/out")"
 alloc $((600 * M)) || fail "600 MiB refused under the ceiling: $(cat "$t/out")"
+# gpumem run: the same, and the line about the ceiling once (the library
+# prints it; gpumem run prints the load's messages only when it refuses).
+GPUMEM_LIMIT=none LD_LIBRARY_PATH="$ABS/sim" "$G" run --limit none -- \
+    "$ABS/tests/progs/allocloop" --via dlsym 1 $((800 * M)) > "$t/out" 2>&1 &&
+    fail "gpumem run --limit none passed the ceiling"
+[ "$(grep -c 'is above the admin ceiling' "$t/out")" = 1 ] ||
+    fail "gpumem run: the ceiling line is not printed once: $(cat "$t/out")"
 # 50% of the simulated 80 GiB device against 1G: applied per device.
 alloc $((800 * M)) GPUMEM_LIMIT=50% && fail "50% lifted the ceiling"
 grep -q 'the limit asked is above the admin ceiling GPUMEM_MAX_LIMIT; the limit is 1.0 GiB' "$t/out" ||

@@ -190,8 +190,11 @@ static int check_policy(void)
     static struct gm_diag d;
     static struct gm_admin_file admin;
     int rc = gm_policy_load_node(&p, environ, &admin, &d);
-    fputs(d.text, stderr);
+    /* A valid policy's warnings are the library's to print, once, at the
+     * program's first CUDA call; printed here too they would appear
+     * twice. */
     if (rc != 0) {
+        fputs(d.text, stderr);
         fprintf(stderr, "gpumem: run: the policy is invalid; nothing was "
                 "run (gpumem policy explains every variable)\n");
         return GM_EXIT_USAGE;
