@@ -1,8 +1,10 @@
 /*
  * policy/load.c — loading an environment array into struct gm_policy: the
- * diagnostics (one precise message per bad value), collecting GPUMEM_*
- * entries (and warning on unknown ones, with a suggestion), applying the
- * option table, the cross-variable checks, and limit resolution.
+ * diagnostics (one precise message per bad value; "PATH:LINE: " inserted
+ * while an admin-file line is applied), collecting GPUMEM_* entries (and
+ * warning on unknown ones, with a suggestion), the stages of a load (admin
+ * file, environment with HAMi-core's variables, admin rules), the
+ * cross-variable checks, and limit resolution under the ceilings.
  *
  * Invariants: gm_policy_load() never calls getenv() and never allocates;
  * it is safe inside the preloaded library at first CUDA use. Every field

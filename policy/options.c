@@ -617,15 +617,3 @@ const struct gm_pol_option gm_pol_table[] = {
     { GM_F_ON_BAD_CONFIG, apply_bad_config },
 };
 const size_t gm_pol_table_len = sizeof gm_pol_table / sizeof gm_pol_table[0];
-
-/* ---- collecting the environment ---------------------------------------- */
-
-apply_fn gm_pol_apply_of(enum gm_field f)
-{
-    size_t i;
-
-    for (i = 0; i < gm_pol_table_len; i++)
-        if (gm_pol_table[i].f == f)
-            return gm_pol_table[i].apply;
-    return NULL;
-}

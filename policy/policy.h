@@ -1,6 +1,7 @@
 /*
  * policy/policy.h — the effective gpumem policy: every GPUMEM_* variable,
- * parsed once from an environment array into a read-only struct.
+ * parsed once from an environment array (after the admin policy file, and
+ * with HAMi-core's variables) into a read-only struct.
  *
  * Pure C, no CUDA types. gm_policy_load() never calls getenv(): it takes an
  * envp-style array so tests feed it directly and the shim passes `environ`.

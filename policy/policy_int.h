@@ -1,7 +1,8 @@
 /*
- * policy/policy_int.h — what the three parts of the policy loader share
- * and nothing outside policy/ includes: the state of one load, the option
- * table (options.c), the message helpers (load.c) and the variable names.
+ * policy/policy_int.h — what the parts of the policy loader share and
+ * nothing outside policy/ includes: the state of one load, the option
+ * table (options.c), the message helpers (load.c), the variable names,
+ * and the admin-file (rules.c) and HAMi-core (hami.c) stages.
  *
  * Invariants (the loader's, see policy/policy.h): nothing here calls
  * getenv() or allocates; messages are one line each, "gpumem:
@@ -93,9 +94,6 @@ void gm_pol_bad_parse(struct load *c, enum gm_field f, const char *name,
 bool gm_pol_parse_limit(struct load *c, enum gm_field f, const char *name,
                         const char *val, struct gm_limit *out)
     __attribute__((visibility("hidden")));
-/* The option table's apply function for a field (NULL for
- * GM_F_LIMIT_N). */
-apply_fn gm_pol_apply_of(enum gm_field f) __attribute__((visibility("hidden")));
 /* Values shown in messages and in `gpumem policy`. */
 void gm_pol_limit_text(const struct gm_limit *l, char *buf, size_t cap)
     __attribute__((visibility("hidden")));
