@@ -39,6 +39,11 @@ grep -q "GPUMEM_LIMIT='none' is above the admin ceiling GPUMEM_MAX_LIMIT ($POL:1
     fail "no clamp line: $(cat "$t/pol")"
 GPUMEM_LIMIT=none "$G" policy --json > "$t/pol" 2>/dev/null
 grep -q '"clamped": true, "asked": "none", "source": "admin"' "$t/pol" || fail "json: $(cat "$t/pol")"
+if command -v python3 >/dev/null 2>&1; then
+    python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+assert d["admin_file"]["state"] == "read" and d["GPUMEM_MAX_LIMIT"]["bytes"] == 1 << 30, d' "$t/pol" ||
+        fail "gpumem policy --json is not the JSON expected: $(cat "$t/pol")"
+fi
 
 # The ceiling in the shim.
 alloc $((800 * M)) GPUMEM_LIMIT=none && fail "800 MiB passed a 1G ceiling"
