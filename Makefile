@@ -7,6 +7,8 @@
 #            commands), PREFIX/DESTDIR (install), MODE/GROUP (demo),
 #            SLURM_INCLUDE (directory holding slurm/spank.h, default
 #            /usr/include), SPANKDIR (where install-spank puts the plugin).
+#            SYSCONFDIR (the admin policy is SYSCONFDIR/gpumem/policy;
+#            default /etc; fixed in the library, never read from the env).
 #
 # Conventions (so adding a file needs no edit here):
 #   policy/*.c                    -> libgmcore.a and the shim
@@ -37,6 +39,7 @@ CUDA_HOME ?= /usr/local/cuda
 BUILD     ?= build
 PREFIX    ?= /usr/local
 DESTDIR   ?=
+SYSCONFDIR ?= /etc
 
 CUDA_H := $(CUDA_HOME)/include/cuda.h
 ifeq ($(wildcard $(CUDA_H)),)
@@ -62,6 +65,9 @@ CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 CURSES_LIBS  := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw)
 SYSLIBS      := -ldl -lpthread -lm -lrt
+# The preloaded library needs no libm: every process on a node that
+# preloads it would otherwise map and relocate libm too.
+SHIM_LIBS    := -Wl,--as-needed -ldl -lpthread -lrt
 # Shared objects resolve everything at link time, except in sanitizer
 # builds, where the executable brings the sanitizer runtime.
 NO_UNDEF     := $(if $(SANFLAGS),,-Wl,--no-undefined)
@@ -140,6 +146,36 @@ $(BUILD)/obj/%.o: %.c
 
 $(BUILD)/obj/tests/%.o: CFLAGS_ALL += $(CHECK_CFLAGS)
 
+# The admin policy file's directory is compiled into one object; a stamp
+# holding SYSCONFDIR rebuilds it when the value changes.
+SYSCONF_STAMP := $(BUILD)/.sysconfdir
+$(SYSCONF_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(SYSCONFDIR)' | cmp -s - $@ 2>/dev/null || echo '$(SYSCONFDIR)' > $@
+$(BUILD)/obj/policy/sysconf.o: CFLAGS_ALL += -DGM_SYSCONFDIR='"$(SYSCONFDIR)"'
+$(BUILD)/obj/policy/sysconf.o: $(SYSCONF_STAMP)
+.PHONY: FORCE
+FORCE:
+
+# The test build of the admin policy: the library and gpumem with
+# SYSCONFDIR inside the build tree (the tests write the policy file
+# there; the build's own directories are root's when the tests run as
+# root, else the tests that need a trusted file skip).
+ADMINTEST     := $(BUILD)/admintest
+ADMINTEST_ETC := $(abspath $(ADMINTEST))/etc
+ADMINTEST_BIN := $(ADMINTEST)/libgpumem.so $(ADMINTEST)/gpumem
+$(ADMINTEST)/sysconf.o: policy/sysconf.c policy/policy.h
+	@mkdir -p $(dir $@) $(ADMINTEST_ETC)/gpumem
+	@chmod 0755 $(ADMINTEST) $(ADMINTEST_ETC) $(ADMINTEST_ETC)/gpumem
+	$(Q)$(CC) $(CFLAGS_ALL) -DGM_SYSCONFDIR='"$(ADMINTEST_ETC)"' -c $< -o $@
+$(ADMINTEST)/libgpumem.so: $(filter-out %/policy/sysconf.o,$(SHIM_OBJ)) $(ADMINTEST)/sysconf.o $(EXPORTS)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -shared -o $@ $(filter %.o,$^) -Wl,--version-script=$(EXPORTS) \
+	    -Wl,-z,now -Wl,-z,relro $(NO_UNDEF) $(SHIM_LIBS)
+$(ADMINTEST)/gpumem: $(call obj,$(GPUMEM_SRC)) $(ADMINTEST)/sysconf.o $(LIBCORE)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(LIBCORE) $(SYSLIBS)
+
 $(LIBCORE): $(CORE_OBJ)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  AR      $@")
@@ -150,7 +186,7 @@ $(SHIM_SO): $(SHIM_OBJ) $(EXPORTS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -shared -o $@ $(SHIM_OBJ) -Wl,--version-script=$(EXPORTS) \
-	    -Wl,-z,now -Wl,-z,relro $(NO_UNDEF) $(SYSLIBS)
+	    -Wl,-z,now -Wl,-z,relro $(NO_UNDEF) $(SHIM_LIBS)
 
 $(SIM_SO): $(call obj,$(SIM_SRC)) $(LIBCORE)
 	@mkdir -p $(dir $@)
@@ -284,7 +320,7 @@ fuzz:
 	        -fsanitize=fuzzer,address,undefined $$f $(CORE_SRC) -o $$b -lpthread -lm -lrt -ldl && \
 	    $$b -max_total_time=$(FUZZ_TIME) || exit 1; done
 
-tests: all $(UNIT_BIN) $(SIMT_BIN) $(INTEG_BIN) $(PROG_BIN)
+tests: all $(UNIT_BIN) $(SIMT_BIN) $(INTEG_BIN) $(PROG_BIN) $(ADMINTEST_BIN)
 
 # Runs every suite; prints each suite's result and one closing line
 # "N passed, N failed". Exit status non-zero when anything failed.
@@ -300,7 +336,7 @@ check-unit: $(UNIT_BIN)
 check-sim: $(SIMT_BIN)
 	$(Q)BUILD=$(BUILD) sh tests/run-tests.sh $(SIMT_BIN)
 
-check-integ: all $(INTEG_BIN) $(PROG_BIN)
+check-integ: all $(INTEG_BIN) $(PROG_BIN) $(ADMINTEST_BIN)
 	$(Q)BUILD=$(BUILD) sh tests/run-tests.sh $(INTEG_BIN) $(SHELL_TESTS)
 
 # Tests against real servers started on loopback (each test starts its

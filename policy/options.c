@@ -63,8 +63,7 @@ static bool starts_ci(const char *s, const char *prefix)
     return true;
 }
 
-/* First value of `name` in envp, or NULL. */
-static const char *env_find(char *const *envp, const char *name)
+const char *gm_pol_env_find(char *const *envp, const char *name)
 {
     size_t n = strlen(name);
 
@@ -112,7 +111,7 @@ static bool local_ranks(struct load *c, enum gm_field f, const char *name,
     size_t i;
 
     for (i = 0; i < sizeof rank_vars / sizeof rank_vars[0]; i++) {
-        const char *r = env_find(c->envp, rank_vars[i]);
+        const char *r = gm_pol_env_find(c->envp, rank_vars[i]);
         char v[SHOW_MAX + 4], rv[SHOW_MAX + 4];
         uint64_t n = 0;
         if (r == NULL || r[0] == '\0')
@@ -398,8 +397,7 @@ static bool apply_on_oom(struct load *c, enum gm_field f, const char *name,
     return true;
 }
 
-/* [A-Za-z0-9_.-]{1,max} */
-static bool check_name(struct load *c, enum gm_field f, const char *name,
+bool gm_pol_check_name(struct load *c, enum gm_field f, const char *name,
                        const char *val, size_t max, const char *forms)
 {
     char what[96];
@@ -435,7 +433,7 @@ static bool check_name(struct load *c, enum gm_field f, const char *name,
 static bool apply_group(struct load *c, enum gm_field f, const char *name,
                         const char *val)
 {
-    if (!check_name(c, f, name, val, GM_NAME_MAX, F_GROUP))
+    if (!gm_pol_check_name(c, f, name, val, GM_NAME_MAX, F_GROUP))
         return false;
     return copy_str(c->p->group, sizeof c->p->group, val);
 }
@@ -443,7 +441,7 @@ static bool apply_group(struct load *c, enum gm_field f, const char *name,
 static bool apply_prefix(struct load *c, enum gm_field f, const char *name,
                          const char *val)
 {
-    if (!check_name(c, f, name, val, GM_PREFIX_MAX, F_PREFIX))
+    if (!gm_pol_check_name(c, f, name, val, GM_PREFIX_MAX, F_PREFIX))
         return false;
     return copy_str(c->p->shm_prefix, sizeof c->p->shm_prefix, val);
 }
@@ -652,5 +650,3 @@ const struct gm_pol_option gm_pol_table[] = {
     { GM_F_NVML_VIEW, apply_nvml_view },
 };
 const size_t gm_pol_table_len = sizeof gm_pol_table / sizeof gm_pol_table[0];
-
-/* ---- collecting the environment ---------------------------------------- */

@@ -32,7 +32,20 @@ static bool resolve_device(int dev, struct gm_dev *d)
     d->physical = total;
     gm_fragq_init(&d->frag);
     gm_grp_device(dev, d);
-    uint64_t limit = gm_policy_limit_for(&gm_st.policy, (unsigned)dev, total);
+    bool clamped = false;
+    uint64_t limit = gm_policy_limit_for_ex(&gm_st.policy, (unsigned)dev,
+                                            total, &clamped);
+    /* A ceiling of another kind than the limit asked (40G over 50%) can
+     * only be applied now that the device's size is known. */
+    if (clamped && gm_st.policy.limit.kind != GM_LIMIT_NONE) {
+        char l[32];
+        uint64_t adm = gm_limit_resolve(&gm_st.policy.admin.max_limit, total);
+        gm_format_size(limit, l, sizeof l);
+        gm_log(GM_LOG_WARN, "device %d: the limit asked is above %s; the "
+               "limit is %s", dev, adm == limit
+                   ? "the admin ceiling GPUMEM_MAX_LIMIT"
+                   : "the scheduler's grant (CUDA_DEVICE_MEMORY_LIMIT)", l);
+    }
     gm_budget_set_limit(&d->budget, limit);
     gm_tel_device(&gm_st.tel, (unsigned)dev, total, limit);
     if (limit != 0 && gm_log_enabled(GM_LOG_INFO)) {

@@ -215,11 +215,21 @@ static bool load_driver(void)
 static int init_locked(void)
 {
     static struct gm_diag diag;
+    static struct gm_admin_file admin;
     memset(&diag, 0, sizeof diag);
-    int bad = gm_policy_load(&gm_st.policy, environ, &diag);
+    int bad = gm_policy_load_node(&gm_st.policy, environ, &admin, &diag);
     gm_log_set_level(gm_st.policy.log_level);
     if (gm_st.policy.log_level > GM_LOG_QUIET || bad)
         (void)gm_write_all(STDERR_FILENO, diag.text, diag.len);
+    /* The admin's file is wrong or untrusted: no environment variable may
+     * wave that through (the node's ceilings would be lifted). */
+    if (bad && gm_st.policy.admin_fatal) {
+        static const char msg[] = "gpumem: the admin policy file cannot be "
+            "applied; exiting with status 2 (GPUMEM_ON_BAD_CONFIG does not "
+            "apply to it)\n";
+        (void)gm_write_all(STDERR_FILENO, msg, sizeof msg - 1);
+        _exit(2);
+    }
     if (bad && gm_st.policy.on_bad_config == GM_BAD_EXIT) {
         static const char msg[] = "gpumem: bad configuration; exiting with "
             "status 2 (set GPUMEM_ON_BAD_CONFIG=warn to run with defaults "

@@ -1087,8 +1087,9 @@ START_TEST(format_text)
     ck_assert(ends_with(line, " default"));
     ck_assert_ptr_nonnull(text_line(out, "GPUMEM_WARMUP", line, sizeof line));
     ck_assert(strstr(line, " 60s ") != NULL);
-    /* One line per variable (LIMIT_1 stands for GPUMEM_LIMIT_<N>). */
-    ck_assert_uint_eq(count_lines(out), GM_F_COUNT);
+    /* One line per variable (LIMIT_1 stands for GPUMEM_LIMIT_<N>), one
+     * per admin rule, and the admin file's. */
+    ck_assert_uint_eq(count_lines(out), GM_F_COUNT + GM_R_COUNT + 1);
     ck_assert_ptr_null(text_line(out, "GPUMEM_LIMIT_<N>", line, sizeof line));
     LOAD("PATH=/bin");
     gm_policy_format(&p, false, out, sizeof out);

@@ -7,8 +7,12 @@
  *
  * Invariants: nothing is exec'd when the policy is invalid or the library
  * cannot be found (exit 2 / 1); the caller's LD_PRELOAD entries are kept
- * after ours; an option not given leaves its variable as it was.
+ * after ours; an option not given leaves its variable as it was; the
+ * library is never added when one is already loaded into gpumem itself
+ * (node-wide through /etc/ld.so.preload, or the caller's LD_PRELOAD): CMD
+ * inherits that one, and two copies would count every allocation twice.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
@@ -44,6 +48,11 @@ const char gm_help_run[] =
     "\n"
     "    libgpumem.so is looked up next to the gpumem binary (a build\n"
     "    tree) and then in ../lib relative to it (an installed layout).\n"
+    "    When a gpumem library is already loaded into gpumem itself (a\n"
+    "    node that preloads it through /etc/ld.so.preload, or LD_PRELOAD\n"
+    "    set by the caller), LD_PRELOAD is left as it is: CMD gets that\n"
+    "    library, never a second copy. On a node with an admin policy\n"
+    "    file the options are held to its ceilings like any variable.\n"
     "\n"
     "OPTIONS\n"
     "    --limit SIZE       GPUMEM_LIMIT: 4G, 1.5GiB, 40%, share[:F], none\n"
@@ -152,6 +161,20 @@ static int find_library(char *out, size_t cap)
     return -1;
 }
 
+/* A gpumem library already in this process: this program does not
+ * define the driver's entry points, so an object that does is the
+ * preloaded library (its path into out). */
+static bool shim_loaded(char *out, size_t cap)
+{
+    void *f = dlsym(RTLD_DEFAULT, "cuMemAlloc_v2");
+    Dl_info info;
+
+    if (f == NULL || dladdr(f, &info) == 0 || info.dli_fname == NULL)
+        return false;
+    snprintf(out, cap, "%s", info.dli_fname);
+    return true;
+}
+
 static int set_preload(const char *lib)
 {
     const char *old = getenv("LD_PRELOAD");
@@ -171,9 +194,13 @@ static int check_policy(const char *cmd)
 {
     static struct gm_policy p;
     static struct gm_diag d;
-    int rc = gm_policy_load(&p, environ, &d);
-    fputs(d.text, stderr);
+    static struct gm_admin_file admin;
+    int rc = gm_policy_load_node(&p, environ, &admin, &d);
+    /* A valid policy's warnings are the library's to print, once, at the
+     * program's first CUDA call; printed here too they would appear
+     * twice. */
     if (rc != 0) {
+        fputs(d.text, stderr);
         fprintf(stderr, "gpumem: %s: the policy is invalid; nothing was "
                 "run (gpumem policy explains every variable)\n", cmd);
         return GM_EXIT_USAGE;
@@ -186,6 +213,13 @@ int gm_run_setup(const char *cmd)
     if (check_policy(cmd) != 0)
         return GM_EXIT_USAGE;
     char lib[PATH_MAX];
+    if (shim_loaded(lib, sizeof lib)) {
+        if (getenv("GPUMEM_LOG_LEVEL") != NULL &&
+            strcmp(getenv("GPUMEM_LOG_LEVEL"), "debug") == 0)
+            fprintf(stderr, "gpumem: %s: %s is already preloaded; not "
+                    "adding it again\n", cmd, lib);
+        return 0;
+    }
     if (find_library(lib, sizeof lib) != 0) {
         fprintf(stderr, "gpumem: %s: libgpumem.so not found next to the "
                 "gpumem binary nor in ../lib; set LD_PRELOAD yourself\n", cmd);
