@@ -143,6 +143,14 @@ X=$!
 PIDS="$PIDS $X"
 wait_file /dev/shm/"$PREFIX.$X"
 kill -STOP "$X"
+# The segment exists before the process has used a device (and is
+# listed); on a loaded machine let it run in short slices until it is.
+n=0
+while ! "$B/gpumem" ps | awk -v p="$X" '$1 == p { f = 1 } END { exit !f }'; do
+    n=$((n + 1))
+    [ $n -gt 500 ] && fail "trainsim $X never listed by gpumem ps"
+    kill -CONT "$X"; sleep 0.005; kill -STOP "$X"
+done
 ooms=$("$B/gpumem" ps | awk -v p="$X" '$1 == p { print $10 }')
 [ "$ooms" = 0 ] || fail "trainsim $X was refused before it was stopped (OOMS '$ooms')"
 tm send-keys -t "$SESSION" / l e a k Enter
