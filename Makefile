@@ -1,20 +1,30 @@
 # gpumem — one non-recursive Makefile.
 #
 # Targets: all (default), check, check-servers, demo, sanitize, bench, fuzz, install, clean,
-#          gpu-check, gpu-bench.
+#          gpu-check, gpu-bench, spank (the Slurm plugin, when slurm/spank.h
+#          is found), install-spank.
 # Variables: CUDA_HOME (toolkit with cuda.h), BUILD (output dir), V=1 (show
-#            commands), PREFIX/DESTDIR (install), MODE/GROUP (demo).
+#            commands), PREFIX/DESTDIR (install), MODE/GROUP (demo),
+#            SLURM_INCLUDE (directory holding slurm/spank.h, default
+#            /usr/include), SPANKDIR (where install-spank puts the plugin).
+#            SYSCONFDIR (the admin policy is SYSCONFDIR/gpumem/policy;
+#            default /etc; fixed in the library, never read from the env).
 #
 # Conventions (so adding a file needs no edit here):
 #   policy/*.c                    -> libgmcore.a and the shim
 #   shim/<layer>/*.c              -> libgpumem.so; the pure modules (SHIM_PURE:
-#                                    shim/base, shim/telemetry, shim/group and
-#                                    two record stores) also go into libgmcore.a
+#                                    shim/base, shim/telemetry, shim/group,
+#                                    shim/record and two record stores) also
+#                                    go into libgmcore.a
 #   tools/lib/*.c                 -> libgmcore.a (shared by the tools)
 #   tools/cli/*.c                 -> gpumem
 #   tools/top/*.c                 -> gpumem-top (ncurses)
 #   tools/sim/*.c                 -> sim/libcuda.so.1
+#   tools/simnvml/*.c             -> sim/libnvidia-ml.so.1 (with tools/sim/simmachine.c)
 #   tools/trainsim/*.c            -> gpumem-trainsim
+#   tools/replay/*.c              -> gpumem-replay (run by gpumem replay)
+#   tools/spank/jobspec.c         -> libgmcore.a (the plugin's decisions)
+#   tools/spank/spank_gpumem.c    -> spank_gpumem.so (make spank)
 #   tests/unit/test_*.c           Check suites linked with libgmcore.a
 #   tests/sim/test_*.c            Check suites linked with the simulated driver
 #   tests/progs/*.c               helper programs (direct_*.c link the
@@ -29,6 +39,7 @@ CUDA_HOME ?= /usr/local/cuda
 BUILD     ?= build
 PREFIX    ?= /usr/local
 DESTDIR   ?=
+SYSCONFDIR ?= /etc
 
 CUDA_H := $(CUDA_HOME)/include/cuda.h
 ifeq ($(wildcard $(CUDA_H)),)
@@ -54,6 +65,9 @@ CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 CURSES_LIBS  := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw)
 SYSLIBS      := -ldl -lpthread -lm -lrt
+# The preloaded library needs no libm: every process on a node that
+# preloads it would otherwise map and relocate libm too.
+SHIM_LIBS    := -Wl,--as-needed -ldl -lpthread -lrt
 # Shared objects resolve everything at link time, except in sanitizer
 # builds, where the executable brings the sanitizer runtime.
 NO_UNDEF     := $(if $(SANFLAGS),,-Wl,--no-undefined)
@@ -63,13 +77,16 @@ POLICY_SRC := $(wildcard policy/*.c)
 SHIM_SRC   := $(wildcard shim/*/*.c)
 SHIM_PURE  := $(filter-out shim/base/log.c,$(wildcard shim/base/*.c)) \
               $(wildcard shim/telemetry/*.c shim/group/*.c) \
-              $(wildcard shim/admit/arena.c shim/account/track.c)
-TOOLLIB_SRC := $(wildcard tools/lib/*.c)
+              $(wildcard shim/admit/arena.c shim/account/track.c) \
+              $(wildcard shim/record/*.c)
+TOOLLIB_SRC := $(wildcard tools/lib/*.c) $(wildcard tools/spank/jobspec.c)
 CORE_SRC   := $(POLICY_SRC) $(SHIM_PURE) $(TOOLLIB_SRC)
 GPUMEM_SRC := $(wildcard tools/cli/*.c)
 TOP_SRC    := $(wildcard tools/top/*.c)
 SIM_SRC    := $(wildcard tools/sim/*.c)
+SIMNVML_SRC := $(wildcard tools/simnvml/*.c)
 TRAINSIM_SRC := $(wildcard tools/trainsim/*.c)
+REPLAY_SRC := $(wildcard tools/replay/*.c)
 EXPORTS    := shim/intercept/exports.map
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -79,9 +96,11 @@ SHIM_OBJ   := $(call obj,$(SHIM_SRC) $(POLICY_SRC))
 LIBCORE    := $(BUILD)/libgmcore.a
 SHIM_SO    := $(BUILD)/libgpumem.so
 SIM_SO     := $(BUILD)/sim/libcuda.so.1
+SIMNVML_SO := $(BUILD)/sim/libnvidia-ml.so.1
 GPUMEM_BIN := $(BUILD)/gpumem
 TOP_BIN    := $(BUILD)/gpumem-top
 TRAINSIM   := $(BUILD)/gpumem-trainsim
+REPLAY_BIN := $(BUILD)/gpumem-replay
 
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 SIMT_SRC  := $(wildcard tests/sim/test_*.c)
@@ -98,13 +117,13 @@ BENCH_SRC := $(wildcard tests/bench/*.c)
 BENCH_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(BENCH_SRC))
 
 PAGES    := $(BUILD)/share/.pages
-PROGRAMS := $(SHIM_SO) $(SIM_SO) $(TRAINSIM) $(GPUMEM_BIN) $(TOP_BIN) $(PAGES)
+PROGRAMS := $(SHIM_SO) $(SIM_SO) $(SIMNVML_SO) $(TRAINSIM) $(REPLAY_BIN) $(GPUMEM_BIN) $(TOP_BIN) $(PAGES)
 
 .SECONDARY:
 .PHONY: all check check-lint check-unit check-sim check-integ check-servers tests demo sanitize bench fuzz \
-        install clean gpu-check gpu-bench
+        install clean gpu-check gpu-bench spank install-spank
 all: $(filter-out $(if $(GPUMEM_SRC),,$(GPUMEM_BIN)) $(if $(TOP_SRC),,$(TOP_BIN)) \
-        $(if $(SIM_SRC),,$(SIM_SO)) \
+        $(if $(SIM_SRC),,$(SIM_SO)) $(if $(SIMNVML_SRC),,$(SIMNVML_SO)) \
         $(if $(TRAINSIM_SRC),,$(TRAINSIM)),$(PROGRAMS))
 
 # ---- prerequisites ---------------------------------------------------------
@@ -127,6 +146,36 @@ $(BUILD)/obj/%.o: %.c
 
 $(BUILD)/obj/tests/%.o: CFLAGS_ALL += $(CHECK_CFLAGS)
 
+# The admin policy file's directory is compiled into one object; a stamp
+# holding SYSCONFDIR rebuilds it when the value changes.
+SYSCONF_STAMP := $(BUILD)/.sysconfdir
+$(SYSCONF_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(SYSCONFDIR)' | cmp -s - $@ 2>/dev/null || echo '$(SYSCONFDIR)' > $@
+$(BUILD)/obj/policy/sysconf.o: CFLAGS_ALL += -DGM_SYSCONFDIR='"$(SYSCONFDIR)"'
+$(BUILD)/obj/policy/sysconf.o: $(SYSCONF_STAMP)
+.PHONY: FORCE
+FORCE:
+
+# The test build of the admin policy: the library and gpumem with
+# SYSCONFDIR inside the build tree (the tests write the policy file
+# there; the build's own directories are root's when the tests run as
+# root, else the tests that need a trusted file skip).
+ADMINTEST     := $(BUILD)/admintest
+ADMINTEST_ETC := $(abspath $(ADMINTEST))/etc
+ADMINTEST_BIN := $(ADMINTEST)/libgpumem.so $(ADMINTEST)/gpumem
+$(ADMINTEST)/sysconf.o: policy/sysconf.c policy/policy.h
+	@mkdir -p $(dir $@) $(ADMINTEST_ETC)/gpumem
+	@chmod 0755 $(ADMINTEST) $(ADMINTEST_ETC) $(ADMINTEST_ETC)/gpumem
+	$(Q)$(CC) $(CFLAGS_ALL) -DGM_SYSCONFDIR='"$(ADMINTEST_ETC)"' -c $< -o $@
+$(ADMINTEST)/libgpumem.so: $(filter-out %/policy/sysconf.o,$(SHIM_OBJ)) $(ADMINTEST)/sysconf.o $(EXPORTS)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -shared -o $@ $(filter %.o,$^) -Wl,--version-script=$(EXPORTS) \
+	    -Wl,-z,now -Wl,-z,relro $(NO_UNDEF) $(SHIM_LIBS)
+$(ADMINTEST)/gpumem: $(call obj,$(GPUMEM_SRC)) $(ADMINTEST)/sysconf.o $(LIBCORE)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(LIBCORE) $(SYSLIBS)
+
 $(LIBCORE): $(CORE_OBJ)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  AR      $@")
@@ -137,7 +186,7 @@ $(SHIM_SO): $(SHIM_OBJ) $(EXPORTS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -shared -o $@ $(SHIM_OBJ) -Wl,--version-script=$(EXPORTS) \
-	    -Wl,-z,now -Wl,-z,relro $(NO_UNDEF) $(SYSLIBS)
+	    -Wl,-z,now -Wl,-z,relro $(NO_UNDEF) $(SHIM_LIBS)
 
 $(SIM_SO): $(call obj,$(SIM_SRC)) $(LIBCORE)
 	@mkdir -p $(dir $@)
@@ -146,7 +195,20 @@ $(SIM_SO): $(call obj,$(SIM_SRC)) $(LIBCORE)
 	    -Wl,-Bsymbolic $(NO_UNDEF) $(SYSLIBS)
 	$(Q)ln -sf libcuda.so.1 $(BUILD)/sim/libcuda.so
 
+# The simulated NVML shares the machine (devices, UUIDs, boards) with it.
+$(SIMNVML_SO): $(call obj,$(SIMNVML_SRC) tools/sim/simmachine.c) $(LIBCORE)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS_ALL) -shared -o $@ $(filter %.o,$^) $(LIBCORE) -Wl,-soname,libnvidia-ml.so.1 \
+	    -Wl,-Bsymbolic $(NO_UNDEF) $(SYSLIBS)
+	$(Q)ln -sf libnvidia-ml.so.1 $(BUILD)/sim/libnvidia-ml.so
+
 $(TRAINSIM): $(call obj,$(TRAINSIM_SRC)) $(LIBCORE)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(LIBCORE) $(SYSLIBS)
+
+# The replayer (tools/replay): loads the driver it is given at run time.
+$(REPLAY_BIN): $(call obj,$(REPLAY_SRC)) $(LIBCORE)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(LIBCORE) $(SYSLIBS)
 
@@ -164,13 +226,43 @@ $(PAGES): $(GPUMEM_BIN) $(TOP_BIN) docs/env.md tools/cli/mkpages.sh
 	@$(if $(Q),echo "  PAGES   $(BUILD)/share")
 	$(Q)rm -rf $(BUILD)/share && sh tools/cli/mkpages.sh $(BUILD) $(BUILD)/share && touch $@
 
+# ---- the Slurm plugin --------------------------------------------------------
+# Built only where Slurm's plugin header is installed (Debian: libslurm-dev);
+# it links libgmcore.a (the library's own parsers), never the shim. Only the
+# glue is compiled with default visibility: Slurm looks up plugin_name and
+# the slurm_spank_* functions; everything from libgmcore.a stays hidden.
+SLURM_INCLUDE ?=
+SPANK_H   := $(wildcard $(if $(SLURM_INCLUDE),$(SLURM_INCLUDE),/usr/include)/slurm/spank.h)
+SPANK_SRC := $(wildcard tools/spank/spank_gpumem.c)
+SPANK_SO  := $(BUILD)/spank_gpumem.so
+SPANKDIR  ?= $(PREFIX)/lib/slurm
+
+$(call obj,$(SPANK_SRC)): CFLAGS_ALL += -fvisibility=default \
+    $(if $(SLURM_INCLUDE),-isystem $(SLURM_INCLUDE))
+
+$(SPANK_SO): $(call obj,$(SPANK_SRC)) $(LIBCORE)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS_ALL) -shared -o $@ $(filter %.o,$^) $(LIBCORE) $(SYSLIBS)
+
+ifeq ($(SPANK_H),)
+spank:
+	@echo "spank: skipped: slurm/spank.h not found (apt-get install libslurm-dev, or set SLURM_INCLUDE=DIR)"
+install-spank: spank
+else
+spank: $(SPANK_SO)
+install-spank: $(SPANK_SO)
+	install -d $(DESTDIR)$(SPANKDIR)
+	install -m 0755 $(SPANK_SO) $(DESTDIR)$(SPANKDIR)/spank_gpumem.so
+endif
+
 # ---- tests -----------------------------------------------------------------
 $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(LIBCORE)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $< $(LIBCORE) $(CHECK_LIBS) $(SYSLIBS)
 
-$(BUILD)/tests/sim/%: $(BUILD)/obj/tests/sim/%.o $(LIBCORE) $(SIM_SO)
+$(BUILD)/tests/sim/%: $(BUILD)/obj/tests/sim/%.o $(LIBCORE) $(SIM_SO) $(SIMNVML_SO)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $< $(LIBCORE) -L$(BUILD)/sim -l:libcuda.so.1 \
@@ -186,6 +278,12 @@ $(BUILD)/tests/progs/direct_%: tests/progs/direct_%.c $(SIM_SO)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(filter-out $(SANFLAGS),$(CFLAGS_ALL)) -o $@ $< -L$(BUILD)/sim -l:libcuda.so.1 $(SYSLIBS)
+
+$(BUILD)/tests/progs/direct_nvml%: tests/progs/direct_nvml%.c tests/progs/nvmlview.c $(SIM_SO) $(SIMNVML_SO)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(filter-out $(SANFLAGS),$(CFLAGS_ALL)) -o $@ $< -L$(BUILD)/sim -l:libcuda.so.1 \
+	    -l:libnvidia-ml.so.1 $(SYSLIBS)
 
 # dlsym(RTLD_NEXT) probe: a program linked against two libraries that
 # define the same function.
@@ -222,7 +320,7 @@ fuzz:
 	        -fsanitize=fuzzer,address,undefined $$f $(CORE_SRC) -o $$b -lpthread -lm -lrt -ldl && \
 	    $$b -max_total_time=$(FUZZ_TIME) || exit 1; done
 
-tests: all $(UNIT_BIN) $(SIMT_BIN) $(INTEG_BIN) $(PROG_BIN)
+tests: all $(UNIT_BIN) $(SIMT_BIN) $(INTEG_BIN) $(PROG_BIN) $(ADMINTEST_BIN)
 
 # Runs every suite; prints each suite's result and one closing line
 # "N passed, N failed". Exit status non-zero when anything failed.
@@ -238,12 +336,12 @@ check-unit: $(UNIT_BIN)
 check-sim: $(SIMT_BIN)
 	$(Q)BUILD=$(BUILD) sh tests/run-tests.sh $(SIMT_BIN)
 
-check-integ: all $(INTEG_BIN) $(PROG_BIN)
+check-integ: all $(INTEG_BIN) $(PROG_BIN) $(ADMINTEST_BIN)
 	$(Q)BUILD=$(BUILD) sh tests/run-tests.sh $(INTEG_BIN) $(SHELL_TESTS)
 
 # Tests against real servers started on loopback (each test starts its
 # own and stops it by pid, also on failure); not part of make check.
-check-servers: all $(PROG_BIN)
+check-servers: all $(PROG_BIN) spank
 	$(Q)BUILD=$(BUILD) sh tests/run-tests.sh $(SERVER_TESTS)
 
 # ASan+UBSan over the unit and simulated-driver suites and the tools; TSan
@@ -273,13 +371,16 @@ gpu-bench: all
 	$(Q)BUILD=$(BUILD) CUDA_HOME=$(CUDA_HOME) sh tests/gpu/run.sh bench; \
 	    rc=$$?; [ $$rc -eq 77 ] && exit 0; exit $$rc
 
-install: all
+install: all $(if $(SPANK_H),install-spank)
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin \
 	    $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man7 \
 	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 0755 $(SHIM_SO) $(DESTDIR)$(PREFIX)/lib/libgpumem.so
 	install -m 0755 $(GPUMEM_BIN) $(DESTDIR)$(PREFIX)/bin/gpumem
 	install -m 0755 $(TOP_BIN) $(DESTDIR)$(PREFIX)/bin/gpumem-top
+	install -d $(DESTDIR)$(PREFIX)/lib/gpumem/sim
+	install -m 0755 $(REPLAY_BIN) $(DESTDIR)$(PREFIX)/lib/gpumem/gpumem-replay
+	install -m 0755 $(SIM_SO) $(DESTDIR)$(PREFIX)/lib/gpumem/sim/libcuda.so.1
 	install -m 0644 $(BUILD)/share/man1/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 $(BUILD)/share/man7/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
 	install -m 0644 $(BUILD)/share/bash-completion/gpumem \

@@ -58,6 +58,16 @@ const char *gm_log_level_name(enum gm_log l)
     return "?";
 }
 
+const char *gm_source_name(enum gm_source s)
+{
+    switch (s) {
+    case GM_SRC_DEFAULT: return "default";
+    case GM_SRC_ENV: return "env";
+    case GM_SRC_ADMIN: return "admin";
+    }
+    return "?";
+}
+
 const char *const *gm_policy_var_names(size_t *n)
 {
     if (n != NULL)
@@ -117,7 +127,7 @@ static void put_jstr(struct out *o, const char *s)
 static void item(struct out *o, bool json, const char *name,
                  enum gm_source src, const char *text, const char *extra)
 {
-    const char *s = src == GM_SRC_ENV ? "env" : "default";
+    const char *s = gm_source_name(src);
 
     if (json) {
         putf(o, "%s\n  \"%s\": {\"value\": ", o->first ? "{" : ",", name);
@@ -140,6 +150,26 @@ static void item(struct out *o, bool json, const char *name,
     else
         putf(o, "%*s", (int)(VALUE_COL - (o->len - o->mark)), "");
     putf(o, " %s\n", s);
+}
+
+/* A field's item; when a ceiling changed what the environment asked,
+ * the text says so and the JSON carries "clamped" and "asked". */
+static void fitem(struct out *o, bool json, const struct gm_policy *p,
+                  enum gm_field f, const char *text, const char *extra)
+{
+    char t[GM_PATH_MAX + 160], x[256];
+
+    if (!p->clamped[f]) {
+        item(o, json, gm_pol_field_names[f], p->src[f], text, extra);
+        return;
+    }
+    snprintf(t, sizeof t, "%s (asked %s)",
+             text ? text : "(unset)", p->asked[f]);
+    struct out a = { x, sizeof x, 0, 0, true };
+    putf(&a, "%s%s\"clamped\": true, \"asked\": ", extra ? extra : "",
+         extra && *extra ? ", " : "");
+    put_jstr(&a, p->asked[f]);
+    item(o, json, gm_pol_field_names[f], p->src[f], json ? text : t, x);
 }
 
 static void fmt_pct(double fraction, char *buf, size_t cap)
@@ -184,14 +214,43 @@ static void limit_strs(const struct gm_limit *l, const char *of, char *t,
     }
 }
 
+void gm_pol_limit_text(const struct gm_limit *l, char *buf, size_t cap)
+{
+    char x[128];
+
+    limit_strs(l, "physical memory", buf, cap, x, sizeof x);
+}
+
+/* What else holds a limit: its HAMi-core origin, a ceiling that can only
+ * be applied once the device's size is known. */
+static void limit_notes(const struct gm_policy *p, const struct gm_limit *l,
+                        char *t, size_t cap, char *x, size_t xcap)
+{
+    const struct gm_limit *m = &p->admin.max_limit;
+    char mt[128];
+
+    if (p->hami && l->kind != GM_LIMIT_NONE) {
+        snprintf(t + strlen(t), cap - strlen(t),
+                 " (from CUDA_DEVICE_MEMORY_LIMIT)");
+        snprintf(x + strlen(x), xcap - strlen(x), ", \"hami\": true");
+    }
+    if (m->kind != GM_LIMIT_NONE && l->kind != GM_LIMIT_NONE &&
+        l->kind != m->kind) {
+        gm_pol_limit_text(m, mt, sizeof mt);
+        snprintf(t + strlen(t), cap - strlen(t), ", at most %s "
+                 "(GPUMEM_MAX_LIMIT)", mt);
+    }
+}
+
 static void fmt_limits(struct out *o, bool json, const struct gm_policy *p)
 {
-    char t[128], x[128], name[32];
+    char t[384], x[256], name[32];
     unsigned i;
     bool any = false;
 
     limit_strs(&p->limit, "physical memory", t, sizeof t, x, sizeof x);
-    item(o, json, gm_pol_field_names[GM_F_LIMIT], p->src[GM_F_LIMIT], t, x);
+    limit_notes(p, &p->limit, t, sizeof t, x, sizeof x);
+    fitem(o, json, p, GM_F_LIMIT, t, x);
     for (i = 0; i < GM_MAX_DEVICES; i++) {
         if (!p->dev_limit_set[i])
             continue;
@@ -199,7 +258,8 @@ static void fmt_limits(struct out *o, bool json, const struct gm_policy *p)
         snprintf(name, sizeof name, "GPUMEM_LIMIT_%u", i);
         limit_strs(&p->dev_limit[i], "physical memory", t, sizeof t, x,
                    sizeof x);
-        item(o, json, name, GM_SRC_ENV, t, x);
+        limit_notes(p, &p->dev_limit[i], t, sizeof t, x, sizeof x);
+        item(o, json, name, p->src[GM_F_LIMIT_N], t, x);
     }
     if (!any)
         item(o, json, gm_pol_field_names[GM_F_LIMIT_N], GM_SRC_DEFAULT, NULL, NULL);
@@ -209,23 +269,22 @@ static void fmt_modes(struct out *o, bool json, const struct gm_policy *p)
 {
     char t[128], x[128], d[32];
 
-    item(o, json, gm_pol_field_names[GM_F_MODE], p->src[GM_F_MODE],
-         gm_mode_name(p->mode), NULL);
+    fitem(o, json, p, GM_F_MODE, gm_mode_name(p->mode), NULL);
     if (p->static_size.kind == GM_LIMIT_NONE) {
         snprintf(t, sizeof t, "the limit");
         snprintf(x, sizeof x, "\"kind\": \"limit\"");
     } else {
         limit_strs(&p->static_size, "the limit", t, sizeof t, x, sizeof x);
     }
-    item(o, json, gm_pol_field_names[GM_F_STATIC_SIZE], p->src[GM_F_STATIC_SIZE], t,
+    fitem(o, json, p, GM_F_STATIC_SIZE, t,
          x);
     gm_format_duration(p->warmup_ns, t, sizeof t);
     snprintf(x, sizeof x, "\"ns\": %llu", (unsigned long long)p->warmup_ns);
-    item(o, json, gm_pol_field_names[GM_F_WARMUP], p->src[GM_F_WARMUP], t, x);
+    fitem(o, json, p, GM_F_WARMUP, t, x);
     fmt_pct(p->headroom, t, sizeof t);
     gm_format_decimal(p->headroom, 9, d, sizeof d);
     snprintf(x, sizeof x, "\"fraction\": %s", d);
-    item(o, json, gm_pol_field_names[GM_F_HEADROOM], p->src[GM_F_HEADROOM], t, x);
+    fitem(o, json, p, GM_F_HEADROOM, t, x);
     x[0] = '\0';
     if (p->on_oom == GM_OOM_WAIT) {
         gm_format_duration(p->oom_wait_ns, d, sizeof d);
@@ -235,7 +294,7 @@ static void fmt_modes(struct out *o, bool json, const struct gm_policy *p)
     } else {
         snprintf(t, sizeof t, "%s", gm_on_oom_name(p->on_oom));
     }
-    item(o, json, gm_pol_field_names[GM_F_ON_OOM], p->src[GM_F_ON_OOM], t, x);
+    fitem(o, json, p, GM_F_ON_OOM, t, x);
 }
 
 static void fmt_group(struct out *o, bool json, const struct gm_policy *p)
@@ -246,10 +305,9 @@ static void fmt_group(struct out *o, bool json, const struct gm_policy *p)
                        : p->priority == 0.7 ? "low "
                                             : "";
 
-    item(o, json, gm_pol_field_names[GM_F_GROUP], p->src[GM_F_GROUP],
-         p->group[0] ? p->group : NULL, NULL);
+    fitem(o, json, p, GM_F_GROUP, p->group[0] ? p->group : NULL, NULL);
     limit_strs(&p->group_limit, "physical memory", t, sizeof t, x, sizeof x);
-    item(o, json, gm_pol_field_names[GM_F_GROUP_LIMIT], p->src[GM_F_GROUP_LIMIT], t,
+    fitem(o, json, p, GM_F_GROUP_LIMIT, t,
          x);
     gm_format_decimal(p->priority, 3, w, sizeof w);
     if (word[0])
@@ -257,7 +315,7 @@ static void fmt_group(struct out *o, bool json, const struct gm_policy *p)
     else
         snprintf(t, sizeof t, "weight %s", w);
     snprintf(x, sizeof x, "\"weight\": %s", w);
-    item(o, json, gm_pol_field_names[GM_F_PRIORITY], p->src[GM_F_PRIORITY], t, x);
+    fitem(o, json, p, GM_F_PRIORITY, t, x);
 }
 
 static void fmt_output(struct out *o, bool json, const struct gm_policy *p)
@@ -269,27 +327,106 @@ static void fmt_output(struct out *o, bool json, const struct gm_policy *p)
     else
         snprintf(t, sizeof t, "%s", gm_report_name(p->report));
     snprintf(x, sizeof x, "\"target\": \"%s\"", gm_report_name(p->report));
-    item(o, json, gm_pol_field_names[GM_F_REPORT], p->src[GM_F_REPORT], t, x);
+    fitem(o, json, p, GM_F_REPORT, t, x);
     snprintf(x, sizeof x, "\"enabled\": %s", p->keep ? "true" : "false");
-    item(o, json, gm_pol_field_names[GM_F_KEEP], p->src[GM_F_KEEP],
-         p->keep ? "1" : "0", x);
+    fitem(o, json, p, GM_F_KEEP, p->keep ? "1" : "0", x);
     snprintf(x, sizeof x, "\"enabled\": %s",
              p->telemetry ? "true" : "false");
-    item(o, json, gm_pol_field_names[GM_F_TELEMETRY], p->src[GM_F_TELEMETRY],
-         p->telemetry ? "1" : "0", x);
+    fitem(o, json, p, GM_F_TELEMETRY, p->telemetry ? "1" : "0", x);
     snprintf(t, sizeof t, "%u", (unsigned)p->ring_events);
     snprintf(x, sizeof x, "\"events\": %u", (unsigned)p->ring_events);
-    item(o, json, gm_pol_field_names[GM_F_RING_EVENTS], p->src[GM_F_RING_EVENTS], t,
+    fitem(o, json, p, GM_F_RING_EVENTS, t,
          x);
-    item(o, json, gm_pol_field_names[GM_F_SHM_PREFIX], p->src[GM_F_SHM_PREFIX],
-         p->shm_prefix, NULL);
-    item(o, json, gm_pol_field_names[GM_F_LOG_LEVEL], p->src[GM_F_LOG_LEVEL],
-         gm_log_level_name(p->log_level), NULL);
-    item(o, json, gm_pol_field_names[GM_F_CUDA_LIBRARY], p->src[GM_F_CUDA_LIBRARY],
-         p->cuda_library, NULL);
-    item(o, json, gm_pol_field_names[GM_F_ON_BAD_CONFIG],
-         p->src[GM_F_ON_BAD_CONFIG],
-         p->on_bad_config == GM_BAD_WARN ? "warn" : "exit", NULL);
+    fitem(o, json, p, GM_F_SHM_PREFIX, p->shm_prefix, NULL);
+    fitem(o, json, p, GM_F_LOG_LEVEL, gm_log_level_name(p->log_level), NULL);
+    fitem(o, json, p, GM_F_CUDA_LIBRARY, p->cuda_library, NULL);
+    fitem(o, json, p, GM_F_ON_BAD_CONFIG, p->on_bad_config == GM_BAD_WARN ? "warn" : "exit", NULL);
+    fitem(o, json, p, GM_F_RECORD, p->record_dir[0] ? p->record_dir : "off",
+          NULL);
+    snprintf(x, sizeof x, "\"enabled\": %s", p->nvml_view ? "true" : "false");
+    fitem(o, json, p, GM_F_NVML_VIEW, p->nvml_view ? "1" : "0", x);
+}
+
+/* The admin file's rules, and the HAMi-core variables seen. */
+static void fmt_admin(struct out *o, bool json, const struct gm_policy *p)
+{
+    const struct gm_admin_rules *a = &p->admin;
+    char t[GM_PATH_MAX + 64], x[GM_PATH_MAX + 64];
+    unsigned i;
+
+#define RSRC(r) (a->set[r] ? GM_SRC_ADMIN : GM_SRC_DEFAULT)
+    limit_strs(&a->max_limit, "physical memory", t, sizeof t, x, sizeof x);
+    item(o, json, gm_rule_name(GM_R_MAX_LIMIT), RSRC(GM_R_MAX_LIMIT), t, x);
+    if (!a->set[GM_R_FORCE_GROUP])
+        snprintf(t, sizeof t, "none");
+    else if (a->forced[0] != '\0')
+        snprintf(t, sizeof t, "%s = %s", a->force_group, a->forced);
+    else if (a->force_unset[0] != '\0')
+        snprintf(t, sizeof t, "%s (not applied: %s is unset)",
+                 a->force_group, a->force_unset);
+    else
+        snprintf(t, sizeof t, "%s (not applied)", a->force_group);
+    struct out xo = { x, sizeof x, 0, 0, true };
+    putf(&xo, "\"group\": ");
+    if (a->forced[0] != '\0')
+        put_jstr(&xo, a->forced);
+    else
+        putf(&xo, "null");
+    item(o, json, gm_rule_name(GM_R_FORCE_GROUP), RSRC(GM_R_FORCE_GROUP), t,
+         x);
+    t[0] = '\0';
+    for (i = 0; i < 4; i++)
+        if (!a->set[GM_R_ALLOW_ON_OOM] || (a->allow_on_oom & (1u << i)))
+            snprintf(t + strlen(t), sizeof t - strlen(t), "%s%s",
+                     t[0] ? "," : "", gm_on_oom_name((enum gm_on_oom)i));
+    item(o, json, gm_rule_name(GM_R_ALLOW_ON_OOM), RSRC(GM_R_ALLOW_ON_OOM), t,
+         NULL);
+    item(o, json, gm_rule_name(GM_R_FORCE_TELEMETRY),
+         RSRC(GM_R_FORCE_TELEMETRY), a->force_telemetry ? "1" : "0", NULL);
+    item(o, json, gm_rule_name(GM_R_ALLOW_DISABLE), RSRC(GM_R_ALLOW_DISABLE),
+         a->allow_disable ? "1" : "0", NULL);
+#undef RSRC
+    {
+        static const char *const st[] = { "absent", "read", "refused" };
+        const char *path = p->admin_path[0] ? p->admin_path
+                                            : gm_admin_policy_path;
+        snprintf(t, sizeof t, "%s (%s)", path,
+                 p->admin_path[0] ? st[p->admin_state] : "not read");
+        struct out ao = { x, sizeof x, 0, 0, true };
+        putf(&ao, "\"state\": \"%s\"",
+             p->admin_path[0] ? st[p->admin_state] : "not read");
+        item(o, json, json ? "admin_file" : "admin file",
+             p->admin_state == GM_ADMIN_READ
+             ? GM_SRC_ADMIN : GM_SRC_DEFAULT, json ? path : t, x);
+    }
+    if (p->hami_capped) {
+        char sz[32];
+        if (p->hami_cap != 0) {
+            gm_format_size(p->hami_cap, sz, sizeof sz);
+            snprintf(t, sizeof t, "%s, a ceiling over GPUMEM_LIMIT", sz);
+            snprintf(x, sizeof x, "\"bytes\": %llu",
+                     (unsigned long long)p->hami_cap);
+            item(o, json, "CUDA_DEVICE_MEMORY_LIMIT", GM_SRC_ENV, t, x);
+        }
+        for (i = 0; i < GM_MAX_DEVICES; i++) {
+            char name[48];
+            if (p->hami_cap_dev[i] == 0)
+                continue;
+            gm_format_size(p->hami_cap_dev[i], sz, sizeof sz);
+            snprintf(name, sizeof name, "CUDA_DEVICE_MEMORY_LIMIT_%u", i);
+            snprintf(t, sizeof t, "%s, a ceiling on device %u", sz, i);
+            snprintf(x, sizeof x, "\"bytes\": %llu",
+                     (unsigned long long)p->hami_cap_dev[i]);
+            item(o, json, name, GM_SRC_ENV, t, x);
+        }
+    }
+    if (p->hami_shared_cache)
+        item(o, json, "CUDA_DEVICE_MEMORY_SHARED_CACHE", GM_SRC_ENV,
+             "ignored (HAMi-core's own accounting file; gpumem keeps its "
+             "figures in its segment)", NULL);
+    if (p->disabled)
+        item(o, json, "CUDA_DISABLE_CONTROL", GM_SRC_ENV,
+             "true: nothing is limited (GPUMEM_ALLOW_DISABLE=1)", NULL);
 }
 
 /* "valid" and "messages" members from the diagnostics. */
@@ -328,6 +465,7 @@ size_t gm_policy_format_ex(const struct gm_policy *p, const struct gm_diag *d,
     fmt_modes(&o, json, p);
     fmt_group(&o, json, p);
     fmt_output(&o, json, p);
+    fmt_admin(&o, json, p);
     if (json) {
         if (d != NULL)
             fmt_diag(&o, d);

@@ -1,8 +1,10 @@
 /*
  * policy/load.c — loading an environment array into struct gm_policy: the
- * diagnostics (one precise message per bad value), collecting GPUMEM_*
- * entries (and warning on unknown ones, with a suggestion), applying the
- * option table, the cross-variable checks, and limit resolution.
+ * diagnostics (one precise message per bad value; "PATH:LINE: " inserted
+ * while an admin-file line is applied), collecting GPUMEM_* entries (and
+ * warning on unknown ones, with a suggestion), the stages of a load (admin
+ * file, environment with HAMi-core's variables, admin rules), the
+ * cross-variable checks, and limit resolution under the ceilings.
  *
  * Invariants: gm_policy_load() never calls getenv() and never allocates;
  * it is safe inside the preloaded library at first CUDA use. Every field
@@ -38,6 +40,8 @@ const char *const gm_pol_field_names[GM_F_COUNT] = {
     [GM_F_LOG_LEVEL] = "GPUMEM_LOG_LEVEL",
     [GM_F_CUDA_LIBRARY] = "GPUMEM_CUDA_LIBRARY",
     [GM_F_ON_BAD_CONFIG] = "GPUMEM_ON_BAD_CONFIG",
+    [GM_F_RECORD] = "GPUMEM_RECORD",
+    [GM_F_NVML_VIEW] = "GPUMEM_NVML_VIEW",
 };
 
 /* ---- diagnostics ------------------------------------------------------- */
@@ -123,7 +127,26 @@ void gm_pol_msg(struct load *c, bool error, const char *fmt, ...)
     n = vsnprintf(line, sizeof line - 1, fmt, ap);
     va_end(ap);
     end_line(line, sizeof line, n);
+    /* While an admin line is applied: "gpumem: PATH:LINE: ...". */
+    if (c->where[0] != '\0' && strncmp(line, "gpumem: ", 8) == 0) {
+        char at[LINE_MAX_ + sizeof c->where];
+        n = snprintf(at, sizeof line - 1, "gpumem: %s%.*s", c->where,
+                     (int)strlen(line + 8) - 1, line + 8);
+        end_line(at, sizeof line, n);
+        diag_add(c->d, error, at);
+        if (error && c->admin_stage)
+            c->p->admin_fatal = true;
+        return;
+    }
     diag_add(c->d, error, line);
+}
+
+/* A value for a message: the environment's, or the admin file's. */
+static const char *val_or(const struct load *c, enum gm_field f)
+{
+    if (c->val[f] != NULL)
+        return c->val[f];
+    return c->p->src[f] == GM_SRC_ADMIN ? "(admin default)" : "(default)";
 }
 
 /* "gpumem: NAME='VALUE' WHAT; FORMS" and mark the field refused. */
@@ -277,6 +300,17 @@ static void collect(struct load *c)
         }
         if (known)
             continue;
+        for (i = 0; i < GM_R_COUNT && !known; i++) {
+            const char *rn = gm_rule_name((enum gm_rule)i);
+            if (strlen(rn) == nlen && memcmp(rn, entry, nlen) == 0)
+                known = true;
+        }
+        if (known) {
+            gm_pol_msg(c, false, "gpumem: %.*s is an admin setting, read "
+                "only from the admin policy file %s; ignored in the "
+                "environment", (int)nlen, entry, gm_admin_policy_path);
+            continue;
+        }
         if (nlen >= sizeof "GPUMEM_LIMIT_" - 1 &&
             memcmp(entry, "GPUMEM_LIMIT_", sizeof "GPUMEM_LIMIT_" - 1) == 0)
             collect_dev(c, entry, nlen, eq + 1);
@@ -313,8 +347,12 @@ bool gm_policy_has_limit(const struct gm_policy *p)
 {
     unsigned i;
 
-    if (p->limit.kind != GM_LIMIT_NONE)
+    if (p->limit.kind != GM_LIMIT_NONE ||
+        p->admin.max_limit.kind != GM_LIMIT_NONE || p->hami_cap != 0)
         return true;
+    for (i = 0; i < GM_MAX_DEVICES; i++)
+        if (p->hami_cap_dev[i] != 0)
+            return true;
     for (i = 0; i < GM_MAX_DEVICES; i++)
         if (p->dev_limit_set[i] && p->dev_limit[i].kind != GM_LIMIT_NONE)
             return true;
@@ -327,20 +365,20 @@ bool gm_policy_enforces(const struct gm_policy *p)
            (p->group[0] != '\0' && p->group_limit.kind != GM_LIMIT_NONE);
 }
 
-/* A cross-check refused field f: back to its default (as set by
- * gm_policy_defaults), marked refused. */
+/* A cross-check refused field f: back to what it was before the
+ * environment (the admin default, or the built-in one), marked refused. */
 static void fall_back(struct load *c, enum gm_field f)
 {
     struct gm_policy *p = c->p;
 
     c->bad[f] = true;
     if (f == GM_F_MODE)
-        p->mode = GM_MODE_GROW;
+        p->mode = c->base_mode;
     else if (f == GM_F_STATIC_SIZE)
-        memset(&p->static_size, 0, sizeof p->static_size);
+        p->static_size = c->base_static;
     else if (f == GM_F_GROUP)
-        memset(p->group, 0, sizeof p->group);
-    p->src[f] = GM_SRC_DEFAULT;
+        memcpy(p->group, c->base_group, sizeof p->group);
+    p->src[f] = c->base_src[f];
 }
 
 static void check_static_mode(struct load *c)
@@ -350,7 +388,7 @@ static void check_static_mode(struct load *c)
     if (p->mode != GM_MODE_STATIC || any_limit(p))
         return;
     if (!c->bad[GM_F_LIMIT] && !c->bad[GM_F_LIMIT_N])
-        gm_pol_bad(c, GM_F_MODE, gm_pol_field_names[GM_F_MODE], c->val[GM_F_MODE],
+        gm_pol_bad(c, GM_F_MODE, gm_pol_field_names[GM_F_MODE], val_or(c, GM_F_MODE),
             "needs a limit, but neither GPUMEM_LIMIT nor any "
             "GPUMEM_LIMIT_<N> sets one",
             "set GPUMEM_LIMIT (or GPUMEM_LIMIT_<N>), or use grow or staged");
@@ -372,7 +410,7 @@ static bool static_fits(struct load *c, const char *lname, const char *lval,
     snprintf(what, sizeof what, "(%s) is above %s='%s' (%s)", a, lname, lv,
              b);
     gm_pol_bad(c, GM_F_STATIC_SIZE, gm_pol_field_names[GM_F_STATIC_SIZE],
-        c->val[GM_F_STATIC_SIZE], what,
+        val_or(c, GM_F_STATIC_SIZE), what,
         "use a size up to the limit, or NN% of the limit");
     return false;
 }
@@ -385,7 +423,7 @@ static void check_static_size(struct load *c)
 
     if (p->static_size.kind != GM_LIMIT_BYTES)
         return;
-    if (!static_fits(c, gm_pol_field_names[GM_F_LIMIT], c->val[GM_F_LIMIT],
+    if (!static_fits(c, gm_pol_field_names[GM_F_LIMIT], val_or(c, GM_F_LIMIT),
                      &p->limit)) {
         fall_back(c, GM_F_STATIC_SIZE);
         return;
@@ -394,7 +432,9 @@ static void check_static_size(struct load *c)
         if (!p->dev_limit_set[i])
             continue;
         snprintf(name, sizeof name, "GPUMEM_LIMIT_%u", i);
-        if (!static_fits(c, name, c->dev_val[i], &p->dev_limit[i])) {
+        if (!static_fits(c, name, c->dev_val[i] ? c->dev_val[i]
+                                                 : val_or(c, GM_F_LIMIT_N),
+                         &p->dev_limit[i])) {
             fall_back(c, GM_F_STATIC_SIZE);
             return;
         }
@@ -407,7 +447,7 @@ static void check_group(struct load *c)
 
     if (p->group[0] != '\0' && p->group_limit.kind == GM_LIMIT_NONE) {
         if (!c->bad[GM_F_GROUP_LIMIT])
-            gm_pol_bad(c, GM_F_GROUP, gm_pol_field_names[GM_F_GROUP], c->val[GM_F_GROUP],
+            gm_pol_bad(c, GM_F_GROUP, gm_pol_field_names[GM_F_GROUP], val_or(c, GM_F_GROUP),
                 "has no group limit",
                 "set GPUMEM_GROUP_LIMIT to the group's shared limit (forms "
                 "as GPUMEM_LIMIT), or unset GPUMEM_GROUP");
@@ -426,12 +466,13 @@ static void check_telemetry(struct load *c)
 
     if (p->telemetry || p->report == GM_REPORT_NONE)
         return;
-    gm_pol_bad(c, GM_F_REPORT, gm_pol_field_names[GM_F_REPORT], c->val[GM_F_REPORT],
+    gm_pol_bad(c, GM_F_REPORT, gm_pol_field_names[GM_F_REPORT], val_or(c, GM_F_REPORT),
         "needs telemetry, but GPUMEM_TELEMETRY=0 turns it off",
         "use GPUMEM_TELEMETRY=1, or unset GPUMEM_REPORT");
     c->bad[GM_F_REPORT] = true;
     p->report = GM_REPORT_NONE;
     p->src[GM_F_REPORT] = GM_SRC_DEFAULT;
+    p->report_path[0] = '\0';
 }
 
 /* Variables that only matter in one mode: a warning, not an error. */
@@ -469,6 +510,7 @@ void gm_policy_defaults(struct gm_policy *p)
     p->priority = 1.0;
     p->report = GM_REPORT_NONE;
     p->telemetry = true;
+    p->nvml_view = true;
     p->ring_events = 65536;
     memcpy(p->shm_prefix, "gpumem", sizeof "gpumem");
     p->log_level = GM_LOG_WARN;
@@ -476,7 +518,60 @@ void gm_policy_defaults(struct gm_policy *p)
     p->on_bad_config = GM_BAD_EXIT;
 }
 
-int gm_policy_load(struct gm_policy *p, char *const *envp, struct gm_diag *d)
+/* What the environment falls back to: the state after the admin file. */
+static void save_base(struct load *c)
+{
+    const struct gm_policy *p = c->p;
+
+    c->base_group_limit = p->group_limit;
+    memcpy(c->base_group, p->group, sizeof c->base_group);
+    c->base_mode = p->mode;
+    c->base_static = p->static_size;
+    c->base_on_oom = p->on_oom;
+    c->base_oom_wait_ns = p->oom_wait_ns;
+    c->base_telemetry = p->telemetry;
+    memcpy(c->base_src, p->src, sizeof c->base_src);
+}
+
+static bool env_sets_limit(const struct load *c)
+{
+    unsigned i;
+
+    if (c->val[GM_F_LIMIT] != NULL)
+        return true;
+    for (i = 0; i < GM_MAX_DEVICES; i++)
+        if (c->dev_val[i] != NULL)
+            return true;
+    return false;
+}
+
+static void admin_stage(struct load *c, struct gm_admin_file *a)
+{
+    struct gm_policy *p = c->p;
+
+    p->admin_state = a->state;
+    snprintf(p->admin_path, sizeof p->admin_path, "%s", a->path);
+    if (a->state == GM_ADMIN_REFUSED) {
+        gm_pol_msg(c, true, "gpumem: the admin policy file %s is not "
+            "trusted: %s; no CUDA program may run on this node until it is "
+            "fixed (it must be a regular file owned by root and not "
+            "writable by group or others, in directories of the same kind: "
+            "chown root:root, chmod 0644)", a->path, a->why);
+        p->admin_fatal = true;
+        return;
+    }
+    if (a->state != GM_ADMIN_READ)
+        return;
+    c->admin = a;
+    c->admin_stage = true;
+    gm_pol_admin_apply(c);
+    c->admin_stage = false;
+    c->where[0] = '\0';
+    memset(c->bad, 0, sizeof c->bad);
+}
+
+int gm_policy_load_ex(struct gm_policy *p, char *const *envp,
+                      struct gm_admin_file *a, struct gm_diag *d)
 {
     struct load c;
     size_t i;
@@ -487,21 +582,41 @@ int gm_policy_load(struct gm_policy *p, char *const *envp, struct gm_diag *d)
     c.envp = envp;
     gm_policy_defaults(p);
     diag_reset(d);
+    if (a != NULL)
+        admin_stage(&c, a);
+    save_base(&c);
     collect(&c);
+    bool hami_as_limit = !env_sets_limit(&c);
     for (i = 0; i < gm_pol_table_len; i++) {
         enum gm_field f = gm_pol_table[i].f;
         if (c.val[f] != NULL &&
             gm_pol_table[i].apply(&c, f, gm_pol_field_names[f], c.val[f]))
             p->src[f] = GM_SRC_ENV;
-        if (f == GM_F_LIMIT)
+        if (f == GM_F_LIMIT) {
             apply_devs(&c);
+            gm_pol_hami_apply(&c, hami_as_limit);
+        }
     }
+    gm_pol_admin_enforce(&c);
     check_static_mode(&c);
     check_static_size(&c);
     check_group(&c);
     check_telemetry(&c);
     check_mode_only(&c);
+    gm_pol_hami_disable(&c);
     return d->errors > 0 ? -1 : 0;
+}
+
+int gm_policy_load(struct gm_policy *p, char *const *envp, struct gm_diag *d)
+{
+    return gm_policy_load_ex(p, envp, NULL, d);
+}
+
+int gm_policy_load_node(struct gm_policy *p, char *const *envp,
+                        struct gm_admin_file *a, struct gm_diag *d)
+{
+    gm_admin_read(gm_admin_policy_path, a);
+    return gm_policy_load_ex(p, envp, a, d);
 }
 
 /* ---- public: resolution ------------------------------------------------ */
@@ -537,10 +652,29 @@ uint64_t gm_limit_resolve(const struct gm_limit *l, uint64_t base)
     return v == 0 ? 1 : (uint64_t)v;
 }
 
+uint64_t gm_policy_limit_for_ex(const struct gm_policy *p, unsigned dev,
+                                uint64_t physical, bool *clamped)
+{
+    uint64_t want, max;
+
+    if (dev < GM_MAX_DEVICES && p->dev_limit_set[dev])
+        want = gm_limit_resolve(&p->dev_limit[dev], physical);
+    else
+        want = gm_limit_resolve(&p->limit, physical);
+    max = gm_limit_resolve(&p->admin.max_limit, physical);
+    uint64_t cap = dev < GM_MAX_DEVICES && p->hami_cap_dev[dev] != 0
+                       ? p->hami_cap_dev[dev] : p->hami_cap;
+    if (cap != 0 && (max == 0 || cap < max))
+        max = cap;
+    if (clamped != NULL)
+        *clamped = max != 0 && (want == 0 || want > max);
+    if (max != 0 && (want == 0 || want > max))
+        return max;
+    return want;
+}
+
 uint64_t gm_policy_limit_for(const struct gm_policy *p, unsigned dev,
                              uint64_t physical)
 {
-    if (dev < GM_MAX_DEVICES && p->dev_limit_set[dev])
-        return gm_limit_resolve(&p->dev_limit[dev], physical);
-    return gm_limit_resolve(&p->limit, physical);
+    return gm_policy_limit_for_ex(p, dev, physical, NULL);
 }

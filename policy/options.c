@@ -38,6 +38,10 @@ static const char F_LOG[] = "use quiet, error, warn, info, or debug";
 static const char F_LIBRARY[] =
     "use the file name or path of the real driver (e.g. libcuda.so.1)";
 static const char F_BAD_CONFIG[] = "use exit or warn";
+static const char F_RECORD[] =
+    "use the path of a private directory (gpumem record sets it)";
+static const char F_NVML_VIEW[] =
+    "use 1 (NVML shows the limit) or 0 (NVML shows the physical device)";
 
 /* Variables that give the number of local ranks for `share`, in order. */
 static const char *const rank_vars[] = {
@@ -59,8 +63,7 @@ static bool starts_ci(const char *s, const char *prefix)
     return true;
 }
 
-/* First value of `name` in envp, or NULL. */
-static const char *env_find(char *const *envp, const char *name)
+const char *gm_pol_env_find(char *const *envp, const char *name)
 {
     size_t n = strlen(name);
 
@@ -108,7 +111,7 @@ static bool local_ranks(struct load *c, enum gm_field f, const char *name,
     size_t i;
 
     for (i = 0; i < sizeof rank_vars / sizeof rank_vars[0]; i++) {
-        const char *r = env_find(c->envp, rank_vars[i]);
+        const char *r = gm_pol_env_find(c->envp, rank_vars[i]);
         char v[SHOW_MAX + 4], rv[SHOW_MAX + 4];
         uint64_t n = 0;
         if (r == NULL || r[0] == '\0')
@@ -394,8 +397,7 @@ static bool apply_on_oom(struct load *c, enum gm_field f, const char *name,
     return true;
 }
 
-/* [A-Za-z0-9_.-]{1,max} */
-static bool check_name(struct load *c, enum gm_field f, const char *name,
+bool gm_pol_check_name(struct load *c, enum gm_field f, const char *name,
                        const char *val, size_t max, const char *forms)
 {
     char what[96];
@@ -431,7 +433,7 @@ static bool check_name(struct load *c, enum gm_field f, const char *name,
 static bool apply_group(struct load *c, enum gm_field f, const char *name,
                         const char *val)
 {
-    if (!check_name(c, f, name, val, GM_NAME_MAX, F_GROUP))
+    if (!gm_pol_check_name(c, f, name, val, GM_NAME_MAX, F_GROUP))
         return false;
     return copy_str(c->p->group, sizeof c->p->group, val);
 }
@@ -439,7 +441,7 @@ static bool apply_group(struct load *c, enum gm_field f, const char *name,
 static bool apply_prefix(struct load *c, enum gm_field f, const char *name,
                          const char *val)
 {
-    if (!check_name(c, f, name, val, GM_PREFIX_MAX, F_PREFIX))
+    if (!gm_pol_check_name(c, f, name, val, GM_PREFIX_MAX, F_PREFIX))
         return false;
     return copy_str(c->p->shm_prefix, sizeof c->p->shm_prefix, val);
 }
@@ -511,6 +513,18 @@ static bool apply_keep(struct load *c, enum gm_field f, const char *name,
         return false;
     }
     c->p->keep = val[0] == '1';
+    return true;
+}
+
+static bool apply_nvml_view(struct load *c, enum gm_field f, const char *name,
+                            const char *val)
+{
+    if (strcmp(val, "0") != 0 && strcmp(val, "1") != 0) {
+        gm_pol_bad(c, f, name, val, val[0] ? "is not 0 or 1" : "is empty",
+                   F_NVML_VIEW);
+        return false;
+    }
+    c->p->nvml_view = val[0] == '1';
     return true;
 }
 
@@ -598,6 +612,21 @@ static bool apply_bad_config(struct load *c, enum gm_field f,
     return true;
 }
 
+static bool apply_record(struct load *c, enum gm_field f, const char *name,
+                         const char *val)
+{
+    if (val[0] != '/') {
+        gm_pol_bad(c, f, name, val, val[0] ? "is not an absolute path"
+                                           : "is empty", F_RECORD);
+        return false;
+    }
+    if (!copy_str(c->p->record_dir, sizeof c->p->record_dir, val)) {
+        gm_pol_bad(c, f, name, val, "is longer than 4095 bytes", F_RECORD);
+        return false;
+    }
+    return true;
+}
+
 /* Application order: limits before the checks that compare against them. */
 const struct gm_pol_option gm_pol_table[] = {
     { GM_F_LIMIT, apply_limit },
@@ -617,7 +646,7 @@ const struct gm_pol_option gm_pol_table[] = {
     { GM_F_LOG_LEVEL, apply_log },
     { GM_F_CUDA_LIBRARY, apply_library },
     { GM_F_ON_BAD_CONFIG, apply_bad_config },
+    { GM_F_RECORD, apply_record },
+    { GM_F_NVML_VIEW, apply_nvml_view },
 };
 const size_t gm_pol_table_len = sizeof gm_pol_table / sizeof gm_pol_table[0];
-
-/* ---- collecting the environment ---------------------------------------- */

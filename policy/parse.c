@@ -431,3 +431,46 @@ size_t gm_format_decimal(double v, int decimals, char *buf, size_t cap)
     return fmt_ret(snprintf(buf, cap, "%llu.%0*llu", (unsigned long long)ip, d,
                             (unsigned long long)f));
 }
+
+/* HAMi-core's size form: decimal digits, then at most one of k, m, g (any
+ * case; binary: 1g = 1024m = 1048576k); a bare number is bytes. "0" is 0.
+ * A leading 0 before more digits is refused (HAMi-core reads 010 as octal
+ * and 0x10 as hex; gpumem does not guess which was meant). */
+enum gm_perr gm_parse_hami_size_ex(const char *s, uint64_t *out, size_t *junk)
+{
+    uint64_t v = 0, mul = 1;
+    size_t i = 0;
+
+    if (s == NULL || *s == '\0')
+        return GM_PERR_EMPTY;
+    if (*s == '-')
+        return GM_PERR_NEGATIVE;
+    if (*s < '0' || *s > '9')
+        return GM_PERR_SYNTAX;
+    if (s[0] == '0' && s[1] != '\0') {
+        if (junk != NULL)
+            *junk = 1;
+        return GM_PERR_TRAILING;
+    }
+    for (; s[i] >= '0' && s[i] <= '9'; i++) {
+        unsigned d = (unsigned)(s[i] - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return GM_PERR_OVERFLOW;
+        v = v * 10 + d;
+    }
+    switch (s[i]) {
+    case 'k': case 'K': mul = 1ull << 10; i++; break;
+    case 'm': case 'M': mul = 1ull << 20; i++; break;
+    case 'g': case 'G': mul = 1ull << 30; i++; break;
+    default: break;
+    }
+    if (s[i] != '\0') {
+        if (junk != NULL)
+            *junk = i;
+        return GM_PERR_TRAILING;
+    }
+    if (v > UINT64_MAX / mul)
+        return GM_PERR_OVERFLOW;
+    *out = v * mul;
+    return GM_PERR_OK;
+}

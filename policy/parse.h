@@ -54,6 +54,11 @@ enum gm_perr gm_parse_number_ex(const char *s, double *out, size_t *junk);
 enum gm_perr gm_parse_uint_ex(const char *s, uint64_t *out, size_t *junk);
 /* "NN%" / "NN.N%": the percentage as written (any value >= 0). */
 enum gm_perr gm_parse_pct_ex(const char *s, double *pct, size_t *junk);
+/* HAMi-core's CUDA_DEVICE_MEMORY_LIMIT form: digits and at most one of
+ * k/m/g (binary, any case), a bare number = bytes; "0" is 0; a leading 0
+ * before more digits gives GM_PERR_TRAILING at offset 1 (HAMi-core would
+ * read it as octal or hex). */
+enum gm_perr gm_parse_hami_size_ex(const char *s, uint64_t *out, size_t *junk);
 /* Short phrase for a parse error: "is empty", "is negative", ... */
 const char *gm_perr_phrase(enum gm_perr e);
 

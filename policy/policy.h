@@ -1,6 +1,7 @@
 /*
  * policy/policy.h — the effective gpumem policy: every GPUMEM_* variable,
- * parsed once from an environment array into a read-only struct.
+ * parsed once from an environment array (after the admin policy file, and
+ * with HAMi-core's variables) into a read-only struct.
  *
  * Pure C, no CUDA types. gm_policy_load() never calls getenv(): it takes an
  * envp-style array so tests feed it directly and the shim passes `environ`.
@@ -41,8 +42,44 @@ enum gm_on_oom { GM_OOM_FAIL = 0, GM_OOM_WAIT, GM_OOM_SPILL, GM_OOM_WARN };
 enum gm_report { GM_REPORT_NONE = 0, GM_REPORT_STDERR, GM_REPORT_JSON };
 enum gm_bad_config { GM_BAD_EXIT = 0, GM_BAD_WARN };
 
-/* Where a value came from. */
-enum gm_source { GM_SRC_DEFAULT = 0, GM_SRC_ENV };
+/* Where a value came from: built in, the environment, or the admin
+ * policy file (a default it sets, or a ceiling that clamped the env). */
+enum gm_source { GM_SRC_DEFAULT = 0, GM_SRC_ENV, GM_SRC_ADMIN };
+
+/* The admin policy file, $(SYSCONFDIR)/gpumem/policy (policy/admin.c). */
+#define GM_ADMIN_TEXT_MAX 65536
+#define GM_TEMPLATE_MAX 256
+enum gm_admin_state {
+    GM_ADMIN_ABSENT = 0,    /* no file: no admin defaults or ceilings */
+    GM_ADMIN_READ,          /* trusted and read (its lines may still be bad) */
+    GM_ADMIN_REFUSED,       /* present but not trusted: fail closed */
+};
+struct gm_admin_file {
+    enum gm_admin_state state;
+    char path[GM_PATH_MAX];
+    char why[512];          /* REFUSED: what is wrong with it */
+    size_t len;
+    char text[GM_ADMIN_TEXT_MAX + 1];   /* READ: the contents, NUL-ended */
+};
+
+/* The ceilings and rules only the admin file sets (GPUMEM_MAX_* and
+ * GPUMEM_ALLOW_* / GPUMEM_FORCE_* names; docs/env.md). */
+enum gm_rule {
+    GM_R_MAX_LIMIT = 0, GM_R_FORCE_GROUP, GM_R_ALLOW_ON_OOM,
+    GM_R_FORCE_TELEMETRY, GM_R_ALLOW_DISABLE, GM_R_COUNT
+};
+struct gm_admin_rules {
+    bool set[GM_R_COUNT];                   /* the file names the rule */
+    unsigned line[GM_R_COUNT];              /* ... at this line */
+    struct gm_limit max_limit;              /* GPUMEM_MAX_LIMIT */
+    char force_group[GM_TEMPLATE_MAX + 1];  /* GPUMEM_FORCE_GROUP template */
+    unsigned allow_on_oom;                  /* bit 1<<gm_on_oom; 0 = all */
+    bool force_telemetry;                   /* GPUMEM_FORCE_TELEMETRY=1 */
+    bool allow_disable;                     /* GPUMEM_ALLOW_DISABLE=1 */
+    char forced[GM_NAME_MAX + 1];           /* the group it gave, or "" */
+    char force_unset[GM_TEMPLATE_MAX + 1];  /* ... not given: this variable
+                                               of the template is unset */
+};
 
 /* Field identifiers, one per variable (GPUMEM_LIMIT_<N> share one id). */
 enum gm_field {
@@ -50,7 +87,8 @@ enum gm_field {
     GM_F_HEADROOM, GM_F_ON_OOM, GM_F_GROUP, GM_F_GROUP_LIMIT, GM_F_PRIORITY,
     GM_F_REPORT, GM_F_KEEP, GM_F_TELEMETRY, GM_F_RING_EVENTS, GM_F_SHM_PREFIX,
     GM_F_LOG_LEVEL,
-    GM_F_CUDA_LIBRARY, GM_F_ON_BAD_CONFIG, GM_F_COUNT
+    GM_F_CUDA_LIBRARY, GM_F_ON_BAD_CONFIG, GM_F_RECORD, GM_F_NVML_VIEW,
+    GM_F_COUNT
 };
 
 struct gm_policy {
@@ -77,7 +115,33 @@ struct gm_policy {
     enum gm_log log_level;
     char cuda_library[GM_PATH_MAX];             /* default "libcuda.so.1" */
     enum gm_bad_config on_bad_config;
+    char record_dir[GM_PATH_MAX];               /* GPUMEM_RECORD, "" = off */
+    bool nvml_view;                             /* GPUMEM_NVML_VIEW, on */
     enum gm_source src[GM_F_COUNT];
+    /* The admin file and what it did. */
+    enum gm_admin_state admin_state;
+    char admin_path[GM_PATH_MAX];           /* "" when not consulted */
+    struct gm_admin_rules admin;
+    /* An admin-file problem (untrusted file, bad line): the process must
+     * not run, whatever GPUMEM_ON_BAD_CONFIG says. */
+    bool admin_fatal;
+    /* A ceiling changed what the environment asked for: clamped[f], and
+     * the value asked, shown by gpumem policy. */
+    bool clamped[GM_F_COUNT];
+    char asked[GM_F_COUNT][48];
+    /* GPUMEM_LIMIT / GPUMEM_LIMIT_<N> came from HAMi-core's
+     * CUDA_DEVICE_MEMORY_LIMIT[_<N>] (policy/hami.c). */
+    bool hami;
+    /* ... or, when GPUMEM_LIMIT[_<N>] is set too, they cap it: the
+     * scheduler's grant, which the job's own variable may tighten but not
+     * lift (bytes; 0 = none; per device over all devices). */
+    bool hami_capped;
+    uint64_t hami_cap;
+    uint64_t hami_cap_dev[GM_MAX_DEVICES];
+    bool hami_shared_cache;                 /* ..._SHARED_CACHE seen, ignored */
+    /* CUDA_DISABLE_CONTROL was honoured (the admin allows it): nothing is
+     * limited. */
+    bool disabled;
 };
 
 /* Diagnostics collected while loading: errors make the policy invalid,
@@ -100,15 +164,49 @@ struct gm_diag {
  * GPUMEM_ON_BAD_CONFIG=warn can run with the rest. */
 int gm_policy_load(struct gm_policy *p, char *const *envp, struct gm_diag *d);
 
+/* The same, after the admin policy file `a` (NULL: none; its text is
+ * split in place): its GPUMEM_* lines set defaults (source "admin"), its
+ * GPUMEM_MAX_* / ALLOW_* / FORCE_* lines ceilings the environment can
+ * tighten but never loosen. A refused file (a->state GM_ADMIN_REFUSED)
+ * or a bad line is an error with p->admin_fatal set. Errors in the file
+ * are reported as "gpumem: PATH:LINE: ...". */
+int gm_policy_load_ex(struct gm_policy *p, char *const *envp,
+                      struct gm_admin_file *a, struct gm_diag *d);
+
+/* What the shim and the tools call: read the node's admin file
+ * (gm_admin_policy_path, fixed at build time) into `a`, then
+ * gm_policy_load_ex. */
+int gm_policy_load_node(struct gm_policy *p, char *const *envp,
+                        struct gm_admin_file *a, struct gm_diag *d);
+
+/* policy/admin.c: "$(SYSCONFDIR)/gpumem/policy", fixed when the library
+ * is built (make SYSCONFDIR=...); never taken from the environment. */
+extern const char gm_admin_policy_path[];
+
+/* Read the admin file at the absolute `path` safely: every directory
+ * from / down must be owned by root and not writable by group or others
+ * (unless sticky), none may be a symbolic link, and the file must be a
+ * regular file owned by root, not writable by group or others, at most
+ * GM_ADMIN_TEXT_MAX bytes. Sets a->state: ABSENT (no such file or
+ * directory), READ, or REFUSED with a->why. Never follows a symlink. */
+void gm_admin_read(const char *path, struct gm_admin_file *a);
+
 /* Defaults only. */
 void gm_policy_defaults(struct gm_policy *p);
 
 /* The limit for device `dev` (GPUMEM_LIMIT_<dev> if set, else
- * GPUMEM_LIMIT) resolved against the physical total: 0 means no limit.
+ * GPUMEM_LIMIT) resolved against the physical total, held to the admin
+ * ceiling (GPUMEM_MAX_LIMIT) and to HAMi-core's grant when it caps a
+ * GPUMEM_LIMIT (the smallest wins): 0 means no limit.
  * A result above `physical` is kept as is (callers clamp where they
  * report). PERCENT/SHARE round down to a whole byte. */
 uint64_t gm_policy_limit_for(const struct gm_policy *p, unsigned dev,
                              uint64_t physical);
+
+/* The same, and whether a ceiling (GPUMEM_MAX_LIMIT, or HAMi-core's
+ * limit over a GPUMEM_LIMIT) made it smaller. */
+uint64_t gm_policy_limit_for_ex(const struct gm_policy *p, unsigned dev,
+                                uint64_t physical, bool *clamped);
 
 /* Resolve any gm_limit against a base (physical total, or the limit for
  * the static size). NONE -> 0. PERCENT: floor(base * fraction); SHARE:
@@ -143,6 +241,10 @@ const char *gm_mode_name(enum gm_mode m);
 const char *gm_on_oom_name(enum gm_on_oom o);
 const char *gm_report_name(enum gm_report r);
 const char *gm_log_level_name(enum gm_log l);
+const char *gm_source_name(enum gm_source s);
+
+/* "GPUMEM_MAX_LIMIT", ... by enum gm_rule. */
+const char *gm_rule_name(enum gm_rule r);
 
 /* Every variable name, indexed by enum gm_field ("GPUMEM_LIMIT_<N>" for
  * GM_F_LIMIT_N); *n receives GM_F_COUNT. */

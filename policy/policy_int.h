@@ -1,7 +1,8 @@
 /*
- * policy/policy_int.h — what the three parts of the policy loader share
- * and nothing outside policy/ includes: the state of one load, the option
- * table (options.c), the message helpers (load.c) and the variable names.
+ * policy/policy_int.h — what the parts of the policy loader share and
+ * nothing outside policy/ includes: the state of one load, the option
+ * table (options.c), the message helpers (load.c), the variable names,
+ * and the admin-file (rules.c) and HAMi-core (hami.c) stages.
  *
  * Invariants (the loader's, see policy/policy.h): nothing here calls
  * getenv() or allocates; messages are one line each, "gpumem:
@@ -36,6 +37,24 @@ struct load {
     const char *val[GM_F_COUNT];            /* first value seen, or NULL */
     const char *dev_val[GM_MAX_DEVICES];
     bool bad[GM_F_COUNT];                   /* refused: default kept */
+    /* The admin file's stage: "PATH:LINE: " put after "gpumem: " in
+     * every message while one of its lines is applied. */
+    char where[GM_PATH_MAX + 24];
+    struct gm_admin_file *admin;
+    bool admin_stage;
+    /* HAMi-core's values, when they gave the limits (policy/hami.c). */
+    const char *hami_val;
+    const char *hami_dev[GM_MAX_DEVICES];
+    /* What the admin file left before the environment was applied: the
+     * values a refused or disallowed env value falls back to. */
+    struct gm_limit base_group_limit;
+    char base_group[GM_NAME_MAX + 1];
+    enum gm_mode base_mode;
+    struct gm_limit base_static;
+    enum gm_on_oom base_on_oom;
+    uint64_t base_oom_wait_ns;
+    bool base_telemetry;
+    enum gm_source base_src[GM_F_COUNT];
 };
 
 /* Kinds of parsed text, for wording parse errors. */
@@ -74,6 +93,30 @@ void gm_pol_bad_parse(struct load *c, enum gm_field f, const char *name,
     __attribute__((visibility("hidden")));
 bool gm_pol_parse_limit(struct load *c, enum gm_field f, const char *name,
                         const char *val, struct gm_limit *out)
+    __attribute__((visibility("hidden")));
+/* Values shown in messages and in `gpumem policy`. */
+void gm_pol_limit_text(const struct gm_limit *l, char *buf, size_t cap)
+    __attribute__((visibility("hidden")));
+
+/* ---- the admin file and HAMi-core (admin.c, rules.c, hami.c) ------------- */
+
+/* Apply the admin file's lines (a->state READ) to c->p, source admin. */
+void gm_pol_admin_apply(struct load *c) __attribute__((visibility("hidden")));
+/* After the environment: hold it to the admin ceilings and rules. */
+void gm_pol_admin_enforce(struct load *c) __attribute__((visibility("hidden")));
+/* HAMi-core's CUDA_DEVICE_MEMORY_LIMIT[_<N>]: the limits when the
+ * environment sets no GPUMEM_LIMIT nor GPUMEM_LIMIT_<N> (as_limit), else
+ * caps over them. */
+void gm_pol_hami_apply(struct load *c, bool as_limit)
+    __attribute__((visibility("hidden")));
+/* CUDA_DISABLE_CONTROL, honoured only when the admin allows it. */
+void gm_pol_hami_disable(struct load *c) __attribute__((visibility("hidden")));
+/* First value of `name` in envp, or NULL. */
+const char *gm_pol_env_find(char *const *envp, const char *name)
+    __attribute__((visibility("hidden")));
+/* [A-Za-z0-9_.-]{1,max}, with a message when not. */
+bool gm_pol_check_name(struct load *c, enum gm_field f, const char *name,
+                       const char *val, size_t max, const char *forms)
     __attribute__((visibility("hidden")));
 
 #endif

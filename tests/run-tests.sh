@@ -9,13 +9,18 @@
 # under the user's default prefix; whatever is left under that prefix in
 # /dev/shm at the end (a killed child's segment, a group file) is a
 # failure of the run, listed, and removed, also when the run is
-# interrupted.
+# interrupted. The simulated machine of the run is its own too:
+# SIMCUDA_SHM=gmtest<pid>sim names its boards (/dev/shm/gmtest<pid>sim.PID),
+# so no other run's simulated processes show in this one's NVML or free
+# memory; boards left by killed children are removed at the end.
 passed=0; failed=0; skipped=0
 log=$(mktemp "${TMPDIR:-/tmp}/gm-test.XXXXXX") || exit 1
 GPUMEM_SHM_PREFIX=gmtest$$
 export GPUMEM_SHM_PREFIX
+SIMCUDA_SHM=${GPUMEM_SHM_PREFIX}sim
+export SIMCUDA_SHM
 SHM=${GM_TEST_SHM_DIR:-/dev/shm}
-cleanup() { rm -f "$log" "$SHM/$GPUMEM_SHM_PREFIX".* "$SHM/$GPUMEM_SHM_PREFIX"_*; }
+cleanup() { rm -f "$log" "$SHM/$GPUMEM_SHM_PREFIX".* "$SHM/$GPUMEM_SHM_PREFIX"_* /dev/shm/"$SIMCUDA_SHM".*; }
 trap cleanup EXIT
 trap 'cleanup; exit 130' INT TERM
 for t in "$@"; do

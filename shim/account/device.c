@@ -32,7 +32,20 @@ static bool resolve_device(int dev, struct gm_dev *d)
     d->physical = total;
     gm_fragq_init(&d->frag);
     gm_grp_device(dev, d);
-    uint64_t limit = gm_policy_limit_for(&gm_st.policy, (unsigned)dev, total);
+    bool clamped = false;
+    uint64_t limit = gm_policy_limit_for_ex(&gm_st.policy, (unsigned)dev,
+                                            total, &clamped);
+    /* A ceiling of another kind than the limit asked (40G over 50%) can
+     * only be applied now that the device's size is known. */
+    if (clamped && gm_st.policy.limit.kind != GM_LIMIT_NONE) {
+        char l[32];
+        uint64_t adm = gm_limit_resolve(&gm_st.policy.admin.max_limit, total);
+        gm_format_size(limit, l, sizeof l);
+        gm_log(GM_LOG_WARN, "device %d: the limit asked is above %s; the "
+               "limit is %s", dev, adm == limit
+                   ? "the admin ceiling GPUMEM_MAX_LIMIT"
+                   : "the scheduler's grant (CUDA_DEVICE_MEMORY_LIMIT)", l);
+    }
     gm_budget_set_limit(&d->budget, limit);
     gm_tel_device(&gm_st.tel, (unsigned)dev, total, limit);
     if (limit != 0 && gm_log_enabled(GM_LOG_INFO)) {
@@ -78,31 +91,45 @@ static uint64_t driver_in_use(CUcontext ctx)
     return rc == CUDA_SUCCESS && t >= f ? (uint64_t)(t - f) : 0;
 }
 
-void gm_dev_context_before(int dev, uint64_t *nvml_used)
+void gm_dev_context_before(int dev, struct gm_ctx_probe *before)
 {
-    *nvml_used = UINT64_MAX;
+    before->ok = false;
     struct gm_dev *d = gm_dev_get(dev);
     if (d == NULL || atomic_load(&d->ctx_measured))
         return;
     gm_depth++;
-    *nvml_used = gm_nvml_used(dev);
+    before->ok = gm_nvml_sample(dev, &before->s);
     gm_depth--;
 }
 
-bool gm_dev_context_created(int dev, CUcontext ctx, uint64_t nvml_before)
+/* What the new context took: this process's own NVML figure where NVML
+ * lists it (exact on a shared device), else the device's in-use
+ * difference around the creation, else the driver's total - free through
+ * the new context (an over-estimate on a shared device). */
+static uint64_t context_bytes(int dev, CUcontext ctx,
+                              const struct gm_ctx_probe *before)
+{
+    struct gm_nvml_sample after;
+    if (before->ok && gm_nvml_sample(dev, &after)) {
+        if (after.own_listed) {
+            uint64_t was = before->s.own_listed ? before->s.own_used : 0;
+            return after.own_used > was ? after.own_used - was : 0;
+        }
+        return after.device_used > before->s.device_used
+                   ? after.device_used - before->s.device_used : 0;
+    }
+    return driver_in_use(ctx);
+}
+
+bool gm_dev_context_created(int dev, CUcontext ctx,
+                            const struct gm_ctx_probe *before)
 {
     struct gm_dev *d = gm_dev_get(dev);
     if (d == NULL || atomic_exchange(&d->ctx_measured, 1) != 0)
         return false;
     atomic_fetch_or(&gm_ctx_devices, 1ull << dev);
     gm_depth++;
-    uint64_t bytes = 0;
-    uint64_t after = nvml_before != UINT64_MAX ? gm_nvml_used(dev)
-                                               : UINT64_MAX;
-    if (after != UINT64_MAX)
-        bytes = after > nvml_before ? after - nvml_before : 0;
-    else
-        bytes = driver_in_use(ctx);
+    uint64_t bytes = context_bytes(dev, ctx, before);
     gm_depth--;
     uint64_t used = gm_budget_force(&d->budget, bytes);
     if (!gm_grp_take(d, bytes))

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "shim/account/state.h"
+#include "shim/driver/nvml.h"
 
 /* The device's record with its limit resolved; NULL for a bad ordinal. */
 struct gm_dev *gm_dev_get_slow(int dev);
@@ -30,12 +31,19 @@ static inline struct gm_dev *gm_dev_get(int dev)
 }
 /* Context memory, measured once per device: call _before just before the
  * real context creator (it samples NVML where available) and _created
- * after it succeeded, with the new context. The difference (or, without
- * NVML, the device's in-use memory seen through the new context) is
- * recorded and charged to the device's limit. _created returns true for
- * the device's first context (the one that was measured). */
-void gm_dev_context_before(int dev, uint64_t *nvml_used);
-bool gm_dev_context_created(int dev, CUcontext ctx, uint64_t nvml_before);
+ * after it succeeded, with the new context. The growth of this process's
+ * own NVML entry (or of the device's NVML in-use figure when NVML does
+ * not list the process, or, without NVML, the device's in-use memory seen
+ * through the new context) is recorded and charged to the device's
+ * limit. _created returns true for the device's first context (the one
+ * that was measured). */
+struct gm_ctx_probe {
+    bool ok;                    /* NVML answered before the creation */
+    struct gm_nvml_sample s;
+};
+void gm_dev_context_before(int dev, struct gm_ctx_probe *before);
+bool gm_dev_context_created(int dev, CUcontext ctx,
+                            const struct gm_ctx_probe *before);
 
 
 #endif

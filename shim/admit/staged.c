@@ -11,7 +11,6 @@
  */
 #include "shim/admit/staged.h"
 
-#include <math.h>
 
 #include "policy/parse.h"
 #include "shim/telemetry/abi.h"
@@ -33,7 +32,7 @@ uint64_t gm_staged_limit(uint64_t peak, double headroom, uint64_t cap)
     const uint64_t two_mib = 2ull << 20, ppm = 1000000u;
     /* Integer arithmetic in parts per million: 400 MiB + 10% is exactly
      * 440 MiB, not a rounding error above it. */
-    uint64_t h = headroom <= 0 ? 0 : (uint64_t)llround(headroom * 1e6);
+    uint64_t h = headroom <= 0 ? 0 : (uint64_t)(headroom * 1e6 + 0.5);
     uint64_t extra = (peak / ppm) * h + ((peak % ppm) * h + ppm - 1) / ppm;
     uint64_t l = extra > UINT64_MAX - two_mib - peak ? UINT64_MAX - two_mib
                                                      : peak + extra;
@@ -64,6 +63,6 @@ void gm_staged_poll_slow(void)
         gm_format_size(peak, ps, sizeof ps);
         gm_log(GM_LOG_WARN, "device %u: warm-up of %s over: limit frozen at "
                "%s (peak %s + %llu%% headroom)", i, w, ls, ps,
-               (unsigned long long)llround(gm_st.policy.headroom * 100.0));
+               (unsigned long long)(gm_st.policy.headroom * 100.0 + 0.5));
     }
 }

@@ -1,26 +1,33 @@
 /*
- * shim/driver/nvml.c — lazy NVML access by UUID, for context-memory measurement.
+ * shim/driver/nvml.c — lazy NVML access by UUID, for context-memory
+ * measurement (nvml.h).
  *
  * Invariant: NVML is opened at most once (state under a mutex), only when
- * a first context is created; never on any allocation path.
+ * a first context is created; never on any allocation path. Functions are
+ * looked up with glibc's dlsym on our own handle, so they are NVML's, not
+ * the shim's NVML wrappers.
  */
 #include "shim/driver/nvml.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <unistd.h>
 
+#include "shim/driver/nvml_api.h"
 #include "shim/driver/real.h"
 
-typedef struct { unsigned long long total, free, used; } gm_nvml_memory;
 typedef int (*nvml_init_fn)(void);
-typedef int (*nvml_by_uuid_fn)(const char *, void **);
-typedef int (*nvml_meminfo_fn)(void *, gm_nvml_memory *);
+typedef int (*nvml_by_uuid_fn)(const char *, gm_nvml_dev *);
+typedef int (*nvml_meminfo_fn)(gm_nvml_dev, struct gm_nvml_memory *);
+typedef int (*nvml_procs_fn)(gm_nvml_dev, unsigned int *, void *);
 
 static pthread_mutex_t nvml_lock = PTHREAD_MUTEX_INITIALIZER;
 static int nvml_state; /* 0 untried, 1 usable, -1 unavailable */
 static nvml_by_uuid_fn by_uuid;
 static nvml_meminfo_fn meminfo;
+static nvml_procs_fn procs;     /* the newest compute-process query found */
+static size_t proc_stride;      /* its record size */
 
 static int nvml_open(void)
 {
@@ -34,16 +41,30 @@ static int nvml_open(void)
     nvml_init_fn init = (nvml_init_fn)ds(h, "nvmlInit_v2");
     by_uuid = (nvml_by_uuid_fn)ds(h, "nvmlDeviceGetHandleByUUID");
     meminfo = (nvml_meminfo_fn)ds(h, "nvmlDeviceGetMemoryInfo");
-    if (init && by_uuid && meminfo && init() == 0)
+    static const char *const names[] = {
+        "nvmlDeviceGetComputeRunningProcesses_v3",
+        "nvmlDeviceGetComputeRunningProcesses_v2",
+        "nvmlDeviceGetComputeRunningProcesses",
+    };
+    for (size_t i = 0; i < 3 && procs == NULL; i++) {
+        procs = (nvml_procs_fn)ds(h, names[i]);
+        proc_stride = i < 2 ? sizeof(struct gm_nvml_proc_v2)
+                            : sizeof(struct gm_nvml_proc_v1);
+    }
+    if (init && by_uuid && meminfo && init() == GM_NVML_SUCCESS)
         nvml_state = 1;
     return nvml_state;
 }
 
-static int uuid_string(int dev, char *out, size_t cap)
+int gm_nvml_cuda_uuid(int dev, char *out, size_t cap)
 {
     CUuuid u;
-    if (gm_real.cuDeviceGetUuid_v2 == NULL ||
-        gm_real.cuDeviceGetUuid_v2(&u, (CUdevice)dev) != CUDA_SUCCESS)
+    if (gm_real.cuDeviceGetUuid_v2 == NULL)
+        return -2;
+    CUresult rc = gm_real.cuDeviceGetUuid_v2(&u, (CUdevice)dev);
+    if (rc == CUDA_ERROR_INVALID_DEVICE)
+        return -2;
+    if (rc != CUDA_SUCCESS)
         return -1;
     const unsigned char *b = (const unsigned char *)u.bytes;
     snprintf(out, cap,
@@ -54,17 +75,44 @@ static int uuid_string(int dev, char *out, size_t cap)
     return 0;
 }
 
-uint64_t gm_nvml_used(int dev)
+/* This process's entry in the compute-process list (NVML lock held). */
+static void own_entry(gm_nvml_dev h, struct gm_nvml_sample *s)
 {
-    uint64_t r = UINT64_MAX;
+    enum { CAP = 64 };
+    struct gm_nvml_proc_v2 buf[CAP]; /* big enough for either stride */
+    unsigned int n = CAP;
+    s->own_listed = false;
+    if (procs == NULL || procs(h, &n, buf) != GM_NVML_SUCCESS)
+        return;
+    unsigned int self = (unsigned int)getpid();
+    for (unsigned int i = 0; i < n && i < CAP; i++) {
+        const char *rec = (const char *)buf + (size_t)i * proc_stride;
+        const struct gm_nvml_proc_v1 *p = (const struct gm_nvml_proc_v1 *)rec;
+        if (p->pid == self && p->usedGpuMemory != GM_NVML_VALUE_NOT_AVAILABLE) {
+            s->own_used = p->usedGpuMemory;
+            s->own_listed = true;
+        }
+    }
+}
+
+bool gm_nvml_sample(int dev, struct gm_nvml_sample *s)
+{
     char uuid[64];
-    if (uuid_string(dev, uuid, sizeof uuid) != 0)
-        return r;
+    s->device_used = 0;
+    s->own_used = 0;
+    s->own_listed = false;
+    if (gm_nvml_cuda_uuid(dev, uuid, sizeof uuid) != 0)
+        return false;
+    bool ok = false;
     pthread_mutex_lock(&nvml_lock);
-    void *h = NULL;
-    gm_nvml_memory m;
-    if (nvml_open() == 1 && by_uuid(uuid, &h) == 0 && meminfo(h, &m) == 0)
-        r = m.used;
+    gm_nvml_dev h = NULL;
+    struct gm_nvml_memory m;
+    if (nvml_open() == 1 && by_uuid(uuid, &h) == GM_NVML_SUCCESS &&
+        meminfo(h, &m) == GM_NVML_SUCCESS) {
+        s->device_used = m.used;
+        own_entry(h, s);
+        ok = true;
+    }
     pthread_mutex_unlock(&nvml_lock);
-    return r;
+    return ok;
 }

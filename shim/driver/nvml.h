@@ -1,16 +1,32 @@
 /*
- * shim/driver/nvml.h — the one NVML figure the shim uses: device memory in use on a
- * CUDA device (all processes), to measure context memory as a before/after
- * difference. NVML is loaded lazily with dlopen; without it (no NVIDIA
- * driver, the simulator, a MIG instance) the answer is "unknown".
+ * shim/driver/nvml.h — the NVML figures the shim itself uses to measure
+ * context memory: device memory in use on a CUDA device (all processes)
+ * and this process's own entry in the device's compute-process list.
+ * NVML is loaded lazily with dlopen, by the shim for itself: these calls
+ * go to the real library, never through the NVML view. Without it (no
+ * NVIDIA driver, a MIG instance, a container without NVML) the answer is
+ * "unknown".
  */
 #ifndef GM_NVML_H
 #define GM_NVML_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
-/* Bytes in use on CUDA device `dev` (matched by UUID), or UINT64_MAX when
- * NVML cannot say. Caller holds the nesting guard. */
-uint64_t gm_nvml_used(int dev);
+struct gm_nvml_sample {
+    uint64_t device_used;   /* bytes in use on the device, every process */
+    uint64_t own_used;      /* this process's entry, when own_listed */
+    bool own_listed;        /* the process list has this pid with a figure */
+};
+
+/* Samples CUDA device `dev` (matched by UUID); false when NVML cannot
+ * say. Caller holds the nesting guard. */
+bool gm_nvml_sample(int dev, struct gm_nvml_sample *s);
+
+/* CUDA device `dev`'s UUID as NVML writes it ("GPU-xxxxxxxx-xxxx-..."),
+ * through the real driver: 0; -2 when there is no such device (or no
+ * cuDeviceGetUuid_v2), -1 when the driver cannot say. */
+int gm_nvml_cuda_uuid(int dev, char *out, size_t cap);
 
 #endif

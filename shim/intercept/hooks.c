@@ -23,6 +23,7 @@
 #include "shim/driver/real.h"
 #include "shim/account/device.h"
 #include "shim/account/state.h"
+#include "shim/record/record.h"
 
 
 /* Which real function an allocation goes to. */
@@ -281,7 +282,10 @@ GM_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
         return gm_real.cuMemAlloc_v2(dptr, bytesize);
     struct req r = { .kind = K_V2, .api = GM_API_MEM_ALLOC, .out = dptr,
                      .size = bytesize };
-    return alloc_ptr(K_V2, &r);
+    CUresult rc = alloc_ptr(K_V2, &r);
+    GM_REC(GM_RO_ALLOC, 0, gm_current_device(), bytesize,
+           rc == CUDA_SUCCESS ? *dptr : 0, (uintptr_t)0, (uintptr_t)0, rc);
+    return rc;
 }
 
 GM_EXPORT CUresult CUDAAPI cuMemAlloc(CUdeviceptr_v1 *dptr,
@@ -296,6 +300,8 @@ GM_EXPORT CUresult CUDAAPI cuMemAlloc(CUdeviceptr_v1 *dptr,
     CUresult rc = alloc_ptr(K_V1, &r);
     if (rc == CUDA_SUCCESS)
         *dptr = (CUdeviceptr_v1)p;
+    GM_REC(GM_RO_ALLOC, GM_RECF_V1, gm_current_device(), bytesize,
+           rc == CUDA_SUCCESS ? p : 0, 0, 0, rc);
     return rc;
 }
 
@@ -308,7 +314,10 @@ GM_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr,
         return gm_real.cuMemAllocManaged(dptr, bytesize, flags);
     struct req r = { .kind = K_MANAGED, .api = GM_API_MEM_ALLOC_MANAGED,
                      .out = dptr, .size = bytesize, .flags = flags };
-    return alloc_ptr(K_MANAGED, &r);
+    CUresult rc = alloc_ptr(K_MANAGED, &r);
+    GM_REC(GM_RO_MANAGED, 0, gm_current_device(), bytesize,
+           rc == CUDA_SUCCESS ? *dptr : 0, (uintptr_t)flags, (uintptr_t)0, rc);
+    return rc;
 }
 
 GM_EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize,
@@ -319,7 +328,10 @@ GM_EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize,
         return gm_real.cuMemAllocAsync(dptr, bytesize, hStream);
     struct req r = { .kind = K_ASYNC, .api = GM_API_MEM_ALLOC_ASYNC,
                      .out = dptr, .size = bytesize, .stream = hStream };
-    return alloc_ptr(K_ASYNC, &r);
+    CUresult rc = alloc_ptr(K_ASYNC, &r);
+    GM_REC(GM_RO_ASYNC, 0, gm_current_device(), bytesize,
+           rc == CUDA_SUCCESS ? *dptr : 0, (uintptr_t)hStream, (uintptr_t)0, rc);
+    return rc;
 }
 
 GM_EXPORT CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr,
@@ -331,7 +343,10 @@ GM_EXPORT CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr,
         return gm_real.cuMemAllocAsync_ptsz(dptr, bytesize, hStream);
     struct req r = { .kind = K_ASYNC_PTSZ, .api = GM_API_MEM_ALLOC_ASYNC,
                      .out = dptr, .size = bytesize, .stream = hStream };
-    return alloc_ptr(K_ASYNC_PTSZ, &r);
+    CUresult rc = alloc_ptr(K_ASYNC_PTSZ, &r);
+    GM_REC(GM_RO_ASYNC, GM_RECF_PTSZ, gm_current_device(), bytesize,
+           rc == CUDA_SUCCESS ? *dptr : 0, (uintptr_t)hStream, (uintptr_t)0, rc);
+    return rc;
 }
 
 GM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr,
@@ -345,7 +360,10 @@ GM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr,
     struct req r = { .kind = K_POOL, .api = GM_API_MEM_ALLOC_FROM_POOL,
                      .out = dptr, .size = bytesize, .stream = hStream,
                      .pool = pool };
-    return alloc_ptr(K_POOL, &r);
+    CUresult rc = alloc_ptr(K_POOL, &r);
+    GM_REC(GM_RO_POOL_ALLOC, 0, gm_current_device(), bytesize,
+           rc == CUDA_SUCCESS ? *dptr : 0, (uintptr_t)hStream, (uintptr_t)pool, rc);
+    return rc;
 }
 
 GM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr,
@@ -360,7 +378,10 @@ GM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr,
     struct req r = { .kind = K_POOL_PTSZ, .api = GM_API_MEM_ALLOC_FROM_POOL,
                      .out = dptr, .size = bytesize, .stream = hStream,
                      .pool = pool };
-    return alloc_ptr(K_POOL_PTSZ, &r);
+    CUresult rc = alloc_ptr(K_POOL_PTSZ, &r);
+    GM_REC(GM_RO_POOL_ALLOC, GM_RECF_PTSZ, gm_current_device(), bytesize,
+           rc == CUDA_SUCCESS ? *dptr : 0, (uintptr_t)hStream, (uintptr_t)pool, rc);
+    return rc;
 }
 
 /* ---- pitch ------------------------------------------------------------ */
@@ -485,8 +506,13 @@ GM_EXPORT CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr,
         Height == 0)
         return gm_real.cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height,
                                           ElementSizeBytes);
-    return pitch_common(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes,
-                        0);
+    CUresult rc = pitch_common(dptr, pPitch, WidthInBytes, Height,
+                               ElementSizeBytes, 0);
+    GM_REC(GM_RO_PITCH, 0, gm_current_device(),
+           rc == CUDA_SUCCESS ? (uint64_t)*pPitch * Height : 0,
+           rc == CUDA_SUCCESS ? *dptr : 0, WidthInBytes,
+           (uint64_t)Height | (uint64_t)ElementSizeBytes << 48, rc);
+    return rc;
 }
 
 GM_EXPORT CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr_v1 *dptr,
@@ -508,10 +534,24 @@ GM_EXPORT CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr_v1 *dptr,
         *dptr = (CUdeviceptr_v1)p;
         *pPitch = (unsigned int)pp;
     }
+    GM_REC(GM_RO_PITCH, GM_RECF_V1, gm_current_device(),
+           rc == CUDA_SUCCESS ? (uint64_t)pp * Height : 0,
+           rc == CUDA_SUCCESS ? p : 0, WidthInBytes,
+           (uint64_t)Height | (uint64_t)ElementSizeBytes << 48, rc);
     return rc;
 }
 
 /* ---- frees ------------------------------------------------------------ */
+
+/* A free the program made (not one of ours, not of NULL) into the
+ * recording (shim/record/record.h). */
+#define GM_REC_FREE(op, fl, p, s, rc)                                     \
+    do {                                                                  \
+        if (GM_UNLIKELY(__atomic_load_n(&gm_rec_on, __ATOMIC_RELAXED)) && \
+            gm_depth == 0 && (p) != 0)                                    \
+            gm_rec_put((op), (fl), gm_current_device(), 0, (uint64_t)(p), \
+                       (uint64_t)(uintptr_t)(s), 0, (uint32_t)(rc));      \
+    } while (0)
 
 enum fkind { F_V2, F_V1, F_ASYNC, F_ASYNC_PTSZ };
 
@@ -586,21 +626,30 @@ free_ptr(enum fkind k, unsigned api, CUdeviceptr p, CUstream s)
 
 GM_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
 {
-    return free_ptr(F_V2, GM_API_MEM_FREE, dptr, NULL);
+    CUresult rc = free_ptr(F_V2, GM_API_MEM_FREE, dptr, NULL);
+    GM_REC_FREE(GM_RO_FREE, 0, dptr, 0, rc);
+    return rc;
 }
 
 GM_EXPORT CUresult CUDAAPI cuMemFree(CUdeviceptr_v1 dptr)
 {
-    return free_ptr(F_V1, GM_API_MEM_FREE, dptr, NULL);
+    CUresult rc = free_ptr(F_V1, GM_API_MEM_FREE, dptr, NULL);
+    GM_REC_FREE(GM_RO_FREE, GM_RECF_V1, dptr, 0, rc);
+    return rc;
 }
 
 GM_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 {
-    return free_ptr(F_ASYNC, GM_API_MEM_FREE_ASYNC, dptr, hStream);
+    CUresult rc = free_ptr(F_ASYNC, GM_API_MEM_FREE_ASYNC, dptr, hStream);
+    GM_REC_FREE(GM_RO_FREE_ASYNC, 0, dptr, hStream, rc);
+    return rc;
 }
 
 GM_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr,
                                                CUstream hStream)
 {
-    return free_ptr(F_ASYNC_PTSZ, GM_API_MEM_FREE_ASYNC, dptr, hStream);
+    CUresult rc = free_ptr(F_ASYNC_PTSZ, GM_API_MEM_FREE_ASYNC, dptr,
+                           hStream);
+    GM_REC_FREE(GM_RO_FREE_ASYNC, GM_RECF_PTSZ, dptr, hStream, rc);
+    return rc;
 }

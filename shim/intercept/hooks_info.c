@@ -8,6 +8,7 @@
  * Context creators measure and charge the first context on each device.
  */
 #include "shim/intercept/lifecycle.h"
+#include "shim/intercept/hooks_info.h"
 #include "shim/telemetry/abi.h"
 #include "shim/account/account.h"
 #include "shim/driver/real.h"
@@ -15,22 +16,22 @@
 #include "shim/admit/staged.h"
 #include "shim/account/device.h"
 #include "shim/account/state.h"
+#include "shim/record/record.h"
 
 static uint64_t min64(uint64_t a, uint64_t b)
 {
     return a < b ? a : b;
 }
 
-/* Virtualise (free, total) for the current device; false = unchanged.
- * Free is what the program can still get: the room under its limit (no
+/* Free is what the program can still get: the room under its limit (no
  * more than the driver has free) plus, in static mode, what the arena can
  * still hand out (the arena is charged whole and invisible to the
  * driver's own figure). Like the driver's, it is a sum of free bytes, not
  * the largest block. */
-static bool virt_info(uint64_t *f, uint64_t *t)
+bool gm_view_info(int dev, uint64_t *f, uint64_t *t)
 {
     gm_staged_poll();
-    struct gm_dev *d = gm_dev_get(gm_current_device());
+    struct gm_dev *d = gm_dev_get(dev);
     if (d == NULL)
         return false;
     uint64_t limit = gm_budget_limit(&d->budget);
@@ -41,6 +42,12 @@ static bool virt_info(uint64_t *f, uint64_t *t)
     uint64_t arena = gm_static_free(d);
     *f = min64(room + min64(arena, UINT64_MAX - room), *t);
     return true;
+}
+
+/* Virtualise (free, total) for the current device; false = unchanged. */
+static bool virt_info(uint64_t *f, uint64_t *t)
+{
+    return gm_view_info(gm_current_device(), f, t);
 }
 
 GM_EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t *free, size_t *total)
@@ -122,16 +129,16 @@ GM_EXPORT CUresult CUDAAPI cuDeviceTotalMem(unsigned int *bytes, CUdevice dev)
 /* ---- contexts ------------------------------------------------------------ */
 
 /* Before/after a context creator on `dev`. */
-static uint64_t ctx_before(bool on, CUdevice dev)
+static struct gm_ctx_probe ctx_before(bool on, CUdevice dev)
 {
-    uint64_t before = UINT64_MAX;
+    struct gm_ctx_probe before = { .ok = false };
     if (on)
         gm_dev_context_before((int)dev, &before);
     return before;
 }
 
 static void ctx_after(bool on, CUresult rc, CUdevice dev, CUcontext *pctx,
-                      uint64_t before)
+                      const struct gm_ctx_probe *before)
 {
     /* The first context on a device is measured, then (static mode) the
      * arena is taken from what is left. */
@@ -146,11 +153,15 @@ static void ctx_after(bool on, CUresult rc, CUdevice dev, CUcontext *pctx,
     {                                                                     \
         GM_NEED_REAL(name);                                               \
         bool on = gm_active();                                            \
-        uint64_t before = ctx_before(on, dev);                            \
+        struct gm_ctx_probe before = ctx_before(on, dev);                 \
         gm_depth++;                                                       \
         CUresult rc = gm_real.name args;                                  \
         gm_depth--;                                                       \
-        ctx_after(on, rc, dev, pctx, before);                        \
+        ctx_after(on, rc, dev, pctx, &before);                            \
+        if (on)                                                           \
+            GM_REC(GM_RO_CTX, 0, (int)(dev), 0,                           \
+                   rc == CUDA_SUCCESS && pctx ? (uintptr_t)*pctx : 0, 0, \
+                   0, rc);                                                \
         return rc;                                                        \
     }
 

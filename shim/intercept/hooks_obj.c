@@ -13,19 +13,15 @@
 #include "shim/driver/real.h"
 #include "shim/account/device.h"
 #include "shim/account/state.h"
+#include "shim/record/record.h"
 
 
 /* ---- VMM -------------------------------------------------------------- */
 
-GM_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle,
-                                       size_t size,
-                                       const CUmemAllocationProp *prop,
-                                       unsigned long long flags)
+static CUresult create_acct(CUmemGenericAllocationHandle *handle, size_t size,
+                            const CUmemAllocationProp *prop,
+                            unsigned long long flags)
 {
-    GM_NEED_REAL(cuMemCreate);
-    if (!gm_active() || handle == NULL || prop == NULL || size == 0 ||
-        prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
-        return gm_real.cuMemCreate(handle, size, prop, flags);
     int dev = prop->location.id;
     struct gm_dev *d = gm_dev_get(dev);
     if (d == NULL)
@@ -56,11 +52,23 @@ GM_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle,
     return rc;
 }
 
-GM_EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
+GM_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle,
+                                       size_t size,
+                                       const CUmemAllocationProp *prop,
+                                       unsigned long long flags)
 {
-    GM_NEED_REAL(cuMemRelease);
-    if (!gm_active())
-        return gm_real.cuMemRelease(handle);
+    GM_NEED_REAL(cuMemCreate);
+    if (!gm_active() || handle == NULL || prop == NULL || size == 0 ||
+        prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return gm_real.cuMemCreate(handle, size, prop, flags);
+    CUresult rc = create_acct(handle, size, prop, flags);
+    GM_REC(GM_RO_CREATE, 0, prop->location.id, size,
+           rc == CUDA_SUCCESS ? *handle : 0, 0, 0, rc);
+    return rc;
+}
+
+static CUresult release_acct(CUmemGenericAllocationHandle handle)
+{
     struct gm_alloc a;
     int u = gm_track_unref(GM_NS_HANDLE, handle, &a);
     gm_depth++;
@@ -80,6 +88,16 @@ GM_EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
     return rc;
 }
 
+GM_EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    GM_NEED_REAL(cuMemRelease);
+    if (!gm_active())
+        return gm_real.cuMemRelease(handle);
+    CUresult rc = release_acct(handle);
+    GM_REC(GM_RO_RELEASE, 0, -1, 0, handle, 0, 0, rc);
+    return rc;
+}
+
 GM_EXPORT CUresult CUDAAPI cuMemRetainAllocationHandle(
     CUmemGenericAllocationHandle *handle, void *addr)
 {
@@ -87,8 +105,10 @@ GM_EXPORT CUresult CUDAAPI cuMemRetainAllocationHandle(
     gm_depth++;
     CUresult rc = gm_real.cuMemRetainAllocationHandle(handle, addr);
     gm_depth--;
-    if (rc == CUDA_SUCCESS && handle != NULL && gm_active())
+    if (rc == CUDA_SUCCESS && handle != NULL && gm_active()) {
         gm_track_ref(GM_NS_HANDLE, *handle);
+        GM_REC(GM_RO_RETAIN, 0, -1, 0, *handle, (uintptr_t)addr, 0, rc);
+    }
     return rc;
 }
 
@@ -194,7 +214,7 @@ static void array_destroy_real(const struct areq *r, void *h)
 
 /* Create through the real driver; `out` receives a CUarray or
  * CUmipmappedArray (both pointer-sized handles). */
-static CUresult array_create(const struct areq *r, void **out)
+static CUresult array_create_acct(const struct areq *r, void **out)
 {
     int dev = gm_current_device();
     struct gm_dev *d = gm_dev_get(dev);
@@ -229,6 +249,15 @@ static CUresult array_create(const struct areq *r, void **out)
     enum gm_ns ns = r->kind == A_MIPMAP ? GM_NS_MIPMAP : GM_NS_ARRAY;
     gm_acct_commit(dev, d, ns, (uint64_t)(uintptr_t)*out, actual, r->api, 0,
                    t0, t1);
+    return rc;
+}
+
+static CUresult array_create(const struct areq *r, void **out)
+{
+    CUresult rc = array_create_acct(r, out);
+    GM_REC(GM_RO_ARRAY, r->kind == A_MIPMAP ? GM_RECF_MIPMAP : 0,
+           gm_current_device(), r->est,
+           rc == CUDA_SUCCESS ? (uintptr_t)*out : 0, r->api, 0, rc);
     return rc;
 }
 
@@ -346,6 +375,8 @@ static CUresult handle_destroy(enum gm_ns ns, unsigned api, void *h)
     }
     if (known)
         gm_acct_released(&a, api, t0, t1);
+    GM_REC(GM_RO_ARRAY_DESTROY, ns == GM_NS_MIPMAP ? GM_RECF_MIPMAP : 0, -1,
+           0, (uintptr_t)h, 0, 0, rc);
     return rc;
 }
 

@@ -12,6 +12,7 @@
 #include "shim/account/state.h"
 #include "shim/driver/real.h"
 #include "shim/intercept/lifecycle.h"
+#include "shim/record/record.h"
 
 GM_EXPORT CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool *pool,
                                            const CUmemPoolProps *props)
@@ -64,6 +65,9 @@ GM_EXPORT CUresult CUDAAPI cuMemPoolTrimTo(CUmemoryPool pool,
     gm_depth--;
     if (on && rc == CUDA_SUCCESS)
         gm_pool_trimmed(pool);
+    if (on)
+        GM_REC(GM_RO_POOL_TRIM, 0, -1, minBytesToKeep, 0, 0,
+               (uintptr_t)pool, rc);
     return rc;
 }
 
@@ -89,6 +93,8 @@ GM_EXPORT CUresult CUDAAPI cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
         gm_depth--;                                                       \
         if (on && rc == CUDA_SUCCESS)                                     \
             gm_pools_synced();                                                 \
+        if (on)                                                           \
+            GM_REC(GM_RO_SYNC, 0, -1, 0, 0, 0, 0, rc);                    \
         return rc;                                                        \
     }
 

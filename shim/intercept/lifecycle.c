@@ -32,6 +32,7 @@
 #include "shim/account/pools.h"
 #include "shim/admit/staged.h"
 #include "shim/account/track.h"
+#include "shim/record/record.h"
 
 _Atomic int gm_init_state;
 
@@ -116,6 +117,7 @@ static void at_exit(void)
         }
     }
     exit_report();
+    gm_rec_close();
     gm_grp_leave();
     gm_tel_close(&gm_st.tel, gm_st.policy.keep);
     gm_depth--;
@@ -126,6 +128,7 @@ static void fork_child(void)
     /* The child owns nothing of the parent's: not its segment, not its
      * allocations (CUDA state does not survive fork), not its counters. */
     gm_tel_forget(&gm_st.tel);
+    gm_rec_fork_child();
     gm_grp_forget();
     gm_track_reset();
     for (unsigned i = 0; i < GM_MAX_DEVICES; i++) {
@@ -215,11 +218,21 @@ static bool load_driver(void)
 static int init_locked(void)
 {
     static struct gm_diag diag;
+    static struct gm_admin_file admin;
     memset(&diag, 0, sizeof diag);
-    int bad = gm_policy_load(&gm_st.policy, environ, &diag);
+    int bad = gm_policy_load_node(&gm_st.policy, environ, &admin, &diag);
     gm_log_set_level(gm_st.policy.log_level);
     if (gm_st.policy.log_level > GM_LOG_QUIET || bad)
         (void)gm_write_all(STDERR_FILENO, diag.text, diag.len);
+    /* The admin's file is wrong or untrusted: no environment variable may
+     * wave that through (the node's ceilings would be lifted). */
+    if (bad && gm_st.policy.admin_fatal) {
+        static const char msg[] = "gpumem: the admin policy file cannot be "
+            "applied; exiting with status 2 (GPUMEM_ON_BAD_CONFIG does not "
+            "apply to it)\n";
+        (void)gm_write_all(STDERR_FILENO, msg, sizeof msg - 1);
+        _exit(2);
+    }
     if (bad && gm_st.policy.on_bad_config == GM_BAD_EXIT) {
         static const char msg[] = "gpumem: bad configuration; exiting with "
             "status 2 (set GPUMEM_ON_BAD_CONFIG=warn to run with defaults "
@@ -234,6 +247,11 @@ static int init_locked(void)
     gm_st.start_ns = gm_clock_monotonic_ns();
     if (gm_st.policy.telemetry)
         open_telemetry();
+    if (gm_st.policy.record_dir[0] != '\0') {
+        char err[512];
+        if (gm_rec_open(gm_st.policy.record_dir, err, sizeof err) != 0)
+            gm_log(GM_LOG_ERROR, "%s; this process is not recorded", err);
+    }
     gm_grp_init();
     gm_staged_arm(gm_st.start_ns);
     if (!atfork_registered) {

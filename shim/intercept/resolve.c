@@ -8,8 +8,9 @@
  * so glibc still sees the original caller's return address, which it uses
  * to resolve RTLD_NEXT. A handle lookup of a wrapped name returns our
  * wrapper only when the real lookup found the name (NULL stays NULL, so
- * callers fall back as they would without us). No initialisation, no
- * locking, no allocation happens in dlsym.
+ * callers fall back as they would without us). Names starting "nv" on a
+ * handle go the same way to the NVML view (hooks_nvml.c). No
+ * initialisation, no locking, no allocation happens in dlsym.
  *
  * cuGetProcAddress: the real one is called with the same name, version and
  * flags and its status is kept. If the pointer it returns is one of the
@@ -22,6 +23,7 @@
  */
 #include "shim/intercept/lifecycle.h"
 #include "shim/intercept/resolve.h"
+#include "shim/intercept/hooks_nvml.h"
 
 #include <dlfcn.h>
 #include <string.h>
@@ -113,14 +115,23 @@ __attribute__((noinline)) static void *dlsym_handle_lookup(void *handle,
     return w;
 }
 
+__attribute__((noinline)) static void *dlsym_nvml_lookup(void *handle,
+                                                    const char *name)
+{
+    return gm_nvml_wrapper_for(name, gm_real_dlsym_get()(handle, name));
+}
+
 GM_EXPORT void *dlsym(void *restrict handle, const char *restrict name)
 {
     const char *n = name;
     __asm__("" : "+r"(n)); /* glibc declares it nonnull; callers may not */
-    if (handle == RTLD_NEXT || handle == RTLD_DEFAULT || n == NULL ||
-        n[0] != 'c' || n[1] != 'u')
+    if (handle == RTLD_NEXT || handle == RTLD_DEFAULT || n == NULL)
         return gm_real_dlsym_get()(handle, name); /* tail call: a jmp */
-    return dlsym_handle_lookup(handle, name);
+    if (n[0] == 'c' && n[1] == 'u')
+        return dlsym_handle_lookup(handle, name);
+    if (n[0] == 'n' && n[1] == 'v')
+        return dlsym_nvml_lookup(handle, name);
+    return gm_real_dlsym_get()(handle, name); /* tail call: a jmp */
 }
 
 /* ---- cuGetProcAddress ----------------------------------------------- */

@@ -137,5 +137,26 @@ for b in "$ABS"/tests/bench/*; do
     "$b"
     echo
 done
+# Recording (GPUMEM_RECORD): instructions added per recorded alloc+free
+# pair (two records), and the replay rate over the largest reference trace.
+if command -v valgrind >/dev/null 2>&1; then
+    RD=$(mktemp -d)
+    g=$(marginal gpa alloc 1 GPUMEM_LIMIT=64G)
+    r=$(marginal gpa alloc 1 GPUMEM_LIMIT=64G GPUMEM_RECORD="$RD")
+    echo "Recording: instructions per alloc+free pair (callgrind, gpa path)"
+    printf '%-12s %12s %12s %14s\n' "" shim recording "added/record"
+    printf '%-12s %12s %12s %14s\n' 1MiB "$g" "$r" $(((r - g) / 2))
+    rm -rf "$RD"
+    echo
+fi
+TRD=${GM_TRACES:-$(cd "$(dirname "$0")/../.." && pwd)/../shared/reference/traces}
+if [ -f "$TRD/jax_platform.trace" ]; then
+    echo "Replay rate: gpumem replay of jax_platform.trace (1666 events), 5 runs"
+    for i in 1 2 3 4 5; do
+        "$ABS/gpumem" replay "$TRD/jax_platform.trace" --json |
+            sed -n 's/.*"calls":\([0-9]*\).*"replay_ns":\([0-9]*\).*/\1 \2/p'
+    done | awk '{ r = $1 / ($2 / 1e9); printf "  %d calls in %.2f ms: %.0f calls/s\n", $1, $2 / 1e6, r }'
+    echo
+fi
 rm -f /dev/shm/"$GPUMEM_SHM_PREFIX".* 2>/dev/null
 exit 0

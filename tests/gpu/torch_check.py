@@ -13,6 +13,12 @@ Cases (run.sh runs each without the shim first, then with it):
         allocated (the context), within 2 MiB.
   nccl  a 1-rank all_reduce through torch.distributed (NCCL backend) works
         under the shim, and NCCL's own device memory is counted.
+  nvml  with 1 GiB held: pynvml (if importable) in the job reports the
+        limit as total, cuMemGetInfo's free as free, total - free as used,
+        and the job's charge as its own process entry; nvidia-smi started
+        from the job (an NVML-only process under the same preload and
+        limit) reports the limit as memory.total and no more than it as
+        memory.used.
 """
 import json
 import os
@@ -212,8 +218,75 @@ def case_nccl(c):
         c.note(f"free memory fell by {nccl} bytes beyond PyTorch's allocator")
 
 
+def device_uuid(torch):
+    """CUDA device 0's UUID as NVML writes it, or None."""
+    u = getattr(torch.cuda.get_device_properties(0), "uuid", None)
+    if u is None:
+        return None
+    s = str(u)
+    return s if s.startswith("GPU-") else "GPU-" + s
+
+
+def check_pynvml(c, torch, uuid):
+    try:
+        import pynvml
+    except Exception as e:
+        c.note(f"pynvml does not import ({e}); its checks are skipped")
+        return
+    pynvml.nvmlInit()
+    try:
+        h = (pynvml.nvmlDeviceGetHandleByUUID(uuid) if uuid
+             else pynvml.nvmlDeviceGetHandleByIndex(0))
+        m = pynvml.nvmlDeviceGetMemoryInfo(h)
+        free, total = torch.cuda.mem_get_info(0)
+        procs = pynvml.nvmlDeviceGetComputeRunningProcesses(h)
+        mine = [p.usedGpuMemory for p in procs if p.pid == os.getpid()]
+        if not c.limit:
+            c.check(m.total >= total, f"NVML total {m.total} >= CUDA total {total}")
+            return
+        c.check(m.total == c.limit, f"NVML total is the limit {c.limit} (got {m.total})")
+        c.check(m.free == free, f"NVML free equals cuMemGetInfo's {free} (got {m.free})")
+        c.check(m.used == m.total - m.free, f"NVML used {m.used} = total - free")
+        v2 = getattr(pynvml, "nvmlMemory_v2", None)
+        if v2 is not None:
+            m2 = pynvml.nvmlDeviceGetMemoryInfo(h, version=v2)
+            c.check(m2.total == c.limit and m2.free == free and m2.reserved == 0,
+                    f"NVML _v2: total {m2.total}, free {m2.free}, reserved {m2.reserved}")
+        c.check(mine == [c.limit - free],
+                f"this process's NVML entry is its charge {c.limit - free} (got {mine})")
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def check_smi(c, uuid):
+    if not c.limit:
+        return
+    cmd = ["nvidia-smi", "--query-gpu=memory.total,memory.used",
+           "--format=csv,noheader,nounits"] + (["-i", uuid] if uuid else ["-i", "0"])
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout
+        total, used = (int(x) for x in out.strip().splitlines()[0].split(","))
+    except Exception as e:
+        c.check(False, f"nvidia-smi under the preload answers ({e})")
+        return
+    mib = c.limit >> 20
+    c.check(total == mib, f"nvidia-smi memory.total is the limit {mib} MiB (got {total})")
+    c.check(1024 <= used <= mib,
+            f"nvidia-smi memory.used {used} MiB holds the job's GiB, at most the limit")
+
+
+def case_nvml(c):
+    torch = start(c)
+    b = tensor(torch, 1 << 30)
+    torch.cuda.synchronize()
+    uuid = device_uuid(torch)
+    check_pynvml(c, torch, uuid)
+    check_smi(c, uuid)
+    del b
+
+
 def main():
-    args = gpucase.parse(__doc__, ["oom", "ps", "nccl"])
+    args = gpucase.parse(__doc__, ["oom", "ps", "nccl", "nvml"])
     c = gpucase.Case(f"torch_{args.case}", args.expect_limit)
     if args.case == "oom":
         case_oom(c)
@@ -221,6 +294,8 @@ def main():
         if not args.gpumem:
             c.skip("no --gpumem PATH given")
         case_ps(c, args.gpumem)
+    elif args.case == "nvml":
+        case_nvml(c)
     else:
         case_nccl(c)
     c.finish()

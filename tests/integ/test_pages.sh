@@ -65,7 +65,7 @@ got=$(bash -c ". '$P/bash-completion/gpumem'
     COMP_WORDS=(gpumem run --li); COMP_CWORD=2; _gpumem; echo \"\${COMPREPLY[*]}\"
     COMP_WORDS=(gpumem help p); COMP_CWORD=2; _gpumem; echo \"\${COMPREPLY[*]}\"
     COMP_WORDS=(gpumem-top --on); COMP_CWORD=1; _gpumem_top; echo \"\${COMPREPLY[*]}\"")
-want="run report
+want="run report record replay
 --limit
 policy ps
 --once"

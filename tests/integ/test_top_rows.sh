@@ -24,6 +24,9 @@ command -v tmux >/dev/null 2>&1 || { echo "tmux not installed"; exit 77; }
 BUILD=${BUILD:-build}
 B=$(cd "$BUILD" && pwd) || { echo "no build directory $BUILD"; exit 1; }
 PREFIX=gmtr$$
+# Its own simulated machine: the boards of the processes it kills go with it.
+SIMCUDA_SHM=${PREFIX}sim
+export SIMCUDA_SHM
 SESSION=top
 GROUP=zg$$
 T=$(mktemp -d "${TMPDIR:-/tmp}/gm-toprows.XXXXXX") || exit 1
@@ -46,7 +49,7 @@ cleanup() {
         kill -9 "$p" 2>/dev/null && wait "$p" 2>/dev/null
     done
     [ -f "$T/zpid" ] && kill -9 "$(cat "$T/zpid")" 2>/dev/null
-    rm -f /dev/shm/"$PREFIX".*
+    rm -f /dev/shm/"$PREFIX".* /dev/shm/"$SIMCUDA_SHM".*
     rm -rf "$T"
 }
 trap cleanup EXIT
@@ -140,6 +143,14 @@ X=$!
 PIDS="$PIDS $X"
 wait_file /dev/shm/"$PREFIX.$X"
 kill -STOP "$X"
+# The segment exists before the process has used a device (and is
+# listed); on a loaded machine let it run in short slices until it is.
+n=0
+while ! "$B/gpumem" ps | awk -v p="$X" '$1 == p { f = 1 } END { exit !f }'; do
+    n=$((n + 1))
+    [ $n -gt 500 ] && fail "trainsim $X never listed by gpumem ps"
+    kill -CONT "$X"; sleep 0.005; kill -STOP "$X"
+done
 ooms=$("$B/gpumem" ps | awk -v p="$X" '$1 == p { print $10 }')
 [ "$ooms" = 0 ] || fail "trainsim $X was refused before it was stopped (OOMS '$ooms')"
 tm send-keys -t "$SESSION" / l e a k Enter

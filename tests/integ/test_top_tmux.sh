@@ -27,6 +27,9 @@ command -v tmux >/dev/null 2>&1 || { echo "tmux not installed"; exit 77; }
 BUILD=${BUILD:-build}
 B=$(cd "$BUILD" && pwd) || { echo "no build directory $BUILD"; exit 1; }
 PREFIX=gmtop$$
+# Its own simulated machine: the boards of the processes it kills go with it.
+SIMCUDA_SHM=${PREFIX}sim
+export SIMCUDA_SHM
 SOCK=${TMPDIR:-/tmp}/gmtop$$.tmux
 SESSION=top
 GROUP=gt$$
@@ -56,7 +59,7 @@ cleanup() {
     for p in $T1 $T2; do
         kill -9 "$p" 2>/dev/null && wait "$p" 2>/dev/null
     done
-    rm -f /dev/shm/"$PREFIX".*
+    rm -f /dev/shm/"$PREFIX".* /dev/shm/"$SIMCUDA_SHM".*
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM

@@ -24,11 +24,15 @@ shim/telemetry  shim/base policy
 shim/group      shim/base policy
 shim/account    shim/driver shim/telemetry shim/group shim/base policy
 shim/admit      shim/account shim/driver shim/telemetry shim/group shim/base policy
-shim/intercept  shim/admit shim/account shim/driver shim/telemetry shim/group shim/base policy
-tools/lib       shim/telemetry shim/group shim/base policy
+shim/record     shim/base policy
+shim/intercept  shim/admit shim/account shim/record shim/driver shim/telemetry shim/group shim/base policy
+tools/lib       shim/record shim/telemetry shim/group shim/base policy
 tools/sim       shim/driver shim/base policy
+tools/simnvml   tools/sim shim/driver shim/base policy
 tools/trainsim  shim/base policy
-tools/cli       tools/lib shim/telemetry shim/group shim/base policy
+tools/replay    tools/lib shim/record shim/telemetry shim/group shim/base policy
+tools/spank     shim/group shim/base policy
+tools/cli       tools/lib shim/record shim/telemetry shim/group shim/base policy
 tools/top       tools/lib shim/telemetry shim/group shim/base policy
 '
 

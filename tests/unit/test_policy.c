@@ -806,6 +806,27 @@ START_TEST(keep_forms)
 }
 END_TEST
 
+START_TEST(nvml_view_forms)
+{
+    LOAD("GPUMEM_LIMIT=1G");
+    expect_clean();
+    ck_assert(p.nvml_view);
+    ck_assert_int_eq(p.src[GM_F_NVML_VIEW], GM_SRC_DEFAULT);
+    LOAD("GPUMEM_NVML_VIEW=0");
+    expect_clean();
+    ck_assert(!p.nvml_view);
+    ck_assert_int_eq(p.src[GM_F_NVML_VIEW], GM_SRC_ENV);
+    LOAD("GPUMEM_NVML_VIEW=1");
+    expect_clean();
+    ck_assert(p.nvml_view);
+    LOAD("GPUMEM_NVML_VIEW=off");
+    expect_error("GPUMEM_NVML_VIEW", "off", "is not 0 or 1; use 1 (NVML shows the limit)");
+    ck_assert(p.nvml_view); /* a refused value keeps the default */
+    LOAD("GPUMEM_NVML_VIEW=");
+    expect_error("GPUMEM_NVML_VIEW", "", "is empty");
+}
+END_TEST
+
 START_TEST(telemetry_forms)
 {
     LOAD("GPUMEM_ON_BAD_CONFIG=exit");
@@ -1066,8 +1087,9 @@ START_TEST(format_text)
     ck_assert(ends_with(line, " default"));
     ck_assert_ptr_nonnull(text_line(out, "GPUMEM_WARMUP", line, sizeof line));
     ck_assert(strstr(line, " 60s ") != NULL);
-    /* One line per variable (LIMIT_1 stands for GPUMEM_LIMIT_<N>). */
-    ck_assert_uint_eq(count_lines(out), GM_F_COUNT);
+    /* One line per variable (LIMIT_1 stands for GPUMEM_LIMIT_<N>), one
+     * per admin rule, and the admin file's. */
+    ck_assert_uint_eq(count_lines(out), GM_F_COUNT + GM_R_COUNT + 1);
     ck_assert_ptr_null(text_line(out, "GPUMEM_LIMIT_<N>", line, sizeof line));
     LOAD("PATH=/bin");
     gm_policy_format(&p, false, out, sizeof out);
@@ -1238,6 +1260,7 @@ static Suite *policy_suite(void)
     tcase_add_loop_test(t, priority_refusals, 0, N(bad_priorities));
     tcase_add_test(t, report_forms);
     tcase_add_test(t, keep_forms);
+    tcase_add_test(t, nvml_view_forms);
     tcase_add_test(t, telemetry_forms);
     tcase_add_test(t, ring_forms);
     tcase_add_loop_test(t, ring_refusals, 0, N(bad_rings));

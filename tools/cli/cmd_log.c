@@ -35,6 +35,7 @@ const char gm_help_log[] =
     "SYNOPSIS\n"
     "    gpumem log [-f] [--format jsonl|csv|text] [--kinds K[,K...]]\n"
     "               [--prefix P] [PID...]\n"
+    "    gpumem log --from FILE [--format jsonl|csv|text] [PID...]\n"
     "\n"
     "DESCRIPTION\n"
     "    Prints the events each process's library recorded in its segment's\n"
@@ -75,6 +76,12 @@ const char gm_help_log[] =
     "    --kinds K[,K...]\n"
     "        Only these event kinds (e.g. oom,alloc). Gap lines and the\n"
     "        jsonl process lines are always printed.\n"
+    "    --from FILE\n"
+    "        Print the driver calls of a recording (gpumem record) or a\n"
+    "        text trace instead of rings: one line per call (time, pid,\n"
+    "        device, operation, size, address, result, thread), a line per\n"
+    "        gap where records were lost and for each process that did\n"
+    "        not close its recording. -f and --kinds do not apply.\n"
     "    --prefix P\n"
     "        Read segments named P.<pid> (default: $GPUMEM_SHM_PREFIX, else\n"
     "        gpumem).\n"
@@ -111,6 +118,7 @@ struct log_ctx {
     struct tracked *t;
     size_t nt;
     bool named;                  /* PIDs were given */
+    const char *from;            /* --from FILE: a recording */
 };
 
 static int parse_kinds(const char *s, uint32_t *mask)
@@ -399,6 +407,9 @@ static int parse_args(struct log_ctx *c, int argc, char **argv, int *pids,
         } else if (r == 0 && (r = gm_opt_value("log", argc, argv, &i,
                                                "--prefix", &popt)) > 0) {
             continue;
+        } else if (r == 0 && (r = gm_opt_value("log", argc, argv, &i,
+                                               "--from", &c->from)) > 0) {
+            continue;
         } else if (r < 0) {
             return -1;
         } else if (argv[i][0] == '-') {
@@ -423,6 +434,8 @@ int gm_cmd_log(int argc, char **argv)
     size_t np = 0;
     if (parse_args(&c, argc, argv, pids, &np) != 0)
         return GM_EXIT_USAGE;
+    if (c.from != NULL)
+        return gm_log_from(c.from, (int)c.fmt, pids, np);
     c.t = calloc(MAX_FOLLOW, sizeof *c.t);
     if (c.t == NULL) {
         fprintf(stderr, "gpumem: log: out of memory\n");

@@ -26,10 +26,16 @@ const char gm_help_policy[] =
     "    gpumem policy [--json]\n"
     "\n"
     "DESCRIPTION\n"
-    "    Reads the GPUMEM_* variables of the environment exactly as\n"
-    "    libgpumem.so does at a program's first CUDA call, and prints one\n"
-    "    line per variable: its name, the effective value (sizes also in\n"
-    "    exact bytes) and its source: env (set by a variable) or default.\n"
+    "    Reads the admin policy file and the GPUMEM_* variables of the\n"
+    "    environment (and HAMi-core's CUDA_DEVICE_MEMORY_LIMIT[_<N>])\n"
+    "    exactly as libgpumem.so does at a program's first CUDA call, and\n"
+    "    prints one line per variable: its name, the effective value (sizes\n"
+    "    also in exact bytes) and its source: env (set by a variable),\n"
+    "    admin (set or held by the admin policy file) or default. A value\n"
+    "    an admin ceiling changed shows what was asked: (asked none).\n"
+    "    The admin file's rules (GPUMEM_MAX_LIMIT, GPUMEM_FORCE_GROUP,\n"
+    "    GPUMEM_ALLOW_ON_OOM, GPUMEM_FORCE_TELEMETRY, GPUMEM_ALLOW_DISABLE)\n"
+    "    and the file itself (read, absent or refused) close the list.\n"
     "    Use it to tune a policy before launching a job.\n"
     "\n"
     "    A bad value is reported with one line naming the variable, quoting\n"
@@ -48,8 +54,9 @@ const char gm_help_policy[] =
     "EXIT STATUS\n"
     "    0   The policy is valid (warnings may have been printed).\n"
     "    1   The output could not be written.\n"
-    "    2   The policy is invalid (messages on standard error), or an\n"
-    "        unknown option was given.\n"
+    "    2   The policy is invalid (messages on standard error; a bad or\n"
+    "        untrusted admin policy file included), or an unknown option\n"
+    "        was given.\n"
     "\n"
     "ENVIRONMENT\n"
     "    Sizes are binary: K = 1024, M = 1024^2, G = 1024^3, T = 1024^4.\n"
@@ -119,7 +126,11 @@ static void explain_invalid(const struct gm_policy *p, const struct gm_diag *d)
 {
     fprintf(stderr, "gpumem: the policy is invalid (%u error%s); ", d->errors,
             d->errors == 1 ? "" : "s");
-    if (p->on_bad_config == GM_BAD_WARN)
+    if (p->admin_fatal)
+        fprintf(stderr, "the admin policy file is at fault: every CUDA "
+                "program on this node would exit with status 2 at its first "
+                "CUDA call, whatever GPUMEM_ON_BAD_CONFIG says\n");
+    else if (p->on_bad_config == GM_BAD_WARN)
         fprintf(stderr, "with GPUMEM_ON_BAD_CONFIG=warn a program would run "
                 "with the defaults in place of the bad values\n");
     else
@@ -131,6 +142,7 @@ int gm_cmd_policy(int argc, char **argv)
 {
     static struct gm_policy p;
     static struct gm_diag d;
+    static struct gm_admin_file admin;
     bool json = false;
     int i, rc;
 
@@ -144,7 +156,7 @@ int gm_cmd_policy(int argc, char **argv)
                 argv[i]);
         return GM_EXIT_USAGE;
     }
-    rc = gm_policy_load(&p, environ, &d);
+    rc = gm_policy_load_node(&p, environ, &admin, &d);
     fputs(d.text, stderr);
     if (rc != 0)
         explain_invalid(&p, &d);

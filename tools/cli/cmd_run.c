@@ -7,8 +7,12 @@
  *
  * Invariants: nothing is exec'd when the policy is invalid or the library
  * cannot be found (exit 2 / 1); the caller's LD_PRELOAD entries are kept
- * after ours; an option not given leaves its variable as it was.
+ * after ours; an option not given leaves its variable as it was; the
+ * library is never added when one is already loaded into gpumem itself
+ * (node-wide through /etc/ld.so.preload, or the caller's LD_PRELOAD): CMD
+ * inherits that one, and two copies would count every allocation twice.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
@@ -28,7 +32,8 @@ const char gm_help_run[] =
     "    gpumem run - run a program under a gpumem policy\n"
     "\n"
     "SYNOPSIS\n"
-    "    gpumem run [--limit SIZE] [--mode M] [--on-oom P] [--group G]\n"
+    "    gpumem run [--limit SIZE] [--mode M] [--static-size SIZE]\n"
+    "               [--warmup D] [--on-oom P] [--group G]\n"
     "               [--group-limit SIZE] [--priority P] [--report] [--keep]\n"
     "               [--no-telemetry] [--prefix P]\n"
     "               -- CMD [ARGS...]\n"
@@ -43,11 +48,19 @@ const char gm_help_run[] =
     "\n"
     "    libgpumem.so is looked up next to the gpumem binary (a build\n"
     "    tree) and then in ../lib relative to it (an installed layout).\n"
+    "    When a gpumem library is already loaded into gpumem itself (a\n"
+    "    node that preloads it through /etc/ld.so.preload, or LD_PRELOAD\n"
+    "    set by the caller), LD_PRELOAD is left as it is: CMD gets that\n"
+    "    library, never a second copy. On a node with an admin policy\n"
+    "    file the options are held to its ceilings like any variable.\n"
     "\n"
     "OPTIONS\n"
     "    --limit SIZE       GPUMEM_LIMIT: 4G, 1.5GiB, 40%, share[:F], none\n"
     "    --mode M           GPUMEM_MODE: grow, static, staged\n"
     "    --on-oom P         GPUMEM_ON_OOM: fail, wait[:DURATION], spill, warn\n"
+    "    --static-size SIZE GPUMEM_STATIC_SIZE: the static arena (bytes or NN%\n"
+    "                       of the limit)\n"
+    "    --warmup D         GPUMEM_WARMUP: staged mode's warm-up (30s, 5m)\n"
     "    --group G          GPUMEM_GROUP: a shared budget's name\n"
     "    --group-limit SIZE GPUMEM_GROUP_LIMIT: the shared budget's limit\n"
     "                       (4G, 40%, ...); needed by the first member\n"
@@ -85,6 +98,8 @@ static const struct run_opt run_opts[] = {
     { "--limit", "GPUMEM_LIMIT", false, NULL },
     { "--mode", "GPUMEM_MODE", false, NULL },
     { "--on-oom", "GPUMEM_ON_OOM", false, NULL },
+    { "--static-size", "GPUMEM_STATIC_SIZE", false, NULL },
+    { "--warmup", "GPUMEM_WARMUP", false, NULL },
     { "--group", "GPUMEM_GROUP", false, NULL },
     { "--group-limit", "GPUMEM_GROUP_LIMIT", false, NULL },
     { "--priority", "GPUMEM_PRIORITY", false, NULL },
@@ -105,7 +120,7 @@ static int usage(const char *msg, const char *arg)
 
 /* Match argv[*i] against the table; sets the variable. 1 matched, 0 not,
  * -1 error. */
-static int apply_opt(int argc, char **argv, int *i)
+int gm_run_apply_opt(const char *cmd, int argc, char **argv, int *i)
 {
     for (size_t k = 0; k < NRUN_OPTS; k++) {
         const struct run_opt *o = &run_opts[k];
@@ -116,7 +131,7 @@ static int apply_opt(int argc, char **argv, int *i)
             return 1;
         }
         const char *v = NULL;
-        int r = gm_opt_value("run", argc, argv, i, o->opt, &v);
+        int r = gm_opt_value(cmd, argc, argv, i, o->opt, &v);
         if (r == 0)
             continue;
         if (r < 0)
@@ -146,6 +161,20 @@ static int find_library(char *out, size_t cap)
     return -1;
 }
 
+/* A gpumem library already in this process: this program does not
+ * define the driver's entry points, so an object that does is the
+ * preloaded library (its path into out). */
+static bool shim_loaded(char *out, size_t cap)
+{
+    void *f = dlsym(RTLD_DEFAULT, "cuMemAlloc_v2");
+    Dl_info info;
+
+    if (f == NULL || dladdr(f, &info) == 0 || info.dli_fname == NULL)
+        return false;
+    snprintf(out, cap, "%s", info.dli_fname);
+    return true;
+}
+
 static int set_preload(const char *lib)
 {
     const char *old = getenv("LD_PRELOAD");
@@ -161,16 +190,44 @@ static int set_preload(const char *lib)
     return r;
 }
 
-static int check_policy(void)
+static int check_policy(const char *cmd)
 {
     static struct gm_policy p;
     static struct gm_diag d;
-    int rc = gm_policy_load(&p, environ, &d);
-    fputs(d.text, stderr);
+    static struct gm_admin_file admin;
+    int rc = gm_policy_load_node(&p, environ, &admin, &d);
+    /* A valid policy's warnings are the library's to print, once, at the
+     * program's first CUDA call; printed here too they would appear
+     * twice. */
     if (rc != 0) {
-        fprintf(stderr, "gpumem: run: the policy is invalid; nothing was "
-                "run (gpumem policy explains every variable)\n");
+        fputs(d.text, stderr);
+        fprintf(stderr, "gpumem: %s: the policy is invalid; nothing was "
+                "run (gpumem policy explains every variable)\n", cmd);
         return GM_EXIT_USAGE;
+    }
+    return 0;
+}
+
+int gm_run_setup(const char *cmd)
+{
+    if (check_policy(cmd) != 0)
+        return GM_EXIT_USAGE;
+    char lib[PATH_MAX];
+    if (shim_loaded(lib, sizeof lib)) {
+        if (getenv("GPUMEM_LOG_LEVEL") != NULL &&
+            strcmp(getenv("GPUMEM_LOG_LEVEL"), "debug") == 0)
+            fprintf(stderr, "gpumem: %s: %s is already preloaded; not "
+                    "adding it again\n", cmd, lib);
+        return 0;
+    }
+    if (find_library(lib, sizeof lib) != 0) {
+        fprintf(stderr, "gpumem: %s: libgpumem.so not found next to the "
+                "gpumem binary nor in ../lib; set LD_PRELOAD yourself\n", cmd);
+        return 1;
+    }
+    if (set_preload(lib) != 0) {
+        fprintf(stderr, "gpumem: %s: cannot set LD_PRELOAD\n", cmd);
+        return 1;
     }
     return 0;
 }
@@ -183,7 +240,7 @@ int gm_cmd_run(int argc, char **argv)
             i++;
             break;
         }
-        int r = apply_opt(argc, argv, &i);
+        int r = gm_run_apply_opt("run", argc, argv, &i);
         if (r < 0)
             return GM_EXIT_USAGE;
         if (r == 0) {
@@ -194,18 +251,9 @@ int gm_cmd_run(int argc, char **argv)
     }
     if (i >= argc)
         return usage("no command given", NULL);
-    if (check_policy() != 0)
-        return GM_EXIT_USAGE;
-    char lib[PATH_MAX];
-    if (find_library(lib, sizeof lib) != 0) {
-        fprintf(stderr, "gpumem: run: libgpumem.so not found next to the "
-                "gpumem binary nor in ../lib; set LD_PRELOAD yourself\n");
-        return 1;
-    }
-    if (set_preload(lib) != 0) {
-        fprintf(stderr, "gpumem: run: cannot set LD_PRELOAD\n");
-        return 1;
-    }
+    int rc = gm_run_setup("run");
+    if (rc != 0)
+        return rc;
     fflush(NULL);
     execvp(argv[i], &argv[i]);
     int e = errno;

@@ -23,6 +23,12 @@ static const struct gm_cmd cmds[] = {
     { "log", gm_cmd_log, "print or follow their event streams", gm_help_log },
     { "report", gm_cmd_report, "memory figures of a process or a trace",
       gm_help_report },
+    { "record", gm_cmd_record, "record a program's driver calls to a file",
+      gm_help_record },
+    { "replay", gm_cmd_replay, "replay a recording under a policy",
+      gm_help_replay },
+    { "fit", gm_cmd_fit, "find the largest parameter value that fits a limit",
+      gm_help_fit },
     { "gc", gm_cmd_gc, "remove the segments of exited processes", gm_help_gc },
 };
 #define NCMDS (sizeof cmds / sizeof cmds[0])

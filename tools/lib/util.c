@@ -186,6 +186,43 @@ uint64_t gm_dev_lat_q(const struct gm_abi_dev *d, unsigned per_mille)
 /* The same number as gm_format_size (tenths rounded half up, 1023.96 K
  * shown as 1.0 M), in the short form "1.5G": one rounding rule for every
  * size the tools print. */
+bool gm_hist_window(const uint64_t *h, unsigned nb, unsigned rows,
+                    unsigned *lo, unsigned *hi)
+{
+    unsigned a = nb, z = 0;
+    for (unsigned b = 0; b < nb; b++)
+        if (h[b]) {
+            a = b < a ? b : a;
+            z = b;
+        }
+    if (a == nb)
+        return false;
+    if (rows == 0)
+        rows = 1;
+    if (z - a + 1 <= rows) {
+        *lo = a;
+        *hi = z;
+        return true;
+    }
+    /* Sliding sum over windows [s, s + rows) inside [a, z]; counts are
+     * bounded by 2^64 events in all, so the sums cannot wrap. */
+    uint64_t sum = 0, best;
+    for (unsigned b = a; b < a + rows; b++)
+        sum += h[b];
+    best = sum;
+    unsigned bs = a;
+    for (unsigned s0 = a + 1; s0 + rows - 1 <= z; s0++) {
+        sum += h[s0 + rows - 1] - h[s0 - 1];
+        if (sum > best) {
+            best = sum;
+            bs = s0;
+        }
+    }
+    *lo = bs;
+    *hi = bs + rows - 1;
+    return true;
+}
+
 size_t gm_size_short(uint64_t bytes, char *buf, size_t cap)
 {
     static const char units[] = "BKMGTPE";

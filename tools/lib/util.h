@@ -79,6 +79,14 @@ size_t gm_scan_rows(const struct gm_scan *sc, struct gm_row *rows,
 /* Latency quantile (per mille) of a device block in ns; 0 when none. */
 uint64_t gm_dev_lat_q(const struct gm_abi_dev *d, unsigned per_mille);
 
+/* The rows (at least 1) consecutive buckets of the histogram h[0..nb)
+ * to show when its used range (first to last non-zero bucket) is longer
+ * than that: the window that holds the most counts (the lowest one on a
+ * tie), so a few outliers never push the bulk off the screen. *lo and
+ * *hi are inclusive; false (and nothing stored) when every bucket is 0. */
+bool gm_hist_window(const uint64_t *h, unsigned nb, unsigned rows,
+                    unsigned *lo, unsigned *hi);
+
 /* Compact size for narrow columns: "512B", "1.5K", "144.0M", "2.0G". */
 size_t gm_size_short(uint64_t bytes, char *buf, size_t cap);
 

@@ -13,6 +13,7 @@
 #include "tools/sim/simcuda.h"
 
 #include "policy/parse.h"
+#include "policy/visible.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +32,7 @@ extern char **environ;
 
 static const char *const sim_vars[] = {
     "SIMCUDA_DEVICES", "SIMCUDA_MEMORY", "SIMCUDA_CONTEXT", "SIMCUDA_LATENCY",
-    "SIMCUDA_FAIL", "SIMCUDA_UUID_SEED", "SIMCUDA_POOL_RELEASE",
+    "SIMCUDA_FAIL", "SIMCUDA_UUID_SEED", "SIMCUDA_POOL_RELEASE", "SIMCUDA_SHM",
 };
 
 static int cfg_bad(const char *var, const char *val, const char *what)
@@ -53,41 +54,6 @@ static void cfg_warn_unknown(void)
                 known = true;
         if (!known)
             fprintf(stderr, "simcuda: unknown variable %.*s ignored\n", (int)len, *e);
-    }
-}
-
-static int cfg_devices(const char *v, int *ndev)
-{
-    uint64_t n;
-    if (gm_parse_uint(v, &n) != 0 || n > SIM_MAX_DEVICES)
-        return cfg_bad("SIMCUDA_DEVICES", v, "is not a device count; use a whole number from 0 to 16");
-    *ndev = (int)n;
-    return 0;
-}
-
-/* "80G" or "80G,40G": fills sizes[], returns the count or -1. */
-static int cfg_memory(const char *v, uint64_t *sizes)
-{
-    static const char *const what =
-        "is not a size; use bytes or a number with K/M/G/T (binary units), e.g. 80G, "
-        "or a comma list of them, one per device (80G,40G)";
-    char item[64];
-    int n = 0;
-    const char *p = v;
-
-    for (;;) {
-        size_t len = strcspn(p, ",");
-        uint64_t b;
-        if (len == 0 || len >= sizeof item || n == SIM_MAX_DEVICES)
-            return cfg_bad("SIMCUDA_MEMORY", v, what);
-        memcpy(item, p, len);
-        item[len] = '\0';
-        if (gm_parse_size(item, &b) != 0 || b == 0)
-            return cfg_bad("SIMCUDA_MEMORY", v, what);
-        sizes[n++] = b;
-        if (p[len] == '\0')
-            return n;
-        p += len + 1;
     }
 }
 
@@ -147,35 +113,35 @@ static int cfg_fail(const char *v, struct gm_sim_config *c)
     return 0;
 }
 
+/* CUDA_VISIBLE_DEVICES, applied as a real driver does: CUDA ordinal i is
+ * physical device phys[i]. */
+static void cfg_visible(struct gm_sim_config *c)
+{
+    char uuid[GM_SIM_MAX_PHYS][48];
+    const char *uuids[GM_SIM_MAX_PHYS];
+    for (int i = 0; i < c->machine.ndev; i++) {
+        unsigned char b[16];
+        gm_sim_uuid(&c->machine, i, b);
+        gm_sim_uuid_string(b, uuid[i], sizeof uuid[i]);
+        uuids[i] = uuid[i];
+    }
+    c->ndev = gm_visible_map(getenv("CUDA_VISIBLE_DEVICES"), uuids,
+                             c->machine.ndev, c->phys);
+    for (int i = 0; i < c->ndev; i++)
+        c->memory[i] = c->machine.memory[c->phys[i]];
+}
+
 static int cfg_load(struct gm_sim_config *c)
 {
     const char *v;
-    uint64_t sizes[SIM_MAX_DEVICES];
-    int nsizes = 0, rc = 0;
-    bool ndev_set = false;
+    int rc = 0;
 
     memset(c, 0, sizeof *c);
-    c->ndev = 1;
     c->context = 300ULL << 20;
     c->release = SIM_RELEASE_SYNC;
     cfg_warn_unknown();
-
-    if ((v = getenv("SIMCUDA_DEVICES")) != NULL) {
-        rc |= cfg_devices(v, &c->ndev);
-        ndev_set = true;
-    }
-    if ((v = getenv("SIMCUDA_MEMORY")) != NULL) {
-        nsizes = cfg_memory(v, sizes);
-        if (nsizes < 0)
-            rc = -1;
-        else if (!ndev_set)
-            c->ndev = nsizes;
-        else if (nsizes > c->ndev)
-            rc |= cfg_bad("SIMCUDA_MEMORY", v,
-                          "lists more sizes than SIMCUDA_DEVICES has devices");
-    }
-    for (int i = 0; i < SIM_MAX_DEVICES; i++)
-        c->memory[i] = nsizes > 0 ? sizes[i < nsizes ? i : nsizes - 1] : 80ULL << 30;
+    rc |= gm_sim_machine_load(&c->machine);
+    cfg_visible(c);
     if ((v = getenv("SIMCUDA_CONTEXT")) != NULL && gm_parse_size(v, &c->context) != 0)
         rc |= cfg_bad("SIMCUDA_CONTEXT", v,
                       "is not a size; use bytes or a number with K/M/G/T (binary units), e.g. 300M, or 0");
@@ -183,8 +149,6 @@ static int cfg_load(struct gm_sim_config *c)
         rc |= cfg_latency(v, &c->latency_ns);
     if ((v = getenv("SIMCUDA_FAIL")) != NULL)
         rc |= cfg_fail(v, c);
-    if ((v = getenv("SIMCUDA_UUID_SEED")) != NULL && gm_parse_uint(v, &c->uuid_seed) != 0)
-        rc |= cfg_bad("SIMCUDA_UUID_SEED", v, "is not a seed; use a whole number");
     if ((v = getenv("SIMCUDA_POOL_RELEASE")) != NULL) {
         if (strcmp(v, "free") == 0)
             c->release = SIM_RELEASE_FREE;
@@ -214,6 +178,18 @@ static int dev_init(struct gm_sim_dev *d, int i)
     return gm_sim_pools_init(d);
 }
 
+/* A fork child is another process: its own board, with the figures it
+ * inherited (no lock is taken: the other threads did not survive). */
+static void board_fork_child(void)
+{
+    gm_sim_board_close();
+    if (!gm_sim_board_open(&gm_sim.cfg.machine))
+        return;
+    for (int i = 0; i < gm_sim.cfg.ndev; i++)
+        gm_sim_board_set(gm_sim.cfg.phys[i], gm_sim.dev[i].used,
+                         (uint32_t)gm_sim.dev[i].nctx);
+}
+
 static void sim_init_once(void)
 {
     if (cfg_load(&gm_sim.cfg) != 0) {
@@ -240,6 +216,10 @@ static void sim_init_once(void)
             sim_init_rc = CUDA_ERROR_OUT_OF_MEMORY;
             return;
         }
+    }
+    if (gm_sim_board_open(&gm_sim.cfg.machine)) {
+        pthread_atfork(NULL, NULL, board_fork_child);
+        atexit(gm_sim_board_close);
     }
     sim_init_rc = CUDA_SUCCESS;
     atomic_store_explicit(&sim_ready, true, memory_order_release);
@@ -310,12 +290,19 @@ bool gm_sim_charge(struct gm_sim_dev *d, uint64_t bytes)
     if (bytes > d->capacity - d->used)
         return false;
     d->used += bytes;
+    gm_sim_publish(d);
     return true;
 }
 
 void gm_sim_uncharge(struct gm_sim_dev *d, uint64_t bytes)
 {
     d->used = bytes > d->used ? 0 : d->used - bytes;
+    gm_sim_publish(d);
+}
+
+void gm_sim_publish(const struct gm_sim_dev *d)
+{
+    gm_sim_board_set(gm_sim.cfg.phys[d->ordinal], d->used, (uint32_t)d->nctx);
 }
 
 void *gm_sim_lock_handle(int kind, uint64_t key, struct gm_sim_dev **dp)

@@ -28,6 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tools/sim/simmachine.h"
+
 /* ---- exported introspection (not part of the CUDA API) ------------------ */
 
 /* The simulator's own view of one device, for tests and tools. */
@@ -56,7 +58,7 @@ int gm_simcuda_stats(int dev, struct gm_simcuda_stats *out);
 
 /* ---- internal ----------------------------------------------------------- */
 
-#define SIM_MAX_DEVICES 16
+#define SIM_MAX_DEVICES GM_SIM_MAX_PHYS
 #define SIM_ALIGN 512ULL                /* small allocation alignment */
 #define SIM_GRAN (2ULL << 20)           /* large alignment, VMM granularity */
 /* Device ranges sit above the 47-bit user address space, so a simulated
@@ -181,14 +183,15 @@ struct gm_sim_dev {
 enum sim_release { SIM_RELEASE_FREE, SIM_RELEASE_SYNC };
 
 struct gm_sim_config {
-    int ndev;
+    struct gm_sim_machine machine;  /* the physical devices */
+    int ndev;                       /* visible ones (CUDA_VISIBLE_DEVICES) */
+    int phys[SIM_MAX_DEVICES];      /* CUDA ordinal -> physical index */
     uint64_t memory[SIM_MAX_DEVICES];
     uint64_t context;
     uint64_t latency_ns;
     uint64_t fail_n;        /* 0: no fault injection */
     bool fail_from;         /* N+ form */
     CUresult fail_code;
-    uint64_t uuid_seed;
     enum sim_release release;
 };
 
@@ -232,6 +235,8 @@ void *gm_sim_lock_handle(int kind, uint64_t key, struct gm_sim_dev **dp);
 /* Charges `bytes` to a locked device; false when it does not fit. */
 bool gm_sim_charge(struct gm_sim_dev *d, uint64_t bytes);
 void gm_sim_uncharge(struct gm_sim_dev *d, uint64_t bytes);
+/* Writes a locked device's figures to this process's board. */
+void gm_sim_publish(const struct gm_sim_dev *d);
 
 /* The current context of the calling thread, validated: its device and
  * context. CUDA_ERROR_INVALID_CONTEXT when there is none or when `api`

@@ -112,6 +112,7 @@ static CUresult ctx_open(struct gm_sim_dev *d)
         d->ctx_bytes = gm_sim.cfg.context;
     }
     d->nctx++;
+    gm_sim_publish(d);
     return CUDA_SUCCESS;
 }
 
@@ -125,6 +126,7 @@ static void ctx_close(struct gm_sim_dev *d, const void *ctx)
         gm_sim_uncharge(d, d->ctx_bytes);
         d->ctx_bytes = 0;
     }
+    gm_sim_publish(d);
 }
 
 static void tls_pop_if_top(CUcontext c)

@@ -6,7 +6,9 @@
  * Every device is a "gpumem simulated GPU" with compute capability 9.0 and
  * the memory configured by SIMCUDA_MEMORY. Invariants: answers depend only
  * on the ordinal and the configuration (UUIDs are a fixed function of the
- * ordinal and SIMCUDA_UUID_SEED); no device state is modified here.
+ * physical index and SIMCUDA_UUID_SEED, tools/sim/simmachine.c; with
+ * CUDA_VISIBLE_DEVICES ordinal i is physical device phys[i]); no device
+ * state is modified here.
  */
 #include "tools/sim/simcuda.h"
 
@@ -64,25 +66,14 @@ CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
-static uint64_t mix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
 static CUresult dev_uuid(CUuuid *uuid, CUdevice dev)
 {
     CUresult rc = gm_sim_dev_entry(dev, uuid != NULL);
     if (rc != CUDA_SUCCESS)
         return rc;
-    uint64_t a = mix64(gm_sim.cfg.uuid_seed * 131 + (uint64_t)dev * 2 + 1);
-    uint64_t b = mix64(a ^ 0x6770756d656d0000ULL);  /* "gpumem" */
-    for (int i = 0; i < 8; i++) {
-        uuid->bytes[i] = (char)(a >> (8 * i));
-        uuid->bytes[8 + i] = (char)(b >> (8 * i));
-    }
+    unsigned char b[16];
+    gm_sim_uuid(&gm_sim.cfg.machine, gm_sim.cfg.phys[dev], b);
+    memcpy(uuid->bytes, b, sizeof b);
     return CUDA_SUCCESS;
 }
 
@@ -141,7 +132,7 @@ static int attr_value(CUdevice_attribute a, CUdevice dev)
     case CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT: return 512;
     case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: return 1;
     case CU_DEVICE_ATTRIBUTE_ECC_ENABLED: return 1;
-    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return SIM_PCI_BUS0 + dev;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return SIM_PCI_BUS0 + gm_sim.cfg.phys[dev];
     case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: return 0;
     case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: return 0;
     case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: return 2619000;
@@ -191,7 +182,7 @@ CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
         return rc;
     if (len <= 0)
         return CUDA_ERROR_INVALID_VALUE;
-    snprintf(pciBusId, (size_t)len, "00000000:%02X:00.0", (unsigned)(SIM_PCI_BUS0 + dev));
+    snprintf(pciBusId, (size_t)len, "00000000:%02X:00.0", (unsigned)(SIM_PCI_BUS0 + gm_sim.cfg.phys[dev]));
     return CUDA_SUCCESS;
 }
 
@@ -204,8 +195,9 @@ CUresult cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId)
         return CUDA_ERROR_INVALID_VALUE;
     for (int i = 0; i < gm_sim.cfg.ndev; i++) {
         char a[32], b[32];
-        snprintf(a, sizeof a, "00000000:%02X:00.0", (unsigned)(SIM_PCI_BUS0 + i));
-        snprintf(b, sizeof b, "0000:%02X:00.0", (unsigned)(SIM_PCI_BUS0 + i));
+        unsigned bus = (unsigned)(SIM_PCI_BUS0 + gm_sim.cfg.phys[i]);
+        snprintf(a, sizeof a, "00000000:%02X:00.0", bus);
+        snprintf(b, sizeof b, "0000:%02X:00.0", bus);
         if (strcasecmp(pciBusId, a) == 0 || strcasecmp(pciBusId, b) == 0) {
             *dev = i;
             return CUDA_SUCCESS;

@@ -11,7 +11,10 @@
  * 64-bit driver they need a context made by the v1 cuCtxCreate, and their
  * _v2 counterparts refuse such a context. Frees need no context. Managed
  * memory takes an address but no capacity (it can oversubscribe, as on a
- * real GPU); it is counted in its own figure. Pinned host memory is real
+ * real GPU); it is counted in its own figure. cuMemGetInfo's free counts
+ * what other simulated processes hold on the same physical device (their
+ * boards, tools/sim/simmachine.h), as a real device's does; admission
+ * still checks only this process's charge. Pinned host memory is real
  * (page-aligned malloc) and charged to no device.
  * Invariants: the live map of a device holds every ALLOC, MANAGED and pool
  * BLOCK record it hands out, until it is freed; alloc_bytes and
@@ -21,6 +24,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define HOST_ALIGN 4096ULL
 
@@ -276,15 +280,39 @@ CUresult cuMemFree(CUdeviceptr_v1 dptr)
 
 /* ---- queries ---------------------------------------------------------------- */
 
+struct others {
+    int self, phys;
+    uint64_t used;
+};
+
+static void add_other(const struct gm_sim_proc *p, void *arg)
+{
+    struct others *o = arg;
+    if (p->pid != o->self)
+        o->used += p->used[o->phys];
+}
+
+/* What the other simulated processes hold on physical device `phys`. */
+static uint64_t others_used(int phys)
+{
+    struct others o = { (int)getpid(), phys, 0 };
+    (void)gm_sim_board_scan(gm_sim.cfg.machine.board, add_other, &o);
+    return o.used;
+}
+
+/* Free is the device's: capacity less this process's charge and what the
+ * other simulated processes hold (their boards), clamped at 0. */
 static CUresult mem_info(int api, uint64_t *free_b, uint64_t *total_b)
 {
     int dev;
     CUresult rc = gm_sim_current(api, &dev, NULL);
     if (rc != CUDA_SUCCESS)
         return rc;
+    uint64_t others = others_used(gm_sim.cfg.phys[dev]);
     struct gm_sim_dev *d = &gm_sim.dev[dev];
     pthread_mutex_lock(&d->lock);
-    *free_b = d->capacity - d->used;
+    uint64_t f = d->capacity - d->used;
+    *free_b = others < f ? f - others : 0;
     *total_b = d->capacity;
     pthread_mutex_unlock(&d->lock);
     return CUDA_SUCCESS;

@@ -668,20 +668,15 @@ static void hist_rows(const uint64_t *h, unsigned nb, bool lat, int y, int x,
                       int w, int rows)
 {
     uint64_t max = 0;
-    unsigned lo = nb, hi = 0;
-    for (unsigned b = 0; b < nb; b++)
-        if (h[b]) {
-            max = h[b] > max ? h[b] : max;
-            lo = b < lo ? b : lo;
-            hi = b;
-        }
+    unsigned lo, hi;
     put(y, x, lat ? "allocation latency" : "allocation sizes");
-    if (max == 0) {
+    if (rows < 1 ||
+        !gm_hist_window(h, nb, (unsigned)rows, &lo, &hi)) {
         put(y + 1, x, "(none yet)");
         return;
     }
-    if ((int)(hi - lo + 1) > rows)
-        lo = hi + 1 - (unsigned)rows;
+    for (unsigned b = lo; b <= hi; b++)
+        max = h[b] > max ? h[b] : max;
     for (unsigned b = lo; b <= hi && (int)(b - lo) < rows; b++) {
         char lab[24], ge[32];
         uint64_t v = b < 63 ? 1ull << b : UINT64_MAX;

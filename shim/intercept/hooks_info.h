@@ -1,0 +1,18 @@
+/*
+ * shim/intercept/hooks_info.h — the device as a limited process sees it,
+ * computed by the CUDA queries' module (hooks_info.c) and shared with the
+ * NVML view (hooks_nvml.c) so that both report the same figures.
+ */
+#ifndef GM_HOOKS_INFO_H
+#define GM_HOOKS_INFO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* With a limit on CUDA device `dev`: *t becomes min(limit, *t) and *f
+ * the free memory the process can still get (no more than the real *f
+ * and than *t); true. Without a limit (or a bad ordinal) nothing changes;
+ * false. Needs the shim initialised. */
+bool gm_view_info(int dev, uint64_t *f, uint64_t *t);
+
+#endif

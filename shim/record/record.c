@@ -1,0 +1,247 @@
+/*
+ * shim/record/record.c — the recording sink (see record.h).
+ *
+ * The file grows by windows of WINDOW bytes: each window is reserved with
+ * posix_fallocate (so a full disk or a file size limit is an error code
+ * here, never a SIGBUS on a store) and mapped shared; a record is a
+ * 64-byte store into the window under one mutex, which also gives the
+ * records of all threads one order (seq). A window left behind stays in
+ * the page cache and reaches the file whatever becomes of the process.
+ *
+ * Invariants: `n` records are in the file after the header; lost records
+ * are counted in `lost` and announced by one GM_RO_LOST record when
+ * storing resumes; the header's count and CLOSED flag are written only by
+ * gm_rec_close, which also truncates the file to its exact length.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shim/base/clock.h"
+#include "shim/base/safefile.h"
+#include "shim/record/record.h"
+
+#define WINDOW (1u << 20)  /* bytes mapped at a time (a multiple of 64) */
+#define RETRY_EVERY 256u   /* after a loss, try to grow again every N */
+
+int gm_rec_on;
+
+static pthread_mutex_t rec_lock = PTHREAD_MUTEX_INITIALIZER;
+static char rec_dir[4096];
+static int rec_fd = -1;
+static int rec_failed;              /* the file could not be opened */
+static unsigned char *win;          /* mapping of [win_off, win_off+WINDOW) */
+static uint64_t win_off;
+static uint64_t n;                  /* records stored */
+static uint64_t seq;                /* records made (stored or lost) */
+static uint64_t lost, first_lost, pending_lost, since_try;
+static uint64_t start_mono, start_real;
+static uint32_t start_ppid;
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void put_header(uint32_t flags)
+{
+    struct gm_rec_header h = {
+        .magic = GM_REC_MAGIC, .version = GM_REC_VERSION,
+        .header_size = sizeof h, .record_size = GM_REC_SIZE,
+        .pid = (uint32_t)getpid(), .ppid = start_ppid,
+        .flags = flags, .start_ns = start_real,
+        .count = (flags & GM_REC_F_CLOSED) ? n : 0, .lost = lost,
+        .first_lost_seq = lost ? first_lost : 0,
+    };
+    (void)!pwrite(rec_fd, &h, sizeof h, 0);
+}
+
+/* Open DIR/<pid>.<k>.gmr, new (O_EXCL: an exec'd image of the same pid
+ * takes the next k; a planted file or link is never written). */
+static int open_file(void)
+{
+    char path[sizeof rec_dir + 64];
+    for (unsigned k = 0; k < 1000; k++) {
+        snprintf(path, sizeof path, "%s/%ld.%u.gmr", rec_dir, (long)getpid(),
+                 k);
+        int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
+                      O_CLOEXEC, 0600);
+        if (fd >= 0)
+            return fd;
+        if (errno != EEXIST)
+            return -1;
+    }
+    return -1;
+}
+
+static int start_file(void)
+{
+    rec_fd = open_file();
+    if (rec_fd < 0) {
+        char msg[sizeof rec_dir + 160];
+        int k = snprintf(msg, sizeof msg, "gpumem: GPUMEM_RECORD: cannot "
+                         "create a file in %s: %s; this process is not "
+                         "recorded\n", rec_dir, strerror(errno));
+        if (k > 0)
+            (void)gm_write_all(STDERR_FILENO, msg,
+                               (size_t)k < sizeof msg ? (size_t)k
+                                                      : sizeof msg - 1);
+        rec_failed = 1;
+        return -1;
+    }
+    start_ppid = (uint32_t)getppid();
+    start_mono = mono_ns();
+    start_real = gm_clock_realtime_ns();
+    n = seq = lost = first_lost = pending_lost = since_try = 0;
+    win = NULL;
+    win_off = 0;
+    put_header(0);
+    return 0;
+}
+
+/* Map the window holding file offset `off`; NULL when it cannot be had. */
+static int map_window(uint64_t off)
+{
+    uint64_t base = off - off % WINDOW;
+    if (win != NULL) {
+        munmap(win, WINDOW);
+        win = NULL;
+    }
+    if (posix_fallocate(rec_fd, (off_t)base, WINDOW) != 0)
+        return -1;
+    void *p = mmap(NULL, WINDOW, PROT_READ | PROT_WRITE, MAP_SHARED, rec_fd,
+                   (off_t)base);
+    if (p == MAP_FAILED)
+        return -1;
+    win = p;
+    win_off = base;
+    return 0;
+}
+
+/* A slot for the next record, or NULL (counted lost by the caller). */
+static struct gm_rec *slot(void)
+{
+    uint64_t off = sizeof(struct gm_rec_header) + n * GM_REC_SIZE;
+    if (win != NULL && off >= win_off && off < win_off + WINDOW)
+        return (struct gm_rec *)(win + (off - win_off));
+    if (pending_lost && since_try++ % RETRY_EVERY != 0)
+        return NULL;
+    if (map_window(off) != 0)
+        return NULL;
+    return (struct gm_rec *)(win + (off - win_off));
+}
+
+static void store(const struct gm_rec *r)
+{
+    seq++;
+    if (pending_lost) {
+        struct gm_rec *s = slot();
+        if (s == NULL)
+            goto lose;
+        struct gm_rec l = { .seq = seq, .t_ns = r->t_ns, .size = pending_lost,
+                            .addr = first_lost, .op = GM_RO_LOST,
+                            .dev = 255 };
+        *s = l;
+        n++;
+        seq++;
+        pending_lost = 0;
+    }
+    struct gm_rec *s = slot();
+    if (s == NULL)
+        goto lose;
+    *s = *r;
+    s->seq = seq;
+    n++;
+    return;
+lose:
+    if (lost == 0)
+        first_lost = seq;
+    lost++;
+    pending_lost++;
+}
+
+int gm_rec_open(const char *dir, char *err, size_t errcap)
+{
+    struct stat st;
+    if (dir == NULL || dir[0] == '\0')
+        return 0;
+    if (strlen(dir) >= sizeof rec_dir) {
+        snprintf(err, errcap, "GPUMEM_RECORD: the path is too long");
+        return -1;
+    }
+    if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errcap, "GPUMEM_RECORD='%s' is not a directory; use "
+                 "an existing directory (gpumem record makes one)", dir);
+        return -1;
+    }
+    if (st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
+        snprintf(err, errcap, "GPUMEM_RECORD='%s' is writable by others or "
+                 "not ours; use a private directory (mode 0700)", dir);
+        return -1;
+    }
+    memcpy(rec_dir, dir, strlen(dir) + 1);
+    rec_fd = -1;
+    rec_failed = 0;
+    __atomic_store_n(&gm_rec_on, 1, __ATOMIC_RELAXED);
+    return 0;
+}
+
+void gm_rec_put(unsigned op, unsigned flags, int dev, uint64_t size,
+                uint64_t addr, uint64_t aux, uint64_t aux2, uint32_t rc)
+{
+    struct gm_rec r = {
+        .size = size, .addr = addr, .aux = aux, .aux2 = aux2, .rc = rc,
+        .tid = gm_thread_id(), .op = (uint16_t)op,
+        .dev = dev < 0 || dev > 254 ? 255 : (uint8_t)dev,
+        .flags = (uint8_t)flags,
+    };
+    pthread_mutex_lock(&rec_lock);
+    if (!__atomic_load_n(&gm_rec_on, __ATOMIC_RELAXED) ||
+        (rec_fd < 0 && (rec_failed || start_file() != 0))) {
+        pthread_mutex_unlock(&rec_lock);
+        return;
+    }
+    r.t_ns = mono_ns() - start_mono;
+    store(&r);
+    pthread_mutex_unlock(&rec_lock);
+}
+
+void gm_rec_close(void)
+{
+    pthread_mutex_lock(&rec_lock);
+    if (rec_fd >= 0) {
+        if (win != NULL)
+            munmap(win, WINDOW);
+        win = NULL;
+        uint64_t len = sizeof(struct gm_rec_header) + n * GM_REC_SIZE;
+        (void)!ftruncate(rec_fd, (off_t)len);
+        put_header(GM_REC_F_CLOSED);
+        close(rec_fd);
+        rec_fd = -1;
+    }
+    __atomic_store_n(&gm_rec_on, 0, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&rec_lock);
+}
+
+void gm_rec_fork_child(void)
+{
+    /* The parent's mapping and descriptor are the parent's: drop ours
+     * without touching the file. The lock may have been held by a thread
+     * that does not exist here. */
+    if (win != NULL)
+        munmap(win, WINDOW);
+    win = NULL;
+    if (rec_fd >= 0)
+        close(rec_fd);
+    rec_fd = -1;
+    rec_failed = 0;
+    pthread_mutex_init(&rec_lock, NULL);
+}

@@ -1,0 +1,209 @@
+#!/bin/sh
+# tests/integ/test_record_replay.sh — gpumem record, replay and fit:
+#   - each reference trace (../shared/reference/traces, or $GM_TRACES)
+#     replayed with no limit: peak minus context and the allocation count
+#     equal what the trace itself says (computed here with awk);
+#   - replayed at 60% of its peak (plus context): the refusals, in count
+#     and position, are those of the same calls issued directly under the
+#     shim (tests/progs/direct_trace, its own parser and pointer table),
+#     and those of the grow-mode rule applied here (a call is refused when
+#     used + size passes the limit; a refused allocation's free is skipped);
+#   - under on_oom=wait each refusal is a wait of its timeout, timed;
+#   - a trainsim recording replays to the figures of the run's own exit
+#     report (peak, allocs, frees, refused, live) in grow, static and
+#     staged modes;
+#   - a sweep's smallest limit with no refusal (grow: the peak; static:
+#     searched) has none, and a byte (grow) or a MiB (static) below has;
+#   - a 3-thread trainsim record holds every allocation and free trainsim
+#     counted; a forking program's record holds both processes whole;
+#   - --together replays a parent and its forked child at once, so in one
+#     group the child meets the memory the parent holds (refused), which
+#     one after the other it does not;
+#   - a process that executes another image records two sections of one
+#     pid (the first not closed), and each is replayed as itself;
+#   - SIGTERM to gpumem record ends CMD, and its records are still joined;
+#   - a process killed before it closed its recording keeps its records,
+#     and record says so;
+#   - a file size limit makes records lost: the file says how many;
+#   - fit on trainsim --batch returns the largest batch of trainsim's own
+#     memory model (--print-peak + context) within ceil(log2(HI-LO))+2
+#     runs, answer+1 is refused, and an impossible limit says no value fits.
+# Exit 0 pass, 1 fail, 77 skip (no reference traces).
+BUILD=${BUILD:-build}
+B=$(cd "$BUILD" && pwd) || exit 1
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+TR=${GM_TRACES:-$SRC/../shared/reference/traces}
+[ -d "$TR" ] || TR=/work/shared/reference/traces
+export LD_LIBRARY_PATH="$B/sim"
+export GPUMEM_SHM_PREFIX=${GPUMEM_SHM_PREFIX:-gmrr$$}
+T=$(mktemp -d "${TMPDIR:-/tmp}/gm-rr.XXXXXX") || exit 1
+trap 'rm -rf "$T"; rm -f /dev/shm/"$GPUMEM_SHM_PREFIX".*' EXIT INT TERM
+G="$B/gpumem"
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+num() { sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p" | head -n 1; }
+
+# ---- reference traces --------------------------------------------------
+if ls "$TR"/*.trace >/dev/null 2>&1; then
+for f in "$TR"/*.trace; do
+    n=$(basename "$f")
+    # true peak and successful allocations, from the trace
+    set -- $(awk '$3=="alloc"||$3=="create"||$3=="managed"||$3=="aalloc" {
+                 if ($6 == 0) { sz[$5] = $4; live += $4; n++; if (live > pk) pk = live } next }
+             ($3=="free"||$3=="release"||$3=="afree") && $6 == 0 && ($5 in sz) {
+                 live -= sz[$5]; delete sz[$5] }
+             END { printf "%.0f %d\n", pk, n }' "$f")
+    tpeak=$1; tallocs=$2
+    out=$("$G" replay "$f" --json) || { bad "$n: replay failed"; continue; }
+    peak=$(echo "$out" | num peak_bytes); ctx=$(echo "$out" | num context_bytes)
+    allocs=$(echo "$out" | num allocs)
+    [ "$((peak - ctx))" = "$tpeak" ] || bad "$n: replayed peak $peak - context $ctx != trace peak $tpeak"
+    [ "$allocs" = "$tallocs" ] || bad "$n: $allocs allocations replayed, trace has $tallocs"
+    # at 60% of the peak: the grow rule applied to the same calls
+    lim=$(awk -v p="$tpeak" -v c="$ctx" 'BEGIN { printf "%.0f", c + p * 0.6 }')
+    want=$(awk -v L="$lim" -v c="$ctx" '
+        { i++ }
+        $6 != 0 && $6 != 2 { next }
+        $3=="alloc"||$3=="create"||$3=="managed"||$3=="aalloc" {
+            if (c + live + $4 > L) { s = s (s == "" ? "" : ",") i; next }
+            sz[$5] = $4; live += $4; next }
+        ($3=="free"||$3=="release"||$3=="afree") && ($5 in sz) { live -= sz[$5]; delete sz[$5] }
+        END { print s }' "$f")
+    got=$("$G" replay "$f" --limit "$lim" --json | sed -n 's/.*"refusal_steps":\[\([0-9,]*\)\].*/\1/p')
+    [ -n "$want" ] || bad "$n: 60% of the peak refuses nothing (test too weak)"
+    [ "$got" = "$want" ] || bad "$n at $lim: refusals at steps [$got], the rule says [$want]"
+    # the same calls issued directly (tests/progs/direct_trace) under the shim
+    dev=$(echo "$out" | num device_bytes)
+    direct=$(SIMCUDA_MEMORY=$dev GPUMEM_LIMIT=$lim GPUMEM_LOG_LEVEL=quiet \
+             LD_PRELOAD="$B/libgpumem.so" "$B/tests/progs/direct_trace" "$f" | paste -sd, -)
+    [ "$got" = "$direct" ] || bad "$n at $lim: replay refused at [$got], the calls run directly at [$direct]"
+done
+else
+    echo "no reference traces at $TR"; exit 77
+fi
+
+# waits: under on_oom=wait:10ms each refusal waited its 10 ms first
+out=$("$G" replay "$TR/torch_default.trace" --limit 1800M --on-oom wait:10ms --json)
+w=$(echo "$out" | num waits); r=$(echo "$out" | num refusals); wn=$(echo "$out" | num wait_ns)
+[ "${r:-0}" -gt 0 ] && [ "$w" = "$r" ] && [ "$wn" -ge $((w * 10000000)) ] ||
+    bad "wait: $w waits, $r refusals, $wn ns waited"
+
+# ---- trainsim: recording replays to the run's own figures --------------
+TS="$B/gpumem-trainsim --steps 6 --eval-every 3 --quiet"
+for m in "grow" "static" "staged --warmup 1ms"; do
+    set -- $m; mode=$1; shift
+    GPUMEM_REPORT=json:$T/rep.json "$G" record -o "$T/ts.gmr" --limit 1G --mode $mode "$@" \
+        -- $TS >/dev/null 2>&1
+    for k in peak_bytes allocs frees refused live_bytes; do
+        a=$(num $k < "$T/rep.json")
+        b=$("$G" replay "$T/ts.gmr" --limit 1G --mode $mode "$@" --json | num $k)
+        [ -n "$a" ] && [ "$a" = "$b" ] || bad "trainsim $mode: $k: run $a, replay $b"
+    done
+done
+# a refused run replays to the same refusal
+GPUMEM_REPORT=json:$T/rep.json "$G" record -o "$T/ts.gmr" --limit 420M -- $TS 2>/dev/null
+a=$(num refused < "$T/rep.json")
+b=$("$G" replay "$T/ts.gmr" --limit 420M --json | num refusals)
+[ "$a" = 1 ] && [ "$b" = 1 ] || bad "trainsim refused at 420M: run $a refusals, replay $b"
+
+# sweeps: the smallest limit with no refusal has none, and below it there are
+for mode in grow static; do
+    best=$("$G" replay "$T/ts.gmr" --mode $mode --sweep 300M:1G --points 3 --json |
+           num smallest_without_refusal_bytes)
+    [ -n "$best" ] || { bad "sweep $mode: no smallest limit"; continue; }
+    r0=$("$G" replay "$T/ts.gmr" --mode $mode --limit "$best" --json | num refusals)
+    [ "$mode" = grow ] && below=$((best - 1)) || below=$((best - 1048576))
+    r1=$("$G" replay "$T/ts.gmr" --mode $mode --limit "$below" --json | num refusals)
+    [ "$r0" = 0 ] && [ "${r1:-0}" -gt 0 ] ||
+        bad "sweep $mode: $r0 refusals at its answer $best, $r1 at $below"
+done
+
+# ---- complete records: threads, fork ----------------------------------
+"$G" record -o "$T/th.gmr" -- "$B/gpumem-trainsim" --steps 20 --threads 3 --layers 6 \
+    --quiet >"$T/th.out" 2>/dev/null
+set -- $(sed -n 's/.*steps, \([0-9]*\) allocs, \([0-9]*\) frees.*/\1 \2/p' "$T/th.out")
+na=$("$G" log --from "$T/th.gmr" --format csv | grep -c ',alloc,')
+nf=$("$G" log --from "$T/th.gmr" --format csv | grep -c ',free,')
+[ "$na" = "$1" ] && [ "$nf" = "$2" ] || bad "3 threads: recorded $na allocs, $nf frees; trainsim made $1, $2"
+"$G" record -o "$T/fk.gmr" -- "$B/tests/progs/forkrec" 5 100 2>/dev/null || bad "forkrec failed"
+"$G" log --from "$T/fk.gmr" --format csv | awk -F, 'NR > 1 && $4 == "alloc" { a[$1]++ }
+    END { for (p in a) print a[p] }' | sort -n | tr '\n' ' ' > "$T/fk.cnt"
+[ "$(cat "$T/fk.cnt")" = "5 100 " ] || bad "fork: allocations per process: $(cat "$T/fk.cnt")(want 5 100)"
+"$G" log --from "$T/fk.gmr" --format jsonl | grep -c '"closed":true' | grep -qx 2 ||
+    bad "fork: both sections closed"
+
+# --together: the child's calls meet the parent's held memory in one group
+"$G" record -o "$T/sl.gmr" -- "$B/tests/progs/forkrec" 5 100 slow 2>/dev/null || bad "forkrec slow failed"
+GL=$((2 * $(echo "$out" | num context_bytes) + 10 * 1048576 + 524288))
+seq=$("$G" replay "$T/sl.gmr" --limit 1G --group rr$$ --group-limit $GL --json | grep -o '"refusals":[0-9]*' | tr '\n' ' ')
+tog=$("$G" replay "$T/sl.gmr" --limit 1G --group rr$$ --group-limit $GL --together --json | grep -o '"refusals":[0-9]*' | tr '\n' ' ')
+[ "$seq" = '"refusals":0 "refusals":0 ' ] || bad "one after the other in a group: $seq"
+[ "$tog" = '"refusals":0 "refusals":100 ' ] || bad "together in a group: $tog (want the child's 100 refused)"
+
+# a process killed before it could close its recording: kept, and said
+"$G" record -o "$T/kl.gmr" -- "$B/tests/progs/forkrec" 7 0 kill 2>"$T/kl.err"; st=$?
+[ $st = 137 ] || bad "killed: record exited $st, not 128+9"
+grep -q 'did not close' "$T/kl.err" || bad "killed: not said: $(cat "$T/kl.err")"
+na=$("$G" log --from "$T/kl.gmr" --format csv | grep -c ',alloc,')
+[ "$na" = 7 ] || bad "killed: $na allocations kept of 7"
+"$G" replay "$T/kl.gmr" --json | grep -q '"live_allocs":7' || bad "killed: the replay does not end with 7 live"
+
+# a process that executes another image: two sections of one pid, each replayed
+"$G" record -o "$T/ex.gmr" -- "$B/tests/progs/forkrec" 4 0 exec 2>/dev/null || bad "forkrec exec failed"
+secs=$("$G" log --from "$T/ex.gmr" --format jsonl | grep -c '"kind":"process"')
+[ "$secs" = 3 ] || bad "exec: $secs sections, want 3 (image 1, image 2, its child)"
+live=$("$G" replay "$T/ex.gmr" --json | grep -o '"allocs":[0-9]*,"frees":[0-9]*' | tr '\n' ' ')
+[ "$live" = '"allocs":4,"frees":0 "allocs":3,"frees":3 "allocs":0,"frees":0 ' ] ||
+    bad "exec: replays $live"
+
+# SIGTERM to gpumem record: passed to CMD, and what it recorded is joined
+"$G" record -o "$T/tm.gmr" -- "$B/gpumem-trainsim" --steps 100000000 --quiet \
+    >/dev/null 2>"$T/tm.err" &
+rp=$!; sleep 0.3; kill -TERM $rp; wait $rp; st=$?
+[ $st = 143 ] || bad "SIGTERM: record exited $st, not 128+15"
+n=$("$G" log --from "$T/tm.gmr" --format csv | grep -c ',alloc,')
+[ "${n:-0}" -gt 0 ] || bad "SIGTERM: nothing joined ($(cat "$T/tm.err"))"
+
+# ---- lost records are said --------------------------------------------
+( trap '' XFSZ; ulimit -f 1024
+  "$G" record -o "$T/big.gmr" -- "$B/gpumem-trainsim" --steps 2000 --eval-every 0 \
+      --quiet ) >/dev/null 2>"$T/big.err"
+grep -q 'LOST' "$T/big.err" || bad "a file size limit: no loss reported ($(cat "$T/big.err"))"
+
+# ---- fit ----------------------------------------------------------------
+ctx=$(GPUMEM_REPORT=json:$T/c.json "$G" run --limit none -- "$B/gpumem-trainsim" --steps 1 \
+      --eval-every 0 --quiet >/dev/null 2>&1; num context_bytes < "$T/c.json")
+LIM=$((1024 * 1048576))
+# trainsim's own model: the largest batch whose planned peak + context fits
+lo=1; hi=400
+while [ $((hi - lo)) -gt 1 ]; do
+    mid=$(((lo + hi) / 2))
+    p=$("$B/gpumem-trainsim" --steps 3 --eval-every 0 --batch $mid --print-peak)
+    if [ $((p + ctx)) -le $LIM ]; then lo=$mid; else hi=$mid; fi
+done
+"$G" fit --limit $LIM --param batch=1:400 --json -- "$B/gpumem-trainsim" --steps 3 \
+    --eval-every 0 --quiet --batch '{batch}' > "$T/fit.json"
+ans=$(num answer < "$T/fit.json")
+runs=$(grep -o '"value":' "$T/fit.json" | wc -l)
+[ "$ans" = "$lo" ] || bad "fit: answer $ans, trainsim's model says $lo"
+[ "$runs" -le 11 ] || bad "fit: $runs runs, more than ceil(log2(399))+2 = 11"
+"$G" run --limit $LIM -- "$B/gpumem-trainsim" --steps 3 --eval-every 0 --quiet \
+    --batch "$ans" >/dev/null 2>&1 || bad "fit: the answer $ans does not run"
+"$G" run --limit $LIM -- "$B/gpumem-trainsim" --steps 3 --eval-every 0 --quiet \
+    --batch $((ans + 1)) >/dev/null 2>&1 && bad "fit: answer + 1 runs too"
+# with 10% headroom: the largest batch whose planned peak + context leaves 10%
+room=$((LIM / 10 * 9))
+lo=1; hi=400
+while [ $((hi - lo)) -gt 1 ]; do
+    mid=$(((lo + hi) / 2))
+    p=$("$B/gpumem-trainsim" --steps 3 --eval-every 0 --batch $mid --print-peak)
+    if [ $((p + ctx)) -le $room ]; then lo=$mid; else hi=$mid; fi
+done
+"$G" fit --limit $LIM --param batch=1:400 --headroom 10% --json -- "$B/gpumem-trainsim" \
+    --steps 3 --eval-every 0 --quiet --batch '{batch}' > "$T/fit.json"
+ans=$(num answer < "$T/fit.json")
+[ "$ans" = "$lo" ] || bad "fit --headroom 10%: answer $ans, trainsim's model says $lo"
+"$G" fit --limit 100M --param batch=1:400 -- "$B/gpumem-trainsim" --steps 3 --quiet \
+    --batch '{batch}' > "$T/nofit.txt"; st=$?
+[ $st = 1 ] && grep -q '^no value of batch' "$T/nofit.txt" || bad "fit: no value fits: status $st, $(tail -n 1 "$T/nofit.txt")"
+exit $fail

@@ -1,0 +1,464 @@
+/*
+ * tests/unit/test_spank.c — Check suite for tools/spank/jobspec.c, the
+ * Slurm plugin's decisions without Slurm: --gpu-mem and --gpu-mem-policy
+ * values and their refusals, the plugstack.conf arguments, the ceiling
+ * (same unit: clamped; other unit: the group limit), and the variables a
+ * task gets, each of which the library's own loader must accept with the
+ * meaning intended. The plugin in a real Slurm: tests/servers/test_slurm.sh.
+ */
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "policy/policy.h"
+#include "tools/spank/jobspec.h"
+
+#define MiB (1024ull * 1024ull)
+#define GiB (1024ull * MiB)
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+static char err[GM_SPANK_ERR_MAX];
+
+static struct gm_spank_site site_of(const char *args)
+{
+    static struct gm_spank_site s;
+    char buf[512], *av[16], *save = NULL, *w;
+    int ac = 0;
+
+    snprintf(buf, sizeof buf, "%s", args);
+    for (w = strtok_r(buf, " ", &save); w != NULL && ac < 16;
+         w = strtok_r(NULL, " ", &save))
+        av[ac++] = w;
+    err[0] = '\0';
+    ck_assert_msg(gm_spank_site_parse(&s, ac, av, err, sizeof err) == 0,
+                  "site '%s' refused: %s", args, err);
+    return s;
+}
+
+static const char *var(const struct gm_spank_var *v, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(v[i].name, name) == 0)
+            return v[i].value;
+    return NULL;
+}
+
+/* ---- --gpu-mem ------------------------------------------------------------ */
+
+START_TEST(mem_forms)
+{
+    struct gm_limit l;
+
+    ck_assert_int_eq(gm_spank_mem_parse("--gpu-mem", "64M", &l, err, sizeof err), 0);
+    ck_assert_int_eq(l.kind, GM_LIMIT_BYTES);
+    ck_assert_uint_eq(l.bytes, 64 * MiB);
+    ck_assert_int_eq(gm_spank_mem_parse("--gpu-mem", "12.5%", &l, err, sizeof err), 0);
+    ck_assert_int_eq(l.kind, GM_LIMIT_PERCENT);
+    ck_assert(l.fraction > 0.1249 && l.fraction < 0.1251);
+    ck_assert_int_eq(gm_spank_mem_parse("--gpu-mem", "share", &l, err, sizeof err), 0);
+    ck_assert_int_eq(l.kind, GM_LIMIT_SHARE);
+    ck_assert(l.fraction == 1.0);
+    ck_assert_int_eq(gm_spank_mem_parse("--gpu-mem", "share:0.5", &l, err, sizeof err), 0);
+    ck_assert(l.fraction == 0.5);
+    ck_assert_int_eq(gm_spank_mem_parse("--gpu-mem", "none", &l, err, sizeof err), 0);
+    ck_assert_int_eq(l.kind, GM_LIMIT_NONE);
+}
+END_TEST
+
+static const struct { const char *v, *why; } bad_mem[] = {
+    { "bogus", "--gpu-mem='bogus' is not a size; use SIZE" },
+    { "150%", "--gpu-mem='150%' is above 100% of the device's memory; use SIZE" },
+    { "share:2", "--gpu-mem='share:2' has a share fraction outside (0, 1]; use" },
+    { "0.5", "--gpu-mem='0.5' is a fraction of a byte (did you mean 50%?" },
+    { "-1G", "--gpu-mem='-1G' is negative; use" },
+    { "", "--gpu-mem needs a value; use SIZE" },
+    { "6 4M", "--gpu-mem='6 4M' contains a space or control character; use" },
+    { "64Q", "--gpu-mem='64Q' " },
+};
+
+START_TEST(mem_refused)
+{
+    struct gm_limit l = { GM_LIMIT_BYTES, 7, 0, 0 };
+
+    err[0] = '\0';
+    ck_assert_int_eq(gm_spank_mem_parse("--gpu-mem", bad_mem[_i].v, &l, err,
+                                        sizeof err), -1);
+    ck_assert_msg(strstr(err, bad_mem[_i].why) != NULL, "'%s': %s",
+                  bad_mem[_i].v, err);
+    /* Every refusal names all the accepted forms. */
+    ck_assert_ptr_nonnull(strstr(err, gm_spank_mem_forms));
+    ck_assert_uint_eq(l.bytes, 7);  /* untouched */
+}
+END_TEST
+
+START_TEST(mem_too_long)
+{
+    static char v[400];
+    struct gm_limit l;
+
+    memset(v, '9', sizeof v - 2);
+    v[sizeof v - 2] = 'M';
+    ck_assert_int_eq(gm_spank_mem_parse("--gpu-mem", v, &l, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "is longer than") != NULL, "%s", err);
+    ck_assert(strlen(err) < sizeof err - 1);
+}
+END_TEST
+
+/* ---- --gpu-mem-policy ----------------------------------------------------- */
+
+START_TEST(policy_forms)
+{
+    struct gm_spank_pol p;
+    unsigned all = GM_SPANK_OOM_ALL;
+
+    memset(&p, 0, sizeof p);
+    ck_assert_int_eq(gm_spank_pol_parse("--gpu-mem-policy",
+        "mode=static,on-oom=wait:30s", all, &p, err, sizeof err), 0);
+    ck_assert(p.mode_set && p.mode == GM_MODE_STATIC);
+    ck_assert(p.on_oom_set && p.on_oom == GM_OOM_WAIT);
+    ck_assert_str_eq(p.on_oom_text, "wait:30s");
+    memset(&p, 0, sizeof p);
+    ck_assert_int_eq(gm_spank_pol_parse("--gpu-mem-policy", "on_oom=fail",
+        all, &p, err, sizeof err), 0);
+    ck_assert(!p.mode_set && p.on_oom == GM_OOM_FAIL);
+}
+END_TEST
+
+static const struct { const char *v, *why; } bad_pol[] = {
+    { "mode=fast", "--gpu-mem-policy: mode='fast' is not a mode; use KEY=VALUE" },
+    { "on-oom=wait:5x", "on-oom='wait:5x' has a wait duration that is not a duration" },
+    { "speed=1", "--gpu-mem-policy: unknown key 'speed'; use KEY=VALUE" },
+    { "static", "--gpu-mem-policy: 'static' is not KEY=VALUE" },
+    { "mode=grow,", NULL },     /* a trailing comma is harmless */
+    { "", "--gpu-mem-policy='' is empty" },
+    { "on-oom=warn", "--gpu-mem-policy: on-oom=warn is not allowed on this cluster; use fail, wait" },
+    { "on-oom=spill", "on-oom=spill is not allowed on this cluster; use fail, wait" },
+};
+
+START_TEST(policy_refused)
+{
+    struct gm_spank_pol p;
+    unsigned allow = GM_SPANK_OOM_BIT(GM_OOM_FAIL) | GM_SPANK_OOM_BIT(GM_OOM_WAIT);
+    int rc;
+
+    memset(&p, 0, sizeof p);
+    err[0] = '\0';
+    rc = gm_spank_pol_parse("--gpu-mem-policy", bad_pol[_i].v, allow, &p, err,
+                            sizeof err);
+    if (bad_pol[_i].why == NULL) {
+        ck_assert_msg(rc == 0, "'%s': %s", bad_pol[_i].v, err);
+        return;
+    }
+    ck_assert_int_eq(rc, -1);
+    ck_assert_msg(strstr(err, bad_pol[_i].why) != NULL, "'%s': %s",
+                  bad_pol[_i].v, err);
+    ck_assert(!p.mode_set && !p.on_oom_set);
+}
+END_TEST
+
+/* ---- plugstack.conf ----------------------------------------------------- */
+
+START_TEST(site_defaults)
+{
+    struct gm_spank_site s = site_of("");
+
+    ck_assert(!s.has_default && !s.has_max);
+    ck_assert_str_eq(s.lib, GM_SPANK_LIB_DEFAULT);
+    ck_assert_str_eq(s.prefix, "gpumem");
+    ck_assert_uint_eq(s.allow_oom, GM_SPANK_OOM_BIT(GM_OOM_FAIL) |
+                                   GM_SPANK_OOM_BIT(GM_OOM_WAIT));
+    s = site_of("default=share max=40G lib=/opt/gm/libgpumem.so prefix=site1 "
+                "allow-on-oom=wait,spill default-policy=mode=staged,on-oom=wait:1m");
+    ck_assert(s.has_default && s.def.kind == GM_LIMIT_SHARE);
+    ck_assert(s.has_max && s.max.kind == GM_LIMIT_BYTES && s.max.bytes == 40 * GiB);
+    ck_assert_str_eq(s.lib, "/opt/gm/libgpumem.so");
+    ck_assert_str_eq(s.prefix, "site1");
+    /* fail is always allowed; the list adds to it */
+    ck_assert_uint_eq(s.allow_oom, GM_SPANK_OOM_BIT(GM_OOM_FAIL) |
+                                   GM_SPANK_OOM_BIT(GM_OOM_WAIT) |
+                                   GM_SPANK_OOM_BIT(GM_OOM_SPILL));
+    ck_assert(s.def_pol.mode == GM_MODE_STAGED);
+    ck_assert_str_eq(s.def_pol.on_oom_text, "wait:1m");
+}
+END_TEST
+
+static const struct { const char *arg, *why; } bad_site[] = {
+    { "max=share", "max='share' is not a size or a percentage" },
+    { "max=none", "max='none' is not a size or a percentage" },
+    { "max=40X", "max='40X' " },
+    { "default=lots", "default='lots' is not a size" },
+    { "lib=libgpumem.so", "lib='libgpumem.so' is not an absolute path" },
+    { "prefix=a/b", "prefix='a/b' " },
+    { "frobnicate=1", "unknown plugstack.conf argument 'frobnicate'" },
+    { "max", "plugstack.conf argument 'max' is not KEY=VALUE" },
+    { "allow-on-oom=fail,explode", "allow-on-oom: 'explode' is not an out-of-memory policy" },
+    { "default-policy=on-oom=warn", "default-policy: on-oom=warn is not in allow-on-oom" },
+};
+
+START_TEST(site_refused)
+{
+    struct gm_spank_site s;
+    char buf[128];
+    char *av[1] = { buf };
+
+    memset(&s, 0x5a, sizeof s);
+    snprintf(buf, sizeof buf, "%s", bad_site[_i].arg);
+    err[0] = '\0';
+    ck_assert_int_eq(gm_spank_site_parse(&s, 1, av, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, bad_site[_i].why) != NULL, "'%s': %s",
+                  bad_site[_i].arg, err);
+    ck_assert_uint_eq(s.allow_oom, 0x5a5a5a5au);    /* untouched */
+}
+END_TEST
+
+/* ---- the job and the ceiling ---------------------------------------------- */
+
+START_TEST(job_clamped_bytes)
+{
+    struct gm_spank_site s = site_of("max=40G");
+    struct gm_spank_job j;
+    char note[GM_SPANK_ERR_MAX];
+
+    ck_assert_int_eq(gm_spank_job_make(&s, "50G", NULL, &j, err, sizeof err), 0);
+    ck_assert(j.active && j.clamped && !j.mixed);
+    ck_assert_uint_eq(j.mem.bytes, 40 * GiB);
+    gm_spank_job_notice(&s, &j, note, sizeof note);
+    ck_assert_str_eq(note, "gpumem: --gpu-mem=50G is above this cluster's "
+                     "ceiling of 40G per GPU; the job gets 40.0 GiB");
+    ck_assert_int_eq(gm_spank_job_make(&s, "40G", NULL, &j, err, sizeof err), 0);
+    ck_assert(!j.clamped && j.mem.bytes == 40 * GiB);
+    ck_assert_uint_eq(gm_spank_job_notice(&s, &j, note, sizeof note), 0);
+    ck_assert_str_eq(note, "");
+    /* none under a ceiling is the ceiling, and the user is told */
+    ck_assert_int_eq(gm_spank_job_make(&s, "none", NULL, &j, err, sizeof err), 0);
+    ck_assert(j.active && j.clamped && j.mem.bytes == 40 * GiB);
+    /* nothing asked, no default: the ceiling, silently */
+    ck_assert_int_eq(gm_spank_job_make(&s, NULL, NULL, &j, err, sizeof err), 0);
+    ck_assert(j.active && !j.clamped && j.mem.bytes == 40 * GiB);
+}
+END_TEST
+
+START_TEST(job_clamped_fraction)
+{
+    struct gm_spank_site s = site_of("max=50%");
+    struct gm_spank_job j;
+    char note[GM_SPANK_ERR_MAX];
+
+    ck_assert_int_eq(gm_spank_job_make(&s, "80%", NULL, &j, err, sizeof err), 0);
+    ck_assert(j.clamped && j.mem.kind == GM_LIMIT_PERCENT && j.mem.fraction == 0.5);
+    gm_spank_job_make(&s, "share", NULL, &j, err, sizeof err);
+    ck_assert(j.clamped && j.mem.kind == GM_LIMIT_SHARE && j.mem.fraction == 0.5);
+    gm_spank_job_notice(&s, &j, note, sizeof note);
+    ck_assert_ptr_nonnull(strstr(note, "the job gets share:0.5"));
+    gm_spank_job_make(&s, "share:0.25", NULL, &j, err, sizeof err);
+    ck_assert(!j.clamped && j.mem.fraction == 0.25);
+    gm_spank_job_make(&s, "60G", NULL, &j, err, sizeof err);
+    ck_assert(!j.clamped && j.mixed && j.mem.bytes == 60 * GiB);
+}
+END_TEST
+
+START_TEST(job_default_and_inactive)
+{
+    struct gm_spank_site none = site_of("");
+    struct gm_spank_site def = site_of("default=share max=40G");
+    struct gm_spank_job j;
+
+    ck_assert_int_eq(gm_spank_job_make(&none, NULL, NULL, &j, err, sizeof err), 0);
+    ck_assert(!j.active);
+    ck_assert_int_eq(gm_spank_job_make(&none, "none", NULL, &j, err, sizeof err), 0);
+    ck_assert(!j.active);
+    /* a policy alone: the group and the policy, no limit */
+    ck_assert_int_eq(gm_spank_job_make(&none, NULL, "on-oom=wait", &j, err, sizeof err), 0);
+    ck_assert(j.active && j.mem.kind == GM_LIMIT_NONE);
+    ck_assert_int_eq(gm_spank_job_make(&def, NULL, NULL, &j, err, sizeof err), 0);
+    ck_assert(j.active && j.mem.kind == GM_LIMIT_SHARE && j.mixed);
+    ck_assert_str_eq(j.mem_text, "share");
+    /* a bad value fails the job, whatever the default */
+    ck_assert_int_eq(gm_spank_job_make(&def, "bogus", NULL, &j, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "--gpu-mem='bogus'"));
+    /* the combination is checked too: static mode needs a limit */
+    ck_assert_int_eq(gm_spank_job_make(&none, NULL, "mode=static", &j, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "--gpu-mem=(none) with --gpu-mem-policy: "
+                         "GPUMEM_MODE='static' needs a limit") != NULL, "%s", err);
+    ck_assert_int_eq(gm_spank_job_make(&none, "2G", "mode=static", &j, err, sizeof err), 0);
+    ck_assert_int_eq(gm_spank_job_make(&def, "1G", "on-oom=warn", &j, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "not allowed on this cluster"));
+}
+END_TEST
+
+/* ---- what a task gets ------------------------------------------------------ */
+
+/* The library's loader reads v with the meaning the plugin intends. */
+static uint64_t resolved(const char *name, const char *v, uint64_t physical)
+{
+    static struct gm_policy p;
+    static struct gm_diag d;
+    char e[256];
+    char *envp[2] = { e, NULL };
+
+    snprintf(e, sizeof e, "%s=%s", name, v);
+    ck_assert_msg(gm_policy_load(&p, envp, &d) == 0, "%s refused: %s", e, d.text);
+    return gm_limit_resolve(strcmp(name, "GPUMEM_LIMIT") == 0 ? &p.limit
+                                                              : &p.group_limit,
+                            physical);
+}
+
+START_TEST(task_vars_bytes)
+{
+    struct gm_spank_site s = site_of("lib=/opt/gm/libgpumem.so prefix=site1 max=40G");
+    struct gm_spank_job j;
+    static struct gm_spank_var v[GM_SPANK_VARS];
+    int n;
+
+    gm_spank_job_make(&s, "256M", "mode=staged,on-oom=wait:30s", &j, err, sizeof err);
+    n = gm_spank_task_vars(&s, &j, 4242, 2, NULL, v, err, sizeof err);
+    ck_assert_int_eq(n, 7);
+    ck_assert_str_eq(var(v, n, "GPUMEM_LIMIT"), "268435456");
+    ck_assert_str_eq(var(v, n, "GPUMEM_GROUP_LIMIT"), "268435456");
+    ck_assert_str_eq(var(v, n, "GPUMEM_GROUP"), "slurm-4242");
+    ck_assert_str_eq(var(v, n, "GPUMEM_MODE"), "staged");
+    ck_assert_str_eq(var(v, n, "GPUMEM_ON_OOM"), "wait:30s");
+    /* static: each task's arena is its part of the job's budget */
+    gm_spank_job_make(&s, "256M", "mode=static", &j, err, sizeof err);
+    n = gm_spank_task_vars(&s, &j, 4242, 2, NULL, v, err, sizeof err);
+    ck_assert_str_eq(var(v, n, "GPUMEM_MODE"), "static");
+    ck_assert_str_eq(var(v, n, "GPUMEM_LIMIT"), "134217728");
+    ck_assert_str_eq(var(v, n, "GPUMEM_GROUP_LIMIT"), "268435456");
+    gm_spank_job_make(&s, "30%", "mode=static", &j, err, sizeof err);
+    n = gm_spank_task_vars(&s, &j, 4242, 3, NULL, v, err, sizeof err);
+    ck_assert_str_eq(var(v, n, "GPUMEM_LIMIT"), "10%");
+    ck_assert_str_eq(var(v, n, "GPUMEM_GROUP_LIMIT"), "42949672960"); /* max=40G */
+    ck_assert_str_eq(var(v, n, "GPUMEM_SHM_PREFIX"), "site1");
+    ck_assert_str_eq(var(v, n, "LD_PRELOAD"), "/opt/gm/libgpumem.so");
+    /* defaults of the policy: grow, fail (a job's own GPUMEM_ON_OOM=warn
+     * is replaced) */
+    gm_spank_job_make(&s, "1G", NULL, &j, err, sizeof err);
+    n = gm_spank_task_vars(&s, &j, 1, 1, "libfoo.so", v, err, sizeof err);
+    ck_assert_str_eq(var(v, n, "GPUMEM_MODE"), "grow");
+    ck_assert_str_eq(var(v, n, "GPUMEM_ON_OOM"), "fail");
+    ck_assert_str_eq(var(v, n, "LD_PRELOAD"), "/opt/gm/libgpumem.so:libfoo.so");
+    /* already preloaded: kept as is, not twice */
+    n = gm_spank_task_vars(&s, &j, 1, 1, "libfoo.so /opt/gm/libgpumem.so", v,
+                           err, sizeof err);
+    ck_assert_str_eq(var(v, n, "LD_PRELOAD"), "libfoo.so /opt/gm/libgpumem.so");
+    for (int i = 0; i < n; i++)
+        if (strstr(v[i].name, "LIMIT") != NULL)
+            ck_assert_uint_eq(resolved(v[i].name, v[i].value, 80 * GiB), GiB);
+    /* the whole set, as a task gets it, loads without a message */
+    static struct gm_policy p;
+    static struct gm_diag d;
+    char *envp[GM_SPANK_VARS + 1];
+    static char ent[GM_SPANK_VARS][GM_PATH_MAX + 160];
+    for (int i = 0; i < n; i++) {
+        snprintf(ent[i], sizeof ent[i], "%s=%s", v[i].name, v[i].value);
+        envp[i] = ent[i];
+    }
+    envp[n] = NULL;
+    ck_assert_msg(gm_policy_load(&p, envp, &d) == 0 && d.warnings == 0, "%s", d.text);
+    ck_assert_str_eq(p.group, "slurm-1");
+    ck_assert_uint_eq(gm_limit_resolve(&p.group_limit, 80 * GiB), GiB);
+}
+END_TEST
+
+START_TEST(task_vars_share)
+{
+    struct gm_spank_site s = site_of("");
+    struct gm_spank_site capped = site_of("max=40G");
+    struct gm_spank_job j;
+    static struct gm_spank_var v[GM_SPANK_VARS];
+    int n;
+
+    gm_spank_job_make(&s, "share:0.5", NULL, &j, err, sizeof err);
+    n = gm_spank_task_vars(&s, &j, 7, 2, NULL, v, err, sizeof err);
+    ck_assert_str_eq(var(v, n, "GPUMEM_LIMIT"), "25%");
+    ck_assert_str_eq(var(v, n, "GPUMEM_GROUP_LIMIT"), "50%");
+    /* three tasks: a third of the GPU each, as the library resolves it */
+    gm_spank_job_make(&s, "share", NULL, &j, err, sizeof err);
+    n = gm_spank_task_vars(&s, &j, 7, 3, NULL, v, err, sizeof err);
+    ck_assert_str_eq(var(v, n, "GPUMEM_LIMIT"), "33.333333333%");
+    uint64_t third = resolved("GPUMEM_LIMIT", var(v, n, "GPUMEM_LIMIT"), 90 * GiB);
+    ck_assert_msg(third <= 30 * GiB && third > 30 * GiB - 64, "%llu",
+                  (unsigned long long)third);
+    ck_assert_uint_eq(resolved("GPUMEM_GROUP_LIMIT", var(v, n, "GPUMEM_GROUP_LIMIT"),
+                               90 * GiB), 90 * GiB);
+    /* 0 tasks (not known) is one */
+    n = gm_spank_task_vars(&s, &j, 7, 0, NULL, v, err, sizeof err);
+    ck_assert_str_eq(var(v, n, "GPUMEM_LIMIT"), "100%");
+    /* a ceiling in bytes: the group holds the tasks to it */
+    gm_spank_job_make(&capped, "share", NULL, &j, err, sizeof err);
+    n = gm_spank_task_vars(&capped, &j, 7, 4, NULL, v, err, sizeof err);
+    ck_assert_str_eq(var(v, n, "GPUMEM_LIMIT"), "25%");
+    ck_assert_str_eq(var(v, n, "GPUMEM_GROUP_LIMIT"), "42949672960");
+}
+END_TEST
+
+START_TEST(task_vars_inactive_and_long)
+{
+    struct gm_spank_site s = site_of("");
+    struct gm_spank_job j;
+    static struct gm_spank_var v[GM_SPANK_VARS];
+    static char longp[GM_PATH_MAX + 200];
+
+    gm_spank_job_make(&s, NULL, NULL, &j, err, sizeof err);
+    ck_assert_int_eq(gm_spank_task_vars(&s, &j, 1, 1, NULL, v, err, sizeof err), 0);
+    /* a policy without a limit: no group (the library needs a group
+     * limit), the policy and the preload */
+    int n;
+    gm_spank_job_make(&s, NULL, "on-oom=wait:5s", &j, err, sizeof err);
+    n = gm_spank_task_vars(&s, &j, 9, 1, NULL, v, err, sizeof err);
+    ck_assert_int_eq(n, 4);
+    ck_assert_ptr_null(var(v, n, "GPUMEM_GROUP"));
+    ck_assert_ptr_null(var(v, n, "GPUMEM_LIMIT"));
+    ck_assert_str_eq(var(v, n, "GPUMEM_ON_OOM"), "wait:5s");
+    static struct gm_policy p;
+    static struct gm_diag d;
+    char *envp[GM_SPANK_VARS + 1];
+    static char ent[GM_SPANK_VARS][GM_PATH_MAX + 160];
+    for (int i = 0; i < n; i++) {
+        snprintf(ent[i], sizeof ent[i], "%s=%s", v[i].name, v[i].value);
+        envp[i] = ent[i];
+    }
+    envp[n] = NULL;
+    ck_assert_msg(gm_policy_load(&p, envp, &d) == 0, "%s", d.text);
+    gm_spank_job_make(&s, "1G", NULL, &j, err, sizeof err);
+    memset(longp, 'x', sizeof longp - 1);
+    ck_assert_int_eq(gm_spank_task_vars(&s, &j, 1, 1, longp, v, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "LD_PRELOAD of the task is longer than"));
+}
+END_TEST
+
+static Suite *spank_suite(void)
+{
+    Suite *s = suite_create("spank");
+    TCase *t = tcase_create("values");
+
+    tcase_add_test(t, mem_forms);
+    tcase_add_loop_test(t, mem_refused, 0, N(bad_mem));
+    tcase_add_test(t, mem_too_long);
+    tcase_add_test(t, policy_forms);
+    tcase_add_loop_test(t, policy_refused, 0, N(bad_pol));
+    tcase_add_test(t, site_defaults);
+    tcase_add_loop_test(t, site_refused, 0, N(bad_site));
+    suite_add_tcase(s, t);
+    t = tcase_create("job");
+    tcase_add_test(t, job_clamped_bytes);
+    tcase_add_test(t, job_clamped_fraction);
+    tcase_add_test(t, job_default_and_inactive);
+    tcase_add_test(t, task_vars_bytes);
+    tcase_add_test(t, task_vars_share);
+    tcase_add_test(t, task_vars_inactive_and_long);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *r = srunner_create(spank_suite());
+    int failed;
+
+    srunner_run_all(r, CK_NORMAL);
+    failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,325 @@
+/*
+ * tests/unit/test_trace.c — recordings and traces: the recording sink
+ * (shim/record/record.c) writes what was put, one section per process,
+ * a forked child its own; a directory others may write is refused; a
+ * file size limit makes records lost, counted in the header and in a
+ * "lost" record; the loader (tools/lib/trace.c) reads closed, unclosed
+ * and multi-section files and text traces, and refuses truncated,
+ * foreign-version and malformed input with the place named.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "shim/record/record.h"
+#include "tools/lib/trace.h"
+
+static char dir[64];
+
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/gmtrace.XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+/* The only .gmr file of pid in dir (path into out). */
+static int file_of(int pid, char *out, size_t cap)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char pre[32];
+    out[0] = 0;
+    int n = 0;
+    snprintf(pre, sizeof pre, "%d.", pid);
+    while ((e = readdir(d)) != NULL)
+        if (strncmp(e->d_name, pre, strlen(pre)) == 0) {
+            snprintf(out, cap, "%.60s/%.180s", dir, e->d_name);
+            n++;
+        }
+    closedir(d);
+    return n;
+}
+
+static void write_file(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(p, 1, n, f), n);
+    fclose(f);
+}
+
+START_TEST(sink_roundtrip)
+{
+    char err[256], path[256];
+    ck_assert_int_eq(gm_rec_open(dir, err, sizeof err), 0);
+    ck_assert_int_eq(gm_rec_on, 1);
+    for (int i = 0; i < 5000; i++) /* past the first 1 MiB window */
+        gm_rec_put(i % 2 ? GM_RO_FREE : GM_RO_ALLOC, 0, 0, 4096 + i,
+                   0x1000 + (uint64_t)i, 7, 8, 0);
+    gm_rec_put(GM_RO_ALLOC, 0, 0, 1 << 20, 0, 0, 0, 2);
+    gm_rec_close();
+    ck_assert_int_eq(gm_rec_on, 0);
+    ck_assert_int_eq(file_of(getpid(), path, sizeof path), 1);
+    struct gm_trace t;
+    ck_assert_int_eq(gm_trace_load(path, &t, err, sizeof err), 0);
+    ck_assert_uint_eq(t.nproc, 1);
+    ck_assert(t.proc[0].closed);
+    ck_assert_uint_eq(t.proc[0].pid, (unsigned)getpid());
+    ck_assert_uint_eq(t.proc[0].count, 5001);
+    ck_assert_uint_eq(t.proc[0].lost, 0);
+    for (size_t i = 0; i < 5000; i++) {
+        ck_assert_uint_eq(t.ev[i].seq, i + 1);
+        ck_assert_uint_eq(t.ev[i].size, 4096 + i);
+        ck_assert_uint_eq(t.ev[i].addr, 0x1000 + i);
+        ck_assert_uint_eq(t.ev[i].aux, 7);
+        ck_assert_uint_eq(t.ev[i].op, i % 2 ? GM_RO_FREE : GM_RO_ALLOC);
+        if (i)
+            ck_assert_uint_ge(t.ev[i].t_ns, t.ev[i - 1].t_ns);
+    }
+    ck_assert_uint_eq(t.ev[5000].rc, 2);
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_int_eq(st.st_size, 64 + 5001 * 64); /* cut to its length */
+    gm_trace_free(&t);
+}
+END_TEST
+
+START_TEST(sink_fork_child_own_file)
+{
+    char err[256], path[256];
+    ck_assert_int_eq(gm_rec_open(dir, err, sizeof err), 0);
+    gm_rec_put(GM_RO_ALLOC, 0, 0, 1, 0x10, 0, 0, 0);
+    pid_t ch = fork();
+    if (ch == 0) {
+        gm_rec_fork_child();
+        gm_rec_put(GM_RO_ALLOC, 0, 0, 2, 0x20, 0, 0, 0);
+        gm_rec_put(GM_RO_ALLOC, 0, 0, 3, 0x30, 0, 0, 0);
+        gm_rec_close();
+        _exit(0);
+    }
+    int s;
+    waitpid(ch, &s, 0);
+    gm_rec_put(GM_RO_FREE, 0, 0, 0, 0x10, 0, 0, 0);
+    gm_rec_close();
+    struct gm_trace t;
+    ck_assert_int_eq(file_of(getpid(), path, sizeof path), 1);
+    ck_assert_int_eq(gm_trace_load(path, &t, err, sizeof err), 0);
+    ck_assert_uint_eq(t.proc[0].count, 2); /* the parent's two, only */
+    ck_assert_uint_eq(t.ev[1].op, GM_RO_FREE);
+    gm_trace_free(&t);
+    ck_assert_int_eq(file_of(ch, path, sizeof path), 1);
+    ck_assert_int_eq(gm_trace_load(path, &t, err, sizeof err), 0);
+    ck_assert_uint_eq(t.proc[0].count, 2);
+    ck_assert_uint_eq(t.proc[0].ppid, (unsigned)getpid());
+    ck_assert_uint_eq(t.ev[0].size, 2);
+    gm_trace_free(&t);
+}
+END_TEST
+
+START_TEST(sink_refuses_open_directory)
+{
+    char err[256];
+    ck_assert_int_eq(chmod(dir, 0777), 0);
+    ck_assert_int_eq(gm_rec_open(dir, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "writable by others"));
+    ck_assert_int_eq(gm_rec_on, 0);
+    char f[128];
+    snprintf(f, sizeof f, "%s/file", dir);
+    write_file(f, "x", 1);
+    ck_assert_int_eq(gm_rec_open(f, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "not a directory"));
+}
+END_TEST
+
+START_TEST(sink_counts_lost_records)
+{
+    char err[256], path[256];
+    pid_t ch = fork();
+    if (ch == 0) { /* a 2 MiB file size limit: the third window fails */
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl;
+        getrlimit(RLIMIT_FSIZE, &rl);
+        rlim_t max = rl.rlim_max;
+        if (max != RLIM_INFINITY && max < (8u << 20))
+            _exit(4); /* no room to test in */
+        rl.rlim_cur = 2u << 20;
+        setrlimit(RLIMIT_FSIZE, &rl);
+        if (gm_rec_open(dir, err, sizeof err) != 0)
+            _exit(1);
+        for (int i = 0; i < 40000; i++)
+            gm_rec_put(GM_RO_ALLOC, 0, 0, 1, (uint64_t)i, 0, 0, 0);
+        rl.rlim_cur = max; /* the soft limit goes back up */
+        if (setrlimit(RLIMIT_FSIZE, &rl) != 0) { /* raising needs root */
+            gm_rec_close();
+            _exit(3);
+        }
+        for (int i = 0; i < 1000; i++) /* room again: a "lost" record */
+            gm_rec_put(GM_RO_FREE, 0, 0, 0, (uint64_t)i, 0, 0, 0);
+        gm_rec_close();
+        _exit(0);
+    }
+    int s;
+    waitpid(ch, &s, 0);
+    ck_assert(WIFEXITED(s));
+    int code = WEXITSTATUS(s);
+    ck_assert_int_ne(code, 1);
+    if (code == 4)
+        return;
+    ck_assert_int_eq(file_of(ch, path, sizeof path), 1);
+    struct gm_trace t;
+    ck_assert_int_eq(gm_trace_load(path, &t, err, sizeof err), 0);
+    const struct gm_tproc *p = &t.proc[0];
+    uint64_t cap = ((2u << 20) - 64) / 64; /* records in two windows */
+    ck_assert_uint_eq(p->first_lost, cap + 1);
+    ck_assert_uint_ge(p->lost, 40000 - cap);
+    ck_assert_int_eq(code, 0);
+    {
+        size_t nlost = 0, nfree = 0, i;
+        for (i = 0; i < p->count; i++) {
+            if (t.ev[i].op == GM_RO_LOST) {
+                nlost++;
+                ck_assert_uint_eq(t.ev[i].size, p->lost); /* one gap */
+                ck_assert_uint_eq(t.ev[i].addr, cap + 1);
+            }
+            nfree += t.ev[i].op == GM_RO_FREE;
+        }
+        ck_assert_uint_eq(nlost, 1);
+        ck_assert_uint_ge(nfree, 1000 - 256); /* retried every 256 */
+    }
+    gm_trace_free(&t);
+}
+END_TEST
+
+START_TEST(load_unclosed_and_sections)
+{
+    char err[256], path[128];
+    unsigned char buf[64 * 8];
+    memset(buf, 0, sizeof buf);
+    struct gm_rec_header h = { .magic = GM_REC_MAGIC,
+        .version = GM_REC_VERSION, .header_size = 64, .record_size = 64,
+        .pid = 11, .flags = GM_REC_F_CLOSED, .count = 1 };
+    struct gm_rec r = { .seq = 1, .op = GM_RO_ALLOC, .size = 5 };
+    memcpy(buf, &h, 64);
+    memcpy(buf + 64, &r, 64);
+    h.pid = 12;
+    h.flags = 0; /* unclosed: ends at the first zero record */
+    h.count = 0;
+    memcpy(buf + 128, &h, 64);
+    memcpy(buf + 192, &r, 64);
+    memcpy(buf + 256, &r, 64);
+    snprintf(path, sizeof path, "%s/a.gmr", dir);
+    write_file(path, buf, sizeof buf);
+    struct gm_trace t;
+    ck_assert_int_eq(gm_trace_load(path, &t, err, sizeof err), 0);
+    ck_assert_uint_eq(t.nproc, 2);
+    ck_assert_uint_eq(t.proc[0].count, 1);
+    ck_assert_uint_eq(t.proc[1].count, 2);
+    ck_assert(!t.proc[1].closed);
+    gm_trace_free(&t);
+}
+END_TEST
+
+START_TEST(load_refuses_bad_binary)
+{
+    char err[256], path[128];
+    unsigned char buf[64 * 3];
+    memset(buf, 0, sizeof buf);
+    struct gm_rec_header h = { .magic = GM_REC_MAGIC,
+        .version = GM_REC_VERSION, .header_size = 64, .record_size = 64,
+        .pid = 11, .flags = GM_REC_F_CLOSED, .count = 3 };
+    struct gm_rec r = { .seq = 1, .op = GM_RO_ALLOC, .size = 5 };
+    memcpy(buf, &h, 64);
+    memcpy(buf + 64, &r, 64);
+    memcpy(buf + 128, &r, 64);
+    snprintf(path, sizeof path, "%s/b.gmr", dir);
+    write_file(path, buf, sizeof buf); /* count 3, two records */
+    struct gm_trace t;
+    ck_assert_int_eq(gm_trace_load(path, &t, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "truncated"));
+    h.version = 9;
+    memcpy(buf, &h, 64);
+    write_file(path, buf, sizeof buf);
+    ck_assert_int_eq(gm_trace_load(path, &t, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "version 9"));
+    h.version = GM_REC_VERSION;
+    h.count = 2;
+    r.op = 999;
+    memcpy(buf, &h, 64);
+    memcpy(buf + 128, &r, 64);
+    write_file(path, buf, sizeof buf);
+    ck_assert_int_eq(gm_trace_load(path, &t, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "unknown operation 999"));
+}
+END_TEST
+
+START_TEST(load_text)
+{
+    char err[256], path[128];
+    snprintf(path, sizeof path, "%s/t.trace", dir);
+    static const char good[] =
+        "# a comment\n"
+        "1 10 alloc 4096 0x1000 0 5\n"
+        "2 11 create 2097152 0xabc 0 0\n"
+        "1 12 free 0 0x1000 0 3\n"
+        "\n"
+        "2 13 release 0 0xabc 0 0\n";
+    write_file(path, good, sizeof good - 1);
+    struct gm_trace t;
+    ck_assert_int_eq(gm_trace_load(path, &t, err, sizeof err), 0);
+    ck_assert(t.text);
+    ck_assert_uint_eq(t.nproc, 2);
+    ck_assert_uint_eq(t.proc[0].pid, 1);
+    ck_assert_uint_eq(t.proc[0].count, 2);
+    ck_assert_uint_eq(t.ev[t.proc[0].first + 1].op, GM_RO_FREE);
+    ck_assert_uint_eq(t.ev[t.proc[0].first + 1].seq, 2);
+    ck_assert_uint_eq(t.ev[t.proc[1].first].op, GM_RO_CREATE);
+    ck_assert_uint_eq(t.ev[t.proc[1].first].addr, 0xabc);
+    gm_trace_free(&t);
+    static const char bad[] = "1 10 alloc 4096 0x1000 0 5\n1 11 alloc x\n";
+    write_file(path, bad, sizeof bad - 1);
+    ck_assert_int_eq(gm_trace_load(path, &t, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "line 2"));
+    static const char op[] = "1 10 mmap 4096 0x1000 0 5\n";
+    write_file(path, op, sizeof op - 1);
+    ck_assert_int_eq(gm_trace_load(path, &t, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "unknown op 'mmap'"));
+    ck_assert_int_eq(gm_trace_load("/nonexistent/x", &t, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "cannot read"));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("trace");
+    TCase *tc = tcase_create("all");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, sink_roundtrip);
+    tcase_add_test(tc, sink_fork_child_own_file);
+    tcase_add_test(tc, sink_refuses_open_directory);
+    tcase_add_test(tc, sink_counts_lost_records);
+    tcase_add_test(tc, load_unclosed_and_sections);
+    tcase_add_test(tc, load_refuses_bad_binary);
+    tcase_add_test(tc, load_text);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int nf = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return nf == 0 ? 0 : 1;
+}

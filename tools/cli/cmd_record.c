@@ -1,0 +1,312 @@
+/*
+ * tools/cli/cmd_record.c — `gpumem record -o FILE [run options] -- CMD
+ * ARGS...`: run CMD under the shim with GPUMEM_RECORD pointing at a
+ * private directory, so that every process it starts writes its own
+ * section (shim/record/record.c); when CMD has exited, join the sections,
+ * oldest process first, into FILE (docs/trace.md).
+ *
+ * Invariants: FILE is replaced whole (written beside it, then renamed),
+ * never through a link; a section its writer did not close (crash, exec,
+ * kill) is cut at its last record and marked COUNTED; the private
+ * directory is removed on every path; the exit status is CMD's.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "shim/record/recfmt.h"
+#include "tools/cli/gpumem.h"
+#include "tools/lib/util.h"
+
+const char gm_help_record[] =
+    "NAME\n"
+    "    gpumem record - record every driver call of a program to a file\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    gpumem record -o FILE [RUN OPTIONS] -- CMD [ARGS...]\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    Runs CMD under libgpumem.so, as gpumem run does, and writes every\n"
+    "    memory call of every CUDA process it starts (allocations and\n"
+    "    frees of each API, stream-ordered ones with their stream and pool,\n"
+    "    VMM create/release/retain, managed memory, arrays, contexts, pool\n"
+    "    trims and synchronisations) with its time, size, device, thread\n"
+    "    and result (a refusal is a call whose result is an error) to\n"
+    "    FILE. Each process writes its own section straight into a file\n"
+    "    mapping as it runs, so threads, forked children and crashed\n"
+    "    processes are recorded whole; records that could not be stored\n"
+    "    (a full disk) are counted, and the file says how many and where.\n"
+    "    FILE is written when CMD has exited; a process CMD left running\n"
+    "    is in it up to that moment.\n"
+    "    The format is docs/trace.md; gpumem log --from FILE prints it,\n"
+    "    gpumem replay FILE replays it under another policy.\n"
+    "\n"
+    "OPTIONS\n"
+    "    -o, --output FILE\n"
+    "        The recording to write (replaced when it exists).\n"
+    "    RUN OPTIONS\n"
+    "        --limit, --mode, --on-oom, ... as for gpumem run: the policy\n"
+    "        the program is recorded under.\n"
+    "    -h, --help\n"
+    "        Print this manual page and exit.\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    The exit status of CMD (128+N when a signal N ended it).\n"
+    "    1    The recording could not be written.\n"
+    "    2    Usage error, or the policy is invalid.\n"
+    "    126  CMD could not be executed; 127 CMD was not found.\n"
+    "\n"
+    "EXAMPLES\n"
+    "    gpumem record -o train.gmr -- python train.py\n"
+    "    gpumem record -o t.gmr --limit 2G -- gpumem-trainsim --steps 20\n"
+    "    gpumem log --from t.gmr | head\n";
+
+static int usage(const char *msg, const char *arg)
+{
+    fprintf(stderr, "gpumem: record: %s%s%s; usage: gpumem record -o FILE "
+            "[RUN OPTIONS] -- CMD [ARGS...] (gpumem record --help)\n", msg,
+            arg ? " " : "", arg ? arg : "");
+    return GM_EXIT_USAGE;
+}
+
+struct section {
+    char name[NAME_MAX + 1];
+    struct gm_rec_header h;
+};
+
+static int by_start(const void *a, const void *b)
+{
+    const struct section *x = a, *y = b;
+    if (x->h.start_ns != y->h.start_ns)
+        return x->h.start_ns < y->h.start_ns ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+/* Copy one section to `out`; returns records copied, or -1. */
+static long long copy_section(int dfd, struct section *s, FILE *out,
+                              uint64_t *lost)
+{
+    int fd = openat(dfd, s->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    FILE *in = fdopen(fd, "rb");
+    if (in == NULL) {
+        close(fd);
+        return -1;
+    }
+    struct gm_rec_header h;
+    if (fread(&h, 1, sizeof h, in) != sizeof h || h.magic != GM_REC_MAGIC ||
+        h.record_size != GM_REC_SIZE) {
+        fclose(in);
+        return 0; /* empty or foreign: a writer that died at once */
+    }
+    bool closed = (h.flags & GM_REC_F_CLOSED) != 0;
+    long pos = ftell(in);
+    uint64_t n = 0;
+    struct gm_rec r;
+    /* Count first: the header goes before the records. */
+    while ((closed ? n < h.count : 1) && fread(&r, 1, sizeof r, in) == sizeof r &&
+           r.op != GM_RO_NONE)
+        n++;
+    if (!closed) {
+        h.count = n;
+        h.flags |= GM_REC_F_COUNTED;
+    } else if (n != h.count) {
+        h.count = n; /* a closed file cut short: keep what is there */
+        h.flags = (h.flags & ~GM_REC_F_CLOSED) | GM_REC_F_COUNTED;
+    }
+    fseek(in, pos, SEEK_SET);
+    fwrite(&h, 1, sizeof h, out);
+    for (uint64_t i = 0; i < n && fread(&r, 1, sizeof r, in) == sizeof r; i++)
+        fwrite(&r, 1, sizeof r, out);
+    fclose(in);
+    *lost += h.lost;
+    s->h = h;
+    return (long long)n;
+}
+
+static int join(const char *dir, const char *file)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        fprintf(stderr, "gpumem: record: cannot read %s: %s\n", dir,
+                strerror(errno));
+        return 1;
+    }
+    struct section *secs = NULL;
+    size_t ns = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t l = strlen(e->d_name);
+        if (l < 5 || strcmp(e->d_name + l - 4, ".gmr") != 0)
+            continue;
+        struct section *p = realloc(secs, (ns + 1) * sizeof *p);
+        if (p == NULL)
+            break;
+        secs = p;
+        memset(&secs[ns], 0, sizeof secs[ns]);
+        snprintf(secs[ns].name, sizeof secs[ns].name, "%s", e->d_name);
+        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW);
+        if (fd >= 0) {
+            if (read(fd, &secs[ns].h, sizeof secs[ns].h) !=
+                (ssize_t)sizeof secs[ns].h)
+                memset(&secs[ns].h, 0, sizeof secs[ns].h);
+            close(fd);
+        }
+        ns++;
+    }
+    qsort(secs, ns, sizeof *secs, by_start);
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s.part%ld", file, (long)getpid());
+    int ofd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                   0600);
+    FILE *out = ofd >= 0 ? fdopen(ofd, "wb") : NULL;
+    int rc = 0;
+    uint64_t total = 0, lost = 0;
+    size_t procs = 0;
+    if (out == NULL) {
+        fprintf(stderr, "gpumem: record: cannot write %s: %s\n", tmp,
+                strerror(errno));
+        rc = 1;
+    } else {
+        for (size_t i = 0; i < ns; i++) {
+            long long k = copy_section(dirfd(d), &secs[i], out, &lost);
+            if (k < 0)
+                continue;
+            if (secs[i].h.magic == GM_REC_MAGIC) {
+                procs++;
+                total += (uint64_t)k;
+                if (secs[i].h.flags & GM_REC_F_COUNTED)
+                    fprintf(stderr, "gpumem: record: pid %u did not close "
+                            "its section (it crashed, was killed or exec'd); "
+                            "its %lld records are kept\n", secs[i].h.pid, k);
+            }
+        }
+        if (fflush(out) != 0 || fsync(fileno(out)) != 0 || ferror(out)) {
+            fprintf(stderr, "gpumem: record: cannot write %s: %s\n", tmp,
+                    strerror(errno));
+            rc = 1;
+        }
+        fclose(out);
+        if (rc == 0 && rename(tmp, file) != 0) {
+            fprintf(stderr, "gpumem: record: cannot rename %s to %s: %s\n",
+                    tmp, file, strerror(errno));
+            rc = 1;
+        }
+        if (rc != 0)
+            unlink(tmp);
+    }
+    for (size_t i = 0; i < ns; i++)
+        unlinkat(dirfd(d), secs[i].name, 0);
+    closedir(d);
+    free(secs);
+    if (rc == 0) {
+        fprintf(stderr, "gpumem: record: %zu process%s, %llu records", procs,
+                procs == 1 ? "" : "es", (unsigned long long)total);
+        if (lost)
+            fprintf(stderr, ", %llu LOST (see gpumem log --from)",
+                    (unsigned long long)lost);
+        fprintf(stderr, " -> %s\n", file);
+    }
+    return rc;
+}
+
+static volatile sig_atomic_t child_pid;
+
+/* SIGTERM / SIGHUP: passed to CMD, whose end we wait for to join. */
+static void forward(int sig)
+{
+    if (child_pid > 0)
+        kill((pid_t)child_pid, sig);
+}
+
+int gm_cmd_record(int argc, char **argv)
+{
+    const char *file = NULL;
+    int i;
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            i++;
+            break;
+        }
+        const char *v = NULL;
+        int r = gm_opt_value("record", argc, argv, &i, "--output", &v);
+        if (r == 0)
+            r = gm_opt_value("record", argc, argv, &i, "-o", &v);
+        if (r < 0)
+            return GM_EXIT_USAGE;
+        if (r > 0) {
+            file = v;
+            continue;
+        }
+        r = gm_run_apply_opt("record", argc, argv, &i);
+        if (r < 0)
+            return GM_EXIT_USAGE;
+        if (r == 0) {
+            if (argv[i][0] == '-')
+                return usage("unknown option", argv[i]);
+            break;
+        }
+    }
+    if (file == NULL)
+        return usage("no output file (-o FILE)", NULL);
+    if (i >= argc)
+        return usage("no command given", NULL);
+    /* The private directory beside FILE: same file system, same disk. */
+    char dir[PATH_MAX], fcopy[PATH_MAX];
+    snprintf(fcopy, sizeof fcopy, "%s", file);
+    snprintf(dir, sizeof dir, "%s/.gpumem-record.XXXXXX", dirname(fcopy));
+    if (mkdtemp(dir) == NULL) {
+        fprintf(stderr, "gpumem: record: cannot make a directory beside %s: "
+                "%s\n", file, strerror(errno));
+        return 1;
+    }
+    char adir[PATH_MAX];
+    if (realpath(dir, adir) == NULL)
+        snprintf(adir, sizeof adir, "%s", dir);
+    setenv("GPUMEM_RECORD", adir, 1);
+    int rc = gm_run_setup("record");
+    if (rc != 0) {
+        rmdir(dir);
+        return rc;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "gpumem: record: fork: %s\n", strerror(errno));
+        rmdir(dir);
+        return 1;
+    }
+    if (pid == 0) {
+        execvp(argv[i], &argv[i]);
+        int e = errno;
+        fprintf(stderr, "gpumem: record: cannot execute '%s': %s\n", argv[i],
+                strerror(e));
+        _exit(e == ENOENT ? 127 : 126);
+    }
+    /* The terminal's signals reach the child too; we outlive it to join. */
+    child_pid = pid;
+    signal(SIGINT, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = forward;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    int status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    int jr = join(dir, file);
+    rmdir(dir);
+    return jr != 0 ? 1 : status;
+}

@@ -1,0 +1,681 @@
+/*
+ * tools/cli/cmd_replay.c — `gpumem replay FILE [RUN OPTIONS] [--sweep
+ * LO:HI] [--json]`: replay a recording (or a text trace) through
+ * libgpumem.so over the simulated driver, under the policy the run
+ * options give, one process at a time (gpumem-replay, tools/replay), and
+ * print what the shim did: peak, refusals, spills, waits, fragmentation
+ * at the peak, live at the end.
+ *
+ * Invariants: every replay runs in a fresh process with the same driver
+ * and device size, so replays of one file differ only by their policy;
+ * the limit a sweep reports as the smallest with no refusal was replayed
+ * and had none, and (to the search's resolution) the one below it had.
+ */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "policy/parse.h"
+#include "policy/policy.h"
+#include "tools/cli/gpumem.h"
+#include "tools/lib/trace.h"
+#include "tools/lib/util.h"
+
+const char gm_help_replay[] =
+    "NAME\n"
+    "    gpumem replay - replay a recording under another policy\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    gpumem replay FILE [RUN OPTIONS] [--pid N] [--device-size SIZE]\n"
+    "                  [--pace] [--together] [--sweep LO:HI [--points N]]\n"
+    "                  [--json]\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    Issues the driver calls recorded in FILE (gpumem record, or the\n"
+    "    plain text format 'pid t_ns op size ptr rc dt_ns' of other\n"
+    "    tools) again, in their order, through libgpumem.so over the\n"
+    "    simulated driver: the code the program would run, under the\n"
+    "    policy given by the RUN OPTIONS (--limit, --mode, --static-size,\n"
+    "    --on-oom, --warmup, --group, ... as for gpumem run; the GPUMEM_*\n"
+    "    variables of the environment apply too). It prints the peak\n"
+    "    (context included), the refusals (how many; the first one's\n"
+    "    step, that is its call number in the process, its time and\n"
+    "    size), spills, waits and the time spent in them, fragmentation at\n"
+    "    the peak and what was live at the end.\n"
+    "\n"
+    "    Calls the original driver failed for reasons other than memory\n"
+    "    are skipped; a refused call is replayed (another policy may serve\n"
+    "    it), and frees of what the replay could not allocate are skipped\n"
+    "    and counted. Arrays and retained handles are counted, not\n"
+    "    replayed. A replay runs as fast as the calls go unless --pace is\n"
+    "    given; a process replayed alone cannot be helped by another's\n"
+    "    frees, so with --on-oom wait its waits end by their timeout.\n"
+    "\n"
+    "    With --sweep LO:HI the file is replayed at --points limits from\n"
+    "    LO to HI (default 9) and a table is printed, then the smallest\n"
+    "    limit with no refusal: in grow mode the unlimited peak (context\n"
+    "    included), checked by replaying at it; in other\n"
+    "    modes it depends on fragmentation and is searched by bisection to\n"
+    "    1 MiB.\n"
+    "\n"
+    "OPTIONS\n"
+    "    --pid N\n"
+    "        Replay only process N of the file (default: each in turn).\n"
+    "    --device-size SIZE\n"
+    "        The simulated device's memory (default 80G, or more when the\n"
+    "        recording held more); NN% limits are of this size.\n"
+    "    --pace\n"
+    "        Issue each call at its recorded time (relative to the start)\n"
+    "        instead of back to back.\n"
+    "    --together\n"
+    "        Replay every process of the file at once, each at its recorded\n"
+    "        times (--pace), so that they meet as they did: with --group\n"
+    "        and --group-limit they share one budget.\n"
+    "    --sweep LO:HI, --points N\n"
+    "        Replay at N limits from LO to HI (sizes: 4G, 1.5GiB, ...).\n"
+    "    --json\n"
+    "        One JSON object instead of text.\n"
+    "    -h, --help\n"
+    "        Print this manual page and exit.\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0   Replayed (refusals are results, not errors).\n"
+    "    1   FILE could not be read, or a replay failed to run.\n"
+    "    2   Usage error, or the policy is invalid.\n"
+    "\n"
+    "EXAMPLES\n"
+    "    gpumem replay t.gmr --limit 16G --mode static\n"
+    "    gpumem replay torch_default.trace --sweep 1G:4G\n"
+    "    gpumem replay t.gmr --limit 60% --on-oom spill --json\n";
+
+struct res {
+    uint64_t events, calls, skipped, orphan, unsupported, refused_calls;
+    uint64_t first_step, first_t, first_size, replay_ns, slow_ns;
+    uint64_t physical, limit, peak, context, allocs, frees, refused, spills;
+    uint64_t spilled, waits, over, frag_ppm, live_allocs, live_bytes, used;
+    int status;
+    uint64_t steps[1000];
+    size_t nsteps;
+};
+
+struct ctx {
+    const char *file;
+    char replayer[PATH_MAX], driver[PATH_MAX];
+    uint64_t devsize;
+    bool json;
+    bool pace;          /* --pace: calls at their recorded times */
+    bool together;      /* --together: every process at once */
+    uint64_t origin;    /* paced: CLOCK_REALTIME ns of the earliest start */
+    uint64_t base;      /* paced: the earliest section start in the file */
+};
+
+static int usage(const char *msg, const char *arg)
+{
+    fprintf(stderr, "gpumem: replay: %s%s%s; usage: gpumem replay FILE "
+            "[RUN OPTIONS] [--sweep LO:HI] [--json] (gpumem replay --help)\n",
+            msg, arg ? " " : "", arg ? arg : "");
+    return GM_EXIT_USAGE;
+}
+
+static int find_near(const char *const *rel, size_t n, char *out, size_t cap)
+{
+    char exe[PATH_MAX];
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (k <= 0)
+        return -1;
+    exe[k] = '\0';
+    char *dir = dirname(exe);
+    for (size_t i = 0; i < n; i++) {
+        char cand[PATH_MAX + 64];
+        snprintf(cand, sizeof cand, "%s/%s", dir, rel[i]);
+        if (access(cand, R_OK) == 0 && realpath(cand, out) != NULL &&
+            strlen(out) < cap)
+            return 0;
+    }
+    return -1;
+}
+
+static void set_field(struct res *r, const char *k, uint64_t v)
+{
+    static const struct { const char *k; size_t off; } f[] = {
+#define F(name, field) { name, offsetof(struct res, field) }
+        F("events", events), F("calls", calls), F("skipped", skipped),
+        F("orphan_frees", orphan), F("unsupported", unsupported),
+        F("refused_calls", refused_calls), F("first_refusal_step", first_step),
+        F("first_refusal_t_ns", first_t), F("first_refusal_size", first_size),
+        F("replay_ns", replay_ns), F("wait_ns", slow_ns),
+        F("physical", physical), F("limit", limit), F("peak", peak),
+        F("context", context), F("allocs", allocs), F("frees", frees),
+        F("refused", refused), F("spills", spills),
+        F("spilled_bytes", spilled), F("waits", waits),
+        F("over_limit", over), F("frag_at_peak_ppm", frag_ppm),
+        F("live_allocs", live_allocs), F("live_bytes", live_bytes),
+        F("used", used),
+#undef F
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (strcmp(f[i].k, k) == 0)
+            *(uint64_t *)((char *)r + f[i].off) = v;
+}
+
+/* One replay of process `pid` with `limit` (NULL: the environment's). */
+/* Start the replay of section `sec` of the file (limit NULL: the
+ * environment's); its output comes on *fd. Returns the child, or -1. */
+static pid_t replay_spawn(const struct ctx *c, size_t sec, const char *limit,
+                          int *fd)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    pid_t ch = fork();
+    if (ch < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    if (ch == 0) {
+        close(fds[0]);
+        dup2(fds[1], STDOUT_FILENO);
+        close(fds[1]);
+        if (limit != NULL)
+            setenv("GPUMEM_LIMIT", limit, 1);
+        char size[32], secs[16];
+        snprintf(size, sizeof size, "%llu", (unsigned long long)c->devsize);
+        snprintf(secs, sizeof secs, "%zu", sec);
+        setenv("SIMCUDA_MEMORY", size, 1);
+        setenv("GPUMEM_CUDA_LIBRARY", c->driver, 1);
+        unsetenv("GPUMEM_REPORT");
+        setenv("GPUMEM_LOG_LEVEL", "quiet", 0); /* refusals are results */
+        setenv("GPUMEM_TELEMETRY", "1", 1);     /* the figures come from it */
+        unsetenv("GPUMEM_KEEP");
+        unsetenv("GPUMEM_RECORD");
+        char origin[32], base[32];
+        snprintf(origin, sizeof origin, "%llu", (unsigned long long)c->origin);
+        snprintf(base, sizeof base, "%llu", (unsigned long long)c->base);
+        if (c->origin != 0)
+            execl(c->replayer, c->replayer, "--driver", c->driver, "--section",
+                  secs, "--pace", origin, "--base", base, c->file,
+                  (char *)NULL);
+        else
+            execl(c->replayer, c->replayer, "--driver", c->driver, "--section",
+                  secs, c->file, (char *)NULL);
+        fprintf(stderr, "gpumem: replay: cannot execute %s: %s\n",
+                c->replayer, strerror(errno));
+        _exit(127);
+    }
+    close(fds[1]);
+    *fd = fds[0];
+    return ch;
+}
+
+/* Read a spawned replay's figures and reap it. 0, or -1 when it failed. */
+static int replay_collect(pid_t ch, int fd, struct res *r)
+{
+    memset(r, 0, sizeof *r);
+    FILE *in = fdopen(fd, "r");
+    char line[512];
+    while (in != NULL && fgets(line, sizeof line, in) != NULL) {
+        char k[64];
+        unsigned long long v;
+        if (sscanf(line, "%63s %llu", k, &v) != 2)
+            continue;
+        if (strcmp(k, "refusal_step") == 0 && r->nsteps < 1000)
+            r->steps[r->nsteps++] = v;
+        else
+            set_field(r, k, v);
+    }
+    if (in != NULL)
+        fclose(in);
+    int st = 0;
+    while (waitpid(ch, &st, 0) < 0 && errno == EINTR)
+        ;
+    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return r->status == 0 ? 0 : -1;
+}
+
+static uint64_t realtime_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int replay_once(struct ctx *c, size_t sec, const char *limit,
+                       struct res *r)
+{
+    if (c->pace)
+        c->origin = realtime_ns() + 20000000ull; /* 20 ms to start up */
+    int fd;
+    pid_t ch = replay_spawn(c, sec, limit, &fd);
+    if (ch < 0) {
+        memset(r, 0, sizeof *r);
+        r->status = 126;
+        return -1;
+    }
+    return replay_collect(ch, fd, r);
+}
+
+static void sz(uint64_t b, char *buf, size_t cap)
+{
+    gm_size_short(b, buf, cap);
+}
+
+static void print_text(uint32_t pid, const char *policy, const struct res *r)
+{
+    char a[32], b[32], d[32];
+    printf("pid %u: %llu events, %llu calls replayed under %s\n", pid,
+           (unsigned long long)r->events, (unsigned long long)r->calls,
+           policy);
+    sz(r->peak, a, sizeof a);
+    sz(r->context, b, sizeof b);
+    printf("  peak          %s (%llu bytes), context %s\n", a,
+           (unsigned long long)r->peak, b);
+    if (r->refused_calls == 0) {
+        printf("  refusals      0\n");
+    } else {
+        sz(r->first_size, d, sizeof d);
+        printf("  refusals      %llu; the first at step %llu at %.3f s; %s\n",
+               (unsigned long long)r->refused_calls,
+               (unsigned long long)r->first_step, r->first_t / 1e9, d);
+    }
+    sz(r->spilled, a, sizeof a);
+    printf("  spills        %llu (%s)\n", (unsigned long long)r->spills, a);
+    printf("  waits         %llu (%.3f s)\n", (unsigned long long)r->waits,
+           r->slow_ns / 1e9);
+    printf("  frag at peak  %.1f%%\n", r->frag_ppm / 1e4);
+    sz(r->live_bytes, a, sizeof a);
+    printf("  live at end   %llu allocations, %s\n",
+           (unsigned long long)r->live_allocs, a);
+    printf("  allocations   %llu, frees %llu\n", (unsigned long long)r->allocs,
+           (unsigned long long)r->frees);
+    if (r->skipped || r->orphan || r->unsupported)
+        printf("  not replayed  %llu failed in the recording, %llu frees of "
+               "refused allocations, %llu arrays or retains\n",
+               (unsigned long long)r->skipped, (unsigned long long)r->orphan,
+               (unsigned long long)r->unsupported);
+}
+
+static void print_json_res(uint32_t pid, const struct res *r)
+{
+    printf("{\"pid\":%u,\"events\":%llu,\"calls\":%llu,\"peak_bytes\":%llu,"
+           "\"context_bytes\":%llu,\"limit_bytes\":%llu,\"refusals\":%llu,",
+           pid, (unsigned long long)r->events, (unsigned long long)r->calls,
+           (unsigned long long)r->peak, (unsigned long long)r->context,
+           (unsigned long long)r->limit,
+           (unsigned long long)r->refused_calls);
+    if (r->refused_calls)
+        printf("\"first_refusal\":{\"step\":%llu,\"t_ns\":%llu,\"size\":%llu},",
+               (unsigned long long)r->first_step,
+               (unsigned long long)r->first_t,
+               (unsigned long long)r->first_size);
+    else
+        printf("\"first_refusal\":null,");
+    printf("\"refusal_steps\":[");
+    for (size_t i = 0; i < r->nsteps; i++)
+        printf("%s%llu", i ? "," : "", (unsigned long long)r->steps[i]);
+    printf("],");
+    printf("\"spills\":%llu,\"spilled_bytes\":%llu,\"waits\":%llu,"
+           "\"wait_ns\":%llu,\"refused\":%llu,\"frag_at_peak_ppm\":%llu,\"live_allocs\":%llu,"
+           "\"live_bytes\":%llu,\"allocs\":%llu,\"frees\":%llu,"
+           "\"skipped\":%llu,\"orphan_frees\":%llu,\"unsupported\":%llu,"
+           "\"replay_ns\":%llu}",
+           (unsigned long long)r->spills, (unsigned long long)r->spilled,
+           (unsigned long long)r->waits,
+           (unsigned long long)r->slow_ns,
+           (unsigned long long)r->refused, (unsigned long long)r->frag_ppm,
+           (unsigned long long)r->live_allocs,
+           (unsigned long long)r->live_bytes, (unsigned long long)r->allocs,
+           (unsigned long long)r->frees, (unsigned long long)r->skipped,
+           (unsigned long long)r->orphan, (unsigned long long)r->unsupported,
+           (unsigned long long)r->replay_ns);
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+    return gm_parse_size(s, out) == 0 ? 0 : -1;
+}
+
+/* The most the process ever held, from the file itself. */
+static uint64_t trace_peak(const struct gm_trace *t, const struct gm_tproc *p)
+{
+    uint64_t live = 0, peak = 0;
+    for (size_t i = 0; i < p->count; i++) {
+        const struct gm_tev *e = &t->ev[p->first + i];
+        if (gm_rec_op_allocates(e->op) && e->rc == 0) {
+            live += e->size;
+            if (live > peak)
+                peak = live;
+        }
+    }
+    return peak;
+}
+
+static const char *mode_now(void)
+{
+    const char *m = getenv("GPUMEM_MODE");
+    return m && *m ? m : "grow";
+}
+
+/* "limit=4G mode=static ..." from the environment the replays get. */
+static const char *label(void)
+{
+    static char buf[512];
+    static const char *const v[] = { "GPUMEM_LIMIT", "GPUMEM_MODE",
+        "GPUMEM_STATIC_SIZE", "GPUMEM_ON_OOM", "GPUMEM_WARMUP",
+        "GPUMEM_GROUP" };
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        const char *s = getenv(v[i]);
+        if (s && *s && o < sizeof buf) {
+            char name[32];
+            size_t k;
+            for (k = 0; v[i][7 + k] && k + 1 < sizeof name; k++)
+                name[k] = (char)(v[i][7 + k] == '_' ? '_'
+                                 : v[i][7 + k] - 'A' + 'a');
+            name[k] = '\0';
+            o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s=%s",
+                                  o ? " " : "", name, s);
+        }
+    }
+    return o ? buf : "no limit";
+}
+
+static int sweep(struct ctx *c, size_t sec, uint32_t pid, uint64_t lo,
+                 uint64_t hi, unsigned points)
+{
+    char lim[32];
+    struct res r;
+    if (!c->json)
+        printf("pid %u: sweep %s mode\n  %-14s %-14s %-9s %s\n", pid,
+               mode_now(), "limit", "peak", "refusals", "first refusal");
+    else
+        printf("{\"pid\":%u,\"mode\":\"%s\",\"sweep\":[", pid, mode_now());
+    for (unsigned i = 0; i < points; i++) {
+        uint64_t l = points == 1 ? lo : lo + (hi - lo) / (points - 1) * i;
+        if (i == points - 1)
+            l = hi;
+        snprintf(lim, sizeof lim, "%llu", (unsigned long long)l);
+        if (replay_once(c, sec, lim, &r) != 0 && r.peak == 0) {
+            fprintf(stderr, "gpumem: replay: the replay at %s failed (exit "
+                    "%d)\n", lim, r.status);
+            return 1;
+        }
+        char a[32], b[32], d[32];
+        sz(l, a, sizeof a);
+        sz(r.peak, b, sizeof b);
+        if (c->json) {
+            printf("%s{\"limit_bytes\":%llu,\"peak_bytes\":%llu,"
+                   "\"refusals\":%llu,\"first_refusal_step\":%llu}",
+                   i ? "," : "", (unsigned long long)l,
+                   (unsigned long long)r.peak,
+                   (unsigned long long)r.refused_calls,
+                   (unsigned long long)r.first_step);
+        } else if (r.refused_calls) {
+            sz(r.first_size, d, sizeof d);
+            printf("  %-14s %-14s %-9llu step %llu (%s)\n", a, b,
+                   (unsigned long long)r.refused_calls,
+                   (unsigned long long)r.first_step, d);
+        } else {
+            printf("  %-14s %-14s %-9s -\n", a, b, "0");
+        }
+    }
+    /* The smallest limit with no refusal. */
+    uint64_t best = 0;
+    unsigned runs = 0;
+    bool found = false;
+    if (strcmp(mode_now(), "grow") == 0) {
+        replay_once(c, sec, "none", &r);
+        runs++;
+        uint64_t cand = r.peak;
+        snprintf(lim, sizeof lim, "%llu", (unsigned long long)cand);
+        replay_once(c, sec, lim, &r);
+        runs++;
+        if (r.refused_calls == 0) {
+            found = true;
+            best = cand;
+        }
+    } else {
+        const uint64_t step = 1ull << 20;
+        uint64_t a = lo, b = hi;
+        snprintf(lim, sizeof lim, "%llu", (unsigned long long)b);
+        replay_once(c, sec, lim, &r);
+        runs++;
+        if (r.refused_calls == 0) {
+            found = true;
+            while (b - a > step) {
+                uint64_t m = a + (b - a) / 2;
+                snprintf(lim, sizeof lim, "%llu", (unsigned long long)m);
+                replay_once(c, sec, lim, &r);
+                runs++;
+                if (r.refused_calls == 0)
+                    b = m;
+                else
+                    a = m;
+            }
+            best = b;
+        }
+    }
+    char a[32];
+    sz(best, a, sizeof a);
+    if (c->json) {
+        if (found)
+            printf("],\"smallest_without_refusal_bytes\":%llu,"
+                   "\"search_replays\":%u}\n", (unsigned long long)best, runs);
+        else
+            printf("],\"smallest_without_refusal_bytes\":null,"
+                   "\"search_replays\":%u}\n", runs);
+    } else if (found) {
+        printf("  smallest limit with no refusal: %s (%llu bytes; %u "
+               "replays)\n", a, (unsigned long long)best, runs);
+    } else {
+        printf("  no limit up to the sweep's top has no refusal\n");
+    }
+    return 0;
+}
+
+int gm_cmd_replay(int argc, char **argv)
+{
+    struct ctx c = { .devsize = 80ull << 30 };
+    const char *file = NULL, *sw = NULL;
+    long pid = -1;
+    unsigned points = 9;
+    bool devset = false;
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        int r;
+        if (strcmp(argv[i], "--json") == 0) {
+            c.json = true;
+            continue;
+        }
+        if (strcmp(argv[i], "--pace") == 0) {
+            c.pace = true;
+            continue;
+        }
+        if (strcmp(argv[i], "--together") == 0) {
+            c.together = c.pace = true;
+            continue;
+        }
+        if ((r = gm_opt_value("replay", argc, argv, &i, "--sweep", &v)) != 0) {
+            if (r < 0)
+                return GM_EXIT_USAGE;
+            sw = v;
+            continue;
+        }
+        if ((r = gm_opt_value("replay", argc, argv, &i, "--points", &v)) != 0) {
+            char *end;
+            if (r < 0)
+                return GM_EXIT_USAGE;
+            unsigned long n = strtoul(v, &end, 10);
+            if (*end || n < 2 || n > 100)
+                return usage("--points takes 2 to 100, not", v);
+            points = (unsigned)n;
+            continue;
+        }
+        if ((r = gm_opt_value("replay", argc, argv, &i, "--pid", &v)) != 0) {
+            char *end;
+            if (r < 0)
+                return GM_EXIT_USAGE;
+            pid = strtol(v, &end, 10);
+            if (*end || pid <= 0)
+                return usage("--pid takes a process id, not", v);
+            continue;
+        }
+        if ((r = gm_opt_value("replay", argc, argv, &i, "--device-size",
+                              &v)) != 0) {
+            if (r < 0)
+                return GM_EXIT_USAGE;
+            if (parse_size(v, &c.devsize) != 0 || c.devsize == 0)
+                return usage("--device-size takes a size (80G), not", v);
+            devset = true;
+            continue;
+        }
+        r = gm_run_apply_opt("replay", argc, argv, &i);
+        if (r < 0)
+            return GM_EXIT_USAGE;
+        if (r > 0)
+            continue;
+        if (argv[i][0] == '-' && strcmp(argv[i], "-") != 0)
+            return usage("unknown option", argv[i]);
+        if (file != NULL)
+            return usage("one FILE only; unexpected", argv[i]);
+        file = argv[i];
+    }
+    if (file == NULL)
+        return usage("no FILE given", NULL);
+    c.file = file;
+    uint64_t lo = 0, hi = 0;
+    if (sw != NULL) {
+        char a[64], b[64];
+        const char *colon = strchr(sw, ':');
+        if (colon == NULL || (size_t)(colon - sw) >= sizeof a ||
+            strlen(colon + 1) >= sizeof b)
+            return usage("--sweep takes LO:HI (1G:4G), not", sw);
+        memcpy(a, sw, (size_t)(colon - sw));
+        a[colon - sw] = '\0';
+        snprintf(b, sizeof b, "%s", colon + 1);
+        if (parse_size(a, &lo) != 0 || parse_size(b, &hi) != 0 || lo >= hi)
+            return usage("--sweep takes LO:HI with LO < HI, not", sw);
+    }
+    struct gm_trace t;
+    char err[512];
+    if (gm_trace_load(file, &t, err, sizeof err) != 0) {
+        fprintf(stderr, "gpumem: replay: %s: %s\n", file, err);
+        return 1;
+    }
+    if (!devset) { /* room for what the recording held, twice over */
+        uint64_t most = 0;
+        for (size_t i = 0; i < t.nproc; i++) {
+            uint64_t pk = trace_peak(&t, &t.proc[i]);
+            most = pk > most ? pk : most;
+        }
+        if (most * 2 + (1ull << 30) > c.devsize)
+            c.devsize = (most * 2 + (1ull << 30)) & ~((1ull << 20) - 1);
+    }
+    static const char *const rrel[] = { "gpumem-replay",
+                                        "../lib/gpumem/gpumem-replay" };
+    static const char *const drel[] = { "sim/libcuda.so.1",
+                                        "../lib/gpumem/sim/libcuda.so.1" };
+    if (find_near(rrel, 2, c.replayer, sizeof c.replayer) != 0 ||
+        find_near(drel, 2, c.driver, sizeof c.driver) != 0) {
+        fprintf(stderr, "gpumem: replay: gpumem-replay or the simulated "
+                "driver (sim/libcuda.so.1) not found next to gpumem\n");
+        gm_trace_free(&t);
+        return 1;
+    }
+    if (sw != NULL) { /* each replay of a sweep sets its own limit */
+        char top[32];
+        snprintf(top, sizeof top, "%llu", (unsigned long long)hi);
+        setenv("GPUMEM_LIMIT", top, 1);
+    }
+    int rc = gm_run_setup("replay");
+    if (rc != 0) {
+        gm_trace_free(&t);
+        return rc;
+    }
+    c.base = UINT64_MAX;
+    for (size_t i = 0; i < t.nproc; i++)
+        if (t.proc[i].start_ns < c.base)
+            c.base = t.proc[i].start_ns;
+    if (c.together && sw != NULL) {
+        fprintf(stderr, "gpumem: replay: --together and --sweep do not "
+                "combine; sweep one process (--pid N)\n");
+        gm_trace_free(&t);
+        return GM_EXIT_USAGE;
+    }
+    bool any = false;
+    struct res *all = NULL;
+    if (c.together) { /* start every process's replay, then read them */
+        all = calloc(t.nproc, sizeof *all);
+        pid_t *ch = calloc(t.nproc, sizeof *ch);
+        int *fd = calloc(t.nproc, sizeof *fd);
+        if (all == NULL || ch == NULL || fd == NULL) {
+            fprintf(stderr, "gpumem: replay: out of memory\n");
+            return 1;
+        }
+        c.origin = realtime_ns() + 50000000ull; /* 50 ms to start up */
+        for (size_t i = 0; i < t.nproc; i++)
+            ch[i] = (pid > 0 && t.proc[i].pid != (uint32_t)pid) ||
+                    t.proc[i].count == 0
+                        ? 0 : replay_spawn(&c, i, NULL, &fd[i]);
+        for (size_t i = 0; i < t.nproc; i++)
+            if (ch[i] > 0)
+                replay_collect(ch[i], fd[i], &all[i]);
+            else if (ch[i] < 0)
+                all[i].status = 126;
+        free(ch);
+        free(fd);
+    }
+    if (c.json && sw == NULL)
+        printf("{\"device_bytes\":%llu,\"processes\":[",
+               (unsigned long long)c.devsize);
+    for (size_t i = 0; i < t.nproc; i++) {
+        const struct gm_tproc *p = &t.proc[i];
+        if (pid > 0 && p->pid != (uint32_t)pid)
+            continue;
+        if (p->count == 0)
+            continue;
+        if (sw != NULL) {
+            if (sweep(&c, i, p->pid, lo, hi, points) != 0)
+                rc = 1;
+            any = true;
+            continue;
+        }
+        struct res r;
+        if (all != NULL)
+            r = all[i];
+        else
+            replay_once(&c, i, NULL, &r);
+        if (r.status != 0 && r.peak == 0) {
+            fprintf(stderr, "gpumem: replay: the replay of pid %u failed "
+                    "(exit %d)\n", p->pid, r.status);
+            rc = 1;
+            continue;
+        }
+        if (c.json) {
+            if (any)
+                putchar(',');
+            print_json_res(p->pid, &r);
+        } else {
+            print_text(p->pid, label(), &r);
+        }
+        any = true;
+    }
+    if (c.json && sw == NULL)
+        printf("]}\n");
+    if (!any && rc == 0) {
+        fprintf(stderr, "gpumem: replay: %s holds no %s\n", file,
+                pid > 0 ? "such process" : "events");
+        rc = 1;
+    }
+    free(all);
+    gm_trace_free(&t);
+    return rc;
+}

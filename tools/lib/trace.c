@@ -1,0 +1,300 @@
+/*
+ * tools/lib/trace.c — loading recordings and text traces (trace.h).
+ *
+ * Invariants: a recording section is read to its header's count when it
+ * was closed, else to its first all-zero record (a writer that ended
+ * without closing, docs/trace.md); nothing past the bytes read is
+ * trusted; a text line that does not parse stops the load with its
+ * number.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/lib/trace.h"
+
+static const char *const op_names[GM_RO_COUNT] = {
+    [GM_RO_NONE] = "none", [GM_RO_ALLOC] = "alloc", [GM_RO_PITCH] = "pitch",
+    [GM_RO_MANAGED] = "managed", [GM_RO_ASYNC] = "aalloc",
+    [GM_RO_POOL_ALLOC] = "palloc", [GM_RO_FREE] = "free",
+    [GM_RO_FREE_ASYNC] = "afree", [GM_RO_CREATE] = "create",
+    [GM_RO_RELEASE] = "release", [GM_RO_RETAIN] = "retain",
+    [GM_RO_ARRAY] = "array", [GM_RO_ARRAY_DESTROY] = "array_destroy",
+    [GM_RO_CTX] = "context", [GM_RO_POOL_TRIM] = "trim",
+    [GM_RO_SYNC] = "sync", [GM_RO_LOST] = "lost",
+};
+
+const char *gm_rec_op_name(unsigned op)
+{
+    return op < GM_RO_COUNT && op_names[op] ? op_names[op] : "?";
+}
+
+bool gm_rec_op_allocates(unsigned op)
+{
+    switch (op) {
+    case GM_RO_ALLOC: case GM_RO_PITCH: case GM_RO_MANAGED: case GM_RO_ASYNC:
+    case GM_RO_POOL_ALLOC: case GM_RO_CREATE: case GM_RO_ARRAY:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static int push_ev(struct gm_trace *t, const struct gm_tev *e)
+{
+    if (t->n == t->cap) {
+        size_t nc = t->cap ? t->cap * 2 : 4096;
+        struct gm_tev *p = realloc(t->ev, nc * sizeof *p);
+        if (p == NULL)
+            return -1;
+        t->ev = p;
+        t->cap = nc;
+    }
+    t->ev[t->n++] = *e;
+    return 0;
+}
+
+static struct gm_tproc *push_proc(struct gm_trace *t)
+{
+    struct gm_tproc *p = realloc(t->proc, (t->nproc + 1) * sizeof *p);
+    if (p == NULL)
+        return NULL;
+    t->proc = p;
+    memset(&p[t->nproc], 0, sizeof *p);
+    p[t->nproc].first = t->n;
+    return &p[t->nproc++];
+}
+
+/* ---- recordings --------------------------------------------------------- */
+
+static int load_binary(FILE *f, struct gm_trace *t, char *err, size_t cap)
+{
+    uint64_t off = 0;
+    for (;;) {
+        struct gm_rec_header h;
+        size_t k = fread(&h, 1, sizeof h, f);
+        if (k == 0)
+            return 0;
+        if (k != sizeof h || h.magic != GM_REC_MAGIC) {
+            snprintf(err, cap, "offset %llu: not a gpumem recording section "
+                     "(bad or truncated header)", (unsigned long long)off);
+            return -1;
+        }
+        if (h.version != GM_REC_VERSION || h.header_size != sizeof h ||
+            h.record_size != GM_REC_SIZE) {
+            snprintf(err, cap, "offset %llu: recording version %u (record "
+                     "size %u) is not version %u; use a gpumem of the same "
+                     "version", (unsigned long long)off, h.version,
+                     h.record_size, GM_REC_VERSION);
+            return -1;
+        }
+        off += sizeof h;
+        struct gm_tproc *p = push_proc(t);
+        if (p == NULL)
+            goto nomem;
+        p->pid = h.pid;
+        p->ppid = h.ppid;
+        p->start_ns = h.start_ns;
+        p->lost = h.lost;
+        p->first_lost = h.first_lost_seq;
+        p->closed = (h.flags & GM_REC_F_CLOSED) != 0;
+        bool counted = (h.flags & (GM_REC_F_CLOSED | GM_REC_F_COUNTED)) != 0;
+        uint64_t want = counted ? h.count : UINT64_MAX;
+        uint64_t got = 0;
+        while (got < want) {
+            struct gm_rec r;
+            k = fread(&r, 1, sizeof r, f);
+            if (k == 0 && !counted)
+                break;
+            if (k != sizeof r) {
+                snprintf(err, cap, "offset %llu: the section of pid %u ends "
+                         "after %llu of its %llu records (truncated file)",
+                         (unsigned long long)off, h.pid,
+                         (unsigned long long)got, (unsigned long long)want);
+                return -1;
+            }
+            off += sizeof r;
+            if (r.op == GM_RO_NONE) {
+                if (counted) {
+                    snprintf(err, cap, "offset %llu: an empty record inside "
+                             "the closed section of pid %u",
+                             (unsigned long long)off - sizeof r, h.pid);
+                    return -1;
+                }
+                /* unclosed: the rest of the last window is zeros */
+                while (fread(&r, 1, sizeof r, f) == sizeof r &&
+                       r.op == GM_RO_NONE)
+                    off += sizeof r;
+                if (!feof(f)) {
+                    snprintf(err, cap, "offset %llu: data after the end of "
+                             "the unclosed section of pid %u",
+                             (unsigned long long)off, h.pid);
+                    return -1;
+                }
+                break;
+            }
+            if (r.op >= GM_RO_COUNT) {
+                snprintf(err, cap, "offset %llu: unknown operation %u",
+                         (unsigned long long)off - sizeof r, r.op);
+                return -1;
+            }
+            struct gm_tev e = {
+                .seq = r.seq, .t_ns = r.t_ns, .size = r.size, .addr = r.addr,
+                .aux = r.aux, .aux2 = r.aux2, .rc = r.rc, .tid = r.tid,
+                .dt_ns = r.dt_ns, .op = r.op, .dev = r.dev, .flags = r.flags,
+            };
+            if (push_ev(t, &e) != 0)
+                goto nomem;
+            got++;
+        }
+        t->proc[t->nproc - 1].count = t->n - t->proc[t->nproc - 1].first;
+    }
+nomem:
+    snprintf(err, cap, "out of memory");
+    return -1;
+}
+
+/* ---- text traces -------------------------------------------------------- */
+
+static int text_op(const char *s)
+{
+    static const struct { const char *name; int op; } m[] = {
+        { "alloc", GM_RO_ALLOC }, { "free", GM_RO_FREE },
+        { "aalloc", GM_RO_ASYNC }, { "afree", GM_RO_FREE_ASYNC },
+        { "create", GM_RO_CREATE }, { "release", GM_RO_RELEASE },
+        { "managed", GM_RO_MANAGED },
+    };
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
+        if (strcmp(s, m[i].name) == 0)
+            return m[i].op;
+    return -1;
+}
+
+static int load_text(FILE *f, struct gm_trace *t, char *err, size_t cap)
+{
+    char line[512];
+    unsigned long lineno = 0;
+    t->text = true;
+    while (fgets(line, sizeof line, f) != NULL) {
+        lineno++;
+        if (strchr(line, '\n') == NULL && !feof(f)) {
+            snprintf(err, cap, "line %lu: longer than %zu bytes", lineno,
+                     sizeof line - 1);
+            return -1;
+        }
+        char *s = line;
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (*s == '#' || *s == '\n' || *s == '\0')
+            continue;
+        unsigned pid;
+        unsigned long long ts, size, addr, rc, dt;
+        char op[32];
+        int used = 0;
+        if (sscanf(s, "%u %llu %31s %llu %llx %llu %llu %n", &pid, &ts, op,
+                   &size, &addr, &rc, &dt, &used) != 7 ||
+            s[used] != '\0') {
+            snprintf(err, cap, "line %lu: not 'pid t_ns op size ptr rc "
+                     "dt_ns' (e.g. '416 48 alloc 2097152 0x7f29dde00000 0 "
+                     "129163')", lineno);
+            return -1;
+        }
+        int o = text_op(op);
+        if (o < 0) {
+            snprintf(err, cap, "line %lu: unknown op '%s'; use alloc, free, "
+                     "aalloc, afree, create, release or managed", lineno, op);
+            return -1;
+        }
+        /* Processes in order of first appearance; events keep file order. */
+        size_t pi;
+        for (pi = 0; pi < t->nproc && t->proc[pi].pid != pid; pi++)
+            ;
+        if (pi == t->nproc) {
+            struct gm_tproc *p = push_proc(t);
+            if (p == NULL)
+                goto nomem;
+            p->pid = pid;
+            p->closed = true;
+        }
+        struct gm_tev e = {
+            .t_ns = ts, .size = size, .addr = addr, .rc = (uint32_t)rc,
+            .dt_ns = dt > UINT32_MAX ? UINT32_MAX : (uint32_t)dt,
+            .op = (uint16_t)o, .dev = 0,
+        };
+        if (push_ev(t, &e) != 0)
+            goto nomem;
+        t->ev[t->n - 1].seq = (uint64_t)pi; /* process index, fixed below */
+    }
+    if (ferror(f)) {
+        snprintf(err, cap, "read error: %s", strerror(errno));
+        return -1;
+    }
+    /* Group by process, stable: several pids interleave in one file. */
+    if (t->nproc > 1) {
+        struct gm_tev *s = malloc(t->n * sizeof *s);
+        if (s == NULL)
+            goto nomem;
+        size_t o = 0;
+        for (size_t pi = 0; pi < t->nproc; pi++) {
+            t->proc[pi].first = o;
+            for (size_t i = 0; i < t->n; i++)
+                if (t->ev[i].seq == pi)
+                    s[o++] = t->ev[i];
+            t->proc[pi].count = o - t->proc[pi].first;
+        }
+        free(t->ev);
+        t->ev = s;
+        t->cap = t->n;
+    } else if (t->nproc == 1) {
+        t->proc[0].count = t->n;
+    }
+    for (size_t pi = 0; pi < t->nproc; pi++)
+        for (size_t i = 0; i < t->proc[pi].count; i++)
+            t->ev[t->proc[pi].first + i].seq = i + 1;
+    return 0;
+nomem:
+    snprintf(err, cap, "out of memory");
+    return -1;
+}
+
+int gm_trace_load(const char *path, struct gm_trace *t, char *err,
+                  size_t errcap)
+{
+    memset(t, 0, sizeof *t);
+    bool in = strcmp(path, "-") == 0;
+    FILE *f = in ? tmpfile() : fopen(path, "rb");
+    if (f == NULL) {
+        snprintf(err, errcap, "cannot read %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (in) { /* stdin may be a pipe: keep a seekable copy */
+        char buf[65536];
+        size_t got;
+        while ((got = fread(buf, 1, sizeof buf, stdin)) > 0)
+            if (fwrite(buf, 1, got, f) != got)
+                break;
+        rewind(f);
+    }
+    uint64_t magic = 0;
+    size_t k = fread(&magic, 1, sizeof magic, f);
+    int rc;
+    if (k == sizeof magic && magic == GM_REC_MAGIC) {
+        rewind(f);
+        rc = load_binary(f, t, err, errcap);
+    } else {
+        rewind(f);
+        rc = load_text(f, t, err, errcap);
+    }
+    fclose(f);
+    if (rc != 0)
+        gm_trace_free(t);
+    return rc;
+}
+
+void gm_trace_free(struct gm_trace *t)
+{
+    free(t->ev);
+    free(t->proc);
+    memset(t, 0, sizeof *t);
+}

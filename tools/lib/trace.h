@@ -1,0 +1,56 @@
+/*
+ * tools/lib/trace.h — reading allocation traces into memory: gpumem's
+ * recordings (shim/record/recfmt.h, docs/trace.md) and the plain text
+ * format "pid t_ns op size ptr_or_handle rc dt_ns" of other tools.
+ *
+ * Invariants: events keep the file's order (per process: the writer's
+ * seq order); every event belongs to exactly one process entry; a
+ * malformed file is refused with a message naming the line or offset.
+ */
+#ifndef GM_TRACE_H
+#define GM_TRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shim/record/recfmt.h"
+
+struct gm_tev {
+    uint64_t seq;       /* index within its process, from 1 */
+    uint64_t t_ns;      /* since the process's first event */
+    uint64_t size, addr, aux, aux2;
+    uint32_t rc, tid, dt_ns;
+    uint16_t op;        /* enum gm_rec_op */
+    uint8_t dev, flags;
+};
+
+struct gm_tproc {
+    uint32_t pid, ppid;
+    uint64_t start_ns;      /* CLOCK_REALTIME ns (0: unknown, text) */
+    size_t first, count;    /* its events: ev[first .. first+count) */
+    uint64_t lost;          /* records the writer could not store */
+    uint64_t first_lost;    /* seq of the first of them */
+    bool closed;            /* the writer closed its section */
+};
+
+struct gm_trace {
+    struct gm_tev *ev;
+    size_t n, cap;
+    struct gm_tproc *proc;
+    size_t nproc;
+    bool text;              /* read from the text format */
+};
+
+/* Load `path` ("-" = stdin). 0, or -1 with a message in err. */
+int gm_trace_load(const char *path, struct gm_trace *t, char *err,
+                  size_t errcap);
+void gm_trace_free(struct gm_trace *t);
+
+/* "alloc", "free", ... ("?" when unknown). */
+const char *gm_rec_op_name(unsigned op);
+/* True for ops that make memory (alloc, pitch, managed, async, pool
+ * alloc, create, array). */
+bool gm_rec_op_allocates(unsigned op);
+
+#endif

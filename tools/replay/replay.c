@@ -1,0 +1,450 @@
+/*
+ * tools/replay/replay.c — gpumem-replay: issues the driver calls of one
+ * process (section) of a recording (or text trace) again, in order, through
+ * whatever libgpumem.so is preloaded, over the driver named on its
+ * command line (the simulated one when run by `gpumem replay`), and
+ * prints what happened as "key value" lines for `gpumem replay`.
+ *
+ * Invariants: recorded pointers and handles are mapped to the replay's
+ * own; a free meets the oldest live allocation of its recorded address
+ * (two threads' records can cross: a free is stored after the
+ * allocation that reused its address, never the other way round for one
+ * address); calls the original driver failed for reasons other than
+ * memory (rc not 0 and not out of memory) are skipped and counted, as
+ * are frees of what the replay could not allocate; figures come from the
+ * replay's own telemetry segment, read at the end with the allocations
+ * still live (live at the end is what the recording left).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cuda.h>
+
+#include "tools/lib/reader.h"
+#include "tools/lib/trace.h"
+#include "tools/lib/util.h"
+
+#define OOM 2u  /* CUDA_ERROR_OUT_OF_MEMORY */
+
+static struct {
+    CUresult (*init)(unsigned);
+    CUresult (*dev_get)(CUdevice *, int);
+    CUresult (*pctx_retain)(CUcontext *, CUdevice);
+    CUresult (*ctx_set)(CUcontext);
+    CUresult (*alloc)(CUdeviceptr *, size_t);
+    CUresult (*managed)(CUdeviceptr *, size_t, unsigned);
+    CUresult (*pitch)(CUdeviceptr *, size_t *, size_t, size_t, unsigned);
+    CUresult (*aalloc)(CUdeviceptr *, size_t, CUstream);
+    CUresult (*palloc)(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
+    CUresult (*free)(CUdeviceptr);
+    CUresult (*afree)(CUdeviceptr, CUstream);
+    CUresult (*create)(CUmemGenericAllocationHandle *, size_t,
+                       const CUmemAllocationProp *, unsigned long long);
+    CUresult (*release)(CUmemGenericAllocationHandle);
+    CUresult (*stream_create)(CUstream *, unsigned);
+    CUresult (*stream_sync)(CUstream);
+    CUresult (*ctx_sync)(void);
+    CUresult (*get_pool)(CUmemoryPool *, CUdevice);
+    CUresult (*trim)(CUmemoryPool, size_t);
+} cu;
+
+/* ---- recorded -> replayed ------------------------------------------------ */
+
+struct ent { uint64_t key, val, order; uint8_t used, ns; };
+static struct ent *tab;
+static size_t tcap, tn, tdead;
+static uint64_t order_next;
+
+static size_t hash(uint64_t k, unsigned ns)
+{
+    k ^= (uint64_t)ns << 59;
+    k *= 0x9e3779b97f4a7c15ull;
+    return (size_t)(k >> 20);
+}
+
+static void grow(void);
+
+static void put_o(unsigned ns, uint64_t key, uint64_t val, uint64_t order)
+{
+    if ((tn + tdead + 1) * 2 > tcap)
+        grow();
+    size_t i = hash(key, ns) & (tcap - 1);
+    while (tab[i].used == 1)
+        i = (i + 1) & (tcap - 1);
+    if (tab[i].used == 2)
+        tdead--;
+    tab[i] = (struct ent){ key, val, order, 1, (uint8_t)ns };
+    tn++;
+}
+
+static void put(unsigned ns, uint64_t key, uint64_t val)
+{
+    put_o(ns, key, val, order_next++);
+}
+
+/* Double the table; entries keep their order numbers. */
+static void grow(void)
+{
+    struct ent *old = tab;
+    size_t oc = tcap;
+    tcap = tcap ? tcap * 2 : 1024;
+    while ((tn + 1) * 2 > tcap)
+        tcap *= 2;
+    tab = calloc(tcap, sizeof *tab);
+    if (tab == NULL) {
+        fprintf(stderr, "gpumem-replay: out of memory\n");
+        exit(1);
+    }
+    tn = tdead = 0;
+    for (size_t i = 0; i < oc; i++)
+        if (old[i].used == 1)
+            put_o(old[i].ns, old[i].key, old[i].val, old[i].order);
+    free(old);
+}
+
+/* Remove the oldest live entry of key; false when none. */
+static bool take(unsigned ns, uint64_t key, uint64_t *val)
+{
+    if (tcap == 0)
+        return false;
+    size_t i = hash(key, ns) & (tcap - 1), best = SIZE_MAX;
+    while (tab[i].used != 0) {
+        if (tab[i].used == 1 && tab[i].key == key && tab[i].ns == ns &&
+            (best == SIZE_MAX || tab[i].order < tab[best].order))
+            best = i;
+        i = (i + 1) & (tcap - 1);
+    }
+    if (best == SIZE_MAX)
+        return false;
+    *val = tab[best].val;
+    tab[best].used = 2;
+    tn--;
+    tdead++;
+    return true;
+}
+
+enum { NS_PTR = 0, NS_HANDLE = 1, NS_STREAM = 2 };
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Device 0's block of our own segment, mapped read-only, for its
+ * `waits` counter: a call during which it grew waited (on_oom=wait). */
+static const struct gm_abi_dev *own_dev0(const char *pfx)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.%ld", gm_tool_shm_dir(), pfx,
+             (long)getpid());
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    struct gm_abi_header h;
+    const void *p = MAP_FAILED;
+    if (read(fd, &h, sizeof h) == (ssize_t)sizeof h &&
+        h.dev_offset >= sizeof h && h.dev_size == sizeof(struct gm_abi_dev) &&
+        h.dev_slots >= 1)
+        p = mmap(NULL, (size_t)(h.dev_offset + h.dev_size), PROT_READ,
+                 MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED)
+        return NULL;
+    return (const struct gm_abi_dev *)((const char *)p + h.dev_offset);
+}
+
+static uint64_t waits_of(const struct gm_abi_dev *d)
+{
+    /* relaxed: a counter, compared before and after one call of ours */
+    return d ? __atomic_load_n(&d->waits, __ATOMIC_RELAXED) : 0;
+}
+
+static void *sym(void *h, const char *name, bool need)
+{
+    void *p = dlsym(h, name);
+    if (p == NULL && need) {
+        fprintf(stderr, "gpumem-replay: the driver has no %s\n", name);
+        exit(1);
+    }
+    return p;
+}
+
+static CUstream stream_for(uint64_t rec)
+{
+    if (rec == 0 || cu.stream_create == NULL)
+        return NULL;
+    uint64_t v;
+    if (take(NS_STREAM, rec, &v)) {
+        put(NS_STREAM, rec, v);
+        return (CUstream)(uintptr_t)v;
+    }
+    CUstream s = NULL;
+    if (cu.stream_create(&s, 1 /* non-blocking */) != CUDA_SUCCESS)
+        return NULL;
+    put(NS_STREAM, rec, (uint64_t)(uintptr_t)s);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    const char *driver = NULL, *file = NULL;
+    long want = 0;      /* the section: its index in the file */
+    uint64_t pace = 0, base = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--driver") == 0 && i + 1 < argc)
+            driver = argv[++i];
+        else if (strcmp(argv[i], "--section") == 0 && i + 1 < argc)
+            want = strtol(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--pace") == 0 && i + 1 < argc)
+            pace = strtoull(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--base") == 0 && i + 1 < argc)
+            base = strtoull(argv[++i], NULL, 10);
+        else if (argv[i][0] != '-' && file == NULL)
+            file = argv[i];
+        else {
+            fprintf(stderr, "usage: gpumem-replay --driver LIB [--section K] "
+                    "[--pace ORIGIN_NS --base START_NS] FILE (run by "
+                    "gpumem replay)\n");
+            return 2;
+        }
+    }
+    if (driver == NULL || file == NULL) {
+        fprintf(stderr, "usage: gpumem-replay --driver LIB [--section K] FILE "
+                "(run by gpumem replay)\n");
+        return 2;
+    }
+    struct gm_trace t;
+    char err[512];
+    if (gm_trace_load(file, &t, err, sizeof err) != 0) {
+        fprintf(stderr, "gpumem-replay: %s: %s\n", file, err);
+        return 1;
+    }
+    if (want < 0 || (size_t)want >= t.nproc) {
+        fprintf(stderr, "gpumem-replay: %s: no section %ld (it has %zu)\n",
+                file, want, t.nproc);
+        return 1;
+    }
+    const struct gm_tproc *p = &t.proc[want];
+    void *h = dlopen(driver, RTLD_NOW | RTLD_GLOBAL);
+    if (h == NULL) {
+        fprintf(stderr, "gpumem-replay: cannot load %s: %s\n", driver,
+                dlerror());
+        return 1;
+    }
+    cu.init = sym(h, "cuInit", true);
+    cu.dev_get = sym(h, "cuDeviceGet", true);
+    cu.pctx_retain = sym(h, "cuDevicePrimaryCtxRetain", true);
+    cu.ctx_set = sym(h, "cuCtxSetCurrent", true);
+    cu.alloc = sym(h, "cuMemAlloc_v2", true);
+    cu.free = sym(h, "cuMemFree_v2", true);
+    cu.managed = sym(h, "cuMemAllocManaged", false);
+    cu.pitch = sym(h, "cuMemAllocPitch_v2", false);
+    cu.aalloc = sym(h, "cuMemAllocAsync", false);
+    cu.palloc = sym(h, "cuMemAllocFromPoolAsync", false);
+    cu.afree = sym(h, "cuMemFreeAsync", false);
+    cu.create = sym(h, "cuMemCreate", false);
+    cu.release = sym(h, "cuMemRelease", false);
+    cu.stream_create = sym(h, "cuStreamCreate", false);
+    cu.stream_sync = sym(h, "cuStreamSynchronize", false);
+    cu.ctx_sync = sym(h, "cuCtxSynchronize", false);
+    cu.get_pool = sym(h, "cuDeviceGetMemPool", false);
+    cu.trim = sym(h, "cuMemPoolTrimTo", false);
+
+    CUdevice dev;
+    CUcontext ctx;
+    CUresult r;
+    if ((r = cu.init(0)) != CUDA_SUCCESS || (r = cu.dev_get(&dev, 0)) != 0 ||
+        (r = cu.pctx_retain(&ctx, dev)) != 0 || (r = cu.ctx_set(ctx)) != 0) {
+        printf("context_rc %d\n", (int)r);
+        fprintf(stderr, "gpumem-replay: the context could not be made: "
+                "error %d\n", (int)r);
+        return 3;
+    }
+    CUmemoryPool pool = NULL;
+    if (cu.get_pool != NULL)
+        cu.get_pool(&pool, dev);
+    const char *pfx = getenv("GPUMEM_SHM_PREFIX");
+    if (pfx == NULL || *pfx == '\0')
+        pfx = "gpumem";
+    const struct gm_abi_dev *d0 = own_dev0(pfx);
+
+    uint64_t refused = 0, first_i = 0, first_t = 0, first_size = 0;
+    uint64_t skipped = 0, orphan = 0, unsupported = 0, calls = 0;
+    uint64_t slow_sum = 0;
+    uint64_t t0 = now_ns();
+    for (size_t k = 0; k < p->count; k++) {
+        const struct gm_tev *e = &t.ev[p->first + k];
+        bool alloc = gm_rec_op_allocates(e->op);
+        if (alloc && e->rc != 0 && e->rc != OOM) {
+            skipped++; /* the driver's own failure, not memory */
+            continue;
+        }
+        if (!alloc && e->rc != 0 && e->op != GM_RO_SYNC) {
+            skipped++;
+            continue;
+        }
+        if (pace != 0) { /* at its recorded time after the origin */
+            uint64_t off = p->start_ns > base ? p->start_ns - base : 0;
+            uint64_t at = pace + off + e->t_ns;
+            struct timespec ts = { (time_t)(at / 1000000000ull),
+                                   (long)(at % 1000000000ull) };
+            while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts,
+                                   NULL) == EINTR)
+                ;
+        }
+        uint64_t w0 = alloc ? waits_of(d0) : 0;
+        uint64_t c0 = now_ns(), v = 0;
+        CUdeviceptr dp = 0;
+        size_t pitch = 0;
+        CUmemGenericAllocationHandle mh = 0;
+        r = CUDA_SUCCESS;
+        bool issued = true;
+        switch (e->op) {
+        case GM_RO_ALLOC:
+            r = cu.alloc(&dp, (size_t)e->size);
+            break;
+        case GM_RO_MANAGED:
+            r = cu.managed ? cu.managed(&dp, (size_t)e->size,
+                                        e->aux ? (unsigned)e->aux : 1)
+                           : CUDA_ERROR_NOT_SUPPORTED;
+            break;
+        case GM_RO_PITCH: {
+            uint64_t hgt = e->aux2 & ((1ull << 48) - 1);
+            unsigned el = (unsigned)(e->aux2 >> 48);
+            r = cu.pitch ? cu.pitch(&dp, &pitch, (size_t)e->aux, (size_t)hgt,
+                                    el ? el : 4)
+                         : CUDA_ERROR_NOT_SUPPORTED;
+            break;
+        }
+        case GM_RO_ASYNC:
+            r = cu.aalloc ? cu.aalloc(&dp, (size_t)e->size, stream_for(e->aux))
+                          : CUDA_ERROR_NOT_SUPPORTED;
+            break;
+        case GM_RO_POOL_ALLOC:
+            r = cu.palloc && pool ? cu.palloc(&dp, (size_t)e->size, pool,
+                                              stream_for(e->aux))
+                                  : CUDA_ERROR_NOT_SUPPORTED;
+            break;
+        case GM_RO_CREATE: {
+            CUmemAllocationProp pr;
+            memset(&pr, 0, sizeof pr);
+            pr.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+            pr.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+            pr.location.id = dev;
+            r = cu.create ? cu.create(&mh, (size_t)e->size, &pr, 0)
+                          : CUDA_ERROR_NOT_SUPPORTED;
+            break;
+        }
+        case GM_RO_FREE:
+        case GM_RO_FREE_ASYNC:
+            if (e->addr == 0) {
+                issued = false; /* free(NULL): nothing to do */
+                break;
+            }
+            if (!take(NS_PTR, e->addr, &v)) {
+                orphan++;
+                issued = false;
+                break;
+            }
+            r = e->op == GM_RO_FREE || cu.afree == NULL
+                    ? cu.free((CUdeviceptr)v)
+                    : cu.afree((CUdeviceptr)v, stream_for(e->aux));
+            break;
+        case GM_RO_RELEASE:
+            if (!take(NS_HANDLE, e->addr, &v)) {
+                orphan++;
+                issued = false;
+                break;
+            }
+            r = cu.release(v);
+            break;
+        case GM_RO_SYNC:
+            r = cu.ctx_sync ? cu.ctx_sync() : CUDA_SUCCESS;
+            break;
+        case GM_RO_POOL_TRIM:
+            r = cu.trim && pool ? cu.trim(pool, (size_t)e->size) : 0;
+            break;
+        case GM_RO_CTX:
+        case GM_RO_LOST:
+            issued = false; /* the context is made at the start */
+            break;
+        default: /* arrays, retain: not replayed */
+            unsupported++;
+            issued = false;
+            break;
+        }
+        uint64_t c1 = now_ns();
+        if (!issued)
+            continue;
+        calls++;
+        if (alloc && r == CUDA_SUCCESS) {
+            if (e->op == GM_RO_CREATE)
+                put(NS_HANDLE, e->addr, mh);
+            else
+                put(NS_PTR, e->addr, dp);
+        } else if (alloc && r == OOM) {
+            if (refused < 1000)
+                printf("refusal_step %llu\n", (unsigned long long)e->seq);
+            if (refused++ == 0) {
+                first_i = e->seq;
+                first_t = e->t_ns;
+                first_size = e->size;
+            }
+        }
+        if (alloc && waits_of(d0) != w0)
+            slow_sum += c1 - c0; /* this call waited */
+    }
+    uint64_t t1 = now_ns();
+    printf("events %zu\ncalls %llu\nskipped %llu\norphan_frees %llu\n"
+           "unsupported %llu\nrefused_calls %llu\n", p->count,
+           (unsigned long long)calls, (unsigned long long)skipped,
+           (unsigned long long)orphan, (unsigned long long)unsupported,
+           (unsigned long long)refused);
+    printf("first_refusal_step %llu\nfirst_refusal_t_ns %llu\n"
+           "first_refusal_size %llu\nreplay_ns %llu\nwait_ns %llu\n",
+           (unsigned long long)first_i, (unsigned long long)first_t,
+           (unsigned long long)first_size, (unsigned long long)(t1 - t0),
+           (unsigned long long)slow_sum);
+    /* The shim's figures, from our own segment. */
+    struct gm_seg s;
+    struct gm_snapshot snap;
+    if (gm_seg_open(&s, NULL, pfx, (int)getpid(),
+                    err, sizeof err) == 0) {
+        if (gm_seg_snapshot(&s, &snap) >= 0 && snap.dev_count > 0) {
+            const struct gm_abi_dev *d = &snap.dev[0];
+            printf("physical %llu\nlimit %llu\npeak %llu\ncontext %llu\n"
+                   "allocs %llu\nfrees %llu\nrefused %llu\nspills %llu\n"
+                   "spilled_bytes %llu\nwaits %llu\nover_limit %llu\n"
+                   "frag_at_peak_ppm %llu\nlive_allocs %llu\nlive_bytes %llu\n"
+                   "used %llu\n",
+                   (unsigned long long)d->physical,
+                   (unsigned long long)d->limit, (unsigned long long)d->peak,
+                   (unsigned long long)d->context_bytes,
+                   (unsigned long long)d->allocs, (unsigned long long)d->frees,
+                   (unsigned long long)d->refusals,
+                   (unsigned long long)d->spills,
+                   (unsigned long long)d->spilled_bytes,
+                   (unsigned long long)d->waits,
+                   (unsigned long long)d->over_limit,
+                   (unsigned long long)d->frag_peak_ppm,
+                   (unsigned long long)d->live_allocs,
+                   (unsigned long long)d->live_bytes,
+                   (unsigned long long)d->used);
+        }
+        gm_seg_close(&s);
+    } else {
+        printf("segment_error %s\n", err);
+    }
+    fflush(stdout);
+    gm_trace_free(&t);
+    return 0;
+}
