@@ -39,6 +39,7 @@
 #include "shim/base/clock.h"
 #include "shim/base/shmfile.h"
 #include "shim/base/spin.h"
+#include "shim/telemetry/ident.h"
 
 
 #define READ_ATTEMPTS 64u
@@ -359,6 +360,8 @@ static void init_image(struct gm_abi_header *h, uint32_t cap, uint32_t slots,
     read_cmdline(h->cmdline, sizeof h->cmdline);
     if (p->policy_summary != NULL)
         snprintf(h->policy, sizeof h->policy, "%s", p->policy_summary);
+    if (p->ident != NULL)
+        gm_ident_copy(&h->ident, p->ident);
     TW_ST_REL(&h->magic, GM_ABI_MAGIC);
 }
 
@@ -684,6 +687,7 @@ int gm_tel_read(const struct gm_abi_header *h, uint32_t slots, uint32_t cap,
     out->cmdline[sizeof out->cmdline - 1] = '\0';
     memcpy(out->policy, h->policy, sizeof out->policy);
     out->policy[sizeof out->policy - 1] = '\0';
+    gm_ident_copy(&out->ident, &h->ident);
     out->dev_slots = slots;
     uint64_t seen = TW_LD_ACQ(&h->dev_seen);
     out->dev_count = seen < slots ? (uint32_t)seen : slots;

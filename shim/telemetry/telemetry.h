@@ -36,6 +36,7 @@ struct gm_tel_params {
     uint32_t on_oom;             /* enum gm_on_oom */
     const char *shm_dir;         /* NULL = "/dev/shm" (tests may override) */
     uint32_t dev_slots;          /* device blocks; 0 = GM_ABI_MAX_DEVICES */
+    const struct gm_abi_ident *ident; /* job identity; NULL: none recorded */
 };
 
 struct gm_tel {
@@ -179,6 +180,7 @@ struct gm_snapshot {
     uint8_t dev_state[GM_ABI_MAX_DEVICES];  /* enum gm_snap_state */
     char cmdline[GM_ABI_CMDLINE_LEN];       /* NUL-terminated */
     char policy[GM_ABI_POLICY_LEN];         /* NUL-terminated */
+    struct gm_abi_ident ident;   /* cleaned copy (gm_ident_copy) */
     struct gm_abi_dev dev[GM_ABI_MAX_DEVICES]; /* seq/lock fields: copies */
 };
 

@@ -559,6 +559,31 @@ const char *gm_seg_state_name(enum gm_seg_state st)
     return "?";
 }
 
+struct ident_args {
+    const struct gm_abi_header *h;
+    struct gm_abi_ident *out;
+};
+
+static int ident_cb(void *arg)
+{
+    struct ident_args *a = arg;
+    gm_ident_copy(a->out, &a->h->ident);
+    return 0;
+}
+
+int gm_seg_ident(const struct gm_seg *s, struct gm_abi_ident *out)
+{
+    memset(out, 0, sizeof *out);
+    if (s->head_len >= sizeof(struct gm_abi_header)) {
+        gm_ident_copy(out, &((const struct gm_abi_header *)s->head)->ident);
+        return 0;
+    }
+    if (s->base == NULL)
+        return -1;
+    struct ident_args a = { (const struct gm_abi_header *)s->base, out };
+    return guarded(ident_cb, &a) == 0 ? 0 : -1;
+}
+
 int gm_seg_summary(const struct gm_seg *s, struct gm_proc *out)
 {
     out->pid = (int)s->pid;

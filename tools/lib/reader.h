@@ -28,6 +28,7 @@
 #include <sys/types.h>
 
 #include "shim/telemetry/abi.h"
+#include "shim/telemetry/ident.h"     /* gm_ident_job, gm_ident_match */
 #include "shim/telemetry/report.h"     /* gm_hist_quantile, gm_report_text/json */
 #include "shim/telemetry/telemetry.h"  /* struct gm_snapshot, enum gm_snap_state */
 
@@ -123,6 +124,12 @@ void gm_cursor_init(struct gm_cursor *c, const struct gm_seg *s,
 size_t gm_seg_drain(const struct gm_seg *s, struct gm_cursor *c,
                     struct gm_abi_record *out, size_t max, unsigned flags,
                     uint64_t *lost);
+
+/* The writer's job identity (recorded once, before the segment was
+ * published), cleaned by gm_ident_copy: every string NUL-terminated and
+ * of safe bytes only. Also in every snapshot (struct gm_snapshot.ident).
+ * Returns 0, or -1 when s holds no header copy or mapping. */
+int gm_seg_ident(const struct gm_seg *s, struct gm_abi_ident *out);
 
 /* Everything a process row needs. */
 struct gm_proc {
