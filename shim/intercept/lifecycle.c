@@ -160,7 +160,7 @@ static void open_telemetry(void)
         .policy_summary = summary,
         .mode = (uint32_t)gm_st.policy.mode,
         .on_oom = (uint32_t)gm_st.policy.on_oom,
-        .shm_dir = NULL,
+        .shm_dir = gm_st.policy.shm_dir,
         .ident = &ident,
     };
     char err[256] = "";

@@ -145,7 +145,7 @@ struct gm_abi_ident {
     char job_user[GM_ID_USER_LEN];       /*  64  SLURM_JOB_USER */
     char pod_namespace[GM_ID_NS_LEN];    /* 128  Kubernetes namespace */
     char pod_name[GM_ID_POD_LEN];        /* 192  Kubernetes pod */
-    char container_name[GM_ID_CTR_LEN];  /* 448  container in the pod */
+    char container_name[GM_ID_CTR_LEN];  /* 448  GPUMEM_CONTAINER_NAME */
     char pod_uid[GM_ID_PODUID_LEN];      /* 512  pod uid (cgroup path) */
     char container_id[GM_ID_CID_LEN];    /* 560  from /proc/self/cgroup */
     char runtime[GM_ID_RUNTIME_LEN];     /* 640  docker, containerd, cri-o */

@@ -232,8 +232,11 @@ void gm_ident_collect(struct gm_abi_ident *out, char *const *envp)
     const char *ns = env_pick(envp, GM_IDENT_ENV_POD_NAMESPACE,
                               "POD_NAMESPACE");
     const char *pod = env_pick(envp, GM_IDENT_ENV_POD_NAME, "POD_NAME");
-    const char *ctr = env_pick(envp, GM_IDENT_ENV_CONTAINER_NAME,
-                               "CONTAINER_NAME");
+    /* The downward API has no container name: the manifest writes it
+     * out, so only gpumem's own variable is read. */
+    const char *ctr = env_get(envp, GM_IDENT_ENV_CONTAINER_NAME);
+    if (ctr != NULL && ctr[0] == '\0')
+        ctr = NULL;
     set_field(out, out->pod_namespace, sizeof out->pod_namespace, ns);
     set_field(out, out->pod_name, sizeof out->pod_name, pod);
     set_field(out, out->container_name, sizeof out->container_name, ctr);

@@ -23,6 +23,11 @@
 
 #define GM_IDENT_CGROUP_MAX 16384u
 
+/* The inode of the initial pid namespace (the kernel's PROC_PID_INIT_INO):
+ * a writer there names its segment "<prefix>.<pid>"; one in any other
+ * pid namespace "<prefix>.<pid>.ns<inode>" (docs/abi.md). */
+#define GM_PIDNS_INIT 4026531836ull
+
 /* The environment variables read, in order of preference. */
 #define GM_IDENT_ENV_POD_NAMESPACE "GPUMEM_POD_NAMESPACE"
 #define GM_IDENT_ENV_POD_NAME "GPUMEM_POD_NAME"

@@ -456,8 +456,16 @@ static void *open_shared(struct gm_tel *t, const struct gm_tel_params *p,
         gm_msgf(err, cap, "invalid segment prefix \"%s\"", prefix);
         return NULL;
     }
-    int n = snprintf(t->path, sizeof t->path, "%s/%s.%ld", dir, prefix,
-                     (long)getpid());
+    if (gm_shm_dir_check(dir, geteuid(), false, err, cap) != 0)
+        return NULL;
+    /* Processes of different pid namespaces may share the directory and
+     * the same pid: outside the initial namespace the name carries it. */
+    uint64_t ns = p->ident != NULL ? p->ident->pidns : 0;
+    int n = ns != 0 && ns != GM_PIDNS_INIT
+                ? snprintf(t->path, sizeof t->path, "%s/%s.%ld.ns%llu", dir,
+                           prefix, (long)getpid(), (unsigned long long)ns)
+                : snprintf(t->path, sizeof t->path, "%s/%s.%ld", dir, prefix,
+                           (long)getpid());
     if (n < 0 || (size_t)n >= sizeof t->path) {
         gm_msgf(err, cap, "segment path too long in %s", dir);
         return NULL;
@@ -484,7 +492,7 @@ static void *open_shared(struct gm_tel *t, const struct gm_tel_params *p,
     int e;
     void *mem = gm_shm_size_map(fd, len, &e);
     if (mem == NULL) {
-        gm_msgf(err, cap, "cannot size the segment %s (full /dev/shm?): %s",
+        gm_msgf(err, cap, "cannot size the segment %s (directory full?): %s",
                 t->path, strerror(e));
         unlink(t->path);
         close(fd);

@@ -34,7 +34,8 @@ struct gm_tel_params {
     const char *policy_summary;  /* gm_policy_summary() text (truncated) */
     uint32_t mode;               /* enum gm_mode */
     uint32_t on_oom;             /* enum gm_on_oom */
-    const char *shm_dir;         /* NULL = "/dev/shm" (tests may override) */
+    const char *shm_dir;         /* GPUMEM_SHM_DIR; NULL = "/dev/shm"; must
+                                    pass gm_shm_dir_check, else private */
     uint32_t dev_slots;          /* device blocks; 0 = GM_ABI_MAX_DEVICES */
     const struct gm_abi_ident *ident; /* job identity; NULL: none recorded */
 };
@@ -47,7 +48,9 @@ struct gm_tel {
     int fd;                      /* shared: open, holds flock(LOCK_EX) */
 };
 
-/* Open (create) this process's segment `<shm_dir>/<prefix>.<pid>`:
+/* Open (create) this process's segment `<shm_dir>/<prefix>.<pid>` (with
+ * ".ns<inode>" appended outside the initial pid namespace, from
+ * ident->pidns) in a directory that passes gm_shm_dir_check:
  * open(O_CREAT|O_EXCL|O_NOFOLLOW, 0600), flock(LOCK_EX) held for the life
  * of the segment (a reader's or a successor's liveness test),
  * posix_fallocate (a full tmpfs fails here, not later as SIGBUS), mmap.

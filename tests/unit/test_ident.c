@@ -134,7 +134,7 @@ START_TEST(test_collect_env)
     char *env[] = {
         "SLURM_JOB_ID=4242", "SLURM_STEP_ID=0", "SLURM_JOB_USER=al\"ice",
         "GPUMEM_POD_NAMESPACE=", "POD_NAMESPACE=team-a", pod_var,
-        "GPUMEM_CONTAINER_NAME=trainer", "CONTAINER_NAME=ignored", NULL,
+        "CONTAINER_NAME=ignored", "GPUMEM_CONTAINER_NAME=trainer", NULL,
     };
     struct gm_abi_ident id;
     gm_ident_collect(&id, env);
@@ -151,9 +151,10 @@ START_TEST(test_collect_env)
     char buf[64];
     ck_assert_str_eq(gm_ident_job(&id, buf, sizeof buf), "4242.0");
 
-    char *bare[] = { "HOME=/root", NULL };
+    char *bare[] = { "HOME=/root", "CONTAINER_NAME=not-ours", NULL };
     gm_ident_collect(&id, bare);
     ck_assert_str_eq(id.job_id, "");
+    ck_assert_str_eq(id.container_name, "");
     ck_assert(!(id.flags & (GM_ID_F_POD_ENV | GM_ID_F_ALTERED)));
 }
 END_TEST
