@@ -34,6 +34,13 @@ seg=$(ls "$S" | grep "^$PREFIX\.[0-9]*$")
 [ -n "$seg" ] || bad "no segment in $S: $(ls -a "$S")"
 [ -z "$(ls /dev/shm | grep "^$PREFIX\.")" ] || bad "files in /dev/shm: $(ls /dev/shm | grep "^$PREFIX\.")"
 [ "$(stat -c %a "$S/$seg" 2>/dev/null)" = 600 ] || bad "segment mode $(stat -c %a "$S/$seg")"
+# A group member killed while it runs: its group file stays in $S.
+GPUMEM_SHM_DIR=$S "$B/gpumem" run --limit 2G --group g1 --group-limit 4G -- \
+    "$B/gpumem-trainsim" --steps 1000000000 --quiet >/dev/null 2>&1 &
+k=$!
+i=0
+while [ $i -lt 100 ] && [ ! -e "$S/$PREFIX.group@g1" ]; do sleep 0.05; i=$((i + 1)); done
+kill -9 $k; wait $k 2>/dev/null
 [ "$(stat -c %a "$S/$PREFIX.group@g1" 2>/dev/null)" = 600 ] ||
     bad "no group file of mode 0600 in $S: $(ls -l "$S")"
 GPUMEM_SHM_DIR=$S "$B/gpumem" ps | grep -q "kept .*gpumem-trainsim" ||
@@ -42,6 +49,7 @@ GPUMEM_SHM_DIR=$S "$B/gpumem" ps | grep -q "kept .*gpumem-trainsim" ||
 GPUMEM_SHM_DIR=$S "$B/gpumem" report >/dev/null 2>&1 || bad "report in $S failed"
 out=$(GPUMEM_SHM_DIR=$S "$B/gpumem" gc)
 echo "$out" | grep -q "^removed $S/$seg " || bad "gc did not remove $S/$seg: $out"
+echo "$out" | grep -q "^removed $S/$PREFIX.group@g1 " || bad "gc did not remove the group file: $out"
 [ -z "$(ls "$S")" ] || bad "left in $S after gc: $(ls "$S")"
 
 # ---- unsafe directories: 0777 without the sticky bit, a symbolic link
