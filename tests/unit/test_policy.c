@@ -908,7 +908,9 @@ END_TEST
 
 START_TEST(shm_dir_forms)
 {
-    LOAD("HOME=/root");
+    /* The identity variables are gpumem's, not typos. */
+    LOAD("HOME=/root", "GPUMEM_POD_NAME=p", "GPUMEM_POD_NAMESPACE=n",
+         "GPUMEM_CONTAINER_NAME=c");
     expect_clean();
     ck_assert_str_eq(p.shm_dir, "/dev/shm");
     LOAD("GPUMEM_SHM_DIR=/run/gpumem");
