@@ -20,6 +20,9 @@
 # namespaces. Exit 0 pass, 1 fail, 77 skip.
 BUILD=${BUILD:-build}
 B=$(cd "$BUILD" && pwd) || { echo "no build directory $BUILD"; exit 1; }
+for c in unshare pgrep; do
+    command -v $c >/dev/null 2>&1 || { echo "$c not installed"; exit 77; }
+done
 unshare --pid --fork --mount-proc true 2>/dev/null ||
     { echo "unshare --pid --fork --mount-proc is not permitted here"; exit 77; }
 T=$(mktemp -d "${TMPDIR:-/tmp}/gm-ctr.XXXXXX") || exit 1
