@@ -402,18 +402,24 @@ void gm_ident_collect(struct gm_abi_ident *out, char *const *envp)
 /* ---- reading and labels ----------------------------------------------------- */
 
 /* Clean a field of possibly hostile memory: read each byte once, stop at
- * the field's end. */
-static void copy_field(char *dst, const char *src, size_t cap)
+ * the field's end. True when a byte was replaced or the field had no
+ * NUL before its last byte. */
+static bool copy_field(char *dst, const char *src, size_t cap)
 {
     size_t i = 0;
+    bool changed = false;
     for (; i + 1 < cap; i++) {
         unsigned char c = (unsigned char)__atomic_load_n(&src[i],
                                                          __ATOMIC_RELAXED);
         if (c == '\0')
             break;
         dst[i] = safe_byte(c) ? (char)c : '_';
+        changed |= !safe_byte(c);
     }
+    changed |= i + 1 == cap &&
+               __atomic_load_n(&src[i], __ATOMIC_RELAXED) != '\0';
     dst[i] = '\0';
+    return changed;
 }
 
 void gm_ident_copy(struct gm_abi_ident *dst, const struct gm_abi_ident *src)
@@ -424,7 +430,8 @@ void gm_ident_copy(struct gm_abi_ident *dst, const struct gm_abi_ident *src)
                                GM_ID_F_MOUNTS);
     dst->uid = src->uid;
     dst->pidns = src->pidns;
-#define CP(f) copy_field(dst->f, src->f, sizeof dst->f)
+    bool changed = false;
+#define CP(f) changed |= copy_field(dst->f, src->f, sizeof dst->f)
     CP(job_id);
     CP(step_id);
     CP(job_user);
@@ -435,6 +442,8 @@ void gm_ident_copy(struct gm_abi_ident *dst, const struct gm_abi_ident *src)
     CP(container_id);
     CP(runtime);
 #undef CP
+    if (changed)
+        dst->flags |= GM_ID_F_ALTERED; /* not as the writer left it */
 }
 
 const char *gm_ident_job(const struct gm_abi_ident *id, char *buf,

@@ -77,7 +77,8 @@ unsigned long long gm_ident_parse_nslink(const char *link);
 void gm_ident_collect(struct gm_abi_ident *out, char *const *envp);
 
 /* Reader side: a copy of src (possibly hostile shared memory, read once
- * byte by byte) in which every string is cleaned as above. */
+ * byte by byte) in which every string is cleaned as above; a field that
+ * needed it (a byte replaced, no NUL within it) sets GM_ID_F_ALTERED. */
 void gm_ident_copy(struct gm_abi_ident *dst, const struct gm_abi_ident *src);
 
 /* A short label for a JOB column: "JOB.STEP" (Slurm), "NAMESPACE/POD"

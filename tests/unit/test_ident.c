@@ -238,6 +238,18 @@ START_TEST(test_copy_hostile)
                                  GM_ID_F_MOUNTS);
     for (size_t i = 0; i < sizeof dst.reserved / sizeof dst.reserved[0]; i++)
         ck_assert_uint_eq(dst.reserved[i], 0);
+    /* A clean image copies as it is, not flagged; one bad byte flags it. */
+    struct gm_abi_ident ok;
+    memset(&ok, 0, sizeof ok);
+    ok.flags = GM_ID_F_SET;
+    snprintf(ok.job_id, sizeof ok.job_id, "77");
+    gm_ident_copy(&dst, &ok);
+    ck_assert_uint_eq(dst.flags, GM_ID_F_SET);
+    ck_assert_str_eq(dst.job_id, "77");
+    ok.runtime[0] = '\n';
+    gm_ident_copy(&dst, &ok);
+    ck_assert_uint_eq(dst.flags, GM_ID_F_SET | GM_ID_F_ALTERED);
+    ck_assert_str_eq(dst.runtime, "_");
 }
 END_TEST
 
