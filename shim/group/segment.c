@@ -518,6 +518,7 @@ static void fill_view(const struct gm_group_seg *c, struct gm_group_view *v,
 {
     memcpy(v->name, c->hdr.name, sizeof v->name - 1);
     v->name[sizeof v->name - 1] = '\0';
+    v->pidns = c->hdr.pidns;
     v->created_ns = c->hdr.created_ns;
     v->repairs = c->hdr.repairs;
     v->reclaims = c->hdr.reclaims;

@@ -109,6 +109,9 @@ out=$("$B/gpumem" gc 2>&1)
 # means init here).
 "$B/gpumem" ps --json | grep -q "\"group\":\"$GROUP\",.*\"live_members\":1,\"dead_members\":0" ||
     bad "group $GROUP: its member in a container is not live: $("$B/gpumem" ps --json | sed 's/.*"groups"/"groups"/')"
+"$B/gpumem" ps --json | sed 's/.*"groups"//' |
+    grep -q '"members":\[{"slot":0,"pid":1,"state":"live",.*"command":"[^"]*gpumem-trainsim --steps 1000000000' ||
+    bad "group $GROUP: its member's command is not found from its namespaced segment: $("$B/gpumem" ps --json | sed 's/.*"groups"/"groups"/')"
 "$B/gpumem" report "$H2" >"$T/report" 2>&1 || bad "gpumem report $H2 failed: $(cat "$T/report")"
 grep -q "^gpumem: device 0: peak .* of 2.0 GiB limit .* now;" "$T/report" ||
     bad "report of $H2 is not the live report of its 2G limit: $(cat "$T/report")"

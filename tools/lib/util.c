@@ -566,8 +566,12 @@ static void member_commands(const char *prefix, struct gm_scan_group *g)
         struct gm_seg s;
         char err[256];
         g->cmd[i][0] = '\0';
-        if (m->pid <= 0 || gm_seg_open(&s, gm_tool_shm_dir(), prefix, m->pid,
-                                       err, sizeof err) != 0)
+        /* A group of another pid namespace: its members' segments carry
+         * the namespace in their names. */
+        struct gm_seg_id id = { m->pid, g->v.pidns != GM_PIDNS_INIT
+                                            ? g->v.pidns : 0 };
+        if (m->pid <= 0 || gm_seg_open_id(&s, gm_tool_shm_dir(), prefix, &id,
+                                          err, sizeof err) != 0)
             continue;
         if (gm_seg_snapshot(&s, snap) >= 0 &&
             (m->start_ticks == 0 || snap->start_ticks == 0 ||
