@@ -338,6 +338,7 @@ static void fmt_output(struct out *o, bool json, const struct gm_policy *p)
     fitem(o, json, p, GM_F_RING_EVENTS, t,
          x);
     fitem(o, json, p, GM_F_SHM_PREFIX, p->shm_prefix, NULL);
+    fitem(o, json, p, GM_F_SHM_DIR, p->shm_dir, NULL);
     fitem(o, json, p, GM_F_LOG_LEVEL, gm_log_level_name(p->log_level), NULL);
     fitem(o, json, p, GM_F_CUDA_LIBRARY, p->cuda_library, NULL);
     fitem(o, json, p, GM_F_ON_BAD_CONFIG, p->on_bad_config == GM_BAD_WARN ? "warn" : "exit", NULL);

@@ -37,6 +37,7 @@ const char *const gm_pol_field_names[GM_F_COUNT] = {
     [GM_F_TELEMETRY] = "GPUMEM_TELEMETRY",
     [GM_F_RING_EVENTS] = "GPUMEM_RING_EVENTS",
     [GM_F_SHM_PREFIX] = "GPUMEM_SHM_PREFIX",
+    [GM_F_SHM_DIR] = "GPUMEM_SHM_DIR",
     [GM_F_LOG_LEVEL] = "GPUMEM_LOG_LEVEL",
     [GM_F_CUDA_LIBRARY] = "GPUMEM_CUDA_LIBRARY",
     [GM_F_ON_BAD_CONFIG] = "GPUMEM_ON_BAD_CONFIG",
@@ -277,6 +278,22 @@ static void warn_unknown(struct load *c, const char *entry, size_t nlen)
             "policy' lists the known variables", name);
 }
 
+/* Variables of gpumem that are not policy: the job identity the library
+ * records (shim/telemetry/ident.h), read there, known here so they draw
+ * no "unknown variable" warning. */
+static const char *const ident_vars[] = {
+    "GPUMEM_POD_NAMESPACE", "GPUMEM_POD_NAME", "GPUMEM_CONTAINER_NAME",
+};
+
+static bool ident_var(const char *entry, size_t nlen)
+{
+    for (size_t i = 0; i < sizeof ident_vars / sizeof ident_vars[0]; i++)
+        if (strlen(ident_vars[i]) == nlen &&
+            memcmp(ident_vars[i], entry, nlen) == 0)
+            return true;
+    return false;
+}
+
 static void collect(struct load *c)
 {
     char *const *e;
@@ -298,7 +315,7 @@ static void collect(struct load *c)
             if (c->val[i] == NULL)
                 c->val[i] = eq + 1;
         }
-        if (known)
+        if (known || ident_var(entry, nlen))
             continue;
         for (i = 0; i < GM_R_COUNT && !known; i++) {
             const char *rn = gm_rule_name((enum gm_rule)i);
@@ -513,6 +530,7 @@ void gm_policy_defaults(struct gm_policy *p)
     p->nvml_view = true;
     p->ring_events = 65536;
     memcpy(p->shm_prefix, "gpumem", sizeof "gpumem");
+    memcpy(p->shm_dir, "/dev/shm", sizeof "/dev/shm");
     p->log_level = GM_LOG_WARN;
     memcpy(p->cuda_library, "libcuda.so.1", sizeof "libcuda.so.1");
     p->on_bad_config = GM_BAD_EXIT;

@@ -13,6 +13,10 @@
 # SIMCUDA_SHM=gmtest<pid>sim names its boards (/dev/shm/gmtest<pid>sim.PID),
 # so no other run's simulated processes show in this one's NVML or free
 # memory; boards left by killed children are removed at the end.
+# The suites write in GPUMEM_SHM_DIR, set here to
+# GM_TEST_SHM_DIR (default /dev/shm): the directory the leftover check
+# reads is the one the shim and the tools of the suites use (a suite that
+# needs another directory sets its own and cleans it).
 passed=0; failed=0; skipped=0
 log=$(mktemp "${TMPDIR:-/tmp}/gm-test.XXXXXX") || exit 1
 GPUMEM_SHM_PREFIX=gmtest$$
@@ -20,6 +24,8 @@ export GPUMEM_SHM_PREFIX
 SIMCUDA_SHM=${GPUMEM_SHM_PREFIX}sim
 export SIMCUDA_SHM
 SHM=${GM_TEST_SHM_DIR:-/dev/shm}
+GPUMEM_SHM_DIR=$SHM
+export GPUMEM_SHM_DIR
 cleanup() { rm -f "$log" "$SHM/$GPUMEM_SHM_PREFIX".* "$SHM/$GPUMEM_SHM_PREFIX"_* /dev/shm/"$SIMCUDA_SHM".*; }
 trap cleanup EXIT
 trap 'cleanup; exit 130' INT TERM

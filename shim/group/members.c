@@ -34,6 +34,7 @@
 #include "policy/parse.h"
 #include "shim/base/clock.h"
 #include "shim/base/msg.h"
+#include "shim/base/shmfile.h"
 
 static uint32_t weight_from(double w)
 {
@@ -114,6 +115,18 @@ bool gm_grpi_member_gone(const struct gm_group *g, int fd, int pid,
     if (gm_grpi_live_lock_held(fd, slot) == 0)
         return true;
     return !gm_proc_alive(pid, start); /* a zombie is not alive */
+}
+
+bool gm_grpi_member_gone_seen(int fd, uint64_t group_ns, int pid,
+                              uint64_t start, int slot)
+{
+    uint64_t mine = gm_grpi_pidns_inode();
+    if (group_ns == 0 || mine == 0 || group_ns == mine)
+        return gm_grpi_member_gone(NULL, fd, pid, start, slot);
+    /* Another pid namespace: its pids name other processes here; the
+     * slot's lock alone tells, and when it cannot be read the member is
+     * taken as alive (nothing of a live container is ever removed). */
+    return pid <= 0 || gm_grpi_live_lock_held(fd, slot) == 0;
 }
 
 /* Frees slot i (its charges and the slot itself); the caller holds the
@@ -300,6 +313,8 @@ int gm_group_join(struct gm_group *g, const struct gm_group_params *p,
         gm_msgf(msg, cap, "invalid segment prefix \"%s\"", prefix);
         return -1;
     }
+    if (gm_shm_dir_check(dir, geteuid(), false, msg, cap) != 0)
+        return -1;
     if (gm_grpi_build_path(g->path, sizeof g->path, dir, prefix, p->name) != 0) {
         gm_msgf(msg, cap, "group segment path too long in %s", dir);
         return -1;

@@ -15,6 +15,7 @@
 
 #include "policy/policy.h"
 #include "tools/cli/gpumem.h"
+#include "tools/lib/util.h"
 
 extern char **environ;
 
@@ -55,7 +56,10 @@ const char gm_help_policy[] =
     "    0   The policy is valid (warnings may have been printed).\n"
     "    1   The output could not be written.\n"
     "    2   The policy is invalid (messages on standard error; a bad or\n"
-    "        untrusted admin policy file included), or an unknown option\n"
+    "        untrusted admin policy file included), a group is set in a\n"
+    "        segment directory that is not safe to use (a program would\n"
+    "        exit with status 2; without a group that is a warning:\n"
+    "        telemetry would stay private), or an unknown option\n"
     "        was given.\n"
     "\n"
     "ENVIRONMENT\n"
@@ -81,9 +85,15 @@ const char gm_help_policy[] =
     "    GPUMEM_RING_EVENTS   power of two, 1024 to 16777216\n"
     "                         (default: 65536)\n"
     "    GPUMEM_SHM_PREFIX    name [A-Za-z0-9_.-]{1,32} (default: gpumem)\n"
+    "    GPUMEM_SHM_DIR       absolute directory of the segments and group\n"
+    "                         files (default: /dev/shm); owned by root or\n"
+    "                         the user, not a symbolic link, not writable\n"
+    "                         by others unless sticky\n"
     "    GPUMEM_LOG_LEVEL     quiet, error, warn, info, debug (default: warn)\n"
     "    GPUMEM_CUDA_LIBRARY  real driver (default: libcuda.so.1)\n"
     "    GPUMEM_ON_BAD_CONFIG exit, warn (default: exit)\n"
+    "    GPUMEM_POD_NAMESPACE, GPUMEM_POD_NAME and GPUMEM_CONTAINER_NAME\n"
+    "    are not policy: the job identity recorded in the segment.\n"
     "    share reads the local rank count from LOCAL_WORLD_SIZE,\n"
     "    OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS, SLURM_NTASKS_PER_NODE\n"
     "    or HOROVOD_LOCAL_SIZE (the first one set), else 1.\n"
@@ -160,7 +170,9 @@ int gm_cmd_policy(int argc, char **argv)
     fputs(d.text, stderr);
     if (rc != 0)
         explain_invalid(&p, &d);
+    /* The directory: a warning, or, with a group there, an exit. */
+    bool dir_bad = rc == 0 && gm_tool_policy_dir("policy", &p) != 0;
     if ((rc == 0 || json) && print_policy(&p, &d, json) != 0)
         return 1;
-    return rc == 0 ? 0 : GM_EXIT_USAGE;
+    return rc == 0 && !dir_bad ? 0 : GM_EXIT_USAGE;
 }

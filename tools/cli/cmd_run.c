@@ -205,6 +205,10 @@ static int check_policy(const char *cmd)
                 "run (gpumem policy explains every variable)\n", cmd);
         return GM_EXIT_USAGE;
     }
+    if (gm_tool_policy_dir("run", &p) != 0) {
+        fprintf(stderr, "gpumem: run: nothing was run\n");
+        return GM_EXIT_USAGE;
+    }
     return 0;
 }
 

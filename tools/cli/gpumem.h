@@ -51,7 +51,7 @@ extern const char gm_help_replay[];
 /* gpumem fit --limit L --param NAME=LO:HI ... -- CMD ... {NAME} ... */
 int gm_cmd_fit(int argc, char **argv);
 extern const char gm_help_fit[];
-/* gpumem ps [--json] [--all] [--prefix P] */
+/* gpumem ps [--json] [--all] [--job J] [--prefix P] */
 int gm_cmd_ps(int argc, char **argv);
 extern const char gm_help_ps[];
 /* gpumem log [-f] [--format F] [--kinds K,...] [--prefix P] [PID...] */
