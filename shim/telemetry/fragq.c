@@ -7,12 +7,13 @@
  * compare-and-swap of seq to t + CAP) and a canceller's (to t + 1 |
  * GM_FRAGQ_DEAD) are read-modify-writes of the same word, so exactly one
  * succeeds; the applier reads the operation's fields before its claim,
- * since the slot may be reused at once after it. A syncing thread issues
- * a sequentially consistent fence after its own publish and before its
- * exchange on `busy`; the holder's release of `busy` and its second look
- * at the queue are sequentially consistent; so of a thread that found the
- * role taken and a holder giving it up, at least one sees the other's
- * operation.
+ * since the slot may be reused at once after it. A sync that finds the
+ * role taken returns at once: the holder looks at the queue once more
+ * after giving the role up (its release of `busy` and that look are
+ * sequentially consistent), which usually takes the new operation in,
+ * and the next sync applies it at the latest. Nothing waits for it: a
+ * figure is at most one batch behind (GM_FRAGQ_CAP slots bound the log,
+ * and a poster that finds its slot taken syncs itself).
  */
 #include "shim/telemetry/fragq.h"
 
@@ -87,7 +88,6 @@ static int head_ready(struct gm_fragq *q)
 
 void gm_fragq_sync(struct gm_fragq *q, gm_fragq_publish publish, void *ctx)
 {
-    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* after this thread's publish */
     while (take_role(q)) {
         apply_ready(q);
         uint32_t ppm = gm_frag_ppm(&q->set);

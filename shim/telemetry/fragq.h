@@ -85,8 +85,8 @@ void gm_fragq_destroy(struct gm_fragq *q);
 
 /* Bring the tracker up to date with every published operation and
  * publish the figure if it changed. Returns at once when another thread
- * holds the applier role (it applies what was published before it gives
- * the role up). */
+ * holds the applier role (that thread, or the next sync, applies the
+ * rest). */
 void gm_fragq_sync(struct gm_fragq *q, gm_fragq_publish publish, void *ctx)
     __attribute__((cold));
 
