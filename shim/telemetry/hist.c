@@ -325,3 +325,30 @@ void gm_hist_flush(struct gm_abi_header *h)
         TW_ST_REL(&d->hist_lock, 0);
     }
 }
+
+/* ---- OOM snapshot --------------------------------------------------------- */
+
+bool gm_hist_oom_wanted(const struct gm_abi_header *h, unsigned dev)
+{
+    const struct gm_abi_hist *hs = gm_hist_of(h, dev);
+    return hs != NULL && TW_LD_RLX(&hs->oom.state) == GM_ABI_OOM_EMPTY;
+}
+
+bool gm_hist_oom_write(struct gm_abi_header *h, unsigned dev,
+                       const struct gm_abi_oom *snap)
+{
+    struct gm_abi_hist *hs = gm_hist_of(h, dev);
+    if (hs == NULL)
+        return false;
+    uint64_t empty = GM_ABI_OOM_EMPTY;
+    if (!__atomic_compare_exchange_n(&hs->oom.state, &empty,
+                                     GM_ABI_OOM_WRITING, false,
+                                     __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+        return false; /* another thread's refusal came first */
+    /* Plain copy: no reader looks before the release store below. */
+    memcpy((char *)&hs->oom + sizeof hs->oom.state,
+           (const char *)snap + sizeof snap->state,
+           sizeof *snap - sizeof snap->state);
+    TW_ST_REL(&hs->oom.state, GM_ABI_OOM_DONE); /* pairs with gm_seg_oom */
+    return true;
+}
