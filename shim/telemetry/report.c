@@ -139,8 +139,6 @@ size_t gm_format_size_short(uint64_t bytes, char *buf, size_t cap)
     if (tenths == 10) {
         whole++;
         tenths = 0;
-        if (rest == 0)
-            tenths = 0;
     }
     int n = rest == 0 ? snprintf(buf, cap, "%llu %s",
                                  (unsigned long long)whole, unit[u])
@@ -345,6 +343,60 @@ static void json_u64(struct out *o, const char *key, uint64_t v, bool comma)
     emit(o, "\"%s\":%llu%s", key, (unsigned long long)v, comma ? "," : "");
 }
 
+/* Seconds with millisecond precision, "12.345". */
+static void json_secs(struct out *o, const char *key, uint64_t ns, bool comma)
+{
+    uint64_t ms = ns / 1000000;
+    emit(o, "\"%s\":%llu.%03llu%s", key, (unsigned long long)(ms / 1000),
+         (unsigned long long)(ms % 1000), comma ? "," : "");
+}
+
+static void json_oom(struct out *o, const struct gm_abi_oom *m)
+{
+    emit(o, "{");
+    json_u64(o, "ts_ns", m->ts_ns, true);
+    json_u64(o, "size", m->size, true);
+    emit(o, "\"api\":");
+    json_string(o, gm_api_name(m->api));
+    emit_char(o, ',');
+    json_u64(o, "used", m->used, true);
+    json_u64(o, "limit", m->limit, true);
+    json_u64(o, "step", m->step, true);
+    json_u64(o, "live_allocs", m->live_allocs, true);
+    json_u64(o, "live_bytes", m->live_bytes, true);
+    if (m->flags & GM_ABI_OOMF_FRAG) {
+        json_u64(o, "largest_free", m->largest_free, true);
+        json_u64(o, "frag_ppm", m->frag_ppm, true);
+    } else {
+        emit(o, "\"largest_free\":null,\"frag_ppm\":null,");
+    }
+    json_u64(o, "other_count", m->other_count, true);
+    json_u64(o, "other_bytes", m->other_bytes, true);
+    emit(o, "\"truncated\":%s,\"classes\":[",
+         m->flags & GM_ABI_OOMF_TRUNCATED ? "true" : "false");
+    for (uint32_t k = 0; k < m->nclasses && k < GM_ABI_OOM_CLASSES; k++) {
+        const struct gm_abi_oom_class *c = &m->classes[k];
+        emit(o, "%s{\"api\":", k ? "," : "");
+        json_string(o, gm_api_name(c->api));
+        emit_char(o, ',');
+        json_u64(o, "size_min", c->size_min, true);
+        json_u64(o, "size_max", c->size_max, true);
+        json_u64(o, "count", c->count, true);
+        json_u64(o, "bytes", c->bytes, true);
+        json_u64(o, "oldest_step", c->oldest_step, true);
+        json_u64(o, "newest_step", c->newest_step, true);
+        if (c->oldest_ns != 0 && m->ts_ns >= c->newest_ns &&
+            c->newest_ns >= c->oldest_ns) {
+            json_secs(o, "age_oldest_s", m->ts_ns - c->oldest_ns, true);
+            json_secs(o, "age_newest_s", m->ts_ns - c->newest_ns, false);
+        } else {
+            emit(o, "\"age_oldest_s\":null,\"age_newest_s\":null");
+        }
+        emit_char(o, '}');
+    }
+    emit(o, "]}");
+}
+
 static void json_device(struct out *o, const struct gm_snapshot *s,
                         unsigned i)
 {
@@ -380,7 +432,12 @@ static void json_device(struct out *o, const struct gm_snapshot *s,
     json_u64(o, "alloc_latency_p99_ns",
              gm_hist_quantile(d->lat_hist, GM_ABI_LAT_BUCKETS, 990), true);
     json_u64(o, "alloc_latency_mean_ns",
-             d->allocs ? d->lat_sum_ns / d->allocs : 0, false);
+             d->allocs ? d->lat_sum_ns / d->allocs : 0, true);
+    emit(o, "\"oom\":");
+    if (i < GM_ABI_HIST_DEVICES && s->oom[i].state == GM_ABI_OOM_DONE)
+        json_oom(o, &s->oom[i]);
+    else
+        emit(o, "null");
     emit_char(o, '}');
 }
 
@@ -404,6 +461,8 @@ size_t gm_report_json(const struct gm_snapshot *s, unsigned flags, char *buf,
     json_u64(&o, "events_written", s->ring_head, true);
     json_u64(&o, "events_dropped", s->ring_dropped, true);
     json_u64(&o, "events_lost", gm_snapshot_events_lost(s), true);
+    json_u64(&o, "steps", s->steps, true);
+    json_u64(&o, "marks", s->marks, true);
     emit(&o, "\"devices\":[");
     unsigned shown = 0;
     for (unsigned i = 0; i < s->dev_count && i < GM_ABI_MAX_DEVICES; i++) {
