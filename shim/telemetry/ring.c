@@ -71,11 +71,23 @@ static uint32_t dev_slots(uint32_t want)
     return want == 0 || want > GM_ABI_MAX_DEVICES ? GM_ABI_MAX_DEVICES : want;
 }
 
+static uint32_t hist_slots(uint32_t dev)
+{
+    return dev < GM_ABI_HIST_DEVICES ? dev : GM_ABI_HIST_DEVICES;
+}
+
+static size_t hist_size(uint32_t slots)
+{
+    return (size_t)GM_ABI_MARKS * sizeof(struct gm_abi_mark) +
+           (size_t)hist_slots(slots) * sizeof(struct gm_abi_hist);
+}
+
 size_t gm_tel_layout_size(uint32_t ring_events, uint32_t slots)
 {
     return sizeof(struct gm_abi_header) +
            (size_t)dev_slots(slots) * sizeof(struct gm_abi_dev) +
-           (size_t)ring_cap(ring_events) * sizeof(struct gm_abi_record);
+           (size_t)ring_cap(ring_events) * sizeof(struct gm_abi_record) +
+           hist_size(dev_slots(slots));
 }
 
 /* ---- writer: stats ------------------------------------------------------ */
@@ -343,12 +355,21 @@ static void init_image(struct gm_abi_header *h, uint32_t cap, uint32_t slots,
     h->ring_capacity = cap;
     h->dev_offset = sizeof *h;
     h->ring_offset = sizeof *h + (uint64_t)slots * sizeof(struct gm_abi_dev);
-    h->total_size =
+    h->hist_offset =
         h->ring_offset + (uint64_t)cap * sizeof(struct gm_abi_record);
+    h->hist_size = hist_size(slots);
+    h->hist_slots = hist_slots(slots);
+    h->hist_tiers = GM_ABI_HIST_TIERS;
+    h->hist_buckets = GM_ABI_HIST_BUCKETS;
+    h->hist_bucket_size = sizeof(struct gm_abi_bucket);
+    h->marks_capacity = GM_ABI_MARKS;
+    h->hist_dev_size = sizeof(struct gm_abi_hist);
+    h->total_size = h->hist_offset + h->hist_size;
     h->pid = (uint32_t)getpid();
     h->mode = p->mode;
     h->on_oom = p->on_oom;
     h->created_ns = gm_clock_realtime_ns();
+    h->hist_base_ns = h->created_ns;
     uint64_t ticks;
     if (gm_proc_start_ticks(0, &ticks) == 0) {
         h->start_ticks = ticks;

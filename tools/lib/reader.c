@@ -39,7 +39,9 @@
 #define MAX_SEGMENT                                                         \
     (sizeof(struct gm_abi_header) +                                         \
      (size_t)GM_ABI_MAX_DEVICES * sizeof(struct gm_abi_dev) +               \
-     (size_t)GM_ABI_RING_MAX * sizeof(struct gm_abi_record))
+     (size_t)GM_ABI_RING_MAX * sizeof(struct gm_abi_record) +              \
+     (size_t)GM_ABI_MARKS * sizeof(struct gm_abi_mark) +                   \
+     (size_t)GM_ABI_HIST_DEVICES * sizeof(struct gm_abi_hist))
 
 /* ---- SIGBUS guard ------------------------------------------------------- */
 
@@ -147,8 +149,31 @@ static int validate(const unsigned char *p, size_t n, struct gm_seg *s,
         return -1;
     }
     uint64_t want_roff = (uint64_t)hs + (uint64_t)slots * ds;
-    uint64_t want_total = want_roff + (uint64_t)rcap * rs;
-    if (doff != hs || roff != want_roff || total != want_total) {
+    uint64_t want_hoff = want_roff + (uint64_t)rcap * rs;
+    uint32_t hslots = h->hist_slots;
+    uint32_t want_hslots =
+        slots < GM_ABI_HIST_DEVICES ? slots : GM_ABI_HIST_DEVICES;
+    uint64_t want_hsize =
+        (uint64_t)GM_ABI_MARKS * sizeof(struct gm_abi_mark) +
+        (uint64_t)want_hslots * sizeof(struct gm_abi_hist);
+    if (hslots != want_hslots || h->hist_tiers != GM_ABI_HIST_TIERS ||
+        h->hist_buckets != GM_ABI_HIST_BUCKETS ||
+        h->hist_bucket_size != sizeof(struct gm_abi_bucket) ||
+        h->marks_capacity != GM_ABI_MARKS ||
+        h->hist_dev_size != sizeof(struct gm_abi_hist)) {
+        gm_msgf(err, cap, "history geometry (%u slots, %u tiers of %u "
+                "buckets of %u bytes, %u marks, %u bytes a device) differs "
+                "from this tool's (%u, %u, %u, %zu, %u, %zu)", hslots,
+                h->hist_tiers, h->hist_buckets, h->hist_bucket_size,
+                h->marks_capacity, h->hist_dev_size, want_hslots,
+                GM_ABI_HIST_TIERS, GM_ABI_HIST_BUCKETS,
+                sizeof(struct gm_abi_bucket), GM_ABI_MARKS,
+                sizeof(struct gm_abi_hist));
+        return -1;
+    }
+    uint64_t want_total = want_hoff + want_hsize;
+    if (doff != hs || roff != want_roff || h->hist_offset != want_hoff ||
+        h->hist_size != want_hsize || total != want_total) {
         gm_msgf(err, cap, "inconsistent offsets (devices %llu, ring %llu, "
                 "size %llu)", (unsigned long long)doff,
                 (unsigned long long)roff, (unsigned long long)total);
@@ -175,6 +200,8 @@ static int validate(const unsigned char *p, size_t n, struct gm_seg *s,
         s->ring_capacity = rcap;
         s->dev_offset = doff;
         s->ring_offset = roff;
+        s->hist_offset = want_hoff;
+        s->hist_slots = hslots;
         s->total_size = total;
     }
     return 0;
