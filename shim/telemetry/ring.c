@@ -50,7 +50,9 @@
     X(context_bytes) X(pool_reserve) X(allocs) X(frees) X(refusals)         \
     X(spills) X(spilled_bytes) X(over_limit) X(total_bytes) X(live_allocs)  \
     X(live_bytes) X(frag_ppm) X(frag_peak_ppm) X(waits) X(trims)            \
-    X(trimmed_bytes) X(reclaims) X(reclaimed_bytes) X(last_ns) X(lat_sum_ns)
+    X(trimmed_bytes) X(reclaims) X(reclaimed_bytes) X(last_ns) X(lat_sum_ns) \
+    X(hist_next_ns) X(hist_open) X(hist_min) X(hist_max) X(hist_allocs0)    \
+    X(hist_frees0) X(hist_refusals0) X(hist_lock)
 
 /* ---- geometry ----------------------------------------------------------- */
 
@@ -559,6 +561,7 @@ void gm_tel_close(struct gm_tel *t, bool keep)
     struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL)
         return;
+    gm_hist_flush(h);
     TW_ST_REL(&h->closed_ns, gm_clock_realtime_ns());
     __atomic_fetch_or(&h->flags, GM_ABI_F_CLOSED | (keep ? GM_ABI_F_KEPT : 0u),
                       __ATOMIC_RELEASE);

@@ -17,6 +17,7 @@
 #include "shim/telemetry/abi.h"
 #include "shim/base/clock.h"
 #include "shim/telemetry/telemetry.h"
+#include "shim/telemetry/hist.h"
 
 #define TW_LD_RLX(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #define TW_LD_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
@@ -107,6 +108,11 @@ tw_stats_enter(struct gm_abi_header *h, unsigned dev, uint64_t now,
     __atomic_fetch_add(&d->wbegin, 1, __ATOMIC_ACQ_REL);
     if (!known && __builtin_expect(tw_get(&d->present) == 0, 0))
         gm_tw_mark_present(h, d, dev);
+    /* History: the one compare per event; the roll is cold. It runs
+     * before this event's updates, so the closed bucket ends with the
+     * figures of the event before. */
+    if (__builtin_expect(now >= tw_get(&d->hist_next_ns), 0))
+        gm_hist_roll(h, d, dev, now);
     tw_put(&d->last_ns, now);
     return d;
 }
@@ -126,10 +132,25 @@ static inline void tw_stats_end(struct gm_abi_dev *d)
 /* used = the figure given (concurrent writers may store theirs out of
  * order; the next event or gm_tel_sync corrects it); peak never falls
  * below any used stored, since each writer raises it before leaving. */
+/* f = min(f, v). */
+static inline void tw_lower_to(uint64_t *f, uint64_t v)
+{
+    uint64_t o = TW_LD_RLX(f);
+    while (v < o) {
+        if (__atomic_compare_exchange_n(f, &o, v, true, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED))
+            return;
+    }
+}
+
 static inline void tw_set_used_peak(struct gm_abi_dev *d, uint64_t used,
                                  uint64_t peak, uint64_t now)
 {
     tw_put(&d->used, used);
+    /* The open history bucket's extremes (a compare each; the store only
+     * when beyond). */
+    tw_raise_to(&d->hist_max, used);
+    tw_lower_to(&d->hist_min, used);
     if (peak < used)
         peak = used;
     if (tw_raise_to(&d->peak, peak)) {
