@@ -375,7 +375,11 @@ size_t gm_trend_format(char *buf, size_t cap, unsigned dev,
     } else {
         emit(&o, "device %u: grows %s/s over the last %s", dev, b, c);
     }
-    if (ev != NULL && ev->size > 0 && ev->to > ev->from) {
+    if (ev != NULL && ev->size > 0 && ev->from == UINT64_MAX && ev->to > 0) {
+        format_class(ev->size, a, sizeof a);
+        emit(&o, "; %llu more live allocations of %s",
+             (unsigned long long)ev->to, a);
+    } else if (ev != NULL && ev->size > 0 && ev->to > ev->from) {
         format_class(ev->size, a, sizeof a);
         emit(&o, "; live allocations of %s rose from %llu to %llu", a,
              (unsigned long long)ev->from, (unsigned long long)ev->to);

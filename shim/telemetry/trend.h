@@ -98,7 +98,9 @@ int gm_trend_fit(const struct gm_trend_point *pt, size_t n, uint64_t limit,
 double gm_trend_slope(const double *x, const double *y, size_t n);
 
 /* Evidence for the verdict line: the size class whose live count grew the
- * most, with its count at the window's start and end (size 0: none). */
+ * most, with its count at the window's start and end (size 0: none);
+ * from UINT64_MAX when the start count is unknown, then `to` is the
+ * growth ("; 120 more live allocations of 16 MiB"). */
 struct gm_trend_evidence {
     uint64_t size;
     uint64_t from, to;

@@ -291,6 +291,9 @@ START_TEST(verdict_line)
     ck_assert_uint_eq(gm_trend_format(small, sizeof small, 0, &r, &ev), len);
     ck_assert_str_eq(small, "device 0:");
     ck_assert_uint_eq(gm_trend_format(NULL, 0, 0, &r, &ev), len);
+    struct gm_trend_evidence partial = {4096, UINT64_MAX, 120};
+    gm_trend_format(line, sizeof line, 0, &r, &partial);
+    ck_assert_ptr_nonnull(strstr(line, "; 120 more live allocations of 4 KiB; limit"));
 
     for (size_t k = 0; k <= N; k++)
         put(k, GiB, 0);
