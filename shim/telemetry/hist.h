@@ -41,13 +41,7 @@ struct gm_abi_mark *gm_hist_marks(const struct gm_abi_header *h);
 
 /* ---- writer ----------------------------------------------------------- */
 
-/* Cold: the event at `now` on device block d (entered by the caller) is
- * past the open bucket: close it, fold it, open the bucket of `now`.
- * The block's figures are still those before the event's own update (the
- * end of the closed bucket). Returns without rolling when another thread holds the
- * device's roll lock. */
-void gm_hist_roll(struct gm_abi_header *h, struct gm_abi_dev *d,
-                  unsigned dev, uint64_t now) __attribute__((cold));
+/* The roll itself, gm_hist_roll, is declared in telwrite.h (its caller). */
 /* Exit: publish every device's open bucket and close the history (spins
  * a bounded time for a roll in progress). */
 void gm_hist_flush(struct gm_abi_header *h);

@@ -23,6 +23,7 @@
 #include "shim/base/msg.h"
 #include "shim/telemetry/telemetry.h"
 #include "shim/telemetry/telwrite.h"
+#include "shim/telemetry/hist.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -17,7 +17,6 @@
 #include "shim/telemetry/abi.h"
 #include "shim/base/clock.h"
 #include "shim/telemetry/telemetry.h"
-#include "shim/telemetry/hist.h"
 
 #define TW_LD_RLX(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #define TW_LD_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
@@ -27,6 +26,15 @@
 /* First use of a device: present = 1, dev_seen = max(dev_seen, dev+1). */
 void gm_tw_mark_present(struct gm_abi_header *h, struct gm_abi_dev *d,
                         unsigned dev) __attribute__((cold));
+
+/* History (shim/telemetry/hist.c), cold: the event at `now` on device
+ * block d (entered by the caller) is past the open bucket: close it, fold
+ * it into the coarser tiers, open the bucket of `now`. The block's
+ * figures are still those before the event's own update (the end of the
+ * closed bucket). Returns without rolling when another thread holds the
+ * device's roll lock (the next event tries again). */
+void gm_hist_roll(struct gm_abi_header *h, struct gm_abi_dev *d,
+                  unsigned dev, uint64_t now) __attribute__((cold));
 
 static inline struct gm_abi_header *tw_tel_hdr(const struct gm_tel *t)
 {
