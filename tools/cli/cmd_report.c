@@ -24,6 +24,7 @@
 #include "policy/parse.h"
 #include "policy/policy.h"
 #include "tools/cli/gpumem.h"
+#include "tools/cli/report_trend.h"
 #include "tools/lib/escape.h"
 #include "tools/lib/svg.h"
 #include "tools/lib/util.h"
@@ -84,6 +85,7 @@ const char gm_help_report[] =
 
 struct report_args {
     bool json;
+    uint64_t every;              /* --every N (0: no table) */
     const char *svg;
     const char *from;
     const char *prefix;
@@ -93,7 +95,7 @@ struct report_args {
 /* ---- output ------------------------------------------------------------------ */
 
 static int print_report(const struct gm_snapshot *s, unsigned flags,
-                        bool json)
+                        bool json, const struct gm_report_leaks *rl)
 {
     size_t n = json ? gm_report_json(s, flags, NULL, 0)
                     : gm_report_text(s, flags, NULL, 0);
@@ -106,8 +108,15 @@ static int print_report(const struct gm_snapshot *s, unsigned flags,
         gm_report_json(s, flags, buf, n + 1);
     else
         gm_report_text(s, flags, buf, n + 1);
-    fwrite(buf, 1, n, stdout);
+    char *spliced = json && rl ? gm_rl_splice_json(buf, rl) : NULL;
+    if (spliced)
+        fputs(spliced, stdout);
+    else
+        fwrite(buf, 1, n, stdout);
+    free(spliced);
     free(buf);
+    if (!json && rl)
+        gm_rl_text(stdout, rl);
     return 0;
 }
 
@@ -219,8 +228,21 @@ static int report_pid(const struct report_args *a)
         fprintf(stderr, "gpumem: report: pid %d: segment unreadable\n", pid);
         return 1;
     }
+    static struct gm_report_leaks rl;
+    struct gm_abi_record *ev = NULL;
+    size_t nev = 0;
+    uint64_t lost = 0;
+    if (gm_leak_drain_all(&seg, &ev, &nev, &lost) != 0) {
+        gm_seg_close(&seg);
+        fprintf(stderr, "gpumem: report: pid %d: cannot read the events\n", pid);
+        return 1;
+    }
+    gm_rl_compute(&rl, &seg, &p.snap, ev, nev, lost);
+    free(ev);
     rc = print_report(&p.snap, p.state == GM_SEG_ALIVE ? GM_REPORT_LIVE : 0,
-                      a->json);
+                      a->json, &rl);
+    if (rc == 0 && a->every && !a->json)
+        gm_rl_every(stdout, &rl, a->every);
     if (rc == 0 && a->svg) {
         static struct gm_timeline tl;
         gm_tl_init(&tl);
@@ -230,6 +252,7 @@ static int report_pid(const struct report_args *a)
         rc = write_svg(&tl, a->svg);
         gm_tl_free(&tl);
     }
+    gm_rl_free(&rl);
     gm_seg_close(&seg);
     return rc;
 }
@@ -475,7 +498,7 @@ static int report_trace(const struct report_args *a)
         rc = 1;
     }
     if (rc == 0)
-        rc = print_report(&s, 0, a->json);
+        rc = print_report(&s, 0, a->json, NULL);
     if (rc == 0 && a->svg) {
         tl_from_snapshot(&tl, &s);
         tl_title(&tl, &s);
@@ -493,9 +516,20 @@ static int parse_args(struct report_args *a, int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         int r = 0;
         uint64_t v;
+        const char *every = NULL;
         if (strcmp(argv[i], "--json") == 0)
             a->json = true;
-        else if ((r = gm_opt_value("report", argc, argv, &i, "--svg",
+        else if ((r = gm_opt_value("report", argc, argv, &i, "--every",
+                                   &every)) != 0) {
+            if (r < 0)
+                return -1;
+            if (gm_parse_uint(every, &v) != 0 || v == 0) {
+                fprintf(stderr, "gpumem: report: --every '%s' is not a whole "
+                        "number of steps from 1\n", every);
+                return -1;
+            }
+            a->every = v;
+        } else if ((r = gm_opt_value("report", argc, argv, &i, "--svg",
                                    &a->svg)) != 0 ||
                  (r = gm_opt_value("report", argc, argv, &i, "--from",
                                    &a->from)) != 0 ||

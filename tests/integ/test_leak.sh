@@ -1,0 +1,123 @@
+#!/bin/sh
+# tests/integ/test_leak.sh — the leak verdict and the forecast of `gpumem
+# report` against gpumem-trainsim runs with known figures, under the shim
+# on the simulated driver:
+#   - leaks of 1.5, 3 and 5 MiB per step, steps found from the period of
+#     the used curve and (when the shim exports gpumem_step) from
+#     --mark-steps: verdict "grows", bytes_per_step within 5% of the leak;
+#     the verdict line of the text report names the leak's size class;
+#   - the forecast: a run stopped half-way predicts (step now + steps
+#     left) the step at which the full run is refused, within 10%;
+#   - no verdict on a steady run, on a warm-up that grows for two thirds
+#     of the run and then levels off, or on an evaluation buffer of
+#     256 MiB kept over 3 of every 10 step boundaries.
+# Every failure is listed, then the test exits 1. Own segment prefix;
+# every segment under it is removed on every exit.
+BUILD=${BUILD:-build}
+B=$(cd "$BUILD" && pwd) || { echo "no build directory $BUILD"; exit 1; }
+PREFIX=gmlk$$
+T=$(mktemp -d "${TMPDIR:-/tmp}/gm-leak.XXXXXX") || exit 1
+failures=0
+cleanup() { rm -f /dev/shm/"$PREFIX".*; rm -rf "$T"; }
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+export GPUMEM_SHM_PREFIX=$PREFIX
+MiB=1048576
+
+bad() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# run NAME LIMIT TRAINSIM-ARGS...: a kept run; its pid in $T/NAME.pid, its
+# stderr in $T/NAME.err.
+run() {
+    name=$1 limit=$2
+    shift 2
+    rm -f /dev/shm/"$PREFIX".*
+    env LD_PRELOAD="$B/libgpumem.so" LD_LIBRARY_PATH="$B/sim" GPUMEM_KEEP=1 \
+        GPUMEM_LIMIT="$limit" "$B/gpumem-trainsim" --quiet --step-time 1ms "$@" \
+        >/dev/null 2>"$T/$name.err"
+    ls /dev/shm | sed -n "s/^$PREFIX\.\([0-9]*\)$/\1/p" | head -1 >"$T/$name.pid"
+}
+
+# field NAME KEY: KEY of the first device's "leak" object of NAME's report.
+field() {
+    "$B/gpumem" report --json "$(cat "$T/$1.pid")" >"$T/$1.json" 2>&1
+    sed -n 's/.*"leak":{\([^}]*\)}.*/\1/p' "$T/$1.json" |
+        sed -n "s/.*\"$2\":\(null\|\"[a-z]*\"\|[0-9.]*\).*/\1/p" | tr -d '"'
+}
+
+within() { # value want tolerance-fraction
+    awk -v v="$1" -v w="$2" -v f="$3" 'BEGIN { d = v - w; if (d < 0) d = -d;
+        exit !(v != "" && d <= f * w) }'
+}
+
+marks=0
+nm -D "$B/libgpumem.so" 2>/dev/null | grep -q ' T gpumem_step$' && marks=1
+
+# ---- leaks: the slope ------------------------------------------------------
+for leak in 1572864 3145728 5242880; do
+    for how in detected marked; do
+        extra=""
+        if [ $how = marked ]; then
+            [ $marks = 1 ] || { echo "note: gpumem_step not exported; marked case skipped"; continue; }
+            extra=--mark-steps
+        fi
+        name=leak$leak$how
+        run $name 16G --steps 200 --leak $leak $extra
+        v=$(field $name verdict); bps=$(field $name bytes_per_step)
+        from=$(field $name steps_from)
+        [ "$v" = grows ] || bad "$name: verdict '$v', expected grows ($(cat "$T/$name.json"))"
+        [ "$from" = $how ] || bad "$name: steps_from '$from', expected $how"
+        within "$bps" $leak 0.05 || bad "$name: bytes_per_step $bps, leak $leak"
+        line=$("$B/gpumem" report "$(cat "$T/$name.pid")" | grep 'grows')
+        cls=$(awk -v b=$leak 'BEGIN { if (b % 1048576 == 0) printf "%d MiB", b / 1048576;
+                                      else printf "%d KiB", b / 1024 }')
+        echo "$line" | grep -q "live allocations of $cls rose from" ||
+            bad "$name: verdict line without the $cls evidence: $line"
+    done
+done
+
+# ---- the forecast ------------------------------------------------------------
+for leak in 3145728 5242880; do
+    for how in detected marked; do
+        extra=""
+        if [ $how = marked ]; then
+            [ $marks = 1 ] || continue
+            extra=--mark-steps
+        fi
+        name=full$leak$how
+        run $name 2G --steps 100000 --eval-every 0 --leak $leak $extra
+        refused=$(sed -n 's/^trainsim: step \([0-9]*\): .*OUT_OF_MEMORY.*/\1/p' "$T/$name.err")
+        [ -n "$refused" ] || { bad "$name: never refused: $(cat "$T/$name.err")"; continue; }
+        half=$((refused / 2))
+        name=half$leak$how
+        run $name 2G --steps $half --eval-every 0 --leak $leak $extra
+        now=$(field $name step_now); left=$(field $name steps)
+        at=$(awk -v a="$now" -v b="$left" 'BEGIN { print a + b }')
+        within "$at" "$refused" 0.10 ||
+            bad "$name: forecast step $at ($now + $left), refused at step $refused"
+    done
+done
+
+# ---- no verdict -------------------------------------------------------------
+check_steady() { # name why
+    v=$(field "$1" verdict)
+    [ "$v" = steady ] || bad "$1 ($2): verdict '$v', expected steady ($(cat "$T/$1.json"))"
+    "$B/gpumem" report "$(cat "$T/$1.pid")" | grep -q 'device 0: no growth over the last' ||
+        bad "$1: no 'no growth' line in the text report"
+}
+run steady 16G --steps 200
+check_steady steady "no leak"
+run warmup 16G --steps 150 --warmup 4M --warmup-steps 100
+check_steady warmup "warm-up over 100 of 150 steps"
+run spike 16G --steps 200 --eval-every 10 --eval-hold 3 --eval-size 256M
+check_steady spike "evaluation buffer over 3 of 10 boundaries"
+# The same warm-up cut while it still grows is growth, as it should be.
+run warming 16G --steps 90 --warmup 4M --warmup-steps 100
+[ "$(field warming verdict)" = grows ] || bad "warming: a growing warm-up not seen as growth"
+
+if [ $failures -gt 0 ]; then
+    echo "$failures failure(s)"
+    exit 1
+fi
+echo "leak verdicts and forecasts as expected"
+exit 0
