@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "shim/base/spin.h"
+#include "shim/telemetry/forecast.h"
 #include "shim/telemetry/telwrite.h"
 
 #define HIST_CLOSED UINT64_MAX   /* hist_next_ns after the exit flush */
@@ -292,6 +293,8 @@ void gm_hist_roll(struct gm_abi_header *h, struct gm_abi_dev *d,
         if (next != 0)
             close_open(h, hs, d);
         open_at(h, d, now);
+        if (next != 0)
+            gm_forecast_check(h, d, hs, dev, now);
     }
     TW_ST_REL(&d->hist_lock, 0); /* pairs with the acquire above */
 }

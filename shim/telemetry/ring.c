@@ -24,6 +24,7 @@
 #include "shim/telemetry/telemetry.h"
 #include "shim/telemetry/telwrite.h"
 #include "shim/telemetry/hist.h"
+#include "shim/telemetry/forecast.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -381,6 +382,7 @@ static void init_image(struct gm_abi_header *h, uint32_t cap, uint32_t slots,
     if (h->start_realtime_ns == 0 || h->start_realtime_ns > h->created_ns)
         h->start_realtime_ns = h->created_ns;
     read_cmdline(h->cmdline, sizeof h->cmdline);
+    gm_forecast_configure(p->warn_before_ns);
     if (p->policy_summary != NULL)
         snprintf(h->policy, sizeof h->policy, "%s", p->policy_summary);
     TW_ST_REL(&h->magic, GM_ABI_MAGIC);
@@ -595,6 +597,7 @@ void gm_tel_forget(struct gm_tel *t)
     t->map_len = 0;
     __atomic_store_n(&t->hdr, NULL, __ATOMIC_RELEASE);
     gm_thread_id_reset();
+    gm_forecast_configure(0); /* the child's segment configures its own */
 }
 
 /* ---- read side ---------------------------------------------------------- */

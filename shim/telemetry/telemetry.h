@@ -36,6 +36,7 @@ struct gm_tel_params {
     uint32_t on_oom;             /* enum gm_on_oom */
     const char *shm_dir;         /* NULL = "/dev/shm" (tests may override) */
     uint32_t dev_slots;          /* device blocks; 0 = GM_ABI_MAX_DEVICES */
+    uint64_t warn_before_ns;     /* forecast warning threshold; 0 = none */
 };
 
 struct gm_tel {
