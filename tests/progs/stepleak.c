@@ -7,10 +7,12 @@
  * preloaded library). Marks: "start" before the setup, then every
  * MARK_EVERY steps a label "epoch N", and three hostile labels once (NULL,
  * 300 bytes, invalid UTF-8). Stops after STEPS steps or at the first
- * refused allocation, printing what happened:
+ * refused allocation, printing what happened. CHURN: that many 1 MiB
+ * allocations each freed at once, per step (events for the ring).
  *
- *   stepleak STEPS WEIGHTS LEAK TRANSIENT [MARK_EVERY [SLEEP_MS]]
- *   -> "refused TRANSIENT at step S" (exit 0) or "done S steps" (exit 0)
+ *   stepleak STEPS WEIGHTS LEAK TRANSIENT [MARK_EVERY [SLEEP_MS [CHURN]]]
+ *   -> "pid N", then "refused TRANSIENT at step S" or "done S steps"
+ *      (exit 0 either way)
  */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
@@ -19,12 +21,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 int main(int argc, char **argv)
 {
     if (argc < 5) {
         fprintf(stderr, "usage: stepleak STEPS WEIGHTS LEAK TRANSIENT "
-                "[MARK_EVERY [SLEEP_MS]]\n");
+                "[MARK_EVERY [SLEEP_MS [CHURN]]]\n");
         return 2;
     }
     unsigned long steps = strtoul(argv[1], NULL, 10);
@@ -33,6 +36,9 @@ int main(int argc, char **argv)
     unsigned long long transient = strtoull(argv[4], NULL, 10);
     unsigned long mark_every = argc > 5 ? strtoul(argv[5], NULL, 10) : 0;
     unsigned long sleep_ms = argc > 6 ? strtoul(argv[6], NULL, 10) : 0;
+    unsigned long churn = argc > 7 ? strtoul(argv[7], NULL, 10) : 0;
+    printf("pid %d\n", (int)getpid());
+    fflush(stdout);
     void (*step)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "gpumem_step");
     void (*mark)(const char *) =
         (void (*)(const char *))dlsym(RTLD_DEFAULT, "gpumem_mark");
@@ -66,6 +72,7 @@ int main(int argc, char **argv)
     CUdeviceptr w, p;
     if (weights > 0 && alloc(&w, weights) != CUDA_SUCCESS) {
         printf("refused %llu at setup\n", weights);
+        fflush(stdout);
         return 0;
     }
     if (mark) {
@@ -93,6 +100,9 @@ int main(int argc, char **argv)
             }
             mfree(p);
         }
+        for (unsigned long k = 0; k < churn; k++)
+            if (alloc(&p, 1u << 20) == CUDA_SUCCESS)
+                mfree(p);
         if (step)
             step();
         if (sleep_ms)
