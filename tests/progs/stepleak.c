@@ -1,8 +1,9 @@
 /*
  * tests/progs/stepleak.c — a training loop with known figures for the
  * history, step and OOM-snapshot tests. Setup: one WEIGHTS-byte
- * allocation. Each step s = 0, 1, ...: a LEAK-byte allocation that is
- * never freed, a TRANSIENT-byte allocation freed at once, then
+ * allocation. Each step s = 0, 1, ...: the previous step's transient
+ * allocation freed, a LEAK-byte allocation that is never freed, a
+ * TRANSIENT-byte allocation held until the next step begins, then
  * gpumem_step() (found with dlsym(RTLD_DEFAULT); absent without the
  * preloaded library). Marks: "start" before the setup, then every
  * MARK_EVERY steps a label "epoch N", and three hostile labels once (NULL,
@@ -69,7 +70,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "stepleak: driver setup failed\n");
         return 1;
     }
-    CUdeviceptr w, p;
+    CUdeviceptr w, p, held = 0;
     if (weights > 0 && alloc(&w, weights) != CUDA_SUCCESS) {
         printf("refused %llu at setup\n", weights);
         fflush(stdout);
@@ -89,16 +90,19 @@ int main(int argc, char **argv)
             snprintf(label, sizeof label, "epoch %lu", s / mark_every);
             mark(label);
         }
+        if (held) {
+            mfree(held);
+            held = 0;
+        }
         if (leak > 0 && alloc(&p, leak) != CUDA_SUCCESS) {
             printf("refused %llu at step %lu\n", leak, s);
             return 0;
         }
         if (transient > 0) {
-            if (alloc(&p, transient) != CUDA_SUCCESS) {
+            if (alloc(&held, transient) != CUDA_SUCCESS) {
                 printf("refused %llu at step %lu\n", transient, s);
                 return 0;
             }
-            mfree(p);
         }
         for (unsigned long k = 0; k < churn; k++)
             if (alloc(&p, 1u << 20) == CUDA_SUCCESS)
