@@ -163,37 +163,6 @@ static void tl_from_snapshot(struct gm_timeline *tl,
     }
 }
 
-static void tl_record(struct gm_timeline *tl, const struct gm_abi_record *r)
-{
-    if (r->dev >= GM_ABI_MAX_DEVICES || r->kind == GM_EV_HOST)
-        return;
-    if (r->kind == GM_EV_OOM)
-        gm_tl_oom(tl, r->dev, r->ts_ns, r->used_after);
-    else
-        gm_tl_add(tl, r->dev, r->ts_ns, r->used_after);
-}
-
-/* ---- a live or kept segment ------------------------------------------------ */
-
-/* Every event the ring still holds, in order; the events a drain counts
- * lost are taken to come before those it returns (the ring overwrites
- * its oldest events first). */
-static void seg_timeline(struct gm_seg *seg, struct gm_timeline *tl)
-{
-    static struct gm_abi_record buf[1024];
-    struct gm_cursor c;
-    gm_cursor_init(&c, seg, false);
-    for (unsigned rounds = 0; rounds < 1u << 16; rounds++) {
-        uint64_t lost = 0;
-        size_t n = gm_seg_drain(seg, &c, buf, 1024, GM_DRAIN_FLUSH, &lost);
-        gm_tl_lost(tl, lost);
-        for (size_t i = 0; i < n; i++)
-            tl_record(tl, &buf[i]);
-        if (n == 0 && lost == 0)
-            break;
-    }
-}
-
 static int only_pid(const char *prefix, int *pid)
 {
     struct gm_scan sc;
@@ -238,7 +207,6 @@ static int report_pid(const struct report_args *a)
         return 1;
     }
     gm_rl_compute(&rl, &seg, &p.snap, ev, nev, lost);
-    free(ev);
     rc = print_report(&p.snap, p.state == GM_SEG_ALIVE ? GM_REPORT_LIVE : 0,
                       a->json, &rl);
     if (rc == 0 && a->every && !a->json)
@@ -246,12 +214,14 @@ static int report_pid(const struct report_args *a)
     if (rc == 0 && a->svg) {
         static struct gm_timeline tl;
         gm_tl_init(&tl);
-        seg_timeline(&seg, &tl);
+        tl.t0_ns = p.snap.start_realtime_ns;
+        gm_rl_timeline(&tl, &rl, &seg, ev, nev, lost);
         tl_from_snapshot(&tl, &p.snap);
         tl_title(&tl, &p.snap);
         rc = write_svg(&tl, a->svg);
         gm_tl_free(&tl);
     }
+    free(ev);
     gm_rl_free(&rl);
     gm_seg_close(&seg);
     return rc;

@@ -11,6 +11,7 @@
 
 #include "policy/parse.h"
 #include "shim/telemetry/report.h"
+#include "tools/lib/svg.h"
 #include "tools/lib/util.h"
 
 void gm_rl_compute(struct gm_report_leaks *rl, const struct gm_seg *seg,
@@ -129,12 +130,12 @@ static void every_dev(FILE *f, unsigned dev, const struct gm_leak *l,
         const struct gm_trend_point *p = &l->pts[i];
         lo = p->floor < lo ? p->floor : lo;
         hi = p->peak > hi ? p->peak : hi;
-        /* One row per group of points with the same floor(step / every)
+        /* One row per group of points with the same ceil(step / every)
          * (point number without steps), shown at the group's last. */
         double key = steps ? p->step : (double)(i + 1);
         if (i + 1 < l->npts) {
             double next = steps ? l->pts[i + 1].step : (double)(i + 2);
-            if (floor(key / (double)every) == floor(next / (double)every))
+            if (ceil(key / (double)every) == ceil(next / (double)every))
                 continue;
         }
         char fl[16], pk[16], t[24], k[24];
@@ -153,4 +154,127 @@ void gm_rl_every(FILE *f, const struct gm_report_leaks *rl, uint64_t every)
     for (unsigned i = 0; i < GM_ABI_MAX_DEVICES; i++)
         if (rl->have[i])
             every_dev(f, i, &rl->dev[i], every ? every : 1);
+}
+
+/* ---- the image ------------------------------------------------------------ */
+
+static void tl_event(struct gm_timeline *tl, const struct gm_abi_record *r)
+{
+    if (r->dev >= GM_ABI_MAX_DEVICES || r->kind == GM_EV_HOST ||
+        r->kind == GM_EV_STEP || r->kind == GM_EV_MARK)
+        return;
+    if (r->kind == GM_EV_OOM)
+        gm_tl_oom(tl, r->dev, r->ts_ns, r->used_after);
+    else
+        gm_tl_add(tl, r->dev, r->ts_ns, r->used_after);
+}
+
+/* The buckets that end before `until`: least, greatest and last used. */
+static bool tl_history(struct gm_timeline *tl, const struct gm_seg *seg,
+                       unsigned dev, uint64_t until)
+{
+    static struct gm_hist_point hp[GM_HIST_POINTS_MAX];
+    char err[256];
+    int n = gm_seg_history(seg, dev, hp, GM_HIST_POINTS_MAX, err, sizeof err);
+    bool any = false;
+    for (int i = 0; i < n && hp[i].end_ns <= until; i++) {
+        /* The bucket's range as a bar at its start, then its last. */
+        gm_tl_add(tl, dev, hp[i].start_ns, hp[i].used_min);
+        gm_tl_add(tl, dev, hp[i].start_ns + 1, hp[i].used_max);
+        gm_tl_add(tl, dev, hp[i].end_ns - 1, hp[i].used_last);
+        any = true;
+    }
+    return any;
+}
+
+/* 1, 2, 5, 10, 20, ... at least x. */
+static uint64_t nice_at_least(double x)
+{
+    uint64_t m = 1;
+    for (;;) {
+        if ((double)m >= x)
+            return m;
+        if ((double)(2 * m) >= x)
+            return 2 * m;
+        if ((double)(5 * m) >= x)
+            return 5 * m;
+        if (m > UINT64_MAX / 20)
+            return m;
+        m *= 10;
+    }
+}
+
+/* Ticks at about 20 round step numbers along the first device's series. */
+static void tl_steps(struct gm_timeline *tl, const struct gm_leak *l,
+                     uint64_t t0_ns)
+{
+    if (l->npts < 2 || !(l->pts[0].step >= 0))
+        return;
+    double first = l->pts[0].step, last = l->pts[l->npts - 1].step;
+    uint64_t k = nice_at_least((last - first) / 20);
+    char lab[32];
+    for (size_t i = 1; i < l->npts; i++) {
+        double a = l->pts[i - 1].step, b = l->pts[i].step;
+        if (floor(a / (double)k) == floor(b / (double)k))
+            continue;
+        uint64_t at = (uint64_t)floor(b / (double)k) * k;
+        snprintf(lab, sizeof lab, "%" PRIu64, at);
+        gm_tl_mark(tl, t0_ns + (uint64_t)(l->pts[i].t * 1e9), true, lab);
+    }
+}
+
+static void tl_trend(struct gm_tl_trend *tt, const struct gm_leak *l,
+                     uint64_t t0_ns)
+{
+    const struct gm_trend *t = &l->trend;
+    char a[32];
+    if (t->verdict != GM_TREND_GROWS || l->npts == 0 || isnan(t->bytes_per_second))
+        return;
+    double t1 = l->pts[l->npts - 1].t, t0 = t1 - t->seconds;
+    tt->on = true;
+    tt->t1_ns = t0_ns + (uint64_t)(t1 * 1e9);
+    tt->t0_ns = t0_ns + (uint64_t)(t0 > 0 ? t0 * 1e9 : 0);
+    tt->y1 = t->floor_now;
+    tt->y0 = t->floor_now - t->bytes_per_second * t->seconds;
+    if (t->by_step) {
+        gm_size_short((uint64_t)(t->bytes_per_step + 0.5), a, sizeof a);
+        snprintf(tt->text, sizeof tt->text, "trend +%s/step", a);
+    } else {
+        gm_size_short((uint64_t)(t->bytes_per_second + 0.5), a, sizeof a);
+        snprintf(tt->text, sizeof tt->text, "trend +%s/s", a);
+    }
+}
+
+void gm_rl_timeline(struct gm_timeline *tl, const struct gm_report_leaks *rl,
+                    const struct gm_seg *seg, const struct gm_abi_record *ev,
+                    size_t n, uint64_t lost)
+{
+    uint64_t until = n > 0 ? ev[0].ts_ns : UINT64_MAX;
+    bool covered = false;
+    if (lost > 0)
+        for (unsigned i = 0; i < GM_ABI_MAX_DEVICES; i++)
+            if (rl->have[i])
+                covered |= tl_history(tl, seg, i, until);
+    if (covered)
+        tl->hist_until_ns = until;
+    else
+        gm_tl_lost(tl, lost);
+    for (size_t i = 0; i < n; i++)
+        tl_event(tl, &ev[i]);
+
+    static struct gm_mark_info mk[GM_ABI_MARKS];
+    char err[256];
+    int nm = gm_seg_marks(seg, mk, GM_ABI_MARKS, err, sizeof err);
+    for (int i = 0; i < nm; i++)
+        gm_tl_mark(tl, mk[i].ts_ns, false, mk[i].label);
+    bool ticks = false;
+    for (unsigned i = 0; i < GM_ABI_MAX_DEVICES; i++) {
+        if (!rl->have[i])
+            continue;
+        if (!ticks) {
+            tl_steps(tl, &rl->dev[i], tl->t0_ns);
+            ticks = true;
+        }
+        tl_trend(&tl->dev[i].trend, &rl->dev[i], tl->t0_ns);
+    }
 }

@@ -35,6 +35,15 @@ void gm_rl_text(FILE *f, const struct gm_report_leaks *rl);
  * NULL when out of memory or json has no such array (then print json). */
 char *gm_rl_splice_json(const char *json, const struct gm_report_leaks *rl);
 
+struct gm_timeline;
+/* The image's timeline of a segment: the history's buckets before the
+ * ring's oldest event when the ring lost the start (then those events are
+ * not counted lost on the image), every ring event, the marks and step
+ * ticks, and each growing device's fitted trend. */
+void gm_rl_timeline(struct gm_timeline *tl, const struct gm_report_leaks *rl,
+                    const struct gm_seg *seg, const struct gm_abi_record *ev,
+                    size_t n, uint64_t lost);
+
 /* The table of every `every` steps (or points when no step is known) of
  * each analysed device's series. */
 void gm_rl_every(FILE *f, const struct gm_report_leaks *rl, uint64_t every);
