@@ -125,13 +125,13 @@ static void every_dev(FILE *f, unsigned dev, const struct gm_leak *l,
             l->from_history ? "history" : "ring");
     fprintf(f, "%10s %9s %9s %9s %9s\n", steps ? "STEP" : "POINT", "TIME",
             "FLOOR", "PEAK", "LIVE");
-    uint64_t lo = UINT64_MAX, hi = 0;
+    uint64_t hi = 0;
     for (size_t i = 0; i < l->npts; i++) {
         const struct gm_trend_point *p = &l->pts[i];
-        lo = p->floor < lo ? p->floor : lo;
         hi = p->peak > hi ? p->peak : hi;
         /* One row per group of points with the same ceil(step / every)
-         * (point number without steps), shown at the group's last. */
+         * (point number without steps), shown at the group's last: its
+         * floor and live count, the greatest peak of the group. */
         double key = steps ? p->step : (double)(i + 1);
         if (i + 1 < l->npts) {
             double next = steps ? l->pts[i + 1].step : (double)(i + 2);
@@ -139,12 +139,14 @@ static void every_dev(FILE *f, unsigned dev, const struct gm_leak *l,
                 continue;
         }
         char fl[16], pk[16], t[24], k[24];
-        gm_size_short(lo, fl, sizeof fl);
+        gm_size_short(p->floor, fl, sizeof fl);
         gm_size_short(hi, pk, sizeof pk);
         gm_trend_format_seconds(p->t, t, sizeof t);
+        char *sp = strchr(t, ' '); /* "0.5s": one word per column */
+        if (sp)
+            memmove(sp, sp + 1, strlen(sp));
         gm_format_decimal(floor(key), 0, k, sizeof k);
         fprintf(f, "%10s %9s %9s %9s %9" PRIu64 "\n", k, t, fl, pk, p->live);
-        lo = UINT64_MAX;
         hi = 0;
     }
 }
