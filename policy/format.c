@@ -285,6 +285,14 @@ static void fmt_output(struct out *o, bool json, const struct gm_policy *p)
          p->shm_prefix, NULL);
     item(o, json, gm_pol_field_names[GM_F_LOG_LEVEL], p->src[GM_F_LOG_LEVEL],
          gm_log_level_name(p->log_level), NULL);
+    if (p->warn_before_ns == 0)
+        snprintf(t, sizeof t, "0 (off)");
+    else
+        gm_format_duration(p->warn_before_ns, t, sizeof t);
+    snprintf(x, sizeof x, "\"ns\": %llu",
+             (unsigned long long)p->warn_before_ns);
+    item(o, json, gm_pol_field_names[GM_F_WARN_BEFORE],
+         p->src[GM_F_WARN_BEFORE], t, x);
     item(o, json, gm_pol_field_names[GM_F_CUDA_LIBRARY], p->src[GM_F_CUDA_LIBRARY],
          p->cuda_library, NULL);
     item(o, json, gm_pol_field_names[GM_F_ON_BAD_CONFIG],

@@ -49,7 +49,7 @@ enum gm_field {
     GM_F_LIMIT = 0, GM_F_LIMIT_N, GM_F_MODE, GM_F_STATIC_SIZE, GM_F_WARMUP,
     GM_F_HEADROOM, GM_F_ON_OOM, GM_F_GROUP, GM_F_GROUP_LIMIT, GM_F_PRIORITY,
     GM_F_REPORT, GM_F_KEEP, GM_F_TELEMETRY, GM_F_RING_EVENTS, GM_F_SHM_PREFIX,
-    GM_F_LOG_LEVEL,
+    GM_F_LOG_LEVEL, GM_F_WARN_BEFORE,
     GM_F_CUDA_LIBRARY, GM_F_ON_BAD_CONFIG, GM_F_COUNT
 };
 
@@ -75,6 +75,8 @@ struct gm_policy {
     uint32_t ring_events;                       /* power of two */
     char shm_prefix[GM_PREFIX_MAX + 1];         /* default "gpumem" */
     enum gm_log log_level;
+    uint64_t warn_before_ns;                    /* GPUMEM_WARN_BEFORE, 5 min;
+                                                   0 = no forecast warning */
     char cuda_library[GM_PATH_MAX];             /* default "libcuda.so.1" */
     enum gm_bad_config on_bad_config;
     enum gm_source src[GM_F_COUNT];

@@ -158,6 +158,7 @@ static void open_telemetry(void)
         .mode = (uint32_t)gm_st.policy.mode,
         .on_oom = (uint32_t)gm_st.policy.on_oom,
         .shm_dir = NULL,
+        .warn_before_ns = gm_st.policy.warn_before_ns,
     };
     char err[256] = "";
     int rc = gm_tel_open(&gm_st.tel, &tp, err, sizeof err);

@@ -30,11 +30,11 @@ GM_EXPORT long long gpumem_used(int device);
 GM_EXPORT long long gpumem_peak(int device);
 GM_EXPORT long long gpumem_limit(int device);
 
-static _Atomic uint64_t user_steps;
-
 void gpumem_step(void)
 {
-    uint64_t n = atomic_fetch_add_explicit(&user_steps, 1,
+    /* gm_st.steps is also what allocations are stamped with (the OOM
+     * snapshot's "allocated over the last N steps"). */
+    uint64_t n = atomic_fetch_add_explicit(&gm_st.steps, 1,
                                            memory_order_relaxed) + 1;
     (void)gm_active(); /* initialises the shim at a first call */
     gm_tel_step(&gm_st.tel, n);

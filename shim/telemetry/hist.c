@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "shim/base/spin.h"
+#include "shim/telemetry/forecast.h"
 #include "shim/telemetry/telwrite.h"
 
 #define HIST_CLOSED UINT64_MAX   /* hist_next_ns after the exit flush */
@@ -292,6 +293,8 @@ void gm_hist_roll(struct gm_abi_header *h, struct gm_abi_dev *d,
         if (next != 0)
             close_open(h, hs, d);
         open_at(h, d, now);
+        if (next != 0)
+            gm_forecast_check(h, d, hs, dev, now);
     }
     TW_ST_REL(&d->hist_lock, 0); /* pairs with the acquire above */
 }
@@ -324,4 +327,31 @@ void gm_hist_flush(struct gm_abi_header *h)
         tw_stats_end(d);
         TW_ST_REL(&d->hist_lock, 0);
     }
+}
+
+/* ---- OOM snapshot --------------------------------------------------------- */
+
+bool gm_hist_oom_wanted(const struct gm_abi_header *h, unsigned dev)
+{
+    const struct gm_abi_hist *hs = gm_hist_of(h, dev);
+    return hs != NULL && TW_LD_RLX(&hs->oom.state) == GM_ABI_OOM_EMPTY;
+}
+
+bool gm_hist_oom_write(struct gm_abi_header *h, unsigned dev,
+                       const struct gm_abi_oom *snap)
+{
+    struct gm_abi_hist *hs = gm_hist_of(h, dev);
+    if (hs == NULL)
+        return false;
+    uint64_t empty = GM_ABI_OOM_EMPTY;
+    if (!__atomic_compare_exchange_n(&hs->oom.state, &empty,
+                                     GM_ABI_OOM_WRITING, false,
+                                     __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+        return false; /* another thread's refusal came first */
+    /* Plain copy: no reader looks before the release store below. */
+    memcpy((char *)&hs->oom + sizeof hs->oom.state,
+           (const char *)snap + sizeof snap->state,
+           sizeof *snap - sizeof snap->state);
+    TW_ST_REL(&hs->oom.state, GM_ABI_OOM_DONE); /* pairs with gm_seg_oom */
+    return true;
 }

@@ -46,6 +46,14 @@ struct gm_abi_mark *gm_hist_marks(const struct gm_abi_header *h);
  * a bounded time for a roll in progress). */
 void gm_hist_flush(struct gm_abi_header *h);
 
+/* OOM snapshot: whether device dev has a history and no snapshot yet
+ * (a cheap test before the walk), and the one-time write (state 0 -> 1 by
+ * compare-exchange, the fields, 2 with a release store). False when the
+ * device has no history or another snapshot was claimed first. */
+bool gm_hist_oom_wanted(const struct gm_abi_header *h, unsigned dev);
+bool gm_hist_oom_write(struct gm_abi_header *h, unsigned dev,
+                       const struct gm_abi_oom *snap);
+
 /* ---- pure arithmetic -------------------------------------------------- */
 
 /* Fold src (a finer bucket) into dst (its coarser bucket): min of the

@@ -24,6 +24,7 @@
 #include "shim/telemetry/telemetry.h"
 #include "shim/telemetry/telwrite.h"
 #include "shim/telemetry/hist.h"
+#include "shim/telemetry/forecast.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -381,6 +382,7 @@ static void init_image(struct gm_abi_header *h, uint32_t cap, uint32_t slots,
     if (h->start_realtime_ns == 0 || h->start_realtime_ns > h->created_ns)
         h->start_realtime_ns = h->created_ns;
     read_cmdline(h->cmdline, sizeof h->cmdline);
+    gm_forecast_configure(p->warn_before_ns);
     if (p->policy_summary != NULL)
         snprintf(h->policy, sizeof h->policy, "%s", p->policy_summary);
     TW_ST_REL(&h->magic, GM_ABI_MAGIC);
@@ -595,6 +597,7 @@ void gm_tel_forget(struct gm_tel *t)
     t->map_len = 0;
     __atomic_store_n(&t->hdr, NULL, __ATOMIC_RELEASE);
     gm_thread_id_reset();
+    gm_forecast_configure(0); /* the child's segment configures its own */
 }
 
 /* ---- read side ---------------------------------------------------------- */
@@ -709,6 +712,10 @@ int gm_tel_read(const struct gm_abi_header *h, uint32_t slots, uint32_t cap,
     out->cmdline[sizeof out->cmdline - 1] = '\0';
     memcpy(out->policy, h->policy, sizeof out->policy);
     out->policy[sizeof out->policy - 1] = '\0';
+    out->steps = TW_LD_ACQ(&h->steps);
+    out->marks = TW_LD_ACQ(&h->marks);
+    out->hist_base_ns = h->hist_base_ns;
+    memset(out->oom, 0, sizeof out->oom);
     out->dev_slots = slots;
     uint64_t seen = TW_LD_ACQ(&h->dev_seen);
     out->dev_count = seen < slots ? (uint32_t)seen : slots;
@@ -722,12 +729,36 @@ int gm_tel_read(const struct gm_abi_header *h, uint32_t slots, uint32_t cap,
     return bad;
 }
 
+void gm_tel_read_oom(const struct gm_abi_header *h, uint32_t slots,
+                     uint32_t cap, struct gm_snapshot *out)
+{
+    memset(out->oom, 0, sizeof out->oom);
+    uint32_t hslots = slots < GM_ABI_HIST_DEVICES ? slots
+                                                  : GM_ABI_HIST_DEVICES;
+    const char *base = (const char *)h + sizeof *h +
+                       (size_t)slots * sizeof(struct gm_abi_dev) +
+                       (size_t)cap * sizeof(struct gm_abi_record) +
+                       (size_t)GM_ABI_MARKS * sizeof(struct gm_abi_mark);
+    const struct gm_abi_hist *hs = (const struct gm_abi_hist *)base;
+    for (uint32_t i = 0; i < out->dev_count && i < hslots; i++) {
+        /* Pairs with gm_hist_oom_write's release of DONE; the fields
+         * never change after it. */
+        if (TW_LD_ACQ(&hs[i].oom.state) != GM_ABI_OOM_DONE)
+            continue;
+        memcpy(&out->oom[i], &hs[i].oom, sizeof out->oom[i]);
+        if (out->oom[i].nclasses > GM_ABI_OOM_CLASSES)
+            out->oom[i].nclasses = GM_ABI_OOM_CLASSES;
+    }
+}
+
 int gm_tel_snapshot(const struct gm_tel *t, struct gm_snapshot *out)
 {
     const struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL)
         return -1;
-    return gm_tel_read(h, h->dev_slots, h->ring_capacity, out);
+    int bad = gm_tel_read(h, h->dev_slots, h->ring_capacity, out);
+    gm_tel_read_oom(h, h->dev_slots, h->ring_capacity, out);
+    return bad;
 }
 
 uint64_t gm_snapshot_events_lost(const struct gm_snapshot *s)

@@ -427,8 +427,10 @@ struct snap_args {
 static int snap_cb(void *arg)
 {
     struct snap_args *a = arg;
-    return gm_tel_read((const struct gm_abi_header *)a->s->base,
-                       a->s->dev_slots, a->s->ring_capacity, a->out);
+    const struct gm_abi_header *h = (const struct gm_abi_header *)a->s->base;
+    int bad = gm_tel_read(h, a->s->dev_slots, a->s->ring_capacity, a->out);
+    gm_tel_read_oom(h, a->s->dev_slots, a->s->ring_capacity, a->out);
+    return bad;
 }
 
 static void snap_backoff(unsigned attempt)
@@ -442,6 +444,28 @@ static void snap_backoff(unsigned attempt)
 #define SNAP_ATTEMPTS 64u
 #define SNAP_STUCK 16u
 #define SNAP_FIRST_DEVS 2u
+
+/* The OOM snapshots through pread: the state first, then, when complete,
+ * the whole block (its fields never change after the state says so). */
+static void read_oom_file(const struct gm_seg *s, struct gm_snapshot *out)
+{
+    memset(out->oom, 0, sizeof out->oom);
+    for (uint32_t i = 0; i < out->dev_count && i < s->hist_slots; i++) {
+        off_t at = (off_t)(s->hist_offset +
+                           (uint64_t)GM_ABI_MARKS * sizeof(struct gm_abi_mark) +
+                           (uint64_t)i * sizeof(struct gm_abi_hist));
+        uint64_t state = 0;
+        if (!pread_all(s->fd, &state, sizeof state, at) ||
+            state != GM_ABI_OOM_DONE ||
+            !pread_all(s->fd, &out->oom[i], sizeof out->oom[i], at) ||
+            out->oom[i].state != GM_ABI_OOM_DONE) {
+            memset(&out->oom[i], 0, sizeof out->oom[i]);
+            continue;
+        }
+        if (out->oom[i].nclasses > GM_ABI_OOM_CLASSES)
+            out->oom[i].nclasses = GM_ABI_OOM_CLASSES;
+    }
+}
 
 /* A snapshot through pread: the seqlock protocol of shim/telemetry/abi.h with whole
  * copies for loads, which system calls keep in order: wdone from copy A,
@@ -519,6 +543,7 @@ static int snapshot_file(const struct gm_seg *s, struct gm_snapshot *out)
     gm_tel_read((const struct gm_abi_header *)b, slots, s->ring_capacity,
                 out);
     out->dev_count = n;
+    read_oom_file(s, out);
     rc = 0;
     for (uint32_t i = 0; i < n; i++) {
         if ((pending | stuck) >> i & 1)
