@@ -1,8 +1,10 @@
 /*
  * tools/cli/cmd_report.c — `gpumem report [PID | --from TRACE.jsonl] [--json]
- * [--svg FILE] [--prefix P]`: the exit-report figures (shim/telemetry/report.h) of a
- * live or kept process, or of a trace written by `gpumem log --format
- * jsonl`; optionally the usage-over-time image (tools/lib/svg.h).
+ * [--svg FILE] [--every N] [--prefix P]`: the exit-report figures
+ * (shim/telemetry/report.h) of a live or kept process, or of a trace written
+ * by `gpumem log --format jsonl`, with a process's leak verdict and --every
+ * table (tools/cli/report_trend.h); optionally the usage-over-time image
+ * (tools/lib/svg.h).
  *
  * Invariants: a segment's figures come from one consistent snapshot and
  * are formatted by the shim's own report code, so `gpumem report` and the
@@ -34,7 +36,7 @@ const char gm_help_report[] =
     "    gpumem report - memory figures of a process or of a recorded trace\n"
     "\n"
     "SYNOPSIS\n"
-    "    gpumem report [PID] [--json] [--svg FILE] [--prefix P]\n"
+    "    gpumem report [PID] [--json] [--svg FILE] [--every N] [--prefix P]\n"
     "    gpumem report --from TRACE.jsonl [PID] [--json] [--svg FILE]\n"
     "\n"
     "DESCRIPTION\n"
@@ -46,6 +48,14 @@ const char gm_help_report[] =
     "    allocation latency p50/p99 and events lost. Without PID, the only\n"
     "    process of the current user is reported.\n"
     "\n"
+    "    For a process, one more line per device gives the leak verdict:\n"
+    "    whether the floor of used (its lowest value in each training step)\n"
+    "    grows, by how much per step and per second, over how many steps,\n"
+    "    the size of the allocations that pile up, and when the limit will\n"
+    "    be reached at that pace. Steps are the program's own marks\n"
+    "    (gpumem_step) or else found from the period of its allocations;\n"
+    "    docs/metrics.md defines every figure.\n"
+    "\n"
     "    With --from, the figures are computed from a trace written by\n"
     "    gpumem log --format jsonl: counts, sizes, latencies, used, peak and\n"
     "    allocations live at the end of the trace (fragmentation is not in\n"
@@ -55,13 +65,24 @@ const char gm_help_report[] =
     "OPTIONS\n"
     "    --json\n"
     "        One JSON object (the keys of GPUMEM_REPORT=json, see\n"
-    "        docs/metrics.md) instead of text lines.\n"
+    "        docs/metrics.md) instead of text lines; for a process each\n"
+    "        device also carries \"leak\": {verdict, bytes_per_step,\n"
+    "        bytes_per_second, steps, seconds_to_limit, ...}, null where\n"
+    "        unknown.\n"
+    "    --every N\n"
+    "        Also print, per device, one row every N steps (or history\n"
+    "        points when no step is known): the step, its time, the used\n"
+    "        floor of that step, the highest used since the previous row and\n"
+    "        the live allocations.\n"
     "    --svg FILE\n"
     "        Also draw device memory used over time, per device, with the\n"
     "        limit (dashed), the peak (circle) and refused requests (red\n"
     "        crosses), into FILE as SVG. For a process, the samples are the\n"
-    "        events its ring still holds; a note on the image says how many\n"
-    "        events were lost and since when the history is complete.\n"
+    "        events its ring still holds, and before its oldest one the\n"
+    "        segment's history (1 s buckets and coarser); the image also\n"
+    "        shows the marks, step ticks and the fitted trend of a growing\n"
+    "        device. Without history, a note says how many events were lost\n"
+    "        and since when the curve is complete.\n"
     "    --from TRACE.jsonl\n"
     "        Read a recorded trace instead of a segment ('-': stdin).\n"
     "    --prefix P\n"
@@ -80,6 +101,7 @@ const char gm_help_report[] =
     "    gpumem report 41017\n"
     "        gpumem: device 0: peak 544.0 MiB of 2.0 GiB limit at 0.4 s; ...\n"
     "    gpumem report --json --svg usage.svg 41017\n"
+    "    gpumem report --every 500 41017\n"
     "    gpumem log --format jsonl 41017 > t.jsonl; gpumem report --from "
     "t.jsonl\n";
 
@@ -514,7 +536,7 @@ static int parse_args(struct report_args *a, int argc, char **argv)
         } else {
             fprintf(stderr, "gpumem: report: unexpected %s '%s'; usage: "
                     "gpumem report [PID | --from TRACE.jsonl] [--json] "
-                    "[--svg FILE]\n", argv[i][0] == '-' ? "option"
+                    "[--svg FILE] [--every N]\n", argv[i][0] == '-' ? "option"
                                                         : "argument", argv[i]);
             return -1;
         }

@@ -50,20 +50,20 @@ struct coldef {
 
 static const struct coldef cols[] = {
     { GM_COL_PID, "PID", 7, 0, false },
-    { GM_COL_USER, "USER", 8, 3, true },
+    { GM_COL_USER, "USER", 8, 1, true },
     { GM_COL_DEV, "DEV", 3, 0, false },
     { GM_COL_USED, "USED", 7, 0, false },
     { GM_COL_PEAK, "PEAK", 7, 8, false },
     { GM_COL_LIMIT, "LIMIT", 7, 0, false },
     { GM_COL_PCT, "%LIMIT", 9, 0, true },
     { GM_COL_ARATE, "ALLOC/s", 7, 0, false },
-    { GM_COL_FRATE, "FREE/s", 7, 6, false },
+    { GM_COL_FRATE, "FREE/s", 7, 4, false },
     { GM_COL_OOMS, "OOMS", 5, 0, false },
     { GM_COL_FRAG, "FRAG@PK", 7, 5, false },
     { GM_COL_P99, "P99", 8, 7, false },
-    { GM_COL_TREND, "TREND", 8, 2, false },
-    { GM_COL_ETA, "ETA", 6, 1, false },
-    { GM_COL_MODE, "MODE", 6, 4, true },
+    { GM_COL_TREND, "TREND", 8, 6, false },
+    { GM_COL_ETA, "ETA", 6, 3, false },
+    { GM_COL_MODE, "MODE", 6, 2, true },
     { GM_COL_CMD, "COMMAND", CMD_MIN, 0, true },
 };
 #define NCOLS (sizeof cols / sizeof cols[0])
