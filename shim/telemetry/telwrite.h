@@ -18,6 +18,14 @@
 #include "shim/base/clock.h"
 #include "shim/telemetry/telemetry.h"
 
+/* The history's hot-path code (the bucket compare, the open bucket's
+ * extremes) is compiled in unless a measurement turns it off:
+ * tests/bench/bench_histoff.c builds the writer with GM_TW_HISTORY 0 so
+ * that `make bench` can count what the history adds to an event. */
+#ifndef GM_TW_HISTORY
+#define GM_TW_HISTORY 1
+#endif
+
 #define TW_LD_RLX(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #define TW_LD_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define TW_ST_RLX(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
@@ -119,7 +127,8 @@ tw_stats_enter(struct gm_abi_header *h, unsigned dev, uint64_t now,
     /* History: the one compare per event; the roll is cold. It runs
      * before this event's updates, so the closed bucket ends with the
      * figures of the event before. */
-    if (__builtin_expect(now >= tw_get(&d->hist_next_ns), 0))
+    if (GM_TW_HISTORY &&
+        __builtin_expect(now >= tw_get(&d->hist_next_ns), 0))
         gm_hist_roll(h, d, dev, now);
     tw_put(&d->last_ns, now);
     return d;
@@ -157,8 +166,10 @@ static inline void tw_set_used_peak(struct gm_abi_dev *d, uint64_t used,
     tw_put(&d->used, used);
     /* The open history bucket's extremes (a compare each; the store only
      * when beyond). */
-    tw_raise_to(&d->hist_max, used);
-    tw_lower_to(&d->hist_min, used);
+    if (GM_TW_HISTORY) {
+        tw_raise_to(&d->hist_max, used);
+        tw_lower_to(&d->hist_min, used);
+    }
     if (peak < used)
         peak = used;
     if (tw_raise_to(&d->peak, peak)) {

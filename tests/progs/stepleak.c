@@ -1,16 +1,19 @@
 /*
  * tests/progs/stepleak.c — a training loop with known figures for the
  * history, step and OOM-snapshot tests. Setup: one WEIGHTS-byte
- * allocation. Each step s = 0, 1, ...: a LEAK-byte allocation that is
- * never freed, a TRANSIENT-byte allocation freed at once, then
+ * allocation. Each step s = 0, 1, ...: the previous step's transient
+ * allocation freed, a LEAK-byte allocation that is never freed, a
+ * TRANSIENT-byte allocation held until the next step begins, then
  * gpumem_step() (found with dlsym(RTLD_DEFAULT); absent without the
  * preloaded library). Marks: "start" before the setup, then every
  * MARK_EVERY steps a label "epoch N", and three hostile labels once (NULL,
  * 300 bytes, invalid UTF-8). Stops after STEPS steps or at the first
- * refused allocation, printing what happened:
+ * refused allocation, printing what happened. CHURN: that many 1 MiB
+ * allocations each freed at once, per step (events for the ring).
  *
- *   stepleak STEPS WEIGHTS LEAK TRANSIENT [MARK_EVERY [SLEEP_MS]]
- *   -> "refused TRANSIENT at step S" (exit 0) or "done S steps" (exit 0)
+ *   stepleak STEPS WEIGHTS LEAK TRANSIENT [MARK_EVERY [SLEEP_MS [CHURN]]]
+ *   -> "pid N", then "refused TRANSIENT at step S" or "done S steps"
+ *      (exit 0 either way)
  */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
@@ -19,12 +22,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 int main(int argc, char **argv)
 {
     if (argc < 5) {
         fprintf(stderr, "usage: stepleak STEPS WEIGHTS LEAK TRANSIENT "
-                "[MARK_EVERY [SLEEP_MS]]\n");
+                "[MARK_EVERY [SLEEP_MS [CHURN]]]\n");
         return 2;
     }
     unsigned long steps = strtoul(argv[1], NULL, 10);
@@ -33,6 +37,9 @@ int main(int argc, char **argv)
     unsigned long long transient = strtoull(argv[4], NULL, 10);
     unsigned long mark_every = argc > 5 ? strtoul(argv[5], NULL, 10) : 0;
     unsigned long sleep_ms = argc > 6 ? strtoul(argv[6], NULL, 10) : 0;
+    unsigned long churn = argc > 7 ? strtoul(argv[7], NULL, 10) : 0;
+    printf("pid %d\n", (int)getpid());
+    fflush(stdout);
     void (*step)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "gpumem_step");
     void (*mark)(const char *) =
         (void (*)(const char *))dlsym(RTLD_DEFAULT, "gpumem_mark");
@@ -63,9 +70,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "stepleak: driver setup failed\n");
         return 1;
     }
-    CUdeviceptr w, p;
+    CUdeviceptr w, p, held = 0;
     if (weights > 0 && alloc(&w, weights) != CUDA_SUCCESS) {
         printf("refused %llu at setup\n", weights);
+        fflush(stdout);
         return 0;
     }
     if (mark) {
@@ -82,17 +90,23 @@ int main(int argc, char **argv)
             snprintf(label, sizeof label, "epoch %lu", s / mark_every);
             mark(label);
         }
+        if (held) {
+            mfree(held);
+            held = 0;
+        }
         if (leak > 0 && alloc(&p, leak) != CUDA_SUCCESS) {
             printf("refused %llu at step %lu\n", leak, s);
             return 0;
         }
         if (transient > 0) {
-            if (alloc(&p, transient) != CUDA_SUCCESS) {
+            if (alloc(&held, transient) != CUDA_SUCCESS) {
                 printf("refused %llu at step %lu\n", transient, s);
                 return 0;
             }
-            mfree(p);
         }
+        for (unsigned long k = 0; k < churn; k++)
+            if (alloc(&p, 1u << 20) == CUDA_SUCCESS)
+                mfree(p);
         if (step)
             step();
         if (sleep_ms)
