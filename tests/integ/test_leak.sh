@@ -92,6 +92,15 @@ awk -v want=$((50 * 3)) '$1 == 100 { a = $3 } $1 == 150 { b = $3 }
     END { sub(/M$/, "", a); sub(/M$/, "", b); d = b - a - want; if (d < 0) d = -d;
           exit !(a != "" && d <= 8) }' "$T/every" ||
     bad "--every 50: floors of steps 100 and 150 not 150 MiB apart: $(cat "$T/every")"
+"$B/gpumem" report --json --every 50 "$(cat "$T/$name.pid")" | grep -q \
+    '"every":\[{"step":50,"t_s":[0-9.]*,"floor_bytes":[0-9]*,"peak_bytes":[0-9]*,"live_allocs":[0-9]*},{"step":100,' ||
+    bad "--json --every 50: no every rows"
+for v in 0 x 1.5 ""; do
+    "$B/gpumem" report --every "$v" "$(cat "$T/$name.pid")" >"$T/out" 2>&1
+    rc=$?
+    [ $rc = 2 ] && grep -q "every" "$T/out" ||
+        bad "--every '$v': status $rc, $(cat "$T/out")"
+done
 if [ $marks = 1 ]; then
     # A ring of 1024 events over a 1.5 s run: the image starts from the
     # history, and shows the trend and the step ticks.

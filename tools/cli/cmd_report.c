@@ -73,7 +73,9 @@ const char gm_help_report[] =
     "        Also print, per device, one row every N steps (or history\n"
     "        points when no step is known): the step, its time, the used\n"
     "        floor of that step, the highest used since the previous row and\n"
-    "        the live allocations.\n"
+    "        the live allocations. With --json, each device gets these\n"
+    "        rows as \"every\": [{step, t_s, floor_bytes, peak_bytes,\n"
+    "        live_allocs}, ...].\n"
     "    --svg FILE\n"
     "        Also draw device memory used over time, per device, with the\n"
     "        limit (dashed), the peak (circle) and refused requests (red\n"
@@ -117,7 +119,8 @@ struct report_args {
 /* ---- output ------------------------------------------------------------------ */
 
 static int print_report(const struct gm_snapshot *s, unsigned flags,
-                        bool json, const struct gm_report_leaks *rl)
+                        bool json, const struct gm_report_leaks *rl,
+                        uint64_t every)
 {
     size_t n = json ? gm_report_json(s, flags, NULL, 0)
                     : gm_report_text(s, flags, NULL, 0);
@@ -130,15 +133,18 @@ static int print_report(const struct gm_snapshot *s, unsigned flags,
         gm_report_json(s, flags, buf, n + 1);
     else
         gm_report_text(s, flags, buf, n + 1);
-    char *spliced = json && rl ? gm_rl_splice_json(buf, rl) : NULL;
+    char *spliced = json && rl ? gm_rl_splice_json(buf, rl, every) : NULL;
     if (spliced)
         fputs(spliced, stdout);
     else
         fwrite(buf, 1, n, stdout);
     free(spliced);
     free(buf);
-    if (!json && rl)
+    if (!json && rl) {
         gm_rl_text(stdout, rl);
+        if (every)
+            gm_rl_every(stdout, rl, every);
+    }
     return 0;
 }
 
@@ -230,9 +236,7 @@ static int report_pid(const struct report_args *a)
     }
     gm_rl_compute(&rl, &seg, &p.snap, ev, nev, lost);
     rc = print_report(&p.snap, p.state == GM_SEG_ALIVE ? GM_REPORT_LIVE : 0,
-                      a->json, &rl);
-    if (rc == 0 && a->every && !a->json)
-        gm_rl_every(stdout, &rl, a->every);
+                      a->json, &rl, a->every);
     if (rc == 0 && a->svg) {
         static struct gm_timeline tl;
         gm_tl_init(&tl);
@@ -490,7 +494,7 @@ static int report_trace(const struct report_args *a)
         rc = 1;
     }
     if (rc == 0)
-        rc = print_report(&s, 0, a->json, NULL);
+        rc = print_report(&s, 0, a->json, NULL, 0);
     if (rc == 0 && a->svg) {
         tl_from_snapshot(&tl, &s);
         tl_title(&tl, &s);

@@ -47,6 +47,91 @@ void gm_rl_text(FILE *f, const struct gm_report_leaks *rl)
     }
 }
 
+/* ---- --every ---------------------------------------------------------------- */
+
+/* One row of the table: a group of points with the same ceil(step / every)
+ * (point number without steps), at the group's last point: its step, time,
+ * floor and live count, and the greatest peak of the group. */
+struct every_row {
+    double key;
+    const struct gm_trend_point *p;
+    uint64_t peak;
+};
+
+/* The next row from *i on (false at the end). */
+static bool every_next(const struct gm_leak *l, uint64_t every, size_t *i,
+                       struct every_row *row)
+{
+    bool steps = l->npts > 0 && l->pts[0].step >= 0;
+    uint64_t hi = 0;
+    for (; *i < l->npts; (*i)++) {
+        const struct gm_trend_point *p = &l->pts[*i];
+        hi = p->peak > hi ? p->peak : hi;
+        double key = steps ? p->step : (double)(*i + 1);
+        if (*i + 1 < l->npts) {
+            double next = steps ? l->pts[*i + 1].step : (double)(*i + 2);
+            if (ceil(key / (double)every) == ceil(next / (double)every))
+                continue;
+        }
+        row->key = floor(key);
+        row->p = p;
+        row->peak = hi;
+        (*i)++;
+        return true;
+    }
+    return false;
+}
+
+static void every_dev(FILE *f, unsigned dev, const struct gm_leak *l,
+                      uint64_t every)
+{
+    bool steps = l->npts > 0 && l->pts[0].step >= 0;
+    fprintf(f, "gpumem: device %u: every %" PRIu64 " %s (%s, from the %s)\n", dev,
+            every, steps ? "steps" : "points",
+            steps ? (l->steps_from == GM_STEP_MARKED ? "steps marked"
+                                                     : "steps detected")
+                  : "no step known",
+            l->from_history ? "history" : "ring");
+    fprintf(f, "%10s %9s %9s %9s %9s\n", steps ? "STEP" : "POINT", "TIME",
+            "FLOOR", "PEAK", "LIVE");
+    struct every_row r;
+    size_t i = 0;
+    while (every_next(l, every, &i, &r)) {
+        char fl[16], pk[16], t[24], k[24];
+        gm_size_short(r.p->floor, fl, sizeof fl);
+        gm_size_short(r.peak, pk, sizeof pk);
+        gm_trend_format_seconds(r.p->t, t, sizeof t);
+        char *sp = strchr(t, ' '); /* "0.5s": one word per column */
+        if (sp)
+            memmove(sp, sp + 1, strlen(sp));
+        gm_format_decimal(r.key, 0, k, sizeof k);
+        fprintf(f, "%10s %9s %9s %9s %9" PRIu64 "\n", k, t, fl, pk, r.p->live);
+    }
+}
+
+static void every_json(FILE *f, const struct gm_leak *l, uint64_t every)
+{
+    struct every_row r;
+    size_t i = 0;
+    char k[32], t[32];
+    fputs(",\"every\":[", f);
+    for (bool first = true; every_next(l, every, &i, &r); first = false) {
+        gm_format_decimal(r.key, 0, k, sizeof k);
+        gm_format_decimal(r.p->t, 3, t, sizeof t);
+        fprintf(f, "%s{\"step\":%s,\"t_s\":%s,\"floor_bytes\":%" PRIu64
+                   ",\"peak_bytes\":%" PRIu64 ",\"live_allocs\":%" PRIu64 "}",
+                first ? "" : ",", k, t, r.p->floor, r.peak, r.p->live);
+    }
+    fputc(']', f);
+}
+
+void gm_rl_every(FILE *f, const struct gm_report_leaks *rl, uint64_t every)
+{
+    for (unsigned i = 0; i < GM_ABI_MAX_DEVICES; i++)
+        if (rl->have[i])
+            every_dev(f, i, &rl->dev[i], every ? every : 1);
+}
+
 /* ---- the JSON ------------------------------------------------------------- */
 
 /* The index just past the object that starts at j ('{'), strings and
@@ -74,7 +159,8 @@ static size_t object_end(const char *s, size_t j)
     return 0;
 }
 
-char *gm_rl_splice_json(const char *json, const struct gm_report_leaks *rl)
+char *gm_rl_splice_json(const char *json, const struct gm_report_leaks *rl,
+                        uint64_t every)
 {
     const char *arr = strstr(json, "\"devices\":[");
     if (arr == NULL)
@@ -98,8 +184,11 @@ char *gm_rl_splice_json(const char *json, const struct gm_report_leaks *rl)
             break;
         fwrite(json + j, 1, end - 1 - j, f);
         fputc(',', f);
-        gm_leak_json(f, dev < GM_ABI_MAX_DEVICES && rl->have[dev] ? &rl->dev[dev]
-                                                                  : NULL);
+        const struct gm_leak *l =
+            dev < GM_ABI_MAX_DEVICES && rl->have[dev] ? &rl->dev[dev] : NULL;
+        gm_leak_json(f, l);
+        if (every > 0 && l != NULL)
+            every_json(f, l, every);
         fputc('}', f);
         j = end;
     }
@@ -109,53 +198,6 @@ char *gm_rl_splice_json(const char *json, const struct gm_report_leaks *rl)
         return NULL;
     }
     return buf;
-}
-
-/* ---- --every ---------------------------------------------------------------- */
-
-static void every_dev(FILE *f, unsigned dev, const struct gm_leak *l,
-                      uint64_t every)
-{
-    bool steps = l->npts > 0 && l->pts[0].step >= 0;
-    fprintf(f, "gpumem: device %u: every %" PRIu64 " %s (%s, from the %s)\n", dev,
-            every, steps ? "steps" : "points",
-            steps ? (l->steps_from == GM_STEP_MARKED ? "steps marked"
-                                                     : "steps detected")
-                  : "no step known",
-            l->from_history ? "history" : "ring");
-    fprintf(f, "%10s %9s %9s %9s %9s\n", steps ? "STEP" : "POINT", "TIME",
-            "FLOOR", "PEAK", "LIVE");
-    uint64_t hi = 0;
-    for (size_t i = 0; i < l->npts; i++) {
-        const struct gm_trend_point *p = &l->pts[i];
-        hi = p->peak > hi ? p->peak : hi;
-        /* One row per group of points with the same ceil(step / every)
-         * (point number without steps), shown at the group's last: its
-         * floor and live count, the greatest peak of the group. */
-        double key = steps ? p->step : (double)(i + 1);
-        if (i + 1 < l->npts) {
-            double next = steps ? l->pts[i + 1].step : (double)(i + 2);
-            if (ceil(key / (double)every) == ceil(next / (double)every))
-                continue;
-        }
-        char fl[16], pk[16], t[24], k[24];
-        gm_size_short(p->floor, fl, sizeof fl);
-        gm_size_short(hi, pk, sizeof pk);
-        gm_trend_format_seconds(p->t, t, sizeof t);
-        char *sp = strchr(t, ' '); /* "0.5s": one word per column */
-        if (sp)
-            memmove(sp, sp + 1, strlen(sp));
-        gm_format_decimal(floor(key), 0, k, sizeof k);
-        fprintf(f, "%10s %9s %9s %9s %9" PRIu64 "\n", k, t, fl, pk, p->live);
-        hi = 0;
-    }
-}
-
-void gm_rl_every(FILE *f, const struct gm_report_leaks *rl, uint64_t every)
-{
-    for (unsigned i = 0; i < GM_ABI_MAX_DEVICES; i++)
-        if (rl->have[i])
-            every_dev(f, i, &rl->dev[i], every ? every : 1);
 }
 
 /* ---- the image ------------------------------------------------------------ */

@@ -31,9 +31,12 @@ void gm_rl_free(struct gm_report_leaks *rl);
 void gm_rl_text(FILE *f, const struct gm_report_leaks *rl);
 
 /* The report JSON (one object) with ,"leak":{...} added at the end of each
- * {"device":N,...} object of its "devices" array. malloc'd, NUL-terminated;
- * NULL when out of memory or json has no such array (then print json). */
-char *gm_rl_splice_json(const char *json, const struct gm_report_leaks *rl);
+ * {"device":N,...} object of its "devices" array, and with every > 0 also
+ * ,"every":[{"step","t_s","floor_bytes","peak_bytes","live_allocs"},...]
+ * (the rows of the --every table). malloc'd, NUL-terminated; NULL when out
+ * of memory or json has no such array (then print json). */
+char *gm_rl_splice_json(const char *json, const struct gm_report_leaks *rl,
+                        uint64_t every);
 
 struct gm_timeline;
 /* The image's timeline of a segment: the history's buckets before the
