@@ -95,6 +95,11 @@ awk -v want=$((50 * 3)) '$1 == 100 { a = $3 } $1 == 150 { b = $3 }
 "$B/gpumem" report --json --every 50 "$(cat "$T/$name.pid")" | grep -q \
     '"every":\[{"step":50,"t_s":[0-9.]*,"floor_bytes":[0-9]*,"peak_bytes":[0-9]*,"live_allocs":[0-9]*},{"step":100,' ||
     bad "--json --every 50: no every rows"
+# A trace of the same run gives the same verdict.
+"$B/gpumem" log --format jsonl "$(cat "$T/$name.pid")" >"$T/trace.jsonl"
+a=$("$B/gpumem" report "$(cat "$T/$name.pid")" | sed -n 2p | sed 's/ (.*\/s)//; s/ (.*)$//')
+b=$("$B/gpumem" report --from "$T/trace.jsonl" | sed -n 2p | sed 's/ (.*\/s)//; s/ (.*)$//')
+[ -n "$a" ] && [ "$a" = "$b" ] || bad "trace verdict '$b', segment verdict '$a'"
 for v in 0 x 1.5 ""; do
     "$B/gpumem" report --every "$v" "$(cat "$T/$name.pid")" >"$T/out" 2>&1
     rc=$?

@@ -48,7 +48,7 @@ const char gm_help_report[] =
     "    allocation latency p50/p99 and events lost. Without PID, the only\n"
     "    process of the current user is reported.\n"
     "\n"
-    "    For a process, one more line per device gives the leak verdict:\n"
+    "    One more line per device gives the leak verdict:\n"
     "    whether the floor of used (its lowest value in each training step)\n"
     "    grows, by how much per step and per second, over how many steps,\n"
     "    the size of the allocations that pile up, and when the limit will\n"
@@ -60,7 +60,9 @@ const char gm_help_report[] =
     "    gpumem log --format jsonl: counts, sizes, latencies, used, peak and\n"
     "    allocations live at the end of the trace (fragmentation is not in\n"
     "    a trace and reads 0; events lost before the trace started are not\n"
-    "    counted). PID picks one process of a trace holding several.\n"
+    "    counted). PID picks one process of a trace holding several. The\n"
+    "    leak verdict and --every come from the trace's events as they\n"
+    "    would from a ring holding them all.\n"
     "\n"
     "OPTIONS\n"
     "    --json\n"
@@ -349,11 +351,45 @@ static void sub_clamp(uint64_t *f, uint64_t v)
     *f = *f > v ? *f - v : 0;
 }
 
+/* The trace's device events as ring records, for the leak analysis. */
+static struct {
+    struct gm_abi_record *v;
+    size_t n, cap;
+    bool failed;                 /* out of memory: no analysis */
+} trace_recs;
+
+static void trace_keep(unsigned kind, unsigned dev, uint64_t ts,
+                       uint64_t size, uint64_t used)
+{
+    if (trace_recs.failed)
+        return;
+    if (trace_recs.n == trace_recs.cap) {
+        size_t nc = trace_recs.cap ? trace_recs.cap * 2 : 4096;
+        void *p = realloc(trace_recs.v, nc * sizeof *trace_recs.v);
+        if (p == NULL) {
+            trace_recs.failed = true;
+            return;
+        }
+        trace_recs.v = p;
+        trace_recs.cap = nc;
+    }
+    struct gm_abi_record *r = &trace_recs.v[trace_recs.n++];
+    memset(r, 0, sizeof *r);
+    r->ts_ns = ts;
+    r->kind = (uint16_t)kind;
+    r->dev = dev;
+    r->size = size;
+    r->used_after = used;
+}
+
 /* Apply one event to its device block, as the writer would have. */
 static void trace_event(struct gm_snapshot *s, unsigned kind, unsigned dev,
                         uint64_t ts, uint64_t size, uint64_t used,
                         uint64_t lat, struct gm_timeline *tl)
 {
+    trace_keep(kind, dev, ts, size, used);
+    if (kind == GM_EV_STEP || kind == GM_EV_MARK || kind == GM_EV_FORECAST)
+        return; /* no figure of the block: used stays as it was */
     struct gm_abi_dev *d = &s->dev[dev];
     d->present = 1;
     if (dev + 1 > s->dev_count)
@@ -493,14 +529,23 @@ static int report_trace(const struct report_args *a)
                 a->from);
         rc = 1;
     }
+    static struct gm_report_leaks rl;
+    bool have_rl = rc == 0 && pid != 0 && !trace_recs.failed;
+    if (have_rl)
+        gm_rl_compute_events(&rl, &s, trace_recs.v, trace_recs.n,
+                             s.ring_dropped);
     if (rc == 0)
-        rc = print_report(&s, 0, a->json, NULL, 0);
+        rc = print_report(&s, 0, a->json, have_rl ? &rl : NULL, a->every);
     if (rc == 0 && a->svg) {
         tl_from_snapshot(&tl, &s);
         tl_title(&tl, &s);
         rc = write_svg(&tl, a->svg);
     }
     gm_tl_free(&tl);
+    if (have_rl)
+        gm_rl_free(&rl);
+    free(trace_recs.v);
+    memset(&trace_recs, 0, sizeof trace_recs);
     return rc;
 }
 

@@ -28,6 +28,30 @@ void gm_rl_compute(struct gm_report_leaks *rl, const struct gm_seg *seg,
     }
 }
 
+void gm_rl_compute_events(struct gm_report_leaks *rl,
+                          const struct gm_snapshot *s,
+                          const struct gm_abi_record *ev, size_t n,
+                          uint64_t lost)
+{
+    bool marked = false;
+    for (size_t i = 0; i < n && !marked; i++)
+        marked = ev[i].kind == GM_EV_STEP;
+    memset(rl, 0, sizeof *rl);
+    for (unsigned i = 0; i < s->dev_count && i < GM_ABI_MAX_DEVICES; i++) {
+        const struct gm_abi_dev *d = &s->dev[i];
+        if (!gm_report_dev_used(d))
+            continue;
+        struct gm_leak_input in = {
+            .ev = ev, .n = n, .lost = lost, .dev = i,
+            .t0_ns = s->start_realtime_ns, .limit = d->limit,
+            .dev_events = d->allocs + d->frees, .live_end = d->live_allocs,
+            .marked = marked,
+        };
+        gm_leak_analyse(&in, &rl->dev[i]);
+        rl->have[i] = true;
+    }
+}
+
 void gm_rl_free(struct gm_report_leaks *rl)
 {
     for (unsigned i = 0; i < GM_ABI_MAX_DEVICES; i++)

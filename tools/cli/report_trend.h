@@ -25,6 +25,12 @@ struct gm_report_leaks {
 void gm_rl_compute(struct gm_report_leaks *rl, const struct gm_seg *seg,
                    const struct gm_snapshot *s, const struct gm_abi_record *ev,
                    size_t n, uint64_t lost);
+/* The same from events alone (a trace: no history); marks are used when
+ * the events hold a STEP. */
+void gm_rl_compute_events(struct gm_report_leaks *rl,
+                          const struct gm_snapshot *s,
+                          const struct gm_abi_record *ev, size_t n,
+                          uint64_t lost);
 void gm_rl_free(struct gm_report_leaks *rl);
 
 /* One line per analysed device: "gpumem: device 0: grows ...\n". */
