@@ -33,7 +33,7 @@ run() {
     shift 2
     rm -f /dev/shm/"$PREFIX".*
     env LD_PRELOAD="$B/libgpumem.so" LD_LIBRARY_PATH="$B/sim" GPUMEM_KEEP=1 \
-        GPUMEM_LIMIT="$limit" "$B/gpumem-trainsim" --quiet --step-time 1ms "$@" \
+        GPUMEM_LIMIT="$limit" "$B/gpumem-trainsim" --quiet --step-time 200us "$@" \
         >/dev/null 2>"$T/$name.err"
     ls /dev/shm | sed -n "s/^$PREFIX\.\([0-9]*\)$/\1/p" | head -1 >"$T/$name.pid"
 }
@@ -76,6 +76,52 @@ for leak in 1572864 3145728 5242880; do
     done
 done
 
+# ---- where it shows: ps --json, --every, the image --------------------------------
+name=leak3145728detected
+run $name 16G --steps 200 --leak 3M
+"$B/gpumem" ps --json --all | grep -q '"leak":{"verdict":"grows","bytes_per_step":3145728,' ||
+    bad "ps --json: no leak object with the verdict: $("$B/gpumem" ps --json --all)"
+"$B/gpumem" report --every 50 "$(cat "$T/$name.pid")" >"$T/every" 2>&1
+rows=$(awk '$1 ~ /^[0-9]+$/ && NF == 5 { printf "%s ", $1 }' "$T/every")
+case "$rows" in
+"50 100 150 199 ") ;; # the last step is left out (teardown)
+*) bad "--every 50: rows at steps '$rows', expected 50 100 150 199: $(cat "$T/every")" ;;
+esac
+# The floors 50 steps apart differ by 50 leaks (within one activation).
+awk -v want=$((50 * 3)) '$1 == 100 { a = $3 } $1 == 150 { b = $3 }
+    END { sub(/M$/, "", a); sub(/M$/, "", b); d = b - a - want; if (d < 0) d = -d;
+          exit !(a != "" && d <= 8) }' "$T/every" ||
+    bad "--every 50: floors of steps 100 and 150 not 150 MiB apart: $(cat "$T/every")"
+"$B/gpumem" report --json --every 50 "$(cat "$T/$name.pid")" | grep -q \
+    '"every":\[{"step":50,"t_s":[0-9.]*,"floor_bytes":[0-9]*,"peak_bytes":[0-9]*,"live_allocs":[0-9]*},{"step":100,' ||
+    bad "--json --every 50: no every rows"
+# A trace of the same run gives the same verdict.
+"$B/gpumem" log --format jsonl "$(cat "$T/$name.pid")" >"$T/trace.jsonl"
+a=$("$B/gpumem" report "$(cat "$T/$name.pid")" | sed -n 2p | sed 's/ (.*\/s)//; s/ (.*)$//')
+b=$("$B/gpumem" report --from "$T/trace.jsonl" | sed -n 2p | sed 's/ (.*\/s)//; s/ (.*)$//')
+[ -n "$a" ] && [ "$a" = "$b" ] || bad "trace verdict '$b', segment verdict '$a'"
+for v in 0 x 1.5 ""; do
+    "$B/gpumem" report --every "$v" "$(cat "$T/$name.pid")" >"$T/out" 2>&1
+    rc=$?
+    [ $rc = 2 ] && grep -q "every" "$T/out" ||
+        bad "--every '$v': status $rc, $(cat "$T/out")"
+done
+if [ $marks = 1 ]; then
+    # A ring of 1024 events over a 1.5 s run: the image starts from the
+    # history, and shows the trend and the step ticks.
+    rm -f /dev/shm/"$PREFIX".*
+    env LD_PRELOAD="$B/libgpumem.so" LD_LIBRARY_PATH="$B/sim" GPUMEM_KEEP=1 \
+        GPUMEM_RING_EVENTS=1024 GPUMEM_LIMIT=16G "$B/gpumem-trainsim" --quiet \
+        --step-time 3ms --steps 450 --leak 3M --mark-steps >/dev/null 2>&1
+    pid=$(ls /dev/shm | sed -n "s/^$PREFIX\.\([0-9]*\)$/\1/p" | head -1)
+    "$B/gpumem" report --svg "$T/img.svg" "$pid" >/dev/null 2>&1 ||
+        bad "--svg failed"
+    grep -q 'class="hist-note"' "$T/img.svg" || bad "--svg: no history note"
+    grep -q 'class="lost-note"' "$T/img.svg" && bad "--svg: history noted lost"
+    grep -q 'class="trend"' "$T/img.svg" || bad "--svg: no trend line"
+    grep -q 'class="step-tick"' "$T/img.svg" || bad "--svg: no step ticks"
+fi
+
 # ---- the forecast ------------------------------------------------------------
 for leak in 3145728 5242880; do
     for how in detected marked; do
@@ -85,12 +131,12 @@ for leak in 3145728 5242880; do
             extra=--mark-steps
         fi
         name=full$leak$how
-        run $name 2G --steps 100000 --eval-every 0 --leak $leak $extra
+        run $name 1G --steps 100000 --eval-every 0 --leak $leak $extra
         refused=$(sed -n 's/^trainsim: step \([0-9]*\): .*OUT_OF_MEMORY.*/\1/p' "$T/$name.err")
         [ -n "$refused" ] || { bad "$name: never refused: $(cat "$T/$name.err")"; continue; }
         half=$((refused / 2))
         name=half$leak$how
-        run $name 2G --steps $half --eval-every 0 --leak $leak $extra
+        run $name 1G --steps $half --eval-every 0 --leak $leak $extra
         now=$(field $name step_now); left=$(field $name steps)
         at=$(awk -v a="$now" -v b="$left" 'BEGIN { print a + b }')
         within "$at" "$refused" 0.10 ||

@@ -206,29 +206,38 @@ static void changes_free(struct changes *c)
     free(c->live);
 }
 
-/* Windows of P changes from the lowest used among the first P: the least
- * and greatest used over each window, its last change shared with the
- * next (so each window holds one step boundary); the step is the
- * device's change count at the window's end over P. */
+/* Windows of P changes, aligned on the lowest used in the second period
+ * (the first may hold the program's setup), starting with the first
+ * window whose end differs from its start by the typical lag-P
+ * difference (the setup is not a step); the least and greatest used over
+ * each window, its last change shared with the next (so each holds one
+ * step boundary). The last whole window is left out: it is a step in
+ * progress or, once the program ended, its teardown (whose frees would
+ * pass for a step's excursion). Window j is step floor((changes before
+ * the first window) / P) + j + 1. */
 static void ring_detected(const struct gm_leak_input *in,
                           const struct changes *c, uint64_t P,
                           struct series *out)
 {
-    size_t a = 0;
-    for (size_t i = 1; i < P && i < c->m; i++)
+    size_t from = c->m >= 3 * P ? P : 0, a = from;
+    for (size_t i = from + 1; i < from + P && i < c->m; i++)
         if (c->u[i] < c->u[a])
             a = i;
+    a %= P;
+    uint64_t d = typical_diff(c->u, c->m, P);
+    while (a + P < c->m && c->u[a + P] - c->u[a] != d)
+        a += P;
     uint64_t base = in->dev_events > c->m ? in->dev_events - c->m : 0;
-    for (size_t s = a; s + P < c->m; s += P) {
+    uint64_t step = (base + a) / P;
+    for (size_t s = a; s + 2 * P < c->m; s += P) {
         uint64_t lo = c->u[s], hi = c->u[s];
         for (size_t i = s + 1; i <= s + P; i++) {
             lo = c->u[i] < lo ? c->u[i] : lo;
             hi = c->u[i] > hi ? c->u[i] : hi;
         }
         size_t e = s + P;
-        struct gm_trend_point p = {secs(c->ts[e], in->t0_ns),
-                                   (double)(base + e + 1) / (double)P, lo, hi,
-                                   c->live[e]};
+        struct gm_trend_point p = {secs(c->ts[e], in->t0_ns), (double)++step,
+                                   lo, hi, c->live[e]};
         series_put(out, &p);
     }
 }

@@ -37,6 +37,7 @@
 #include "tools/lib/reader.h"
 #include "tools/lib/util.h"
 #include "tools/lib/version.h"
+#include "tools/top/trendcol.h"
 #include "tools/top/view.h"
 
 #define GONE_NS 10000000000ull
@@ -281,8 +282,11 @@ static void update_proc(struct top *t, const struct gm_scan *sc,
         struct gm_top_ent *e = find_ent(t, rows[i].sp->p.pid,
                                         rows[i].sp->p.snap.start_ticks,
                                         rows[i].dev);
-        if (e != NULL)
+        if (e != NULL) {
             update_ent(e, &rows[i], now);
+            if (!e->final || e->trend_ns == 0)
+                gm_top_trend(e, rows[i].sp->path, &rows[i].sp->p.snap, now);
+        }
     }
 }
 
@@ -524,6 +528,21 @@ static uint64_t pct_key(const struct gm_top_ent *e)
     return e->d.limit ? e->d.used * 1000 / e->d.limit : 0;
 }
 
+/* Growing rows above the others, by growth; rows with a forecast by its
+ * time, those without after. */
+static int cmp_growth(const struct gm_top_ent *a, const struct gm_top_ent *b)
+{
+    double x = a->trend == 2 ? a->growth : -1, y = b->trend == 2 ? b->growth : -1;
+    return (x > y) - (x < y);
+}
+
+static int cmp_eta(const struct gm_top_ent *a, const struct gm_top_ent *b)
+{
+    double x = a->trend == 2 && a->eta_s == a->eta_s ? a->eta_s : 1e300;
+    double y = b->trend == 2 && b->eta_s == b->eta_s ? b->eta_s : 1e300;
+    return (x > y) - (x < y);
+}
+
 static int cmp_ent(const void *pa, const void *pb)
 {
     const struct gm_top_ent *a = *(struct gm_top_ent *const *)pa;
@@ -547,6 +566,8 @@ static int cmp_ent(const void *pa, const void *pb)
     case GM_COL_P99:
         c = cmp_u64(gm_dev_lat_q(&a->d, 990), gm_dev_lat_q(&b->d, 990));
         break;
+    case GM_COL_TREND: c = cmp_growth(a, b); break;
+    case GM_COL_ETA: c = cmp_eta(a, b); break;
     case GM_COL_MODE: c = strcmp(a->mode, b->mode); break;
     case GM_COL_CMD: c = strcmp(a->cmd + a->cmd_prog, b->cmd + b->cmd_prog);
         break;
