@@ -63,9 +63,10 @@ static void snapshot(struct gm_abi_header *h, struct gm_dev *d, unsigned dev,
     uint64_t largest = 0;
     uint32_t ppm = 0;
     if (d->arena != NULL) {
+        /* The arena's blocks are in its own table, not in the walk. */
         largest = gm_arena_largest_free(d->arena);
         ppm = gm_arena_frag_ppm(d->arena);
-        snap.flags |= GM_ABI_OOMF_FRAG;
+        snap.flags |= GM_ABI_OOMF_FRAG | GM_ABI_OOMF_ARENA;
     } else if (gm_fragq_peek(&d->frag, &largest, &ppm, gm_acct_publish_frag,
                              (void *)(uintptr_t)dev)) {
         snap.flags |= GM_ABI_OOMF_FRAG;

@@ -208,6 +208,8 @@ size_t gm_report_oom_line(const struct gm_abi_oom *o, uint64_t start_ns,
                      t, sizeof t);
             emit(&out, " allocated over the last %s", t);
         }
+    } else if (o->flags & GM_ABI_OOMF_ARENA) {
+        emit(&out, ", in the static arena's blocks");
     } else {
         emit(&out, ", no live allocation of its own");
     }
@@ -380,8 +382,9 @@ static void json_oom(struct out *o, const struct gm_abi_oom *m)
     }
     json_u64(o, "other_count", m->other_count, true);
     json_u64(o, "other_bytes", m->other_bytes, true);
-    emit(o, "\"truncated\":%s,\"classes\":[",
-         m->flags & GM_ABI_OOMF_TRUNCATED ? "true" : "false");
+    emit(o, "\"truncated\":%s,\"arena\":%s,\"classes\":[",
+         m->flags & GM_ABI_OOMF_TRUNCATED ? "true" : "false",
+         m->flags & GM_ABI_OOMF_ARENA ? "true" : "false");
     for (uint32_t k = 0; k < m->nclasses && k < GM_ABI_OOM_CLASSES; k++) {
         const struct gm_abi_oom_class *c = &m->classes[k];
         emit(o, "%s{\"api\":", k ? "," : "");
