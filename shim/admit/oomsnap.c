@@ -27,10 +27,11 @@ struct walk {
 static void visit(void *ctx, const struct gm_alloc *a)
 {
     struct walk *w = ctx;
-    /* What is charged to this device's budget: not pinned host memory,
-     * not entries recorded without a charge. */
+    /* The device's memory the program holds: not pinned host memory,
+     * not entries recorded without a charge, except stream-ordered
+     * blocks (their pool's reserve is what is charged). */
     if (a->dev != w->dev || a->ns == GM_NS_HOST ||
-        (a->flags & GM_AF_UNCHARGED))
+        ((a->flags & GM_AF_UNCHARGED) && !(a->flags & GM_AF_ASYNC)))
         return;
     gm_oomsum_add(&w->sum, a->size, a->api, a->birth_t, a->birth_step);
 }
