@@ -466,14 +466,24 @@ int gm_leak_drain_all(const struct gm_seg *s, struct gm_abi_record **out,
                       size_t *n, uint64_t *lost)
 {
     size_t cap = s->ring_capacity ? s->ring_capacity : 1;
+    if (cap > GM_LEAK_DRAIN_MAX)
+        cap = GM_LEAK_DRAIN_MAX;
     struct gm_abi_record *buf = malloc(cap * sizeof *buf);
     *out = NULL;
     *n = 0;
     *lost = 0;
     if (buf == NULL)
         return -1;
+    /* From the oldest event, or the last GM_LEAK_DRAIN_MAX of a larger
+     * ring (those before count as lost). */
     struct gm_cursor c;
+    gm_cursor_init(&c, s, true);
+    uint64_t head = c.next;
     gm_cursor_init(&c, s, false);
+    if (head > cap) {
+        c.next = head - cap;
+        *lost = c.next;
+    }
     size_t got = 0;
     /* One pass over the ring (the reader moves at least one slot per
      * round); events published after the drain began may be cut off. */
