@@ -27,10 +27,11 @@ struct walk {
 static void visit(void *ctx, const struct gm_alloc *a)
 {
     struct walk *w = ctx;
-    /* What is charged to this device's budget: not pinned host memory,
-     * not entries recorded without a charge. */
+    /* The device's memory the program holds: not pinned host memory,
+     * not entries recorded without a charge, except stream-ordered
+     * blocks (their pool's reserve is what is charged). */
     if (a->dev != w->dev || a->ns == GM_NS_HOST ||
-        (a->flags & GM_AF_UNCHARGED))
+        ((a->flags & GM_AF_UNCHARGED) && !(a->flags & GM_AF_ASYNC)))
         return;
     gm_oomsum_add(&w->sum, a->size, a->api, a->birth_t, a->birth_step);
 }
@@ -63,9 +64,10 @@ static void snapshot(struct gm_abi_header *h, struct gm_dev *d, unsigned dev,
     uint64_t largest = 0;
     uint32_t ppm = 0;
     if (d->arena != NULL) {
+        /* The arena's blocks are in its own table, not in the walk. */
         largest = gm_arena_largest_free(d->arena);
         ppm = gm_arena_frag_ppm(d->arena);
-        snap.flags |= GM_ABI_OOMF_FRAG;
+        snap.flags |= GM_ABI_OOMF_FRAG | GM_ABI_OOMF_ARENA;
     } else if (gm_fragq_peek(&d->frag, &largest, &ppm, gm_acct_publish_frag,
                              (void *)(uintptr_t)dev)) {
         snap.flags |= GM_ABI_OOMF_FRAG;

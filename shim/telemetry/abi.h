@@ -137,6 +137,8 @@ const char *gm_ev_kind_name(unsigned kind);
 /* OOM snapshot flags. */
 #define GM_ABI_OOMF_FRAG 1u          /* largest_free / frag_ppm are known */
 #define GM_ABI_OOMF_TRUNCATED 2u     /* the walk stopped at its bound */
+#define GM_ABI_OOMF_ARENA 4u         /* static mode: blocks are the arena's,
+                                        not in classes[] */
 
 /* Record seq: bit 63 set while a producer is writing the slot. */
 #define GM_ABI_SEQ_BUSY (1ull << 63)

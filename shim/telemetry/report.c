@@ -139,6 +139,10 @@ size_t gm_format_size_short(uint64_t bytes, char *buf, size_t cap)
     if (tenths == 10) {
         whole++;
         tenths = 0;
+        if (whole == 1024 && u < 6) { /* 1023.96 MiB reads "1.0 GiB" */
+            whole = 1;
+            u++;
+        }
     }
     int n = rest == 0 ? snprintf(buf, cap, "%llu %s",
                                  (unsigned long long)whole, unit[u])
@@ -185,8 +189,11 @@ size_t gm_report_oom_line(const struct gm_abi_oom *o, uint64_t start_ns,
                                : 0;
         emit(&out, ", %llu%% in %llu block%s of ", (unsigned long long)pct,
              (unsigned long long)c->count, c->count == 1 ? "" : "s");
+        char *ulo = strchr(lo, ' '), *uhi = strchr(hi, ' ');
         if (c->size_min == c->size_max)
             emit(&out, "%s", lo);
+        else if (ulo && uhi && strcmp(ulo, uhi) == 0)
+            emit(&out, "%.*s-%s", (int)(ulo - lo), lo, hi); /* "16-24 MiB" */
         else
             emit(&out, "%s-%s", lo, hi);
         uint64_t span = o->step > c->oldest_step ? o->step - c->oldest_step
@@ -196,10 +203,13 @@ size_t gm_report_oom_line(const struct gm_abi_oom *o, uint64_t start_ns,
                  (unsigned long long)span, span == 1 ? "" : "s");
         else if (steps_known)
             emit(&out, " allocated in this step");
-        else if (c->oldest_ns != 0 && o->ts_ns > c->oldest_ns) {
-            fmt_secs(o->ts_ns - c->oldest_ns, t, sizeof t);
+        else if (c->oldest_ns != 0) {
+            fmt_secs(o->ts_ns > c->oldest_ns ? o->ts_ns - c->oldest_ns : 0,
+                     t, sizeof t);
             emit(&out, " allocated over the last %s", t);
         }
+    } else if (o->flags & GM_ABI_OOMF_ARENA) {
+        emit(&out, ", in the static arena's blocks");
     } else {
         emit(&out, ", no live allocation of its own");
     }
@@ -372,8 +382,9 @@ static void json_oom(struct out *o, const struct gm_abi_oom *m)
     }
     json_u64(o, "other_count", m->other_count, true);
     json_u64(o, "other_bytes", m->other_bytes, true);
-    emit(o, "\"truncated\":%s,\"classes\":[",
-         m->flags & GM_ABI_OOMF_TRUNCATED ? "true" : "false");
+    emit(o, "\"truncated\":%s,\"arena\":%s,\"classes\":[",
+         m->flags & GM_ABI_OOMF_TRUNCATED ? "true" : "false",
+         m->flags & GM_ABI_OOMF_ARENA ? "true" : "false");
     for (uint32_t k = 0; k < m->nclasses && k < GM_ABI_OOM_CLASSES; k++) {
         const struct gm_abi_oom_class *c = &m->classes[k];
         emit(o, "%s{\"api\":", k ? "," : "");

@@ -8,7 +8,8 @@
 #     command by command, on the simulated driver with a prefix of its own;
 #     its output must be the sample's, line for line in any order (stdout
 #     and stderr interleave differently in a pipe than on a terminal),
-#     once run-dependent figures are masked: times ("at 0.4 s", a leak
+#     once run-dependent figures are masked: times ("at 0.4 s", a
+#     refusal's time and its allocations' age without steps, a leak
 #     verdict's rate per second and time to the limit, the TIME column of
 #     `report --every`, the age in seconds of an OOM snapshot's blocks,
 #     which a fast run may not show at all), latencies (p50/p99) and pids.
@@ -35,6 +36,8 @@ mask() {
     sed -e 's/at [0-9][0-9.]* s;/at T s;/' \
         -e 's/p50 [0-9][0-9.]* [µnmu]*s p99 [0-9][0-9.]* [µnmu]*s/p50 L p99 L/' \
         -e 's/pid [0-9][0-9]*/pid N/g' \
+        -e 's/: refused \([^:]*\) at [0-9][0-9.]* s: /: refused \1 at T s: /' \
+        -e 's/ allocated over the last [0-9][0-9.]* s/ allocated over the last T s/' \
         -e 's/ ([0-9][0-9.]* [KMGT]*i*B\/s)/ (R\/s)/' \
         -e 's/ allocated over the last [0-9][0-9.]* [µnmu]*s;/;/' \
         -e 's/ steps ([0-9][0-9.]* [a-z]*)$/ steps (T)/' \

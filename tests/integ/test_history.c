@@ -302,6 +302,44 @@ START_TEST(test_oom_snapshot_known_figures)
 }
 END_TEST
 
+START_TEST(test_oom_snapshot_static_arena)
+{
+    set_prefix();
+    /* Static mode: 1 GiB limit, 128 MiB of context, so a 896 MiB arena;
+     * 128 MiB of weights, 16 MiB a step and a 128 MiB transient: the
+     * arena has no 128 MiB block left at step 40. */
+    static const char *const args[] = { "1000", "134217728", "16777216",
+                                        "134217728", NULL };
+    char pre[96];
+    snprintf(pre, sizeof pre, "GPUMEM_SHM_PREFIX=%s", prefix);
+    const char *env[] = { pre, "GPUMEM_RING_EVENTS=65536",
+                          "SIMCUDA_CONTEXT=128M", "GPUMEM_LIMIT=1G",
+                          "GPUMEM_MODE=static", "GPUMEM_KEEP=1",
+                          "GPUMEM_REPORT=stderr", NULL };
+    const char *argv[8] = { gm_bpath("tests/progs/stepleak") };
+    for (int i = 0; args[i]; i++)
+        argv[i + 1] = args[i];
+    static char out[65536];
+    ck_assert_int_eq(gm_run(env, 1, argv, out, sizeof out), 0);
+    int pid = atoi(strstr(out, "pid ") + 4);
+    ck_assert_msg(strstr(out, "gpumem: device 0: refused 128 MiB at step ") !=
+                      NULL && strstr(out, " used, in the static arena's "
+                                          "blocks; largest free gap ") != NULL,
+                  "%s", out);
+    struct gm_seg s;
+    open_kept(&s, pid);
+    struct gm_abi_oom o;
+    char err[256];
+    ck_assert_int_eq(gm_seg_oom(&s, 0, &o, err, sizeof err), 1);
+    ck_assert(o.flags & GM_ABI_OOMF_ARENA);
+    ck_assert(o.flags & GM_ABI_OOMF_FRAG);
+    ck_assert_uint_eq(o.nclasses, 0);
+    ck_assert_uint_lt(o.largest_free, 128 * MiB); /* why it was refused */
+    ck_assert_uint_eq(o.size, 128 * MiB);
+    remove_kept(&s, pid);
+}
+END_TEST
+
 /* ---- steps and marks -------------------------------------------------------- */
 
 START_TEST(test_steps_and_marks)
@@ -363,6 +401,7 @@ static Suite *history_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_small_ring_keeps_the_curve);
     tcase_add_test(tc, test_oom_snapshot_known_figures);
+    tcase_add_test(tc, test_oom_snapshot_static_arena);
     tcase_add_test(tc, test_steps_and_marks);
     suite_add_tcase(s, tc);
     return s;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "shim/telemetry/hist.h"
+#include "shim/telemetry/marks.h"
 #include "shim/telemetry/telemetry.h"
 #include "shim/telemetry/telwrite.h"
 #include "tools/lib/reader.h"
@@ -412,6 +413,63 @@ START_TEST(test_fold_saturates)
 }
 END_TEST
 
+START_TEST(test_mark_labels_sanitised)
+{
+    static const struct { const char *in, *out; } c[] = {
+        { NULL, "" },
+        { "", "" },
+        { "epoch 3", "epoch 3" },
+        { "h\xc3\xa9llo \xf0\x9f\x98\x80", "h\xc3\xa9llo \xf0\x9f\x98\x80" },
+        { "\x01tab\there\x7f", "?tab?here?" },
+        { "\xff\xfe", "??" },
+        { "\xc0\xaf", "??" },               /* overlong '/' */
+        { "\xed\xa0\x80", "???" },          /* a surrogate */
+        { "\xf4\x90\x80\x80", "????" },     /* past U+10FFFF */
+        { "ab\xe2\x82", "ab??" },            /* cut sequence */
+    };
+    char out[GM_ABI_MARK_LABEL];
+    for (unsigned i = 0; i < sizeof c / sizeof *c; i++) {
+        size_t n = gm_mark_label(c[i].in, out, sizeof out);
+        ck_assert_str_eq(out, c[i].out);
+        ck_assert_uint_eq(n, strlen(c[i].out));
+    }
+    /* 20 two-byte characters: 19 kept (38 bytes), never half of one. */
+    char e[64] = "";
+    for (int i = 0; i < 20; i++)
+        strcat(e, "\xc3\xa9");
+    ck_assert_uint_eq(gm_mark_label(e, out, sizeof out), 38);
+    /* 300 bytes: the first 39. */
+    char longer[301];
+    memset(longer, 'y', 300);
+    longer[300] = '\0';
+    ck_assert_uint_eq(gm_mark_label(longer, out, sizeof out), 39);
+    ck_assert_uint_eq(gm_mark_label("abc", out, 0), 0);
+}
+END_TEST
+
+START_TEST(test_marks_table_wraps)
+{
+    struct mem_seg m;
+    mem_open(&m, 16, 1);
+    char label[16];
+    for (int i = 0; i < 130; i++) {
+        snprintf(label, sizeof label, "m%d", i);
+        gm_tel_mark(&m.t, label);
+    }
+    struct gm_mark_info mk[200];
+    char err[128];
+    int n = gm_seg_marks(&m.seg, mk, 200, err, sizeof err);
+    ck_assert_int_eq(n, 128); /* the last 128 */
+    ck_assert_uint_eq(mk[0].number, 2);
+    ck_assert_str_eq(mk[0].label, "m2");
+    ck_assert_str_eq(mk[127].label, "m129");
+    gm_tel_step(&m.t, 7);
+    gm_tel_step(&m.t, 5); /* raised, never lowered */
+    ck_assert_uint_eq(gm_seg_steps(&m.seg), 7);
+    mem_close(&m);
+}
+END_TEST
+
 static Suite *hist_suite(void)
 {
     Suite *s = suite_create("hist");
@@ -427,6 +485,8 @@ static Suite *hist_suite(void)
     tcase_add_test(tc, test_device_without_history);
     tcase_add_test(tc, test_exit_flush_publishes_open_bucket);
     tcase_add_test(tc, test_fold_saturates);
+    tcase_add_test(tc, test_mark_labels_sanitised);
+    tcase_add_test(tc, test_marks_table_wraps);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -760,6 +760,23 @@ int gm_reader_check_bytes(const void *p, size_t n)
         if (got == 0 && lost == 0)
             break;
     }
+    /* The history region: series, marks, OOM snapshots and their line. */
+    struct gm_hist_point *pts = malloc(GM_HIST_POINTS_MAX * sizeof *pts);
+    struct gm_mark_info *marks = malloc(GM_ABI_MARKS * sizeof *marks);
+    if (pts != NULL) {
+        for (unsigned d = 0; d < s.hist_slots && d < 4; d++) {
+            (void)gm_seg_history(&s, d, pts, GM_HIST_POINTS_MAX, err,
+                                 sizeof err);
+            struct gm_abi_oom o;
+            if (gm_seg_oom(&s, d, &o, err, sizeof err) == 1)
+                gm_report_oom_line(&o, 0, true, text, 65536);
+        }
+        free(pts);
+    }
+    if (marks != NULL)
+        (void)gm_seg_marks(&s, marks, GM_ABI_MARKS, err, sizeof err);
+    free(marks);
+    (void)gm_seg_steps(&s);
     gm_seg_close(&s);
 out:
     free(text);
