@@ -6,6 +6,8 @@
 #     the used curve and (when the shim exports gpumem_step) from
 #     --mark-steps: verdict "grows", bytes_per_step within 5% of the leak;
 #     the verdict line of the text report names the leak's size class;
+#     the same leak under a 256 MiB evaluation buffer every 10 steps kept
+#     over 3 step boundaries;
 #   - the forecast: a run stopped half-way predicts (step now + steps
 #     left) the step at which the full run is refused, within 10%;
 #   - no verdict on a steady run, on a warm-up that grows for two thirds
@@ -76,6 +78,12 @@ for leak in 1572864 3145728 5242880; do
     done
 done
 
+# A leak under periodic evaluation buffers kept over step boundaries: the
+# step found is still one training step.
+run leakspike 16G --steps 200 --leak 3M --eval-every 10 --eval-hold 3 --eval-size 256M
+bps=$(field leakspike bytes_per_step)
+within "$bps" 3145728 0.05 || bad "leakspike: bytes_per_step $bps, leak 3145728"
+
 # ---- where it shows: ps --json, --every, the image --------------------------------
 name=leak3145728detected
 run $name 16G --steps 200 --leak 3M
@@ -84,8 +92,8 @@ run $name 16G --steps 200 --leak 3M
 "$B/gpumem" report --every 50 "$(cat "$T/$name.pid")" >"$T/every" 2>&1
 rows=$(awk '$1 ~ /^[0-9]+$/ && NF == 5 { printf "%s ", $1 }' "$T/every")
 case "$rows" in
-"50 100 150 199 ") ;; # the last step is left out (teardown)
-*) bad "--every 50: rows at steps '$rows', expected 50 100 150 199: $(cat "$T/every")" ;;
+"50 100 150 200 ") ;;
+*) bad "--every 50: rows at steps '$rows', expected 50 100 150 200: $(cat "$T/every")" ;;
 esac
 # The floors 50 steps apart differ by 50 leaks (within one activation).
 awk -v want=$((50 * 3)) '$1 == 100 { a = $3 } $1 == 150 { b = $3 }

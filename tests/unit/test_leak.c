@@ -92,7 +92,7 @@ END_TEST
 
 /* ---- rings ---------------------------------------------------------------------- */
 
-static struct gm_abi_record ring[40000];
+static struct gm_abi_record ring[200000];
 static size_t nring;
 static uint64_t now_ns, used_now;
 
@@ -190,6 +190,26 @@ START_TEST(marked_steps)
 }
 END_TEST
 
+/* More steps than the series keeps: the most recent, in order. */
+START_TEST(long_series)
+{
+    trainlike(17000, MiB, true);
+    struct gm_leak_input in = input(true);
+    in.limit = 0;
+    struct gm_leak l;
+    gm_leak_analyse(&in, &l);
+    ck_assert_uint_eq(l.npts, GM_LEAK_SERIES_MAX);
+    ck_assert_double_eq(l.pts[0].step, 17000 - GM_LEAK_SERIES_MAX + 1);
+    for (size_t i = 1; i < l.npts; i++)
+        if (l.pts[i].step != l.pts[i - 1].step + 1)
+            ck_abort_msg("point %zu: step %g after %g", i, l.pts[i].step,
+                         l.pts[i - 1].step);
+    ck_assert_double_eq(l.trend.step_now, 17000);
+    ck_assert_double_eq_tol(l.trend.bytes_per_step, (double)MiB, 1e-3);
+    gm_leak_free(&l);
+}
+END_TEST
+
 START_TEST(detected_steps)
 {
     trainlike(200, 3 * MiB, false);
@@ -200,10 +220,36 @@ START_TEST(detected_steps)
     ck_assert_uint_eq(l.period, 7);
     ck_assert_int_eq(l.trend.verdict, GM_TREND_GROWS);
     ck_assert_double_eq_tol(l.trend.bytes_per_step, 3.0 * MiB, 1e-3);
-    /* The setup is no step, the last step is left out. */
-    ck_assert_double_eq(l.pts[0].step, 1);
+    /* The setup (rare sizes) is no step; the first window starts at the
+     * end of step 1; the last whole window is left out. */
+    ck_assert_double_eq(l.pts[0].step, 2);
+    ck_assert_uint_eq(l.pts[0].floor, 16 * MiB + 3 * MiB);
     ck_assert_double_eq(l.trend.step_now, 199);
+    ck_assert_uint_eq(l.pts[l.npts - 1].floor, 16 * MiB + 198 * 3 * MiB);
     ck_assert_uint_eq(l.ev.size, 3 * MiB);
+    gm_leak_free(&l);
+    /* An evaluation buffer every 10 steps, kept over 3 boundaries: the
+     * step is still one training step, not ten. */
+    nring = 0;
+    now_ns = 1000000000ull;
+    used_now = 0;
+    for (size_t s = 1; s <= 300; s++) {
+        rec(GM_EV_ALLOC, 0, 3 * MiB);
+        for (int i = 0; i < 3; i++)
+            rec(GM_EV_ALLOC, 0, 8 * MiB);
+        for (int i = 0; i < 3; i++)
+            rec(GM_EV_FREE, 0, 8 * MiB);
+        if (s % 10 == 0)
+            rec(GM_EV_ALLOC, 0, 256 * MiB);
+        if (s % 10 == 3 && s > 3)
+            rec(GM_EV_FREE, 0, 256 * MiB);
+    }
+    in = input(false);
+    gm_leak_analyse(&in, &l);
+    ck_assert_uint_eq(l.period, 7);
+    ck_assert_int_eq(l.trend.verdict, GM_TREND_GROWS);
+    ck_assert_double_eq_tol(l.trend.bytes_per_step, 3.0 * MiB, 1e-3);
+    ck_assert_uint_eq(l.trend.excursion, 256 * MiB + 27 * MiB);
     gm_leak_free(&l);
     /* Steady: no leak, no verdict. */
     trainlike(200, 0, false);
@@ -347,6 +393,7 @@ static Suite *leak_suite(void)
     tcase_add_test(tc, period_with_strays_and_noise);
     tcase_add_test(tc, marked_steps);
     tcase_add_test(tc, detected_steps);
+    tcase_add_test(tc, long_series);
     tcase_add_test(tc, history_when_ring_lost);
     tcase_add_test(tc, json_object);
     tcase_add_test(tc, hostile_records);

@@ -168,24 +168,97 @@ static void ring_marked(const struct gm_leak_input *in, struct series *out)
     }
 }
 
-/* The device's used after each change, with times and live counts. */
+/* The device's used after each change, with times and live counts, and
+ * the regular curve the period is searched on: v, the running sum of the
+ * signed sizes of the changes that are not rare (at: their positions in
+ * u). A (kind, size) is rare when it occurs less than a sixteenth as often
+ * as the most frequent one, such as an evaluation buffer every few steps,
+ * which would otherwise make the period a multiple of the step; rare
+ * changes are left out only when they are at most a tenth of all. */
 struct changes {
     uint64_t *u, *ts, *live;
     size_t m;
+    uint64_t *v;
+    size_t *at, k;
 };
+
+#define RARE_SLOTS 1024u
+
+struct kind_size {
+    uint64_t key; /* size * 2 + (kind == FREE); 0: empty (sizes > 0) */
+    size_t count;
+};
+
+static size_t ks_slot(struct kind_size *tab, uint64_t key)
+{
+    size_t h = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 54) % RARE_SLOTS;
+    for (size_t probes = 0; probes < RARE_SLOTS; probes++) {
+        if (tab[h].key == key || tab[h].key == 0)
+            return h;
+        h = (h + 1) % RARE_SLOTS;
+    }
+    return RARE_SLOTS; /* full */
+}
+
+static uint64_t ks_key(const struct gm_abi_record *r)
+{
+    return r->size * 2 + (r->kind == GM_EV_FREE);
+}
+
+/* Marks rare[i] for the rare changes (see struct changes). */
+static void find_rare(const struct gm_leak_input *in, bool *rare, size_t m)
+{
+    static struct kind_size tab[RARE_SLOTS];
+    memset(tab, 0, sizeof tab);
+    memset(rare, 0, m * sizeof *rare);
+    size_t most = 0, j = 0;
+    for (size_t i = 0; i < in->n; i++) {
+        const struct gm_abi_record *r = &in->ev[i];
+        if (!is_dev_change(r, in->dev) || r->size == 0)
+            continue;
+        size_t h = ks_slot(tab, ks_key(r));
+        if (h == RARE_SLOTS)
+            return; /* too many kinds of change: keep all */
+        tab[h].key = ks_key(r);
+        if (++tab[h].count > most)
+            most = tab[h].count;
+    }
+    size_t dropped = 0;
+    for (size_t i = 0; i < in->n; i++) {
+        const struct gm_abi_record *r = &in->ev[i];
+        if (!is_dev_change(r, in->dev))
+            continue;
+        if (r->size != 0) {
+            size_t h = ks_slot(tab, ks_key(r));
+            if (tab[h].count * 16 < most) {
+                rare[j] = true;
+                dropped++;
+            }
+        }
+        j++;
+    }
+    if (dropped * 10 > m)
+        memset(rare, 0, m * sizeof *rare);
+}
 
 static int changes_of(const struct gm_leak_input *in, struct changes *c)
 {
     size_t m = 0;
     for (size_t i = 0; i < in->n; i++)
         m += is_dev_change(&in->ev[i], in->dev);
-    c->m = 0;
+    memset(c, 0, sizeof *c);
     c->u = calloc(m + 1, sizeof *c->u);
     c->ts = malloc((m + 1) * sizeof *c->ts);
     c->live = malloc((m + 1) * sizeof *c->live);
-    if (!c->u || !c->ts || !c->live)
+    c->v = calloc(m + 1, sizeof *c->v);
+    c->at = malloc((m + 1) * sizeof *c->at);
+    bool *rare = malloc((m + 1) * sizeof *rare);
+    if (!c->u || !c->ts || !c->live || !c->v || !c->at || !rare) {
+        free(rare);
         return -1;
-    uint64_t live = live_before_ring(in);
+    }
+    find_rare(in, rare, m);
+    uint64_t live = live_before_ring(in), sum = 0;
     for (size_t i = 0; i < in->n; i++) {
         const struct gm_abi_record *r = &in->ev[i];
         if (!is_dev_change(r, in->dev))
@@ -194,8 +267,14 @@ static int changes_of(const struct gm_leak_input *in, struct changes *c)
         c->u[c->m] = r->used_after;
         c->ts[c->m] = r->ts_ns;
         c->live[c->m] = live;
+        if (!rare[c->m]) {
+            sum += r->kind == GM_EV_ALLOC ? r->size : (uint64_t)0 - r->size;
+            c->v[c->k] = sum;
+            c->at[c->k++] = c->m;
+        }
         c->m++;
     }
+    free(rare);
     return 0;
 }
 
@@ -204,47 +283,55 @@ static void changes_free(struct changes *c)
     free(c->u);
     free(c->ts);
     free(c->live);
+    free(c->v);
+    free(c->at);
 }
 
-/* Windows of P changes, aligned on the lowest used in the second period
- * (the first may hold the program's setup), starting with the first
- * window whose end differs from its start by the typical lag-P
+/* Windows of P regular changes (c->v), aligned on the lowest of the second
+ * period (the last of equal ones; the first period may hold the
+ * program's setup), starting with the
+ * first window whose end differs from its start by the typical lag-P
  * difference (the setup is not a step); the least and greatest used over
- * each window, its last change shared with the next (so each holds one
- * step boundary). The last whole window is left out: it is a step in
- * progress or, once the program ended, its teardown (whose frees would
- * pass for a step's excursion). Window j is step floor((changes before
- * the first window) / P) + j + 1. */
+ * every change of each window (rare ones included), its last change
+ * shared with the next (so each holds one step boundary). The last whole
+ * window is left out: it is a step in progress or, once the program
+ * ended, its teardown (whose frees would pass for a step's excursion).
+ * Window j is step round((regular changes before the first window) / P)
+ * + j + 1, those before the ring estimated in the ring's proportion. */
 static void ring_detected(const struct gm_leak_input *in,
                           const struct changes *c, uint64_t P,
                           struct series *out)
 {
-    size_t from = c->m >= 3 * P ? P : 0, a = from;
-    for (size_t i = from + 1; i < from + P && i < c->m; i++)
-        if (c->u[i] < c->u[a])
+    const uint64_t *v = c->v;
+    size_t k = c->k;
+    size_t from = k >= 3 * P ? P : 0, a = from;
+    for (size_t i = from + 1; i < from + P && i < k; i++)
+        if (v[i] <= v[a]) /* the last of equal lows: after a step's frees */
             a = i;
     a %= P;
-    uint64_t d = typical_diff(c->u, c->m, P);
-    while (a + P < c->m && c->u[a + P] - c->u[a] != d)
+    uint64_t d = typical_diff(v, k, P);
+    while (a + P < k && v[a + P] - v[a] != d)
         a += P;
-    uint64_t base = in->dev_events > c->m ? in->dev_events - c->m : 0;
-    uint64_t step = (base + a) / P;
-    for (size_t s = a; s + 2 * P < c->m; s += P) {
-        uint64_t lo = c->u[s], hi = c->u[s];
-        for (size_t i = s + 1; i <= s + P; i++) {
+    double before = in->dev_events > c->m
+                        ? (double)(in->dev_events - c->m) * (double)k / (double)c->m
+                        : 0;
+    uint64_t step = (uint64_t)((before + (double)a) / (double)P + 0.5);
+    for (size_t s = a; s + 2 * P < k; s += P) {
+        size_t i0 = c->at[s], i1 = c->at[s + P];
+        uint64_t lo = c->u[i0], hi = c->u[i0];
+        for (size_t i = i0 + 1; i <= i1; i++) {
             lo = c->u[i] < lo ? c->u[i] : lo;
             hi = c->u[i] > hi ? c->u[i] : hi;
         }
-        size_t e = s + P;
-        struct gm_trend_point p = {secs(c->ts[e], in->t0_ns), (double)++step,
-                                   lo, hi, c->live[e]};
+        struct gm_trend_point p = {secs(c->ts[i1], in->t0_ns), (double)++step,
+                                   lo, hi, c->live[i1]};
         series_put(out, &p);
     }
 }
 
 /* ---- series from the history ---------------------------------------------- */
 
-static void hist_series(const struct gm_leak_input *in, uint64_t P,
+static void hist_series(const struct gm_leak_input *in, double per_step,
                         struct series *out)
 {
     uint64_t cum = 0;
@@ -253,8 +340,8 @@ static void hist_series(const struct gm_leak_input *in, uint64_t P,
         double step = -1;
         if (in->marked)
             step = (double)(i > 0 ? in->hist[i - 1].steps : h->steps);
-        else if (P > 0)
-            step = (double)cum / (double)P;
+        else if (per_step > 0)
+            step = (double)cum / per_step;
         cum += h->allocs + h->frees;
         struct gm_trend_point p = {secs(h->start_ns, in->t0_ns), step,
                                    h->used_min, h->used_max, h->live_allocs};
@@ -322,7 +409,7 @@ static void evidence(const struct gm_leak_input *in, double from, double to,
             continue; /* table full: sizes past 1024 distinct are ignored */
         double t = secs(r->ts_ns, in->t0_ns);
         if (t > to)
-            break;
+            continue; /* threads' time stamps need not be in ring order */
         tab[h].size = r->size;
         int d = r->kind == GM_EV_ALLOC ? 1 : -1;
         if (t < from)
@@ -363,13 +450,14 @@ int gm_leak_analyse(const struct gm_leak_input *in, struct gm_leak *out)
                      (in->ev[i].dev == in->dev || in->ev[i].dev == GM_ABI_NO_DEVICE);
     uint64_t P = 0;
     if (changes_of(in, &c) == 0 && !in->marked)
-        P = gm_steps_period(c.u, c.m, &out->period_score);
+        P = gm_steps_period(c.v, c.k, &out->period_score);
     if (have_marks)
         ring_marked(in, &ring);
-    else if (P > 0 && c.u)
+    else if (P > 0)
         ring_detected(in, &c, P, &ring);
     series_done(&ring);
-    hist_series(in, P, &hist);
+    /* The history counts every change: P regular ones and the rare. */
+    hist_series(in, P > 0 ? (double)P * (double)c.m / (double)c.k : 0, &hist);
     series_done(&hist);
     changes_free(&c);
     out->steps_from = in->marked ? GM_STEP_MARKED : P ? GM_STEP_DETECTED : GM_STEP_NONE;
@@ -466,14 +554,24 @@ int gm_leak_drain_all(const struct gm_seg *s, struct gm_abi_record **out,
                       size_t *n, uint64_t *lost)
 {
     size_t cap = s->ring_capacity ? s->ring_capacity : 1;
+    if (cap > GM_LEAK_DRAIN_MAX)
+        cap = GM_LEAK_DRAIN_MAX;
     struct gm_abi_record *buf = malloc(cap * sizeof *buf);
     *out = NULL;
     *n = 0;
     *lost = 0;
     if (buf == NULL)
         return -1;
+    /* From the oldest event, or the last GM_LEAK_DRAIN_MAX of a larger
+     * ring (those before count as lost). */
     struct gm_cursor c;
+    gm_cursor_init(&c, s, true);
+    uint64_t head = c.next;
     gm_cursor_init(&c, s, false);
+    if (head > cap) {
+        c.next = head - cap;
+        *lost = c.next;
+    }
     size_t got = 0;
     /* One pass over the ring (the reader moves at least one slot per
      * round); events published after the drain began may be cut off. */

@@ -98,9 +98,10 @@ int gm_leak_of_seg(const struct gm_seg *s, const struct gm_snapshot *snap,
                    uint64_t lost, struct gm_leak *out, char *err,
                    size_t errcap);
 
-/* Every event the ring of s holds, in order, in a malloc'd array
- * (*out, *n); *lost gets the events lost before them. 0, or -1 when out of
- * memory or the segment faulted. */
+/* Every event the ring of s holds (its last GM_LEAK_DRAIN_MAX at most),
+ * in order, in a malloc'd array (*out, *n); *lost gets the events before
+ * them (overwritten, or left out). 0, or -1 when out of memory. */
+#define GM_LEAK_DRAIN_MAX (1u << 20)
 int gm_leak_drain_all(const struct gm_seg *s, struct gm_abi_record **out,
                       size_t *n, uint64_t *lost);
 
