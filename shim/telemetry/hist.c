@@ -227,21 +227,35 @@ static uint64_t diff(uint64_t now, uint64_t then)
     return now > then ? now - then : 0;
 }
 
-/* Close the open bucket of d with the block's figures now. Caller holds
+/* The block's counters, read once per roll: the closed bucket ends and
+ * the new one starts with the same values, so an event counted by a
+ * concurrent writer meanwhile lands in exactly one of the two. */
+struct counts {
+    uint64_t used, allocs, frees, refusals;
+};
+
+static struct counts counts_now(const struct gm_abi_dev *d)
+{
+    struct counts c = { tw_get(&d->used), tw_get(&d->allocs),
+                        tw_get(&d->frees), tw_get(&d->refusals) };
+    return c;
+}
+
+/* Close the open bucket of d, ending with the counters c. Caller holds
  * hist_lock. */
 static void close_open(struct gm_abi_header *h, struct gm_abi_hist *hs,
-                       struct gm_abi_dev *d)
+                       struct gm_abi_dev *d, const struct counts *c)
 {
-    uint64_t used = tw_get(&d->used), lo = tw_get(&d->hist_min),
+    uint64_t used = c->used, lo = tw_get(&d->hist_min),
              hi = tw_get(&d->hist_max), steps = TW_LD_RLX(&h->steps),
-             refusals = diff(tw_get(&d->refusals), tw_get(&d->hist_refusals0));
+             refusals = diff(c->refusals, tw_get(&d->hist_refusals0));
     struct gm_abi_bucket b = {
         .used_min = lo < used ? lo : used,
         .used_max = hi > used ? hi : used,
         .used_last = used,
         .live_allocs = tw_get(&d->live_allocs),
-        .allocs = diff(tw_get(&d->allocs), tw_get(&d->hist_allocs0)),
-        .frees = diff(tw_get(&d->frees), tw_get(&d->hist_frees0)),
+        .allocs = diff(c->allocs, tw_get(&d->hist_allocs0)),
+        .frees = diff(c->frees, tw_get(&d->hist_frees0)),
         .refusals = refusals > UINT32_MAX ? UINT32_MAX : (uint32_t)refusals,
         .steps = steps > UINT32_MAX ? UINT32_MAX : (uint32_t)steps,
     };
@@ -258,18 +272,17 @@ static void close_open(struct gm_abi_header *h, struct gm_abi_hist *hs,
     }
 }
 
-/* Open the bucket of `now` from the block's figures now. */
+/* Open the bucket of `now`, starting from the counters c. */
 static void open_at(struct gm_abi_header *h, struct gm_abi_dev *d,
-                    uint64_t now)
+                    uint64_t now, const struct counts *c)
 {
     uint64_t idx = gm_hist_index(h->hist_base_ns, now);
-    uint64_t used = tw_get(&d->used);
     tw_put(&d->hist_open, idx);
-    tw_put(&d->hist_min, used);
-    tw_put(&d->hist_max, used);
-    tw_put(&d->hist_allocs0, tw_get(&d->allocs));
-    tw_put(&d->hist_frees0, tw_get(&d->frees));
-    tw_put(&d->hist_refusals0, tw_get(&d->refusals));
+    tw_put(&d->hist_min, c->used);
+    tw_put(&d->hist_max, c->used);
+    tw_put(&d->hist_allocs0, c->allocs);
+    tw_put(&d->hist_frees0, c->frees);
+    tw_put(&d->hist_refusals0, c->refusals);
     /* Last: an event that sees the new end sees the figures above. */
     tw_put(&d->hist_next_ns,
            h->hist_base_ns + (idx + 1) * GM_ABI_HIST_TICK_NS);
@@ -290,9 +303,10 @@ void gm_hist_roll(struct gm_abi_header *h, struct gm_abi_dev *d,
         return; /* another thread rolls: the next event tries again */
     uint64_t next = tw_get(&d->hist_next_ns);
     if (now >= next && next != HIST_CLOSED) {
+        struct counts c = counts_now(d);
         if (next != 0)
-            close_open(h, hs, d);
-        open_at(h, d, now);
+            close_open(h, hs, d, &c);
+        open_at(h, d, now, &c);
         if (next != 0)
             gm_forecast_check(h, d, hs, dev, now);
     }
@@ -321,8 +335,9 @@ void gm_hist_flush(struct gm_abi_header *h)
             continue; /* a roller died inside: leave its device as is */
         __atomic_fetch_add(&d->wbegin, 1, __ATOMIC_ACQ_REL);
         uint64_t next = tw_get(&d->hist_next_ns);
+        struct counts c = counts_now(d);
         if (next != 0 && next != HIST_CLOSED)
-            close_open(h, gm_hist_of(h, i), d);
+            close_open(h, gm_hist_of(h, i), d, &c);
         tw_put(&d->hist_next_ns, HIST_CLOSED);
         tw_stats_end(d);
         TW_ST_REL(&d->hist_lock, 0);
