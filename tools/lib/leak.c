@@ -27,23 +27,23 @@ const char *gm_step_src_name(enum gm_step_src s)
 
 /* ---- the period ------------------------------------------------------------ */
 
-/* The median of 15 differences u[i+k] - u[i] at evenly spaced i (as
- * unsigned: wrapped differences compare equal exactly when the signed
- * ones do). */
+/* The median of 15 differences u[i+k] - u[i] at evenly spaced i, read as
+ * signed (a curve that falls has negative ones); returned wrapped, as the
+ * callers compare it with wrapped differences. */
 static uint64_t typical_diff(const uint64_t *u, size_t m, size_t k)
 {
     enum { S = 15 };
-    uint64_t d[S];
+    int64_t d[S];
     size_t span = m - k - 1;
     for (size_t s = 0; s < S; s++) {
         size_t i = span * s / (S - 1);
-        uint64_t v = u[i + k] - u[i];
+        int64_t v = (int64_t)(u[i + k] - u[i]);
         size_t j = s;
         for (; j > 0 && d[j - 1] > v; j--)
             d[j] = d[j - 1];
         d[j] = v;
     }
-    return d[S / 2];
+    return (uint64_t)d[S / 2];
 }
 
 uint64_t gm_steps_period(const uint64_t *u, size_t m, double *score)

@@ -17,7 +17,9 @@
  * points), except gm_leak_of_seg, which reads a segment. Bounded: the
  * period search looks at the last GM_PERIOD_EVENTS events and lags up to
  * GM_PERIOD_LAG_MAX; the per-step series keeps at most GM_LEAK_SERIES_MAX
- * points (the most recent).
+ * points (the most recent). Not thread-safe: the period search, the
+ * evidence and gm_leak_of_seg use static scratch (the tools analyse one
+ * device at a time).
  */
 #ifndef GM_LEAK_H
 #define GM_LEAK_H
