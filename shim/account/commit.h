@@ -33,6 +33,9 @@ static inline __attribute__((always_inline)) void gm_acct_commit_inline(
      * they count toward the peak. */
     uint64_t peak, used = gm_budget_note_peak(&d->budget, &peak);
     gm_grp_committed(d);
+    struct gm_alloc b = *a;
+    b.birth_step = (uint32_t)atomic_load_explicit(&gm_st.steps,
+                                                  memory_order_relaxed);
     if (gm_telemetry_on()) {
         struct gm_tel_ev e = {
             .ts_ns = gm_ticks_realtime(t1), .lat_ns = gm_ticks_ns(t1 - t0),
@@ -42,14 +45,15 @@ static inline __attribute__((always_inline)) void gm_acct_commit_inline(
             .known = true, /* gm_dev_get ran gm_tel_device */
         };
         gm_tel_alloc_ev(&gm_st.tel, &e);
+        b.birth_t = (uint32_t)(e.ts_ns >> 24); /* OOM snapshot ages */
         if (a->ns == GM_NS_PTR)
             gm_fragq_post(&d->frag, a->key, a->size, gm_acct_publish_frag,
                           (void *)(uintptr_t)a->dev);
     }
     struct gm_alloc old;
-    int r = gm_track_insert(a, &old);
+    int r = gm_track_insert(&b, &old);
     if (GM_UNLIKELY(r != 0))
-        gm_acct_commit_collision(a, &old, r, t1);
+        gm_acct_commit_collision(&b, &old, r, t1);
 }
 
 static inline __attribute__((always_inline)) void gm_acct_released_inline(

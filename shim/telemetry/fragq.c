@@ -89,3 +89,18 @@ void gm_fragq_enqueue(struct gm_fragq *q, uint64_t addr, uint64_t size,
         gm_fragq_finish(q, publish, ctx);
     }
 }
+
+bool gm_fragq_peek(struct gm_fragq *q, uint64_t *largest, uint32_t *ppm,
+                   gm_fragq_publish publish, void *ctx)
+{
+    if (!gm_fragq_take_role(q))
+        return false;
+    gm_fragq_drain(q);
+    bool any = q->set.count > 0;
+    if (any) {
+        *largest = q->set.largest;
+        *ppm = gm_frag_ppm(&q->set);
+    }
+    gm_fragq_finish(q, publish, ctx); /* gives the role up, looks again */
+    return any;
+}

@@ -26,6 +26,7 @@
 #include "policy/policy.h"
 #include "shim/base/clock.h"
 #include "shim/base/shmfile.h"
+#include "tools/lib/leak.h"
 
 #define SCAN_MAX 4096
 #define GSCAN_MAX 256
@@ -452,7 +453,50 @@ static void dev_json(FILE *f, const struct gm_snapshot *s, unsigned i)
     ju(f, "frag_ppm", d->frag_ppm);
     ju(f, "alloc_latency_p50_ns", gm_dev_lat_q(d, 500));
     ju(f, "alloc_latency_p99_ns", gm_dev_lat_q(d, 990));
-    fputc('}', f);
+}
+
+/* The segment's ring, drained once for every device's leak verdict. */
+struct leak_src {
+    struct gm_seg seg;
+    bool open;
+    struct gm_abi_record *ev;
+    size_t n;
+    uint64_t lost;
+};
+
+static void leak_src_open(struct leak_src *ls, const struct gm_scan_proc *sp)
+{
+    char err[256];
+    memset(ls, 0, sizeof *ls);
+    if (gm_seg_open_path(&ls->seg, sp->path, err, sizeof err) != 0)
+        return;
+    ls->open = true;
+    if (gm_leak_drain_all(&ls->seg, &ls->ev, &ls->n, &ls->lost) != 0) {
+        gm_seg_close(&ls->seg);
+        ls->open = false;
+    }
+}
+
+static void leak_src_close(struct leak_src *ls)
+{
+    if (ls->open)
+        gm_seg_close(&ls->seg);
+    free(ls->ev);
+}
+
+static void dev_leak_json(FILE *f, struct leak_src *ls,
+                          const struct gm_snapshot *s, unsigned i)
+{
+    struct gm_leak l;
+    char err[256];
+    fputc(',', f);
+    if (!ls->open) {
+        gm_leak_json(f, NULL);
+        return;
+    }
+    gm_leak_of_seg(&ls->seg, s, i, ls->ev, ls->n, ls->lost, &l, err, sizeof err);
+    gm_leak_json(f, &l);
+    gm_leak_free(&l);
 }
 
 /* ,"KEY":"text" or ,"KEY":null for an empty one. */
@@ -545,13 +589,18 @@ void gm_proc_print_json(FILE *f, const struct gm_scan_proc *sp)
     ju(f, "start_realtime_ns", s->start_realtime_ns);
     fputs(",\"devices\":[", f);
     unsigned shown = 0;
+    static struct leak_src ls;
+    leak_src_open(&ls, sp);
     for (unsigned i = 0; i < s->dev_count && i < GM_ABI_MAX_DEVICES; i++) {
         if (!dev_used(&s->dev[i]))
             continue;
         if (shown++)
             fputc(',', f);
         dev_json(f, s, i);
+        dev_leak_json(f, &ls, s, i);
+        fputc('}', f);
     }
+    leak_src_close(&ls);
     fputs("]}", f);
 }
 

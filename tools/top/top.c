@@ -37,6 +37,7 @@
 #include "tools/lib/reader.h"
 #include "tools/lib/util.h"
 #include "tools/lib/version.h"
+#include "tools/top/trendcol.h"
 #include "tools/top/view.h"
 
 #define GONE_NS 10000000000ull
@@ -69,11 +70,15 @@ static const char help_text[] =
     "    digits), DEV, USED, PEAK, LIMIT, %LIMIT (bar; in static mode how full the\n"
     "    arena is, marked arena), ALLOC/s, FREE/s, OOMS (refused requests),\n"
     "    FRAG@PK (fragmentation when the peak was last reached), P99\n"
-    "    allocation latency, MODE and COMMAND (the program without its\n"
+    "    allocation latency, TREND (the leak verdict: growth of the used\n"
+    "    floor per step, +3.0M/st, or per second, +1.9M/s; flat; ? with too\n"
+    "    little history), ETA (time left before the limit at that growth),\n"
+    "    MODE and COMMAND (the program without its\n"
     "    directory, then its arguments; when they do not fit, the arguments\n"
     "    shared with a similar row are shown as ..). Columns that do not fit\n"
-    "    are dropped, JOB first, then USER, MODE, FRAG@PK, FREE/s, P99 and PEAK,\n"
-    "    so that COMMAND keeps a fifth of the width (20 columns at least).\n"
+    "    are dropped, JOB first, then USER, MODE, ETA, FREE/s, FRAG@PK, TREND,\n"
+    "    P99 and PEAK, so that COMMAND keeps a fifth of the width (20 columns\n"
+    "    at least).\n"
     "    The rows are the processes --once lists: running ones, and exited\n"
     "    ones kept with GPUMEM_KEEP=1 (dimmed, marked (kept)); a process\n"
     "    that exits or is killed while watched stays 10 seconds, dimmed,\n"
@@ -302,8 +307,11 @@ static void update_proc(struct top *t, const struct gm_scan *sc,
                                         rows[i].sp->p.pidns,
                                         rows[i].sp->p.snap.start_ticks,
                                         rows[i].dev);
-        if (e != NULL)
+        if (e != NULL) {
             update_ent(e, &rows[i], now);
+            if (!e->final || e->trend_ns == 0)
+                gm_top_trend(e, rows[i].sp->path, &rows[i].sp->p.snap, now);
+        }
     }
 }
 
@@ -554,6 +562,21 @@ static int shown(const struct gm_top_ent *e)
     return e->show_pid > 0 ? e->show_pid : e->pid;
 }
 
+/* Growing rows above the others, by growth; rows with a forecast by its
+ * time, those without after. */
+static int cmp_growth(const struct gm_top_ent *a, const struct gm_top_ent *b)
+{
+    double x = a->trend == 2 ? a->growth : -1, y = b->trend == 2 ? b->growth : -1;
+    return (x > y) - (x < y);
+}
+
+static int cmp_eta(const struct gm_top_ent *a, const struct gm_top_ent *b)
+{
+    double x = a->trend == 2 && a->eta_s == a->eta_s ? a->eta_s : 1e300;
+    double y = b->trend == 2 && b->eta_s == b->eta_s ? b->eta_s : 1e300;
+    return (x > y) - (x < y);
+}
+
 static int cmp_ent(const void *pa, const void *pb)
 {
     const struct gm_top_ent *a = *(struct gm_top_ent *const *)pa;
@@ -579,6 +602,8 @@ static int cmp_ent(const void *pa, const void *pb)
     case GM_COL_P99:
         c = cmp_u64(gm_dev_lat_q(&a->d, 990), gm_dev_lat_q(&b->d, 990));
         break;
+    case GM_COL_TREND: c = cmp_growth(a, b); break;
+    case GM_COL_ETA: c = cmp_eta(a, b); break;
     case GM_COL_MODE: c = strcmp(a->mode, b->mode); break;
     case GM_COL_CMD: c = strcmp(a->cmd + a->cmd_prog, b->cmd + b->cmd_prog);
         break;
