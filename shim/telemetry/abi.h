@@ -358,8 +358,6 @@ _Static_assert(sizeof(struct gm_abi_hist) == 99456, "hist size");
 _Static_assert(offsetof(struct gm_abi_header, hist_offset) == 1216,
                "hist_offset");
 _Static_assert(offsetof(struct gm_abi_header, steps) == 1256, "steps");
-_Static_assert(offsetof(struct gm_abi_header, reserved) == 1280,
-               "reserved");
 _Static_assert(offsetof(struct gm_abi_dev, hist_next_ns) == 960,
                "hist_next_ns");
 _Static_assert(sizeof(struct gm_abi_header) == 2048, "header size");
