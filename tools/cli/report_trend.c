@@ -237,7 +237,9 @@ static void tl_event(struct gm_timeline *tl, const struct gm_abi_record *r)
         gm_tl_add(tl, r->dev, r->ts_ns, r->used_after);
 }
 
-/* The buckets that end before `until`: least, greatest and last used. */
+/* The buckets that start before `until`, each as a bar at its start from
+ * its least to its greatest used, then its last used until the next; the
+ * bucket in which the ring's events begin as a bar down to its least. */
 static bool tl_history(struct gm_timeline *tl, const struct gm_seg *seg,
                        unsigned dev, uint64_t until)
 {
@@ -245,11 +247,12 @@ static bool tl_history(struct gm_timeline *tl, const struct gm_seg *seg,
     char err[256];
     int n = gm_seg_history(seg, dev, hp, GM_HIST_POINTS_MAX, err, sizeof err);
     bool any = false;
-    for (int i = 0; i < n && hp[i].end_ns <= until; i++) {
-        /* The bucket's range as a bar at its start, then its last. */
-        gm_tl_add(tl, dev, hp[i].start_ns, hp[i].used_min);
-        gm_tl_add(tl, dev, hp[i].start_ns + 1, hp[i].used_max);
-        gm_tl_add(tl, dev, hp[i].end_ns - 1, hp[i].used_last);
+    for (int i = 0; i < n && hp[i].start_ns + 2 < until; i++) {
+        bool whole = hp[i].end_ns <= until;
+        gm_tl_add(tl, dev, hp[i].start_ns, whole ? hp[i].used_min : hp[i].used_max);
+        gm_tl_add(tl, dev, hp[i].start_ns + 1, whole ? hp[i].used_max : hp[i].used_min);
+        if (whole) /* else the ring's events go on from its floor */
+            gm_tl_add(tl, dev, hp[i].start_ns + 2, hp[i].used_last);
         any = true;
     }
     return any;
