@@ -247,6 +247,9 @@ static bool tl_history(struct gm_timeline *tl, const struct gm_seg *seg,
     char err[256];
     int n = gm_seg_history(seg, dev, hp, GM_HIST_POINTS_MAX, err, sizeof err);
     bool any = false;
+    if (n <= 0 || hp[0].end_ns > until)
+        return false; /* no whole bucket before the ring: the events lost
+                         stay noted as lost */
     for (int i = 0; i < n && hp[i].start_ns + 2 < until; i++) {
         bool whole = hp[i].end_ns <= until;
         gm_tl_add(tl, dev, hp[i].start_ns, whole ? hp[i].used_min : hp[i].used_max);
