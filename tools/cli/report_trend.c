@@ -312,7 +312,7 @@ static void tl_trend(struct gm_tl_trend *tt, const struct gm_leak *l,
     tt->y0 = t->floor_now - t->bytes_per_second * t->seconds;
     if (t->by_step) {
         gm_size_short((uint64_t)(t->bytes_per_step + 0.5), a, sizeof a);
-        snprintf(tt->text, sizeof tt->text, "trend +%s/step", a);
+        snprintf(tt->text, sizeof tt->text, "trend +%s/st", a);
     } else {
         gm_size_short((uint64_t)(t->bytes_per_second + 0.5), a, sizeof a);
         snprintf(tt->text, sizeof tt->text, "trend +%s/s", a);
