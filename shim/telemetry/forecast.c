@@ -16,12 +16,14 @@
 #include "shim/telemetry/trend.h"
 
 static _Atomic uint64_t warn_ns;
+static _Atomic int quiet;              /* the log level mutes warnings */
 static _Atomic uint64_t warned;        /* bit dev: given */
 static uint64_t last_check[GM_ABI_HIST_DEVICES]; /* roll-lock holder only */
 
-void gm_forecast_configure(uint64_t warn_before_ns)
+void gm_forecast_configure(uint64_t warn_before_ns, bool silent)
 {
     __atomic_store_n(&warn_ns, warn_before_ns, __ATOMIC_RELAXED);
+    __atomic_store_n(&quiet, silent, __ATOMIC_RELAXED);
     __atomic_store_n(&warned, 0, __ATOMIC_RELAXED);
     for (unsigned i = 0; i < GM_ABI_HIST_DEVICES; i++)
         last_check[i] = 0;
@@ -66,13 +68,17 @@ static uint64_t round_u64(double v)
     return v >= 1.8e19 ? UINT64_MAX : (uint64_t)(v + 0.5);
 }
 
+/* The warning line on stderr, unless the log level mutes warnings (the
+ * record is written anyway). */
 static void warn_line(unsigned dev, const struct gm_trend *r, uint64_t limit)
 {
+    if (__atomic_load_n(&quiet, __ATOMIC_RELAXED))
+        return;
     char lim[32], rate[32], floor[32], per_step[32], line[320];
     gm_format_size_short(limit, lim, sizeof lim);
     gm_format_size_short(round_u64(r->bytes_per_second), rate, sizeof rate);
     gm_format_size_short(round_u64(r->floor_now), floor, sizeof floor);
-    uint64_t secs = round_u64(r->seconds_to_limit);
+    unsigned long long secs = round_u64(r->seconds_to_limit);
     int n;
     if (r->by_step && !isnan(r->steps_to_limit)) {
         gm_format_size_short(round_u64(r->bytes_per_step), per_step,
@@ -80,14 +86,14 @@ static void warn_line(unsigned dev, const struct gm_trend *r, uint64_t limit)
         n = snprintf(line, sizeof line,
                      "gpumem: device %u: the limit (%s) is forecast in about "
                      "%llu s (%llu steps): used floor %s, growing %s per "
-                     "step (%s/s)\n", dev, lim, (unsigned long long)secs,
+                     "step (%s/s)\n", dev, lim, secs,
                      (unsigned long long)round_u64(r->steps_to_limit), floor,
                      per_step, rate);
     } else {
         n = snprintf(line, sizeof line,
                      "gpumem: device %u: the limit (%s) is forecast in about "
-                     "%llu s: used floor %s, growing %s/s\n", dev, lim,
-                     (unsigned long long)secs, floor, rate);
+                     "%llu s: used floor %s, growing %s/s\n", dev, lim, secs,
+                     floor, rate);
     }
     if (n > 0)
         (void)gm_write_all(STDERR_FILENO, line,

@@ -22,8 +22,10 @@
 #define GM_FORECAST_POINTS 64u            /* tier-0 buckets fitted */
 #define GM_FORECAST_EVERY_NS 4000000000ull /* checks per device, at most */
 
-/* Threshold in ns (0: no warning); clears every device's once-flag. */
-void gm_forecast_configure(uint64_t warn_before_ns);
+/* Threshold in ns (0: no warning); silent: the record without the
+ * stderr line (GPUMEM_LOG_LEVEL below warn). Clears every device's
+ * once-flag. */
+void gm_forecast_configure(uint64_t warn_before_ns, bool silent);
 /* The roll's hook: device dev (< hist_slots) just closed a bucket. */
 void gm_forecast_check(struct gm_abi_header *h, struct gm_abi_dev *d,
                        const struct gm_abi_hist *hs, unsigned dev,

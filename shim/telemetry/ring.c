@@ -382,7 +382,7 @@ static void init_image(struct gm_abi_header *h, uint32_t cap, uint32_t slots,
     if (h->start_realtime_ns == 0 || h->start_realtime_ns > h->created_ns)
         h->start_realtime_ns = h->created_ns;
     read_cmdline(h->cmdline, sizeof h->cmdline);
-    gm_forecast_configure(p->warn_before_ns);
+    gm_forecast_configure(p->warn_before_ns, p->forecast_silent);
     if (p->policy_summary != NULL)
         snprintf(h->policy, sizeof h->policy, "%s", p->policy_summary);
     TW_ST_REL(&h->magic, GM_ABI_MAGIC);
@@ -597,7 +597,7 @@ void gm_tel_forget(struct gm_tel *t)
     t->map_len = 0;
     __atomic_store_n(&t->hdr, NULL, __ATOMIC_RELEASE);
     gm_thread_id_reset();
-    gm_forecast_configure(0); /* the child's segment configures its own */
+    gm_forecast_configure(0, true); /* the child's segment sets its own */
 }
 
 /* ---- read side ---------------------------------------------------------- */

@@ -37,6 +37,7 @@ struct gm_tel_params {
     const char *shm_dir;         /* NULL = "/dev/shm" (tests may override) */
     uint32_t dev_slots;          /* device blocks; 0 = GM_ABI_MAX_DEVICES */
     uint64_t warn_before_ns;     /* forecast warning threshold; 0 = none */
+    bool forecast_silent;        /* the forecast's record without its line */
 };
 
 struct gm_tel {

@@ -33,11 +33,13 @@ struct run {
     int saved_err;
 };
 
-static void start(struct run *r, uint64_t warn_ns, uint64_t limit)
+static void start_q(struct run *r, uint64_t warn_ns, uint64_t limit,
+                    bool silent)
 {
     struct gm_tel_params p = { .ring_events = 1u << 16, .dev_slots = 1,
                                .policy_summary = "test",
-                               .warn_before_ns = warn_ns };
+                               .warn_before_ns = warn_ns,
+                               .forecast_silent = silent };
     size_t len = gm_tel_layout_size(p.ring_events, 1);
     r->mem = aligned_alloc(64, (len + 63) / 64 * 64);
     ck_assert_ptr_nonnull(r->mem);
@@ -52,6 +54,11 @@ static void start(struct run *r, uint64_t warn_ns, uint64_t limit)
     fflush(stderr);
     r->saved_err = dup(2);
     dup2(fileno(r->err), 2);
+}
+
+static void start(struct run *r, uint64_t warn_ns, uint64_t limit)
+{
+    start_q(r, warn_ns, limit, false);
 }
 
 static void ev(struct run *r, bool alloc, uint64_t ts, uint64_t size,
@@ -158,6 +165,18 @@ START_TEST(test_leak_warns_once_within_10_percent)
 }
 END_TEST
 
+START_TEST(test_silent_writes_the_record_only)
+{
+    struct run r;
+    start_q(&r, 60 * SEC, 8 * GiB, true);
+    train(&r, 240, 2, 512 * MiB, 16 * MiB);
+    const char *err = stop_err(&r);
+    ck_assert_msg(err[0] == '\0', "%s", err);
+    ck_assert_uint_eq(forecasts(&r, NULL), 1);
+    finish(&r);
+}
+END_TEST
+
 START_TEST(test_no_warning_cases)
 {
     struct { uint64_t warn, limit, leak; } c[] = {
@@ -186,6 +205,7 @@ static Suite *forecast_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_leak_warns_once_within_10_percent);
     tcase_add_test(tc, test_no_warning_cases);
+    tcase_add_test(tc, test_silent_writes_the_record_only);
     suite_add_tcase(s, tc);
     return s;
 }
