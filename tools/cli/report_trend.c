@@ -237,7 +237,9 @@ static void tl_event(struct gm_timeline *tl, const struct gm_abi_record *r)
         gm_tl_add(tl, r->dev, r->ts_ns, r->used_after);
 }
 
-/* The buckets that end before `until`: least, greatest and last used. */
+/* The buckets that start before `until`, each as a bar at its start from
+ * its least to its greatest used, then its last used until the next; the
+ * bucket in which the ring's events begin as a bar down to its least. */
 static bool tl_history(struct gm_timeline *tl, const struct gm_seg *seg,
                        unsigned dev, uint64_t until)
 {
@@ -245,11 +247,15 @@ static bool tl_history(struct gm_timeline *tl, const struct gm_seg *seg,
     char err[256];
     int n = gm_seg_history(seg, dev, hp, GM_HIST_POINTS_MAX, err, sizeof err);
     bool any = false;
-    for (int i = 0; i < n && hp[i].end_ns <= until; i++) {
-        /* The bucket's range as a bar at its start, then its last. */
-        gm_tl_add(tl, dev, hp[i].start_ns, hp[i].used_min);
-        gm_tl_add(tl, dev, hp[i].start_ns + 1, hp[i].used_max);
-        gm_tl_add(tl, dev, hp[i].end_ns - 1, hp[i].used_last);
+    if (n <= 0 || hp[0].end_ns > until)
+        return false; /* no whole bucket before the ring: the events lost
+                         stay noted as lost */
+    for (int i = 0; i < n && hp[i].start_ns + 2 < until; i++) {
+        bool whole = hp[i].end_ns <= until;
+        gm_tl_add(tl, dev, hp[i].start_ns, whole ? hp[i].used_min : hp[i].used_max);
+        gm_tl_add(tl, dev, hp[i].start_ns + 1, whole ? hp[i].used_max : hp[i].used_min);
+        if (whole) /* else the ring's events go on from its floor */
+            gm_tl_add(tl, dev, hp[i].start_ns + 2, hp[i].used_last);
         any = true;
     }
     return any;
@@ -306,7 +312,7 @@ static void tl_trend(struct gm_tl_trend *tt, const struct gm_leak *l,
     tt->y0 = t->floor_now - t->bytes_per_second * t->seconds;
     if (t->by_step) {
         gm_size_short((uint64_t)(t->bytes_per_step + 0.5), a, sizeof a);
-        snprintf(tt->text, sizeof tt->text, "trend +%s/step", a);
+        snprintf(tt->text, sizeof tt->text, "trend +%s/st", a);
     } else {
         gm_size_short((uint64_t)(t->bytes_per_second + 0.5), a, sizeof a);
         snprintf(tt->text, sizeof tt->text, "trend +%s/s", a);

@@ -61,10 +61,13 @@ uint64_t gm_steps_period(const uint64_t *u, size_t m, double *score)
     double best = 0;
     for (size_t k = 2; k <= maxk; k++) {
         uint64_t d = typical_diff(u, m, k);
-        size_t hit = 0;
-        for (size_t i = 0; i + k < m; i++)
+        /* The fraction over at most GM_PERIOD_SAMPLES evenly spaced i
+         * (every i when there are fewer). */
+        size_t pairs = m - k, stride = pairs / GM_PERIOD_SAMPLES + 1;
+        size_t hit = 0, seen = 0;
+        for (size_t i = 0; i < pairs; i += stride, seen++)
             hit += u[i + k] - u[i] == d;
-        sc[k] = (double)hit / (double)(m - k);
+        sc[k] = (double)hit / (double)seen;
         if (sc[k] > best)
             best = sc[k];
     }
@@ -553,17 +556,23 @@ void gm_leak_json(FILE *f, const struct gm_leak *l)
 int gm_leak_drain_all(const struct gm_seg *s, struct gm_abi_record **out,
                       size_t *n, uint64_t *lost)
 {
+    return gm_leak_drain_last(s, GM_LEAK_DRAIN_MAX, out, n, lost);
+}
+
+int gm_leak_drain_last(const struct gm_seg *s, size_t max,
+                       struct gm_abi_record **out, size_t *n, uint64_t *lost)
+{
     size_t cap = s->ring_capacity ? s->ring_capacity : 1;
-    if (cap > GM_LEAK_DRAIN_MAX)
-        cap = GM_LEAK_DRAIN_MAX;
+    if (cap > max)
+        cap = max ? max : 1;
     struct gm_abi_record *buf = malloc(cap * sizeof *buf);
     *out = NULL;
     *n = 0;
     *lost = 0;
     if (buf == NULL)
         return -1;
-    /* From the oldest event, or the last GM_LEAK_DRAIN_MAX of a larger
-     * ring (those before count as lost). */
+    /* From the oldest event, or the last `max` of a larger ring (those
+     * before count as lost). */
     struct gm_cursor c;
     gm_cursor_init(&c, s, true);
     uint64_t head = c.next;

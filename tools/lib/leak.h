@@ -36,6 +36,7 @@
 #define GM_PERIOD_EVENTS 8192u
 #define GM_PERIOD_LAG_MAX 2048u
 #define GM_PERIOD_MIN_SCORE 0.5
+#define GM_PERIOD_SAMPLES 1024u /* pairs scored per lag, at most */
 #define GM_LEAK_SERIES_MAX 16384u
 #define GM_LEAK_RING_STEPS 64u /* the ring's series wins from this many steps */
 
@@ -51,7 +52,8 @@ const char *gm_step_src_name(enum gm_step_src s); /* "none", "marked", ... */
  * values are looked at; 0 when no lag in [2, min(GM_PERIOD_LAG_MAX, m/4)]
  * scores at least GM_PERIOD_MIN_SCORE. *score (may be NULL) gets the
  * chosen lag's score (the fraction of i where u[i+P] - u[i] equals the
- * lag's typical difference). */
+ * lag's typical difference, over at most GM_PERIOD_SAMPLES evenly spaced
+ * i). */
 uint64_t gm_steps_period(const uint64_t *u, size_t m, double *score);
 
 /* What the analysis reads. */
@@ -106,5 +108,8 @@ int gm_leak_of_seg(const struct gm_seg *s, const struct gm_snapshot *snap,
 #define GM_LEAK_DRAIN_MAX (1u << 20)
 int gm_leak_drain_all(const struct gm_seg *s, struct gm_abi_record **out,
                       size_t *n, uint64_t *lost);
+/* The same, the last max events at most. */
+int gm_leak_drain_last(const struct gm_seg *s, size_t max,
+                       struct gm_abi_record **out, size_t *n, uint64_t *lost);
 
 #endif

@@ -536,7 +536,8 @@ static void ident_json(FILE *f, const struct gm_abi_ident *id)
             id->flags & GM_ID_F_ALTERED ? "true" : "false");
 }
 
-void gm_proc_print_json(FILE *f, const struct gm_scan_proc *sp)
+void gm_proc_print_json(FILE *f, const struct gm_scan_proc *sp,
+                        unsigned flags)
 {
     const struct gm_snapshot *s = &sp->p.snap;
     uint64_t used = 0, peak = 0, limit = 0, ctx = 0, allocs = 0, frees = 0;
@@ -590,27 +591,31 @@ void gm_proc_print_json(FILE *f, const struct gm_scan_proc *sp)
     fputs(",\"devices\":[", f);
     unsigned shown = 0;
     static struct leak_src ls;
-    leak_src_open(&ls, sp);
+    bool leak = flags & GM_JSON_LEAK;
+    if (leak)
+        leak_src_open(&ls, sp);
     for (unsigned i = 0; i < s->dev_count && i < GM_ABI_MAX_DEVICES; i++) {
         if (!dev_used(&s->dev[i]))
             continue;
         if (shown++)
             fputc(',', f);
         dev_json(f, s, i);
-        dev_leak_json(f, &ls, s, i);
+        if (leak)
+            dev_leak_json(f, &ls, s, i);
         fputc('}', f);
     }
-    leak_src_close(&ls);
+    if (leak)
+        leak_src_close(&ls);
     fputs("]}", f);
 }
 
-void gm_scan_print_json(FILE *f, const struct gm_scan *sc)
+void gm_scan_print_json(FILE *f, const struct gm_scan *sc, unsigned flags)
 {
     fputc('[', f);
     for (size_t i = 0; i < sc->n; i++) {
         if (i)
             fputc(',', f);
-        gm_proc_print_json(f, &sc->procs[i]);
+        gm_proc_print_json(f, &sc->procs[i], flags);
     }
     fputc(']', f);
 }

@@ -124,11 +124,15 @@ size_t gm_size_short(uint64_t bytes, char *buf, size_t cap);
 void gm_rows_print_text(FILE *f, const struct gm_row *rows, size_t n);
 
 /* One process as a JSON object (no newline): exact byte figures, summed
- * over devices at the top level, per device in "devices". */
-void gm_proc_print_json(FILE *f, const struct gm_scan_proc *sp);
+ * over devices at the top level, per device in "devices"; with
+ * GM_JSON_LEAK each device also carries "leak" (tools/lib/leak.h: a full
+ * read of the ring and the analysis, milliseconds per process). */
+#define GM_JSON_LEAK 1u
+void gm_proc_print_json(FILE *f, const struct gm_scan_proc *sp,
+                        unsigned flags);
 
 /* Every process of a scan as a JSON array (no newline). */
-void gm_scan_print_json(FILE *f, const struct gm_scan *sc);
+void gm_scan_print_json(FILE *f, const struct gm_scan *sc, unsigned flags);
 
 /* ---- shared budgets (groups) ---- */
 

@@ -104,7 +104,8 @@ static const char help_text[] =
     "        Print one JSON document per refresh, one per line:\n"
     "        {\"time_ns\", \"prefix\", \"devices\": [{device, physical,\n"
     "        limits, used, processes}], \"processes\": [...], \"groups\":\n"
-    "        [...]} (processes and groups as in gpumem ps --json).\n"
+    "        [...]} (processes and groups as in gpumem ps --json, without\n"
+    "        its leak objects: they cost a read of every ring).\n"
     "    --job J\n"
     "        Only the processes of job J (as gpumem ps --job: the JOB\n"
     "        label, a Slurm job id or job.step, a pod name or\n"
@@ -296,12 +297,15 @@ static void update_ent(struct gm_top_ent *e, const struct gm_row *r,
     }
 }
 
-/* Every row of one process record into its entries. */
+/* Every row of one process record into its entries; then the leak
+ * analysis of the rows whose figures are the oldest (tools/top/trendcol.h
+ * bounds how many per refresh). */
 static void update_proc(struct top *t, const struct gm_scan *sc,
                         uint64_t now)
 {
     static struct gm_row rows[MAX_ENTS];
     size_t n = gm_scan_rows(sc, rows, MAX_ENTS);
+    gm_top_trend_begin();
     for (size_t i = 0; i < n; i++) {
         struct gm_top_ent *e = find_ent(t, rows[i].sp->p.pid,
                                         rows[i].sp->p.pidns,
@@ -310,9 +314,10 @@ static void update_proc(struct top *t, const struct gm_scan *sc,
         if (e != NULL) {
             update_ent(e, &rows[i], now);
             if (!e->final || e->trend_ns == 0)
-                gm_top_trend(e, rows[i].sp->path, &rows[i].sp->p.snap, now);
+                gm_top_trend_want(e, &rows[i]);
         }
     }
+    gm_top_trend_run(now);
 }
 
 /* ---- held segments ------------------------------------------------------------ */
@@ -980,7 +985,7 @@ static int run_batch(struct top *t)
             putchar(',');
             json_devices(stdout, &sc);
             fputs(",\"processes\":", stdout);
-            gm_scan_print_json(stdout, &sc);
+            gm_scan_print_json(stdout, &sc, 0); /* no leak: see trendcol.h */
             fputs(",\"groups\":", stdout);
             gm_gscan_print_json(stdout, &gs);
             fputs("}\n", stdout);
