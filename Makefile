@@ -15,6 +15,8 @@
 #   tools/top/*.c                 -> gpumem-top (ncurses)
 #   tools/sim/*.c                 -> sim/libcuda.so.1
 #   tools/trainsim/*.c            -> gpumem-trainsim
+#   tools/exporter/*.c            -> gpumem-exporter (with libmicrohttpd;
+#                                    skipped, with one line, without it)
 #   tests/unit/test_*.c           Check suites linked with libgmcore.a
 #   tests/sim/test_*.c            Check suites linked with the simulated driver
 #   tests/progs/*.c               helper programs (direct_*.c link the
@@ -70,6 +72,7 @@ GPUMEM_SRC := $(wildcard tools/cli/*.c)
 TOP_SRC    := $(wildcard tools/top/*.c)
 SIM_SRC    := $(wildcard tools/sim/*.c)
 TRAINSIM_SRC := $(wildcard tools/trainsim/*.c)
+EXPORTER_SRC := $(wildcard tools/exporter/*.c)
 EXPORTS    := shim/intercept/exports.map
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -82,6 +85,7 @@ SIM_SO     := $(BUILD)/sim/libcuda.so.1
 GPUMEM_BIN := $(BUILD)/gpumem
 TOP_BIN    := $(BUILD)/gpumem-top
 TRAINSIM   := $(BUILD)/gpumem-trainsim
+EXPORTER_BIN := $(BUILD)/gpumem-exporter
 
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 SIMT_SRC  := $(wildcard tests/sim/test_*.c)
@@ -99,6 +103,20 @@ BENCH_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(BENCH_SRC))
 
 PAGES    := $(BUILD)/share/.pages
 PROGRAMS := $(SHIM_SO) $(SIM_SO) $(TRAINSIM) $(GPUMEM_BIN) $(TOP_BIN) $(PAGES)
+
+# The HTTP server of `gpumem exporter` is the one program that links
+# libmicrohttpd; without it the rest builds and `gpumem exporter --once`
+# and --textfile still work.
+HAVE_MHD := $(shell pkg-config --exists libmicrohttpd 2>/dev/null && echo yes)
+ifeq ($(HAVE_MHD),yes)
+MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd)
+MHD_LIBS   := $(shell pkg-config --libs libmicrohttpd)
+ifneq ($(EXPORTER_SRC),)
+PROGRAMS   += $(EXPORTER_BIN)
+endif
+else ifeq ($(filter clean,$(MAKECMDGOALS)),)
+$(info gpumem: skipping gpumem-exporter (libmicrohttpd not found); to build it: sudo apt-get install libmicrohttpd-dev)
+endif
 
 .SECONDARY:
 .PHONY: all check check-lint check-unit check-sim check-integ check-servers tests demo sanitize bench fuzz \
@@ -149,6 +167,11 @@ $(SIM_SO): $(call obj,$(SIM_SRC)) $(LIBCORE)
 $(TRAINSIM): $(call obj,$(TRAINSIM_SRC)) $(LIBCORE)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(LIBCORE) $(SYSLIBS)
+
+$(call obj,$(EXPORTER_SRC)): CFLAGS_ALL += $(MHD_CFLAGS)
+$(EXPORTER_BIN): $(call obj,$(EXPORTER_SRC)) $(BUILD)/obj/tools/cli/cmd_exporter.o $(LIBCORE)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(LIBCORE) $(MHD_LIBS) $(SYSLIBS)
 
 $(GPUMEM_BIN): $(call obj,$(GPUMEM_SRC)) $(LIBCORE)
 	@$(if $(Q),echo "  LD      $@")
@@ -280,6 +303,7 @@ install: all
 	install -m 0755 $(SHIM_SO) $(DESTDIR)$(PREFIX)/lib/libgpumem.so
 	install -m 0755 $(GPUMEM_BIN) $(DESTDIR)$(PREFIX)/bin/gpumem
 	install -m 0755 $(TOP_BIN) $(DESTDIR)$(PREFIX)/bin/gpumem-top
+	$(if $(filter $(EXPORTER_BIN),$(PROGRAMS)),install -m 0755 $(EXPORTER_BIN) $(DESTDIR)$(PREFIX)/bin/gpumem-exporter)
 	install -m 0644 $(BUILD)/share/man1/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 $(BUILD)/share/man7/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
 	install -m 0644 $(BUILD)/share/bash-completion/gpumem \

@@ -30,6 +30,7 @@ tools/sim       shim/driver shim/base policy
 tools/trainsim  shim/base policy
 tools/cli       tools/lib shim/telemetry shim/group shim/base policy
 tools/top       tools/lib shim/telemetry shim/group shim/base policy
+tools/exporter  tools/cli tools/lib shim/telemetry shim/group shim/base policy
 '
 
 check() { # root

@@ -23,6 +23,8 @@ static const struct gm_cmd cmds[] = {
     { "log", gm_cmd_log, "print or follow their event streams", gm_help_log },
     { "report", gm_cmd_report, "memory figures of a process or a trace",
       gm_help_report },
+    { "exporter", gm_cmd_exporter, "serve the node's figures to Prometheus",
+      gm_help_exporter },
     { "gc", gm_cmd_gc, "remove the segments of exited processes", gm_help_gc },
 };
 #define NCMDS (sizeof cmds / sizeof cmds[0])
