@@ -283,6 +283,8 @@ static void fmt_output(struct out *o, bool json, const struct gm_policy *p)
          x);
     item(o, json, gm_pol_field_names[GM_F_SHM_PREFIX], p->src[GM_F_SHM_PREFIX],
          p->shm_prefix, NULL);
+    item(o, json, gm_pol_field_names[GM_F_SHM_DIR], p->src[GM_F_SHM_DIR],
+         p->shm_dir, NULL);
     item(o, json, gm_pol_field_names[GM_F_LOG_LEVEL], p->src[GM_F_LOG_LEVEL],
          gm_log_level_name(p->log_level), NULL);
     item(o, json, gm_pol_field_names[GM_F_CUDA_LIBRARY], p->src[GM_F_CUDA_LIBRARY],

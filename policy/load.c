@@ -35,6 +35,7 @@ const char *const gm_pol_field_names[GM_F_COUNT] = {
     [GM_F_TELEMETRY] = "GPUMEM_TELEMETRY",
     [GM_F_RING_EVENTS] = "GPUMEM_RING_EVENTS",
     [GM_F_SHM_PREFIX] = "GPUMEM_SHM_PREFIX",
+    [GM_F_SHM_DIR] = "GPUMEM_SHM_DIR",
     [GM_F_LOG_LEVEL] = "GPUMEM_LOG_LEVEL",
     [GM_F_CUDA_LIBRARY] = "GPUMEM_CUDA_LIBRARY",
     [GM_F_ON_BAD_CONFIG] = "GPUMEM_ON_BAD_CONFIG",
@@ -471,6 +472,7 @@ void gm_policy_defaults(struct gm_policy *p)
     p->telemetry = true;
     p->ring_events = 65536;
     memcpy(p->shm_prefix, "gpumem", sizeof "gpumem");
+    memcpy(p->shm_dir, "/dev/shm", sizeof "/dev/shm");
     p->log_level = GM_LOG_WARN;
     memcpy(p->cuda_library, "libcuda.so.1", sizeof "libcuda.so.1");
     p->on_bad_config = GM_BAD_EXIT;

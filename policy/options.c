@@ -27,6 +27,9 @@ static const char F_GROUP[] =
     "use 1 to 64 characters from A-Z a-z 0-9 _ . -";
 static const char F_PREFIX[] =
     "use 1 to 32 characters from A-Z a-z 0-9 _ . -";
+static const char F_SHM_DIR[] =
+    "use an absolute directory path of at most 160 bytes, without . or .. "
+    "components (e.g. /dev/shm or /run/gpumem)";
 static const char F_PRIORITY[] =
     "use high, normal, low, or a weight from 0.1 to 10";
 static const char F_REPORT[] = "use 0, 1, stderr, or json:PATH (%p = pid)";
@@ -444,6 +447,19 @@ static bool apply_prefix(struct load *c, enum gm_field f, const char *name,
     return copy_str(c->p->shm_prefix, sizeof c->p->shm_prefix, val);
 }
 
+/* Whether the directory exists and is safe is checked where it is used
+ * (gm_shm_dir_check, shim/base/shmfile.h). */
+static bool apply_shm_dir(struct load *c, enum gm_field f, const char *name,
+                          const char *val)
+{
+    const char *why = NULL;
+    if (gm_parse_shm_dir(val, c->p->shm_dir, sizeof c->p->shm_dir, &why)) {
+        gm_pol_bad(c, f, name, val, why, F_SHM_DIR);
+        return false;
+    }
+    return true;
+}
+
 static bool apply_priority(struct load *c, enum gm_field f, const char *name,
                            const char *val)
 {
@@ -614,6 +630,7 @@ const struct gm_pol_option gm_pol_table[] = {
     { GM_F_TELEMETRY, apply_telemetry },
     { GM_F_RING_EVENTS, apply_ring },
     { GM_F_SHM_PREFIX, apply_prefix },
+    { GM_F_SHM_DIR, apply_shm_dir },
     { GM_F_LOG_LEVEL, apply_log },
     { GM_F_CUDA_LIBRARY, apply_library },
     { GM_F_ON_BAD_CONFIG, apply_bad_config },

@@ -431,3 +431,49 @@ size_t gm_format_decimal(double v, int decimals, char *buf, size_t cap)
     return fmt_ret(snprintf(buf, cap, "%llu.%0*llu", (unsigned long long)ip, d,
                             (unsigned long long)f));
 }
+
+int gm_parse_shm_dir(const char *val, char *out, size_t cap, const char **why)
+{
+    size_t n = 0;
+    *why = NULL;
+    if (val == NULL || val[0] != '/') {
+        *why = val && val[0] ? "is not an absolute path" : "is empty";
+        return -1;
+    }
+    for (const char *p = val; *p != '\0';) {
+        while (*p == '/')
+            p++;
+        const char *b = p;
+        while (*p != '\0' && *p != '/') {
+            unsigned char ch = (unsigned char)*p;
+            if (ch < 0x21 || ch == 0x7f) {
+                *why = "contains a space or a control character";
+                return -1;
+            }
+            p++;
+        }
+        size_t k = (size_t)(p - b);
+        if (k == 0)
+            break;
+        if ((k == 1 && b[0] == '.') || (k == 2 && b[0] == '.' && b[1] == '.')) {
+            *why = "has a . or .. component";
+            return -1;
+        }
+        if (n + 1 + k + 1 > cap) {
+            *why = "is too long";
+            return -1;
+        }
+        out[n++] = '/';
+        memcpy(out + n, b, k);
+        n += k;
+    }
+    if (n == 0) {
+        if (cap < 2) {
+            *why = "is too long";
+            return -1;
+        }
+        out[n++] = '/';
+    }
+    out[n] = '\0';
+    return 0;
+}

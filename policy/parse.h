@@ -22,6 +22,12 @@ int gm_parse_duration(const char *s, uint64_t *out);
 int gm_parse_number(const char *s, double *out);
 /* Unsigned decimal integer, no sign, no junk. */
 int gm_parse_uint(const char *s, uint64_t *out);
+/* GPUMEM_SHM_DIR's form: an absolute path without "." or ".." components,
+ * spaces or control bytes, at most cap-1 bytes once repeated and trailing
+ * slashes are dropped; the normal form goes to out. Returns 0, or -1 with
+ * *why set to a short phrase ("is not an absolute path", ...). */
+int gm_parse_shm_dir(const char *val, char *out, size_t cap,
+                     const char **why);
 /* Human-readable size into buf: "256.0 MiB", "4.0 GiB", "512 B". */
 size_t gm_format_size(uint64_t bytes, char *buf, size_t cap);
 

@@ -21,6 +21,7 @@
 #define GM_NAME_MAX 64      /* group names: [A-Za-z0-9_.-]{1,64} */
 #define GM_PREFIX_MAX 32    /* shm prefix:  [A-Za-z0-9_.-]{1,32} */
 #define GM_PATH_MAX 4096
+#define GM_SHM_DIR_MAX 160  /* GPUMEM_SHM_DIR: an absolute path, bytes */
 
 enum gm_limit_kind {
     GM_LIMIT_NONE = 0,  /* no limit ("0", "none", "unlimited", unset) */
@@ -49,7 +50,7 @@ enum gm_field {
     GM_F_LIMIT = 0, GM_F_LIMIT_N, GM_F_MODE, GM_F_STATIC_SIZE, GM_F_WARMUP,
     GM_F_HEADROOM, GM_F_ON_OOM, GM_F_GROUP, GM_F_GROUP_LIMIT, GM_F_PRIORITY,
     GM_F_REPORT, GM_F_KEEP, GM_F_TELEMETRY, GM_F_RING_EVENTS, GM_F_SHM_PREFIX,
-    GM_F_LOG_LEVEL,
+    GM_F_SHM_DIR, GM_F_LOG_LEVEL,
     GM_F_CUDA_LIBRARY, GM_F_ON_BAD_CONFIG, GM_F_COUNT
 };
 
@@ -74,6 +75,7 @@ struct gm_policy {
     bool telemetry;                             /* GPUMEM_TELEMETRY, on */
     uint32_t ring_events;                       /* power of two */
     char shm_prefix[GM_PREFIX_MAX + 1];         /* default "gpumem" */
+    char shm_dir[GM_SHM_DIR_MAX + 1];           /* default "/dev/shm" */
     enum gm_log log_level;
     char cuda_library[GM_PATH_MAX];             /* default "libcuda.so.1" */
     enum gm_bad_config on_bad_config;

@@ -10,10 +10,14 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "policy/parse.h"
 #include "shim/telemetry/abi.h"
 #include "shim/group/group.h"
+#include "shim/base/log.h"
+#include "shim/base/safefile.h"
+#include "shim/base/shmfile.h"
 #include "shim/driver/real.h"
 
 static struct gm_group group;
@@ -35,8 +39,29 @@ void gm_grp_init(void)
     const struct gm_policy *p = &gm_st.policy;
     if (p->group[0] == '\0')
         return;
+    char why[512];
+    if (gm_shm_dir_check(p->shm_dir, geteuid(), false, why, sizeof why) != 0) {
+        /* The group's limit lives in a file of that directory: a file
+         * others could replace. Not a limit to run without silently. */
+        if (p->on_bad_config == GM_BAD_EXIT) {
+            char line[768];
+            int n = snprintf(line, sizeof line, "gpumem: group '%s': %s; "
+                             "the group limit cannot be enforced there; "
+                             "exiting with status 2 (fix GPUMEM_SHM_DIR, or "
+                             "set GPUMEM_ON_BAD_CONFIG=warn to run with the "
+                             "process limit only)\n", p->group, why);
+            if (n > 0)
+                (void)gm_write_all(STDERR_FILENO, line,
+                                   (size_t)n < sizeof line ? (size_t)n
+                                                           : sizeof line - 1);
+            _exit(2);
+        }
+        gm_log(GM_LOG_WARN, "cannot join group '%s' (%s); running with the "
+               "process limit only", p->group, why);
+        return;
+    }
     struct gm_group_params gp = {
-        .dir = NULL, .prefix = p->shm_prefix, .name = p->group,
+        .dir = p->shm_dir, .prefix = p->shm_prefix, .name = p->group,
         .weight = p->priority, .limit = p->group_limit, .keep = false,
         .on_reclaim = on_reclaim, .arg = NULL,
     };

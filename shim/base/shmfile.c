@@ -3,8 +3,10 @@
  * creates (see shim/base/shmfile.h). No malloc, no stdio.
  */
 #include "shim/base/shmfile.h"
+#include "shim/base/msg.h"
 
 #include <errno.h>
+#include <string.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -40,4 +42,36 @@ void *gm_shm_size_map(int fd, size_t len, int *err)
     }
     *err = e;
     return mem;
+}
+
+int gm_shm_dir_check(const char *dir, uid_t owner, bool any_owner, char *err,
+                     size_t cap)
+{
+    struct stat st;
+    const char *why = NULL;
+    char buf[96];
+    if (dir == NULL || dir[0] != '/')
+        why = "is not an absolute path";
+    else if (lstat(dir, &st) != 0)
+        why = strerror(errno);
+    else if (S_ISLNK(st.st_mode))
+        why = "is a symbolic link";
+    else if (!S_ISDIR(st.st_mode))
+        why = "is not a directory";
+    else if (!any_owner && st.st_uid != 0 && st.st_uid != owner) {
+        gm_msgf(buf, sizeof buf, "is owned by uid %u (neither root nor uid "
+                "%u)", (unsigned)st.st_uid, (unsigned)owner);
+        why = buf;
+    } else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 &&
+               (st.st_mode & S_ISVTX) == 0) {
+        gm_msgf(buf, sizeof buf, "is writable by %s without the sticky bit "
+                "(mode %04o)", (st.st_mode & S_IWOTH) ? "others" : "its group",
+                (unsigned)(st.st_mode & 07777));
+        why = buf;
+    }
+    if (why == NULL)
+        return 0;
+    gm_msgf(err, cap, "segment directory %s %s; it must be " GM_SHM_DIR_RULE,
+            dir ? dir : "(null)", why);
+    return -1;
 }

@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /* True when creating a file of len bytes would exceed RLIMIT_FSIZE while
  * SIGXFSZ keeps its default action (which would kill the process). */
@@ -23,5 +24,20 @@ bool gm_shm_fsize_would_kill(size_t len);
  * read-write. Returns the mapping, or NULL with the errno value in *err
  * (the caller unlinks and closes). The lock stays held. */
 void *gm_shm_size_map(int fd, size_t len, int *err);
+
+/* Whether dir may hold gpumem's shared files (GPUMEM_SHM_DIR). The rule:
+ * dir exists and is a directory, the path's last component is not a
+ * symbolic link, it is owned by root or by `owner`, and it is writable by
+ * group or others only with the sticky bit set (as /dev/shm, mode 1777),
+ * so nobody else can rename, replace or remove the files in it. With
+ * any_owner (a reader running as root) the owner is not checked. Returns
+ * 0, or -1 with a one-line reason in err naming dir and the rule. */
+int gm_shm_dir_check(const char *dir, uid_t owner, bool any_owner, char *err,
+                     size_t cap);
+
+/* The rule above in words, for messages and --help. */
+#define GM_SHM_DIR_RULE                                                     \
+    "a directory (not a symbolic link) owned by root or by the user, not "  \
+    "writable by group or others unless sticky like /dev/shm (mode 1777)"
 
 #endif

@@ -34,6 +34,7 @@
 #include "policy/parse.h"
 #include "shim/base/clock.h"
 #include "shim/base/msg.h"
+#include "shim/base/shmfile.h"
 
 static uint32_t weight_from(double w)
 {
@@ -300,6 +301,8 @@ int gm_group_join(struct gm_group *g, const struct gm_group_params *p,
         gm_msgf(msg, cap, "invalid segment prefix \"%s\"", prefix);
         return -1;
     }
+    if (gm_shm_dir_check(dir, geteuid(), false, msg, cap) != 0)
+        return -1;
     if (gm_grpi_build_path(g->path, sizeof g->path, dir, prefix, p->name) != 0) {
         gm_msgf(msg, cap, "group segment path too long in %s", dir);
         return -1;

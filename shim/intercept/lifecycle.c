@@ -24,6 +24,7 @@
 #include "shim/intercept/lifecycle.h"
 #include "shim/admit/arena_hooks.h"
 #include "shim/driver/real.h"
+#include "shim/telemetry/ident.h"
 #include "shim/telemetry/report.h"
 #include "shim/account/state.h"
 #include "shim/account/grouphook.h"
@@ -151,13 +152,16 @@ static void open_telemetry(void)
 {
     char summary[256];
     gm_policy_summary(&gm_st.policy, summary, sizeof summary);
+    static struct gm_abi_ident ident;
+    gm_ident_collect(&ident, environ);
     struct gm_tel_params tp = {
         .prefix = gm_st.policy.shm_prefix,
         .ring_events = gm_st.policy.ring_events,
         .policy_summary = summary,
         .mode = (uint32_t)gm_st.policy.mode,
         .on_oom = (uint32_t)gm_st.policy.on_oom,
-        .shm_dir = NULL,
+        .shm_dir = gm_st.policy.shm_dir,
+        .ident = &ident,
     };
     char err[256] = "";
     int rc = gm_tel_open(&gm_st.tel, &tp, err, sizeof err);

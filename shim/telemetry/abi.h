@@ -95,7 +95,7 @@ const char *gm_ev_kind_name(unsigned kind);
 
 /* "GPUMEMSG" read as a little-endian 64-bit integer. */
 #define GM_ABI_MAGIC 0x47534d454d555047ull
-#define GM_ABI_VERSION 2u
+#define GM_ABI_VERSION 3u
 
 #define GM_ABI_MAX_DEVICES 64u      /* device blocks at most */
 #define GM_ABI_RECORD_SIZE 64u
@@ -115,6 +115,42 @@ const char *gm_ev_kind_name(unsigned kind);
 /* Header flags. */
 #define GM_ABI_F_CLOSED 1u   /* the writer closed the segment (normal exit) */
 #define GM_ABI_F_KEPT 2u     /* ... and left it in place (GPUMEM_KEEP=1) */
+
+/* Identity flags (struct gm_abi_ident.flags). */
+#define GM_ID_F_SET 1u        /* the writer recorded its identity */
+#define GM_ID_F_POD_ENV 2u    /* pod names from the downward-API variables */
+#define GM_ID_F_POD_CGROUP 4u /* pod uid from the cgroup path */
+#define GM_ID_F_ALTERED 8u    /* a value was truncated or had bytes replaced */
+
+/* Identity string fields: NUL-terminated within the field, bytes only from
+ * [A-Za-z0-9._:@+-] (anything else was replaced by '_'). */
+#define GM_ID_JOB_LEN 32u
+#define GM_ID_STEP_LEN 16u
+#define GM_ID_USER_LEN 64u
+#define GM_ID_NS_LEN 64u
+#define GM_ID_POD_LEN 256u
+#define GM_ID_CTR_LEN 64u
+#define GM_ID_PODUID_LEN 48u
+#define GM_ID_CID_LEN 80u
+#define GM_ID_RUNTIME_LEN 16u
+
+/* The job identity the writer could see at its first CUDA use (header
+ * offset 1280; every field written once, before magic). */
+struct gm_abi_ident {
+    uint32_t flags;              /*    0  GM_ID_F_* */
+    uint32_t uid;                /*    4  getuid() of the writer */
+    uint64_t pidns;              /*    8  inode of /proc/self/ns/pid (0: ?) */
+    char job_id[GM_ID_JOB_LEN];          /*  16  SLURM_JOB_ID */
+    char step_id[GM_ID_STEP_LEN];        /*  48  SLURM_STEP_ID */
+    char job_user[GM_ID_USER_LEN];       /*  64  SLURM_JOB_USER */
+    char pod_namespace[GM_ID_NS_LEN];    /* 128  Kubernetes namespace */
+    char pod_name[GM_ID_POD_LEN];        /* 192  Kubernetes pod */
+    char container_name[GM_ID_CTR_LEN];  /* 448  GPUMEM_CONTAINER_NAME */
+    char pod_uid[GM_ID_PODUID_LEN];      /* 512  pod uid (cgroup path) */
+    char container_id[GM_ID_CID_LEN];    /* 560  from /proc/self/cgroup */
+    char runtime[GM_ID_RUNTIME_LEN];     /* 640  docker, containerd, cri-o */
+    uint64_t reserved[14];       /*  656  zero */
+};                               /*  768 */
 
 struct gm_abi_header {
     uint64_t magic;              /*    0  GM_ABI_MAGIC, stored last (release) */
@@ -142,7 +178,8 @@ struct gm_abi_header {
     char policy[GM_ABI_POLICY_LEN];   /* 640 effective policy summary */
     uint64_t ring_head;          /* 1152  atomic: events claimed so far */
     uint64_t pad_head[7];        /* 1160  keeps ring_head on its own line */
-    uint64_t reserved[104];      /* 1216  zero */
+    uint64_t reserved[8];        /* 1216  zero */
+    struct gm_abi_ident ident;   /* 1280  job identity */
 };                               /* 2048 */
 
 struct gm_abi_dev {
@@ -204,6 +241,12 @@ _Static_assert(offsetof(struct gm_abi_header, policy) == 640,
                "policy");
 _Static_assert(offsetof(struct gm_abi_header, ring_head) == 1152,
                "ring_head");
+_Static_assert(offsetof(struct gm_abi_header, ident) == 1280, "ident");
+_Static_assert(sizeof(struct gm_abi_ident) == 768, "ident size");
+_Static_assert(offsetof(struct gm_abi_ident, job_id) == 16, "job_id");
+_Static_assert(offsetof(struct gm_abi_ident, pod_name) == 192, "pod_name");
+_Static_assert(offsetof(struct gm_abi_ident, container_id) == 560, "cid");
+_Static_assert(offsetof(struct gm_abi_ident, runtime) == 640, "runtime");
 _Static_assert(sizeof(struct gm_abi_dev) == 1024, "device block size");
 _Static_assert(offsetof(struct gm_abi_dev, present) == 16, "present");
 _Static_assert(offsetof(struct gm_abi_dev, lat_sum_ns) == 216,

@@ -39,6 +39,7 @@
 #include "shim/base/clock.h"
 #include "shim/base/shmfile.h"
 #include "shim/base/spin.h"
+#include "shim/telemetry/ident.h"
 
 
 #define READ_ATTEMPTS 64u
@@ -359,6 +360,8 @@ static void init_image(struct gm_abi_header *h, uint32_t cap, uint32_t slots,
     read_cmdline(h->cmdline, sizeof h->cmdline);
     if (p->policy_summary != NULL)
         snprintf(h->policy, sizeof h->policy, "%s", p->policy_summary);
+    if (p->ident != NULL)
+        gm_ident_copy(&h->ident, p->ident);
     TW_ST_REL(&h->magic, GM_ABI_MAGIC);
 }
 
@@ -453,8 +456,16 @@ static void *open_shared(struct gm_tel *t, const struct gm_tel_params *p,
         gm_msgf(err, cap, "invalid segment prefix \"%s\"", prefix);
         return NULL;
     }
-    int n = snprintf(t->path, sizeof t->path, "%s/%s.%ld", dir, prefix,
-                     (long)getpid());
+    if (gm_shm_dir_check(dir, geteuid(), false, err, cap) != 0)
+        return NULL;
+    /* Processes of different pid namespaces may share the directory and
+     * the same pid: outside the initial namespace the name carries it. */
+    uint64_t ns = p->ident != NULL ? p->ident->pidns : 0;
+    int n = ns != 0 && ns != GM_PIDNS_INIT
+                ? snprintf(t->path, sizeof t->path, "%s/%s.%ld.ns%llu", dir,
+                           prefix, (long)getpid(), (unsigned long long)ns)
+                : snprintf(t->path, sizeof t->path, "%s/%s.%ld", dir, prefix,
+                           (long)getpid());
     if (n < 0 || (size_t)n >= sizeof t->path) {
         gm_msgf(err, cap, "segment path too long in %s", dir);
         return NULL;
@@ -481,7 +492,7 @@ static void *open_shared(struct gm_tel *t, const struct gm_tel_params *p,
     int e;
     void *mem = gm_shm_size_map(fd, len, &e);
     if (mem == NULL) {
-        gm_msgf(err, cap, "cannot size the segment %s (full /dev/shm?): %s",
+        gm_msgf(err, cap, "cannot size the segment %s (directory full?): %s",
                 t->path, strerror(e));
         unlink(t->path);
         close(fd);
@@ -684,6 +695,7 @@ int gm_tel_read(const struct gm_abi_header *h, uint32_t slots, uint32_t cap,
     out->cmdline[sizeof out->cmdline - 1] = '\0';
     memcpy(out->policy, h->policy, sizeof out->policy);
     out->policy[sizeof out->policy - 1] = '\0';
+    gm_ident_copy(&out->ident, &h->ident);
     out->dev_slots = slots;
     uint64_t seen = TW_LD_ACQ(&h->dev_seen);
     out->dev_count = seen < slots ? (uint32_t)seen : slots;

@@ -34,8 +34,10 @@ struct gm_tel_params {
     const char *policy_summary;  /* gm_policy_summary() text (truncated) */
     uint32_t mode;               /* enum gm_mode */
     uint32_t on_oom;             /* enum gm_on_oom */
-    const char *shm_dir;         /* NULL = "/dev/shm" (tests may override) */
+    const char *shm_dir;         /* GPUMEM_SHM_DIR; NULL = "/dev/shm"; must
+                                    pass gm_shm_dir_check, else private */
     uint32_t dev_slots;          /* device blocks; 0 = GM_ABI_MAX_DEVICES */
+    const struct gm_abi_ident *ident; /* job identity; NULL: none recorded */
 };
 
 struct gm_tel {
@@ -46,7 +48,9 @@ struct gm_tel {
     int fd;                      /* shared: open, holds flock(LOCK_EX) */
 };
 
-/* Open (create) this process's segment `<shm_dir>/<prefix>.<pid>`:
+/* Open (create) this process's segment `<shm_dir>/<prefix>.<pid>` (with
+ * ".ns<inode>" appended outside the initial pid namespace, from
+ * ident->pidns) in a directory that passes gm_shm_dir_check:
  * open(O_CREAT|O_EXCL|O_NOFOLLOW, 0600), flock(LOCK_EX) held for the life
  * of the segment (a reader's or a successor's liveness test),
  * posix_fallocate (a full tmpfs fails here, not later as SIGBUS), mmap.
@@ -179,6 +183,7 @@ struct gm_snapshot {
     uint8_t dev_state[GM_ABI_MAX_DEVICES];  /* enum gm_snap_state */
     char cmdline[GM_ABI_CMDLINE_LEN];       /* NUL-terminated */
     char policy[GM_ABI_POLICY_LEN];         /* NUL-terminated */
+    struct gm_abi_ident ident;   /* cleaned copy (gm_ident_copy) */
     struct gm_abi_dev dev[GM_ABI_MAX_DEVICES]; /* seq/lock fields: copies */
 };
 

@@ -150,9 +150,9 @@ START_TEST(test_each_header_check)
     expect_refused(&im, im.len, "bad magic");
     RESTORE();
     h->abi_version = GM_ABI_VERSION + 1;
-    expect_refused(&im, im.len, "ABI version 3");
-    h->abi_version = 1; /* the single-writer seqlock layout */
-    expect_refused(&im, im.len, "ABI version 1");
+    expect_refused(&im, im.len, "ABI version 4");
+    h->abi_version = 2; /* the layout before the job identity */
+    expect_refused(&im, im.len, "ABI version 2");
     RESTORE();
     h->header_size = 1024;
     expect_refused(&im, im.len, "layout sizes");

@@ -1,5 +1,5 @@
 /*
- * tools/cli/cmd_ps.c — `gpumem ps [--json] [--all] [--prefix P]`: the
+ * tools/cli/cmd_ps.c — `gpumem ps [--json] [--all] [--job J] [--prefix P]`: the
  * processes whose segments exist under a prefix, one row per process and
  * device (text) or one object per process (JSON, exact bytes), then the
  * shared budgets (groups) of that prefix with their members.
@@ -20,12 +20,18 @@ const char gm_help_ps[] =
     "    gpumem ps - list the processes running under gpumem\n"
     "\n"
     "SYNOPSIS\n"
-    "    gpumem ps [--json] [--all] [--prefix P]\n"
+    "    gpumem ps [--json] [--all] [--job J] [--prefix P]\n"
     "\n"
     "DESCRIPTION\n"
-    "    Reads every telemetry segment /dev/shm/<prefix>.<pid> of the\n"
-    "    current user and prints one row per process and device:\n"
-    "    PID, USER, DEV (device ordinal), USED and PEAK (device memory\n"
+    "    Reads every telemetry segment <prefix>.<pid> of the current user\n"
+    "    in the segment directory ($GPUMEM_SHM_DIR, default /dev/shm; a\n"
+    "    process of another pid namespace, such as a container, is named\n"
+    "    <prefix>.<pid>.ns<inode>) and prints one row per process and\n"
+    "    device: PID (in this pid namespace: a container's process shows\n"
+    "    its host pid while it runs, ~N with its pid N inside the\n"
+    "    container once it is gone), USER, JOB (the Slurm job.step, else\n"
+    "    the Kubernetes namespace/pod, else the first 12 digits of the\n"
+    "    container id, else -), DEV (device ordinal), USED and PEAK (device memory\n"
     "    charged now and its high-water mark), LIMIT, % (used of limit),\n"
     "    ALLOCS, FREES, OOMS (requests refused at the limit), FRAG\n"
     "    (external fragmentation now), P99 (allocation latency, upper\n"
@@ -50,8 +56,14 @@ const char gm_help_ps[] =
     "OPTIONS\n"
     "    --json\n"
     "        Print one JSON object {\"processes\": [...], \"groups\": [...]}\n"
-    "        with exact byte figures. A process: pid, user, uid, state,\n"
-    "        command, mode, on_oom, policy, used, peak, limit, context,\n"
+    "        with exact byte figures. A process: pid (null when not known),\n"
+    "        ns_pid (inside its pid namespace), pidns (that namespace's\n"
+    "        inode when not the initial one, else 0), user, uid, state,\n"
+    "        command, mode, on_oom, policy, job (the JOB label or null),\n"
+    "        identity (recorded, slurm_job_id, slurm_step_id,\n"
+    "        slurm_job_user, pod_namespace, pod_name, container_name,\n"
+    "        pod_uid, container_id, runtime: each a string or null; uid,\n"
+    "        pidns, altered), used, peak, limit, context,\n"
     "        allocs, frees, ooms, live_allocs, live_bytes, host_pinned,\n"
     "        events, events_lost, start_realtime_ns, and devices (the same\n"
     "        per device, with physical, frag_ppm and allocation latency\n"
@@ -67,6 +79,11 @@ const char gm_help_ps[] =
     "    --all\n"
     "        Also list segments of processes that died without closing\n"
     "        them, and other users' segments and groups that are readable.\n"
+    "    --job J\n"
+    "        Only the processes of job J: J is the JOB label, a Slurm job\n"
+    "        id (all its steps) or job.step, a pod name or namespace/pod,\n"
+    "        a container name, or 4 or more leading digits of a container\n"
+    "        id.\n"
     "    --prefix P\n"
     "        Read segments named P.<pid> and P.group@<NAME> (default:\n"
     "        $GPUMEM_SHM_PREFIX, else gpumem).\n"
@@ -76,12 +93,14 @@ const char gm_help_ps[] =
     "EXIT STATUS\n"
     "    0   Success (also when no process was found).\n"
     "    1   The segment directory could not be read.\n"
-    "    2   Unknown option or bad prefix.\n"
+    "    2   Unknown option, bad prefix, or a segment directory that is\n"
+    "        not safe to use (see gpumem-env(7), GPUMEM_SHM_DIR).\n"
     "\n"
     "EXAMPLES\n"
     "    gpumem ps\n"
-    "        PID USER     DEV     USED     PEAK    LIMIT    %   ALLOCS ...\n"
-    "      41017 alice      0   444.0M   544.0M     2.0G  21%      260 ...\n"
+    "        PID USER     JOB            DEV     USED     PEAK    LIMIT ...\n"
+    "      41017 alice    4242.0           0   444.0M   544.0M     2.0G ...\n"
+    "    gpumem ps --job 4242\n"
     "    gpumem ps --json | jq '.processes[] | {pid, used, limit}'\n"
     "    gpumem ps --json | jq '.groups[] | {group, used, limit,\n"
     "                                        members: [.members[].pid]}'\n";
@@ -114,10 +133,13 @@ int gm_cmd_ps(int argc, char **argv)
 {
     bool json = false;
     unsigned flags = 0;
-    const char *popt = NULL;
+    const char *popt = NULL, *job = NULL;
     for (int i = 1; i < argc; i++) {
         int r;
-        if (strcmp(argv[i], "--json") == 0) {
+        if ((r = gm_opt_value("ps", argc, argv, &i, "--job", &job)) != 0) {
+            if (r < 0)
+                return GM_EXIT_USAGE;
+        } else if (strcmp(argv[i], "--json") == 0) {
             json = true;
         } else if (strcmp(argv[i], "--all") == 0) {
             flags |= GM_SCAN_ALL_USERS | GM_SCAN_DEAD;
@@ -127,7 +149,7 @@ int gm_cmd_ps(int argc, char **argv)
                 return GM_EXIT_USAGE;
         } else {
             fprintf(stderr, "gpumem: ps: unknown %s '%s'; usage: gpumem ps "
-                    "[--json] [--all] [--prefix P]\n",
+                    "[--json] [--all] [--job J] [--prefix P]\n",
                     argv[i][0] == '-' ? "option" : "argument", argv[i]);
             return GM_EXIT_USAGE;
         }
@@ -137,7 +159,7 @@ int gm_cmd_ps(int argc, char **argv)
         return GM_EXIT_USAGE;
     struct gm_scan sc;
     struct gm_gscan gs;
-    if (gm_scan(prefix, flags, &sc) < 0)
+    if (gm_scan_job(prefix, flags, job, &sc) < 0)
         return 1;
     if (gm_gscan(prefix, flags, &gs) < 0) {
         gm_scan_free(&sc);

@@ -27,6 +27,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -227,6 +228,54 @@ static bool pread_all(int fd, void *buf, size_t n, uint64_t off)
     return true;
 }
 
+/* "<digits>" without a leading zero, 1..max; false otherwise. n bytes. */
+static bool parse_num(const char *q, size_t n, unsigned long long max,
+                      unsigned long long *out)
+{
+    if (n == 0 || n > 20 || q[0] < '1' || q[0] > '9')
+        return false;
+    unsigned long long v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (q[i] < '0' || q[i] > '9')
+            return false;
+        unsigned d = (unsigned)(q[i] - '0');
+        if (v > (max - d) / 10)
+            return false;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return true;
+}
+
+/* "<pid>" or "<pid>.ns<inode>" (what follows "<prefix>."). */
+static bool parse_id(const char *q, struct gm_seg_id *id)
+{
+    const char *dot = strchr(q, '.');
+    unsigned long long pid, ns = 0;
+    size_t pn = dot ? (size_t)(dot - q) : strlen(q);
+    if (!parse_num(q, pn, INT_MAX, &pid))
+        return false;
+    if (dot != NULL && (strncmp(dot, ".ns", 3) != 0 ||
+                        !parse_num(dot + 3, strlen(dot + 3), ~0ull, &ns)))
+        return false;
+    id->pid = (int)pid;
+    id->pidns = ns;
+    return true;
+}
+
+/* The pid namespace in a segment file's name ("....<pid>.ns<inode>"). */
+static uint64_t name_pidns(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *ns = strstr(base, ".ns");
+    unsigned long long v;
+    for (; ns != NULL; ns = strstr(ns + 1, ".ns"))
+        if (parse_num(ns + 3, strlen(ns + 3), ~0ull, &v))
+            return v;
+    return 0;
+}
+
 int gm_seg_open_path(struct gm_seg *s, const char *path, char *err,
                      size_t errcap)
 {
@@ -271,7 +320,10 @@ int gm_seg_open_path(struct gm_seg *s, const char *path, char *err,
     s->len = len;
     s->fd = fd;
     s->uid = st.st_uid;
+    s->st_dev = st.st_dev;
+    s->st_ino = st.st_ino;
     s->head_len = hn;
+    s->name_ns = name_pidns(path);
     return 0;
 }
 
@@ -330,6 +382,23 @@ int gm_seg_open(struct gm_seg *s, const char *dir, const char *prefix,
     return gm_seg_open_path(s, path, err, errcap);
 }
 
+int gm_seg_open_id(struct gm_seg *s, const char *dir, const char *prefix,
+                   const struct gm_seg_id *id, char *err, size_t errcap)
+{
+    if (id->pidns == 0)
+        return gm_seg_open(s, dir, prefix, id->pid, err, errcap);
+    char path[512];
+    int n = snprintf(path, sizeof path, "%s/%s.%d.ns%llu",
+                     dir ? dir : GM_READER_DEFAULT_DIR, prefix, id->pid,
+                     (unsigned long long)id->pidns);
+    if (n < 0 || (size_t)n >= sizeof path) {
+        seg_reset(s);
+        gm_msgf(err, errcap, "segment path too long");
+        return -1;
+    }
+    return gm_seg_open_path(s, path, err, errcap);
+}
+
 void gm_seg_close(struct gm_seg *s)
 {
     if (s->mapped)
@@ -361,6 +430,39 @@ static int parse_pid(const char *q)
             return -1;
     }
     return (int)v;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+    const struct gm_seg_id *x = a, *y = b;
+    if (x->pid != y->pid)
+        return (x->pid > y->pid) - (x->pid < y->pid);
+    return (x->pidns > y->pidns) - (x->pidns < y->pidns);
+}
+
+int gm_reader_list_ids(const char *dir, const char *prefix,
+                       struct gm_seg_id *ids, size_t max)
+{
+    DIR *d = opendir(dir ? dir : GM_READER_DEFAULT_DIR);
+    if (d == NULL)
+        return -1;
+    size_t plen = strlen(prefix), count = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *name = e->d_name;
+        struct gm_seg_id id;
+        if (strncmp(name, prefix, plen) != 0 || name[plen] != '.' ||
+            !parse_id(name + plen + 1, &id)) /* "group@x" fails here */
+            continue;
+        if (count < max)
+            ids[count] = id;
+        if (count < INT_MAX)
+            count++;
+    }
+    closedir(d);
+    if (count > 0 && max > 0)
+        qsort(ids, count < max ? count : max, sizeof *ids, cmp_id);
+    return (int)count;
 }
 
 int gm_reader_list(const char *dir, const char *prefix, int *pids,
@@ -522,9 +624,193 @@ static int flags_cb(void *arg)
     return (int)(LD_ACQ(&h->flags) & 0x7fffffffu);
 }
 
+/* ---- pid namespaces ------------------------------------------------------ */
+
+static uint64_t ns_of_link(const char *path)
+{
+    char link[64];
+    ssize_t k = readlink(path, link, sizeof link - 1);
+    if (k <= 0)
+        return 0;
+    link[k] = '\0';
+    return gm_ident_parse_nslink(link);
+}
+
+static uint64_t self_ns;
+static pthread_once_t self_ns_once = PTHREAD_ONCE_INIT;
+
+static void read_self_ns(void)
+{
+    self_ns = ns_of_link("/proc/self/ns/pid");
+}
+
+uint64_t gm_reader_self_pidns(void)
+{
+    pthread_once(&self_ns_once, read_self_ns);
+    return self_ns;
+}
+
+bool gm_seg_local(const struct gm_seg *s)
+{
+    uint64_t me = gm_reader_self_pidns();
+    if (s->name_ns == 0)
+        return me == 0 || me == GM_PIDNS_INIT;
+    return s->name_ns == me;
+}
+
+size_t gm_locks_parse(struct gm_locks *lm, const char *text, size_t n)
+{
+    size_t kept = 0, i = 0;
+    while (i < n) {
+        size_t b = i;
+        while (i < n && text[i] != '\n')
+            i++;
+        char line[256];
+        size_t len = i - b < sizeof line - 1 ? i - b : sizeof line - 1;
+        memcpy(line, text + b, len);
+        line[len] = '\0';
+        i++;
+        /* "N: FLOCK  ADVISORY  WRITE PID MAJ:MIN:INO START END"; a waiter
+         * has "->" after the number and holds nothing. */
+        char kind[16], adv[16], rw[16];
+        int pid;
+        unsigned maj, min;
+        unsigned long long ino;
+        const char *p = strchr(line, ':');
+        if (p == NULL || strstr(line, "->") != NULL)
+            continue;
+        if (sscanf(p + 1, "%15s %15s %15s %d %x:%x:%llu", kind, adv, rw, &pid,
+                   &maj, &min, &ino) != 7 ||
+            strcmp(kind, "FLOCK") != 0 || strcmp(rw, "WRITE") != 0 ||
+            pid <= 0)
+            continue;
+        if (lm->n >= GM_LOCKS_MAX)
+            break;
+        if (lm->n == lm->cap) {
+            size_t cap = lm->cap ? lm->cap * 2 : 64;
+            struct gm_lock_ent *ne = realloc(lm->e, cap * sizeof *ne);
+            if (ne == NULL)
+                break;
+            lm->e = ne;
+            lm->cap = cap;
+        }
+        lm->e[lm->n++] = (struct gm_lock_ent){ maj, min, ino, pid };
+        kept++;
+    }
+    return kept;
+}
+
+int gm_locks_load(struct gm_locks *lm, const char *path)
+{
+    lm->e = NULL;
+    lm->n = lm->cap = 0;
+    int fd = open(path ? path : "/proc/locks", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    const size_t limit = 8u << 20;
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap);
+    while (buf != NULL) {
+        if (n == cap) {
+            if (cap >= limit)
+                break;
+            char *nb = realloc(buf, cap * 2);
+            if (nb == NULL)
+                break;
+            buf = nb;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    if (buf == NULL)
+        return -1;
+    gm_locks_parse(lm, buf, n);
+    free(buf);
+    return 0;
+}
+
+void gm_locks_free(struct gm_locks *lm)
+{
+    free(lm->e);
+    lm->e = NULL;
+    lm->n = lm->cap = 0;
+}
+
+int gm_locks_holder(const struct gm_locks *lm, dev_t dev, ino_t ino)
+{
+    for (size_t i = 0; i < lm->n; i++)
+        if (lm->e[i].ino == (unsigned long long)ino &&
+            lm->e[i].maj == major(dev) && lm->e[i].min == minor(dev))
+            return lm->e[i].pid;
+    return 0;
+}
+
+/* The last NSpid of /proc/<pid>/status: the pid in its own namespace. */
+static int inner_pid(int pid)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/status", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char *p = strstr(buf, "\nNSpid:");
+    if (p == NULL)
+        return 0;
+    p += 8;
+    long last = 0;
+    while (*p != '\n' && *p != '\0') {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        last = v;
+        p = end;
+    }
+    return last > 0 && last <= INT_MAX ? (int)last : 0;
+}
+
+int gm_seg_host_pid(const struct gm_seg *s, const struct gm_locks *lm)
+{
+    if (gm_seg_local(s))
+        return (int)s->pid;
+    if (s->fd < 0)
+        return 0;
+    struct gm_locks own = { NULL, 0, 0 };
+    if (lm == NULL) {
+        if (gm_locks_load(&own, NULL) != 0)
+            return 0;
+        lm = &own;
+    }
+    int pid = gm_locks_holder(lm, s->st_dev, s->st_ino);
+    gm_locks_free(&own);
+    if (pid <= 0)
+        return 0;
+    /* The holder must be the writer: in the namespace the name says (the
+     * initial one for a plain name), with the header's pid there. */
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/ns/pid", pid);
+    uint64_t ns = ns_of_link(path);
+    uint64_t want = s->name_ns ? s->name_ns : GM_PIDNS_INIT;
+    if (ns != want || inner_pid(pid) != (int)s->pid)
+        return 0;
+    return pid;
+}
+
 enum gm_seg_state gm_seg_state(const struct gm_seg *s)
 {
-    if (gm_proc_alive((int)s->pid, s->start_ticks))
+    /* Another pid namespace's pid names some other process here. */
+    if (gm_seg_local(s) && gm_proc_alive((int)s->pid, s->start_ticks))
         return GM_SEG_ALIVE;
     if (s->fd >= 0) {
         /* The writer holds LOCK_EX for the segment's life. */
@@ -559,13 +845,48 @@ const char *gm_seg_state_name(enum gm_seg_state st)
     return "?";
 }
 
-int gm_seg_summary(const struct gm_seg *s, struct gm_proc *out)
+struct ident_args {
+    const struct gm_abi_header *h;
+    struct gm_abi_ident *out;
+};
+
+static int ident_cb(void *arg)
+{
+    struct ident_args *a = arg;
+    gm_ident_copy(a->out, &a->h->ident);
+    return 0;
+}
+
+int gm_seg_ident(const struct gm_seg *s, struct gm_abi_ident *out)
+{
+    memset(out, 0, sizeof *out);
+    if (s->head_len >= sizeof(struct gm_abi_header)) {
+        gm_ident_copy(out, &((const struct gm_abi_header *)s->head)->ident);
+        return 0;
+    }
+    if (s->base == NULL)
+        return -1;
+    struct ident_args a = { (const struct gm_abi_header *)s->base, out };
+    return guarded(ident_cb, &a) == 0 ? 0 : -1;
+}
+
+int gm_seg_summary_with(const struct gm_seg *s, const struct gm_locks *lm,
+                        struct gm_proc *out)
 {
     out->pid = (int)s->pid;
     out->uid = s->uid;
+    out->pidns = s->name_ns;
+    out->local = gm_seg_local(s);
     out->busy = gm_seg_snapshot(s, &out->snap);
     out->state = gm_seg_state(s);
+    out->host_pid = out->local ? (int)s->pid
+                    : out->state == GM_SEG_ALIVE ? gm_seg_host_pid(s, lm) : 0;
     return out->busy;
+}
+
+int gm_seg_summary(const struct gm_seg *s, struct gm_proc *out)
+{
+    return gm_seg_summary_with(s, NULL, out);
 }
 
 /* ---- events ------------------------------------------------------------- */

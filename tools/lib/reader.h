@@ -28,6 +28,7 @@
 #include <sys/types.h>
 
 #include "shim/telemetry/abi.h"
+#include "shim/telemetry/ident.h"     /* gm_ident_job, gm_ident_match */
 #include "shim/telemetry/report.h"     /* gm_hist_quantile, gm_report_text/json */
 #include "shim/telemetry/telemetry.h"  /* struct gm_snapshot, enum gm_snap_state */
 
@@ -39,6 +40,23 @@
  * dir cannot be read (errno set). Does not open the files. */
 int gm_reader_list(const char *dir, const char *prefix, int *pids,
                    size_t max);
+
+/* A segment's name: "<prefix>.<pid>" (pidns 0: its writer ran in the
+ * initial pid namespace, or could not tell) or "<prefix>.<pid>.ns<pidns>"
+ * (pid as seen in the writer's pid namespace, whose inode is pidns). */
+struct gm_seg_id {
+    int pid;
+    uint64_t pidns;
+};
+
+/* Every segment of a prefix in dir, both name forms, ordered by pid then
+ * pidns, at most max stored. Returns how many exist (may exceed max), or
+ * -1 when dir cannot be read (errno set). */
+int gm_reader_list_ids(const char *dir, const char *prefix,
+                       struct gm_seg_id *ids, size_t max);
+
+/* The pid namespace of the calling process (inode; 0 unknown). */
+uint64_t gm_reader_self_pidns(void);
 
 /* An open, validated segment. Fields are read-only for callers. */
 struct gm_seg {
@@ -52,6 +70,9 @@ struct gm_seg {
     uint32_t dev_slots;          /* validated geometry */
     uint32_t ring_capacity;
     uint64_t dev_offset, ring_offset, total_size;
+    uint64_t name_ns;            /* pidns from the file name (0: none) */
+    dev_t st_dev;                /* the file, for its lock in /proc/locks */
+    ino_t st_ino;
     char path[512];
     /* Files: the header as read and validated at open (the mapping of
      * the whole segment is made only to read events). */
@@ -67,6 +88,9 @@ struct gm_seg {
  * header says 331776"). On error nothing stays open. */
 int gm_seg_open(struct gm_seg *s, const char *dir, const char *prefix,
                 int pid, char *err, size_t errcap);
+int gm_seg_open_id(struct gm_seg *s, const char *dir, const char *prefix,
+                   const struct gm_seg_id *id, char *err, size_t errcap);
+/* Any path; a name ending in ".ns<digits>" sets name_ns. */
 int gm_seg_open_path(struct gm_seg *s, const char *path, char *err,
                      size_t errcap);
 /* Validate and use n bytes at p (not copied: p must stay valid and be
@@ -84,14 +108,52 @@ int gm_seg_validate(const void *p, size_t n, char *err, size_t errcap);
  * number of such devices, or -1 when the segment faulted (truncated). */
 int gm_seg_snapshot(const struct gm_seg *s, struct gm_snapshot *out);
 
+/* Whether the segment's writer runs (ran) in the caller's pid namespace,
+ * so that its pid means the same here. */
+bool gm_seg_local(const struct gm_seg *s);
+
+/* The flock(LOCK_EX) holders of /proc/locks, read once for many segments:
+ * the liveness lock every writer holds tells a reader in an outer pid
+ * namespace the writer's pid as seen there (the kernel translates it into
+ * the namespace of the /proc that is read). Bounded: at most
+ * GM_LOCKS_MAX entries from at most 8 MiB of text. */
+#define GM_LOCKS_MAX 65536u
+struct gm_lock_ent {
+    unsigned maj, min;           /* device of the file */
+    unsigned long long ino;      /* its inode */
+    int pid;                     /* holder as seen by the reader; 0: none */
+};
+struct gm_locks {
+    struct gm_lock_ent *e;
+    size_t n, cap;
+};
+/* Read path (NULL: /proc/locks) into lm (initialised here). Returns 0,
+ * or -1 (lm empty, errno). gm_locks_parse appends to an lm that is zero
+ * or loaded. */
+int gm_locks_load(struct gm_locks *lm, const char *path);
+/* Parse n bytes of /proc/locks text (for tests). Returns entries kept. */
+size_t gm_locks_parse(struct gm_locks *lm, const char *text, size_t n);
+void gm_locks_free(struct gm_locks *lm);
+/* The pid holding FLOCK WRITE on the file (dev, ino); 0 when none. */
+int gm_locks_holder(const struct gm_locks *lm, dev_t dev, ino_t ino);
+
+/* The writer's pid in the caller's pid namespace: the header pid for a
+ * local segment; for another namespace's, the holder of the segment's
+ * lock (from lm, or /proc/locks read now when lm is NULL), confirmed by
+ * /proc/<pid>/ns/pid and the last NSpid of /proc/<pid>/status. 0 when
+ * not known (the writer is gone, or not visible from here). */
+int gm_seg_host_pid(const struct gm_seg *s, const struct gm_locks *lm);
+
 enum gm_seg_state {
     GM_SEG_ALIVE = 0,  /* the writer runs (pid and start time match, or
                           its lock is held: another pid namespace) */
     GM_SEG_EXITED,     /* gone after closing the segment (kept) */
     GM_SEG_DEAD,       /* gone without closing it (killed, crashed) */
 };
-/* Liveness: kill(pid, 0) and /proc/<pid>/stat start time against the
- * header; failing that, whether the writer's flock is still held. */
+/* Liveness: for a local segment kill(pid, 0) and /proc/<pid>/stat start
+ * time against the header; for every segment, failing that, whether the
+ * writer's flock is still held (the only test for another pid namespace,
+ * where the header's pid names some other process). */
 enum gm_seg_state gm_seg_state(const struct gm_seg *s);
 const char *gm_seg_state_name(enum gm_seg_state st); /* "alive", ... */
 
@@ -124,16 +186,29 @@ size_t gm_seg_drain(const struct gm_seg *s, struct gm_cursor *c,
                     struct gm_abi_record *out, size_t max, unsigned flags,
                     uint64_t *lost);
 
+/* The writer's job identity (recorded once, before the segment was
+ * published), cleaned by gm_ident_copy: every string NUL-terminated and
+ * of safe bytes only. Also in every snapshot (struct gm_snapshot.ident).
+ * Returns 0, or -1 when s holds no header copy or mapping. */
+int gm_seg_ident(const struct gm_seg *s, struct gm_abi_ident *out);
+
 /* Everything a process row needs. */
 struct gm_proc {
-    int pid;
+    int pid;                     /* the header's: in the writer's pid ns */
+    int host_pid;                /* in the reader's pid ns: pid when local,
+                                    else the lock holder; 0: not known */
+    uint64_t pidns;              /* the name's pid namespace (0: none) */
+    bool local;                  /* gm_seg_local */
     uid_t uid;
     enum gm_seg_state state;
     int busy;                    /* gm_seg_snapshot's result */
     struct gm_snapshot snap;
 };
-/* Snapshot + owner + liveness. Returns gm_seg_snapshot's result. */
+/* Snapshot + owner + liveness + host pid (lm as for gm_seg_host_pid).
+ * Returns gm_seg_snapshot's result. */
 int gm_seg_summary(const struct gm_seg *s, struct gm_proc *out);
+int gm_seg_summary_with(const struct gm_seg *s, const struct gm_locks *lm,
+                        struct gm_proc *out);
 
 /* Names for tools: "alloc", "free", "oom", ... and "cuMemAlloc", ...;
  * "?" for an unknown value. */

@@ -25,6 +25,7 @@
 #include "policy/parse.h"
 #include "policy/policy.h"
 #include "shim/base/clock.h"
+#include "shim/base/shmfile.h"
 
 #define SCAN_MAX 4096
 #define GSCAN_MAX 256
@@ -59,12 +60,44 @@ const char *gm_tool_prefix(const char *cmd, const char *opt)
                 GM_PREFIX_MAX);
         return NULL;
     }
-    return p;
+    return gm_tool_dir_check(cmd) == 0 ? p : NULL;
 }
+
+static char tool_dir[GM_SHM_DIR_MAX + 1];
 
 const char *gm_tool_shm_dir(void)
 {
-    return GM_READER_DEFAULT_DIR;
+    if (tool_dir[0] == '\0') {
+        const char *v = getenv("GPUMEM_SHM_DIR"), *why;
+        if (v == NULL || v[0] == '\0' ||
+            gm_parse_shm_dir(v, tool_dir, sizeof tool_dir, &why) != 0)
+            snprintf(tool_dir, sizeof tool_dir, "%s", GM_READER_DEFAULT_DIR);
+    }
+    return tool_dir;
+}
+
+int gm_tool_dir_check(const char *cmd)
+{
+    const char *v = getenv("GPUMEM_SHM_DIR"), *why = NULL;
+    char norm[GM_SHM_DIR_MAX + 1], err[512];
+    if (v != NULL && v[0] != '\0' &&
+        gm_parse_shm_dir(v, norm, sizeof norm, &why) != 0) {
+        fprintf(stderr, "gpumem: %s: GPUMEM_SHM_DIR='%s' %s; use an absolute "
+                "directory path of at most %d bytes without . or .. "
+                "components\n", cmd, v, why, GM_SHM_DIR_MAX);
+        return -1;
+    }
+    /* Root reads every user's directory; the files in it are still
+     * opened with O_NOFOLLOW and checked one by one. */
+    if (gm_shm_dir_check(gm_tool_shm_dir(), getuid(), geteuid() == 0, err,
+                         sizeof err) != 0) {
+        fprintf(stderr, "gpumem: %s: %s (%s)\n", cmd, err,
+                v != NULL && v[0] != '\0' ? "from GPUMEM_SHM_DIR"
+                                          : "the default: GPUMEM_SHM_DIR is "
+                                            "unset");
+        return -1;
+    }
+    return 0;
 }
 
 const char *gm_user_name(uid_t uid, char *buf, size_t cap)
@@ -93,14 +126,16 @@ static bool want_proc(const struct gm_scan_proc *sp, unsigned flags)
     return true;
 }
 
-static int read_one(const char *prefix, int pid, struct gm_scan_proc *sp)
+static int read_one(const char *prefix, const struct gm_seg_id *id,
+                    const struct gm_locks *lm, struct gm_scan_proc *sp)
 {
     struct gm_seg s;
     char err[256];
-    if (gm_seg_open(&s, gm_tool_shm_dir(), prefix, pid, err, sizeof err) != 0)
+    if (gm_seg_open_id(&s, gm_tool_shm_dir(), prefix, id, err,
+                       sizeof err) != 0)
         return -1;
     memset(sp, 0, sizeof *sp);
-    int r = gm_seg_summary(&s, &sp->p);
+    int r = gm_seg_summary_with(&s, lm, &sp->p);
     snprintf(sp->path, sizeof sp->path, "%s", s.path);
     gm_seg_close(&s);
     if (r < 0)
@@ -109,12 +144,18 @@ static int read_one(const char *prefix, int pid, struct gm_scan_proc *sp)
     return 0;
 }
 
-int gm_scan(const char *prefix, unsigned flags, struct gm_scan *out)
+static bool want_job(const struct gm_scan_proc *sp, const char *job)
 {
-    static int pids[SCAN_MAX];
+    return job == NULL || gm_ident_match(&sp->p.snap.ident, job);
+}
+
+int gm_scan_job(const char *prefix, unsigned flags, const char *job,
+                struct gm_scan *out)
+{
+    static struct gm_seg_id ids[SCAN_MAX];
     out->procs = NULL;
     out->n = 0;
-    int n = gm_reader_list(gm_tool_shm_dir(), prefix, pids, SCAN_MAX);
+    int n = gm_reader_list_ids(gm_tool_shm_dir(), prefix, ids, SCAN_MAX);
     if (n < 0) {
         fprintf(stderr, "gpumem: cannot read %s: %s\n", gm_tool_shm_dir(),
                 strerror(errno));
@@ -129,12 +170,43 @@ int gm_scan(const char *prefix, unsigned flags, struct gm_scan *out)
         fprintf(stderr, "gpumem: out of memory\n");
         return -1;
     }
+    /* One read of /proc/locks for every writer of another pid namespace. */
+    struct gm_locks lm = { NULL, 0, 0 };
+    bool foreign = false;
+    uint64_t me = gm_reader_self_pidns();
+    for (int i = 0; i < n && !foreign; i++)
+        foreign = ids[i].pidns != 0 ? ids[i].pidns != me
+                                    : me != 0 && me != GM_PIDNS_INIT;
+    if (foreign)
+        (void)gm_locks_load(&lm, NULL);
     for (int i = 0; i < n; i++) {
         struct gm_scan_proc *sp = &out->procs[out->n];
-        if (read_one(prefix, pids[i], sp) == 0 && want_proc(sp, flags))
+        if (read_one(prefix, &ids[i], &lm, sp) == 0 && want_proc(sp, flags) &&
+            want_job(sp, job))
             out->n++;
     }
+    gm_locks_free(&lm);
     return (int)out->n;
+}
+
+int gm_scan(const char *prefix, unsigned flags, struct gm_scan *out)
+{
+    return gm_scan_job(prefix, flags, NULL, out);
+}
+
+int gm_proc_shown_pid(const struct gm_proc *p)
+{
+    return p->host_pid > 0 ? p->host_pid : p->local ? p->pid : 0;
+}
+
+const char *gm_proc_pid_text(const struct gm_proc *p, char *buf, size_t cap)
+{
+    int pid = gm_proc_shown_pid(p);
+    if (pid > 0)
+        snprintf(buf, cap, "%d", pid);
+    else
+        snprintf(buf, cap, "~%d", p->pid);
+    return buf;
 }
 
 void gm_scan_free(struct gm_scan *sc)
@@ -227,8 +299,11 @@ static void print_row(FILE *f, const struct gm_row *r)
     const struct gm_snapshot *s = &r->sp->p.snap;
     const struct gm_abi_dev *d = r->d;
     char user[64], used[32] = "-", peak[32] = "-", lim[32] = "-", pct[16];
-    char dev[16] = "-", frag[32] = "-", p99[32] = "-";
+    char dev[16] = "-", frag[32] = "-", p99[32] = "-", pid[24];
+    char job[GM_ID_NS_LEN + GM_ID_POD_LEN + 2];
     gm_user_name(r->sp->p.uid, user, sizeof user);
+    gm_ident_job(&s->ident, job, sizeof job);
+    gm_proc_pid_text(&r->sp->p, pid, sizeof pid);
     pct_text(d, pct, sizeof pct);
     if (d != NULL) {
         snprintf(dev, sizeof dev, "%d", r->dev);
@@ -242,8 +317,8 @@ static void print_row(FILE *f, const struct gm_row *r)
         if (d->allocs)
             gm_format_latency(gm_dev_lat_q(d, 990), p99, sizeof p99);
     }
-    fprintf(f, "%7d %-8.8s %3s %8s %8s %8s %4s %8llu %8llu %5llu %6s %9s "
-            "%-6s %-6s ", r->sp->p.pid, user, dev, used, peak, lim, pct,
+    fprintf(f, "%7s %-8.8s %-14.14s %3s %8s %8s %8s %4s %8llu %8llu %5llu "
+            "%6s %9s %-6s %-6s ", pid, user, job, dev, used, peak, lim, pct,
             (unsigned long long)(d ? d->allocs : 0),
             (unsigned long long)(d ? d->frees : 0),
             (unsigned long long)(d ? d->refusals : 0), frag, p99,
@@ -254,8 +329,9 @@ static void print_row(FILE *f, const struct gm_row *r)
 
 void gm_rows_print_text(FILE *f, const struct gm_row *rows, size_t n)
 {
-    fprintf(f, "%7s %-8s %3s %8s %8s %8s %4s %8s %8s %5s %6s %9s %-6s %-6s "
-            "%s\n", "PID", "USER", "DEV", "USED", "PEAK", "LIMIT", "%",
+    fprintf(f, "%7s %-8s %-14s %3s %8s %8s %8s %4s %8s %8s %5s %6s %9s "
+            "%-6s %-6s %s\n", "PID", "USER", "JOB", "DEV", "USED", "PEAK",
+            "LIMIT", "%",
             "ALLOCS", "FREES", "OOMS", "FRAG", "P99", "MODE", "STATE",
             "COMMAND");
     for (size_t i = 0; i < n; i++)
@@ -308,6 +384,43 @@ static void dev_json(FILE *f, const struct gm_snapshot *s, unsigned i)
     fputc('}', f);
 }
 
+/* ,"KEY":"text" or ,"KEY":null for an empty one. */
+static void jstr_or_null(FILE *f, const char *key, const char *v)
+{
+    fprintf(f, ",\"%s\":", key);
+    if (v[0] == '\0')
+        fputs("null", f);
+    else
+        gm_json_str(f, v);
+}
+
+/* "job": the JOB column's label; "identity": every field the writer
+ * recorded (strings already of safe bytes: gm_ident_copy). */
+static void ident_json(FILE *f, const struct gm_abi_ident *id)
+{
+    char job[GM_ID_NS_LEN + GM_ID_POD_LEN + 2];
+    gm_ident_job(id, job, sizeof job);
+    fputs(",\"job\":", f);
+    if (strcmp(job, "-") == 0)
+        fputs("null", f);
+    else
+        gm_json_str(f, job);
+    fputs(",\"identity\":{\"recorded\":", f);
+    fputs(id->flags & GM_ID_F_SET ? "true" : "false", f);
+    jstr_or_null(f, "slurm_job_id", id->job_id);
+    jstr_or_null(f, "slurm_step_id", id->step_id);
+    jstr_or_null(f, "slurm_job_user", id->job_user);
+    jstr_or_null(f, "pod_namespace", id->pod_namespace);
+    jstr_or_null(f, "pod_name", id->pod_name);
+    jstr_or_null(f, "container_name", id->container_name);
+    jstr_or_null(f, "pod_uid", id->pod_uid);
+    jstr_or_null(f, "container_id", id->container_id);
+    jstr_or_null(f, "runtime", id->runtime);
+    fprintf(f, ",\"uid\":%u,\"pidns\":%llu,\"altered\":%s}",
+            (unsigned)id->uid, (unsigned long long)id->pidns,
+            id->flags & GM_ID_F_ALTERED ? "true" : "false");
+}
+
 void gm_proc_print_json(FILE *f, const struct gm_scan_proc *sp)
 {
     const struct gm_snapshot *s = &sp->p.snap;
@@ -330,7 +443,13 @@ void gm_proc_print_json(FILE *f, const struct gm_scan_proc *sp)
         live += d->live_allocs;
         live_bytes += d->live_bytes;
     }
-    fprintf(f, "{\"pid\":%d,\"user\":", sp->p.pid);
+    int pid = gm_proc_shown_pid(&sp->p);
+    if (pid > 0)
+        fprintf(f, "{\"pid\":%d", pid);
+    else
+        fputs("{\"pid\":null", f);
+    fprintf(f, ",\"ns_pid\":%d,\"pidns\":%llu,\"user\":", sp->p.pid,
+            (unsigned long long)sp->p.pidns);
     gm_json_str(f, gm_user_name(sp->p.uid, user, sizeof user));
     fprintf(f, ",\"uid\":%u,\"state\":\"%s\",\"command\":",
             (unsigned)sp->p.uid, gm_proc_state_word(sp));
@@ -339,6 +458,7 @@ void gm_proc_print_json(FILE *f, const struct gm_scan_proc *sp)
             gm_mode_name((enum gm_mode)s->mode),
             gm_on_oom_name((enum gm_on_oom)s->on_oom));
     gm_json_str(f, s->policy);
+    ident_json(f, &s->ident);
     jb(f, "used", used);
     jb(f, "peak", peak);
     jb(f, "limit", unlimited ? 0 : limit);

@@ -31,11 +31,19 @@
 
 /* The segment prefix: opt when non-NULL, else $GPUMEM_SHM_PREFIX when set
  * and non-empty, else "gpumem". Returns NULL (a message printed, naming
- * `cmd`) when the name is not [A-Za-z0-9_.-]{1,32}. */
+ * `cmd`) when the name is not [A-Za-z0-9_.-]{1,32}, or when the segment
+ * directory fails gm_tool_dir_check: every command that reads segments
+ * starts here. */
 const char *gm_tool_prefix(const char *cmd, const char *opt);
 
-/* The directory holding segments ("/dev/shm"). */
+/* The directory holding segments and group files: $GPUMEM_SHM_DIR in its
+ * normal form when set and non-empty, else "/dev/shm". */
 const char *gm_tool_shm_dir(void);
+
+/* 0 when GPUMEM_SHM_DIR is well formed and the directory passes
+ * gm_shm_dir_check (shim/base/shmfile.h; any owner when run as root);
+ * else -1 with a message naming `cmd`, the directory and the rule. */
+int gm_tool_dir_check(const char *cmd);
 
 /* Name of a uid ("uid 1234" when it has none); buf of at least 32 bytes. */
 const char *gm_user_name(uid_t uid, char *buf, size_t cap);
@@ -48,7 +56,7 @@ struct gm_scan_proc {
 };
 
 struct gm_scan {
-    struct gm_scan_proc *procs;  /* ascending pid */
+    struct gm_scan_proc *procs;  /* ascending pid (as named), then pidns */
     size_t n;
 };
 
@@ -59,6 +67,18 @@ struct gm_scan {
  * validate are skipped. Returns the number of processes, -1 when the
  * directory cannot be read (message printed). */
 int gm_scan(const char *prefix, unsigned flags, struct gm_scan *out);
+/* The same, keeping only the processes whose identity matches job
+ * (gm_ident_match; NULL: all). */
+int gm_scan_job(const char *prefix, unsigned flags, const char *job,
+                struct gm_scan *out);
+
+/* The pid to show for a process: its pid in the reader's pid namespace
+ * (the host pid for a container's process that runs), 0 when not known
+ * (a process of another pid namespace that is gone). */
+int gm_proc_shown_pid(const struct gm_proc *p);
+/* That pid as text, or "~N" (N: the pid inside its own namespace) when
+ * it is not known. */
+const char *gm_proc_pid_text(const struct gm_proc *p, char *buf, size_t cap);
 void gm_scan_free(struct gm_scan *sc);
 
 /* "live", "kept", "dead" (exited without GPUMEM_KEEP shows as "exited"). */
