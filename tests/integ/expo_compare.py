@@ -85,8 +85,22 @@ def main():
         w = "pid %d" % pid
         info = one(m, "gpumem_process_info", w + " info", pid=pid,
                    state=p["state"], mode=p["mode"], on_oom=p["on_oom"],
-                   user=p["user"], uid=p["uid"])
+                   owner=p["user"], uid=p["uid"])
         check(w + " info value", info, 1.0)
+        # The job identity, on every series of the process.
+        ident = p["identity"]
+        want = {"job": ident["slurm_job_id"], "step": ident["slurm_step_id"],
+                "user": ident["slurm_job_user"] or p["user"],
+                "namespace": ident["pod_namespace"],
+                "pod": ident["pod_name"],
+                "container": ident["container_name"]}
+        for name in ("gpumem_process_info", "gpumem_used_bytes",
+                     "gpumem_refused_total", "gpumem_events_lost_total"):
+            for l, _ in m.get(name, []):
+                if l["pid"] != str(pid):
+                    continue
+                got = {k: l.get(k) for k in want}
+                check("%s %s identity labels" % (w, name), got, want)
         prog = p["command"].split(" ")[0].rsplit("/", 1)[-1]
         cmd = [l["command"] for l, _ in m["gpumem_process_info"]
                if l["pid"] == str(pid)]

@@ -10,8 +10,11 @@
 #     per-device sums over the live processes alone;
 #   - `promtool check metrics` accepts the text (when promtool is
 #     installed: exit 1 is a parse error, 3 a lint problem, both fail);
+#   - the job identity (Slurm's variables, the pod's downward-API ones)
+#     is on every series of its process, as gpumem ps --json shows it;
 #   - OpenMetrics (--format openmetrics) ends with "# EOF" and names
-#     counters without _total; --compat hami adds HAMi's families;
+#     counters without _total; --compat hami adds HAMi's families, one
+#     row per container and device;
 #   - hostile files among the segments (garbage, a half-written segment
 #     whose magic is 0, a truncated one, a symbolic link, a FIFO, a
 #     directory, another version) leave the scrape answering with every
@@ -55,12 +58,15 @@ run() { # "VAR=VALUE ..." trainsim-options...
         "$B/gpumem-trainsim" --quiet --steps 8 "$@" >/dev/null 2>&1; }
 
 run GPUMEM_LIMIT=500M                                 # refused: exit 3
-run GPUMEM_LIMIT=2G --leak 1M
+run "GPUMEM_LIMIT=2G SLURM_JOB_ID=4242 SLURM_STEP_ID=3 SLURM_JOB_USER=alice" --leak 1M
 # Two live ones sharing a budget, stopped once they have allocated (their
 # figures then hold still; a group file lasts as long as a live member).
 LIVE=""
 for layers in 4 6; do
-    env LD_PRELOAD="$B/libgpumem.so" GPUMEM_LIMIT=6G GPUMEM_GROUP=$GROUP \
+    pod=""
+    [ $layers = 4 ] && pod="GPUMEM_POD_NAMESPACE=ns1 GPUMEM_POD_NAME=pod-a GPUMEM_CONTAINER_NAME=ctr"
+    # shellcheck disable=SC2086
+    env LD_PRELOAD="$B/libgpumem.so" $pod GPUMEM_LIMIT=6G GPUMEM_GROUP=$GROUP \
         GPUMEM_GROUP_LIMIT=8G "$B/gpumem-trainsim" --quiet --steps 100000 \
         --layers $layers >/dev/null 2>&1 &
     LIVE="$LIVE $!"
@@ -78,7 +84,7 @@ done
 sleep 0.1
 
 "$G" ps --json --all >"$T/ps.json" || bad "gpumem ps --json failed"
-n=$(grep -o '"pid":[0-9]*,"user"' "$T/ps.json" | wc -l)
+n=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["processes"]))' "$T/ps.json")
 [ "$n" -eq 4 ] || bad "gpumem ps --json lists $n processes, 4 expected"
 "$G" exporter --once >"$T/m.txt" 2>"$T/m.err" || bad "exporter --once failed: $(cat "$T/m.err")"
 [ -s "$T/m.err" ] && bad "exporter --once wrote to stderr: $(cat "$T/m.err")"
@@ -107,9 +113,11 @@ grep -q '^# TYPE gpumem_allocations counter$' "$T/om.txt" ||
 grep -q '^# UNIT gpumem_used_bytes bytes$' "$T/om.txt" || bad "OpenMetrics: no UNIT line"
 grep -q '^# TYPE gpumem_process info$' "$T/om.txt" || bad "OpenMetrics: no info family"
 grep -q "^hami_vgpu_memory_used_bytes{namespace=\"\",pod=\"\",container=\"\",vdevice_index=\"0\",device_uuid=\"\",zone=\"vGPU\"} " "$T/om.txt" ||
-    bad "--compat hami: no hami_vgpu_memory_used_bytes row"
-grep -q '^hami_vgpu_memory_limit_bytes{.*} 6442450944$' "$T/om.txt" ||
-    bad "--compat hami: limit of the live process not exported"
+    bad "--compat hami: no hami_vgpu_memory_used_bytes row outside a pod"
+grep -q "^hami_vgpu_memory_used_bytes{namespace=\"ns1\",pod=\"pod-a\",container=\"ctr\",vdevice_index=\"0\",device_uuid=\"\",zone=\"vGPU\"} " "$T/om.txt" ||
+    bad "--compat hami: no hami_vgpu_memory_used_bytes row of pod-a"
+[ "$(grep -c '^hami_vgpu_memory_limit_bytes{.*} 6442450944$' "$T/om.txt")" -eq 2 ] ||
+    bad "--compat hami: limits of the live processes not exported"
 if grep -q '^hami_' "$T/m.txt"; then bad "hami_ families without --compat hami"; fi
 
 # Hostile files among the segments.

@@ -143,7 +143,8 @@ struct member { int pid; uint64_t start_ticks; unsigned group; };
 struct devsum { uint64_t physical, used, procs; bool seen; };
 
 struct hami_row {
-    char key[160];               /* escaped labels: the row's identity */
+    char key[GM_ID_NS_LEN + GM_ID_POD_LEN + GM_ID_CTR_LEN + 40];
+                                 /* namespace, pod, container labels */
     unsigned dev;
     uint64_t used, limit;
 };
@@ -320,13 +321,35 @@ static const char *short_command(const char *cmd)
     return base;
 }
 
-/* The labels every series of the process carries. */
+/* The job user: Slurm's when the writer recorded one, else the name of
+ * the segment's owner. */
+static const char *job_user(const struct gm_scan_proc *sp, char *buf,
+                            size_t cap)
+{
+    const struct gm_abi_ident *id = &sp->p.snap.ident;
+    if (id->job_user[0])
+        return id->job_user;
+    return gm_user_name(sp->p.uid, buf, cap);
+}
+
+static void label_if(struct gm_expo_buf *lab, const char *name,
+                     const char *v)
+{
+    if (v[0])
+        gm_expo_label(lab, true, name, v, 0);
+}
+
+/* The labels every series of the process carries: pid (in this reader's
+ * pid namespace; "~N" when a container's process is gone and only its
+ * own pid N is known), command, mode, group, and the job identity that
+ * was recorded (absent labels: not recorded). */
 static void proc_labels(struct scrape *s, const struct gm_scan_proc *sp,
                         const char *group)
 {
     struct gm_expo_buf *lab = &s->lab;
-    char pid[16];
-    snprintf(pid, sizeof pid, "%d", sp->p.pid);
+    const struct gm_abi_ident *id = &sp->p.snap.ident;
+    char pid[24], user[GM_ID_USER_LEN + 8];
+    gm_proc_pid_text(&sp->p, pid, sizeof pid);
     lab->len = 0;
     gm_expo_label(lab, false, "pid", pid, 0);
     gm_expo_label(lab, true, "command", short_command(sp->p.snap.cmdline),
@@ -335,15 +358,26 @@ static void proc_labels(struct scrape *s, const struct gm_scan_proc *sp,
                   gm_mode_name((enum gm_mode)sp->p.snap.mode), 0);
     if (group != NULL)
         gm_expo_label(lab, true, "group", group, 0);
+    gm_expo_label(lab, true, "user", job_user(sp, user, sizeof user), 0);
+    label_if(lab, "job", id->job_id);
+    label_if(lab, "step", id->step_id);
+    label_if(lab, "namespace", id->pod_namespace);
+    label_if(lab, "pod", id->pod_name);
+    label_if(lab, "container", id->container_name);
 }
 
-static void hami_add(struct scrape *s, unsigned dev, uint64_t used,
-                     uint64_t limit)
+static void hami_add(struct scrape *s, const struct gm_abi_ident *id,
+                     unsigned dev, uint64_t used, uint64_t limit)
 {
-    /* namespace, pod and container come with the job identity; without
-     * it they are empty, as HAMi's own rows are for a process outside
-     * a pod. */
-    const char *key = "";
+    /* One row per container and device: the processes of a container
+     * add up (HAMi's own rule), the largest limit stands for them. A
+     * process outside a pod has empty names, as in HAMi. */
+    struct gm_expo_buf *lab = &s->lab;
+    lab->len = 0;
+    gm_expo_label(lab, false, "namespace", id->pod_namespace, 0);
+    gm_expo_label(lab, true, "pod", id->pod_name, 0);
+    gm_expo_label(lab, true, "container", id->container_name, 0);
+    const char *key = lab->p;
     for (size_t i = 0; i < s->nhami; i++)
         if (s->hami[i].dev == dev && strcmp(s->hami[i].key, key) == 0) {
             s->hami[i].used += used;
@@ -429,7 +463,7 @@ static void device_series(struct scrape *s, const struct gm_scan_proc *sp,
         if (d->physical > ds->physical)
             ds->physical = d->physical;
         if (s->o->hami)
-            hami_add(s, dv, d->used, d->limit);
+            hami_add(s, &sp->p.snap.ident, dv, d->used, d->limit);
     }
 }
 
@@ -440,12 +474,23 @@ static void process_series(struct scrape *s, const struct gm_scan_proc *sp)
     struct gm_expo_buf *lab = &s->lab;
 
     /* The info row: the whole identity, once. */
-    char user[64], uid[16];
-    gm_user_name(sp->p.uid, user, sizeof user);
+    const struct gm_abi_ident *id = &sn->ident;
+    char owner[64], uid[16], nspid[16], pidns[24];
+    gm_user_name(sp->p.uid, owner, sizeof owner);
     snprintf(uid, sizeof uid, "%u", (unsigned)sp->p.uid);
     proc_labels(s, sp, group);
-    gm_expo_label(lab, true, "user", user, 0);
+    gm_expo_label(lab, true, "owner", owner, 0);
     gm_expo_label(lab, true, "uid", uid, 0);
+    if (!sp->p.local) {
+        snprintf(nspid, sizeof nspid, "%d", sp->p.pid);
+        snprintf(pidns, sizeof pidns, "%llu",
+                 (unsigned long long)sp->p.pidns);
+        gm_expo_label(lab, true, "ns_pid", nspid, 0);
+        gm_expo_label(lab, true, "pidns", pidns, 0);
+    }
+    label_if(lab, "pod_uid", id->pod_uid);
+    label_if(lab, "container_id", id->container_id);
+    label_if(lab, "runtime", id->runtime);
     gm_expo_label(lab, true, "state", gm_proc_state_word(sp), 0);
     gm_expo_label(lab, true, "on_oom",
                   gm_on_oom_name((enum gm_on_oom)sn->on_oom), 0);
@@ -480,21 +525,27 @@ static void process_series(struct scrape *s, const struct gm_scan_proc *sp)
 }
 
 /* Opens, copies and exports one segment; false when it was skipped. */
-static bool read_process(struct scrape *s, int pid, struct gm_scan_proc *sp)
+static bool read_process(struct scrape *s, const struct gm_seg_id *id,
+                         const struct gm_locks *lm, struct gm_scan_proc *sp)
 {
     struct gm_seg seg;
     char err[256], path[512];
-    if (gm_seg_open(&seg, s->o->dir, s->o->prefix, pid, err, sizeof err)
+    if (gm_seg_open_id(&seg, s->o->dir, s->o->prefix, id, err, sizeof err)
         != 0) {
         int e = errno;
         struct stat st;
-        snprintf(path, sizeof path, "%s/%s.%d", s->o->dir, s->o->prefix, pid);
+        if (id->pidns)
+            snprintf(path, sizeof path, "%s/%s.%d.ns%llu", s->o->dir,
+                     s->o->prefix, id->pid, (unsigned long long)id->pidns);
+        else
+            snprintf(path, sizeof path, "%s/%s.%d", s->o->dir, s->o->prefix,
+                     id->pid);
         if (lstat(path, &st) != 0 && errno == ENOENT)
             return false;   /* its writer exited since the listing */
         s->skipped[e == EACCES ? GM_MX_UNREADABLE : GM_MX_INVALID]++;
         return false;
     }
-    int r = gm_seg_summary(&seg, &sp->p);
+    int r = gm_seg_summary_with(&seg, lm, &sp->p);
     snprintf(sp->path, sizeof sp->path, "%s", seg.path);
     gm_seg_close(&seg);
     if (r < 0) {
@@ -513,14 +564,15 @@ static bool read_process(struct scrape *s, int pid, struct gm_scan_proc *sp)
 static unsigned read_processes(struct scrape *s, uint64_t deadline)
 {
     unsigned max = s->o->max_segments ? s->o->max_segments : 1;
-    int *pids = malloc((size_t)max * sizeof *pids);
+    struct gm_seg_id *ids = malloc((size_t)max * sizeof *ids);
     struct gm_scan_proc *sp = malloc(sizeof *sp);
+    struct gm_locks lm = { NULL, 0, 0 };
     unsigned done = 0;
-    if (pids == NULL || sp == NULL) {
+    if (ids == NULL || sp == NULL) {
         s->oom = true;
         goto out;
     }
-    int n = gm_reader_list(s->o->dir, s->o->prefix, pids, max);
+    int n = gm_reader_list_ids(s->o->dir, s->o->prefix, ids, max);
     if (n < 0) {
         done = (unsigned)-1;
         goto out;
@@ -529,6 +581,15 @@ static unsigned read_processes(struct scrape *s, uint64_t deadline)
         s->skipped[GM_MX_LIMIT] += (unsigned)n - max;
         n = (int)max;
     }
+    /* Writers of another pid namespace: one read of /proc/locks tells
+     * their pids here (tools/lib/reader.h). */
+    uint64_t me = gm_reader_self_pidns();
+    bool foreign = false;
+    for (int i = 0; i < n && !foreign; i++)
+        foreign = ids[i].pidns != 0 ? ids[i].pidns != me
+                                    : me != 0 && me != GM_PIDNS_INIT;
+    if (foreign)
+        (void)gm_locks_load(&lm, NULL);
     for (int i = 0; i < n; i++) {
         if (gm_clock_monotonic_ns() > deadline) {
             s->skipped[GM_MX_TIMEOUT] += (unsigned)(n - i);
@@ -539,10 +600,11 @@ static unsigned read_processes(struct scrape *s, uint64_t deadline)
             break;
         }
         memset(sp, 0, sizeof *sp);
-        done += read_process(s, pids[i], sp);
+        done += read_process(s, &ids[i], &lm, sp);
     }
 out:
-    free(pids);
+    gm_locks_free(&lm);
+    free(ids);
     free(sp);
     return done;
 }
@@ -572,9 +634,7 @@ static void hami_series(struct scrape *s)
         char dev[16];
         snprintf(dev, sizeof dev, "%u", r->dev);
         lab->len = 0;
-        gm_expo_label(lab, false, "namespace", "", 0);
-        gm_expo_label(lab, true, "pod", "", 0);
-        gm_expo_label(lab, true, "container", "", 0);
+        gm_expo_puts(lab, r->key);
         gm_expo_label(lab, true, "vdevice_index", dev, 0);
         gm_expo_label(lab, true, "device_uuid", "", 0);
         gm_expo_label(lab, true, "zone", "vGPU", 0);
