@@ -107,7 +107,8 @@ START_TEST(test_figures)
     int pid = (int)getpid();
     snprintf(s, sizeof s, "gpumem_used_bytes{pid=\"%d\",command=", pid);
     ck_assert_ptr_nonnull(strstr(t, s));
-    ck_assert_ptr_nonnull(strstr(t, ",mode=\"grow\",device=\"0\"} 8192\n"));
+    ck_assert_ptr_nonnull(strstr(t, ",mode=\"grow\",user=\""));
+    ck_assert_ptr_nonnull(strstr(t, ",device=\"0\"} 8192\n"));
     ck_assert_ptr_nonnull(strstr(t, ",device=\"0\"} 1073741824\n"));
     ck_assert_uint_eq(value_of(t, "gpumem_device_used_bytes{device=\"0\"} "),
                       8192);
