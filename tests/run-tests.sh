@@ -9,12 +9,17 @@
 # under the user's default prefix; whatever is left under that prefix in
 # /dev/shm at the end (a killed child's segment, a group file) is a
 # failure of the run, listed, and removed, also when the run is
-# interrupted.
+# interrupted. The suites write in GPUMEM_SHM_DIR, set here to
+# GM_TEST_SHM_DIR (default /dev/shm): the directory the leftover check
+# reads is the one the shim and the tools of the suites use (a suite that
+# needs another directory sets its own and cleans it).
 passed=0; failed=0; skipped=0
 log=$(mktemp "${TMPDIR:-/tmp}/gm-test.XXXXXX") || exit 1
 GPUMEM_SHM_PREFIX=gmtest$$
 export GPUMEM_SHM_PREFIX
 SHM=${GM_TEST_SHM_DIR:-/dev/shm}
+GPUMEM_SHM_DIR=$SHM
+export GPUMEM_SHM_DIR
 cleanup() { rm -f "$log" "$SHM/$GPUMEM_SHM_PREFIX".* "$SHM/$GPUMEM_SHM_PREFIX"_*; }
 trap cleanup EXIT
 trap 'cleanup; exit 130' INT TERM

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -41,16 +42,20 @@ const char gm_help_gc[] =
     "\n"
     "DESCRIPTION\n"
     "    A process run with GPUMEM_KEEP=1 leaves its telemetry segment\n"
-    "    /dev/shm/<prefix>.<pid> in place after exit, and a killed process\n"
-    "    cannot remove its own. gpumem gc removes every such segment of\n"
-    "    the current user: the process is gone when its pid no longer\n"
-    "    exists or now belongs to a process started at another time, and\n"
-    "    no process holds the segment's lock. Segments of running\n"
-    "    processes and of other users are never touched. One line per\n"
-    "    segment removed: its path, pid and whether it exited (kept) or\n"
-    "    died.\n"
+    "    <prefix>.<pid> in the segment directory ($GPUMEM_SHM_DIR, default\n"
+    "    /dev/shm) after exit, and a killed process cannot remove its\n"
+    "    own. gpumem gc removes every such segment of the current user:\n"
+    "    the process is gone when no process holds the segment's lock\n"
+    "    and, for a process of this pid namespace, its pid no longer\n"
+    "    exists or now belongs to a process started at another time. A\n"
+    "    segment of another pid namespace (a container's,\n"
+    "    <prefix>.<pid>.ns<inode>) is judged by its lock alone: its pid\n"
+    "    means another process here. Segments of running processes and\n"
+    "    of other users are never touched. One line per segment removed:\n"
+    "    its path, pid (and pid namespace) and whether it exited (kept)\n"
+    "    or died.\n"
     "\n"
-    "    It also removes the group segments /dev/shm/<prefix>.group@<NAME>\n"
+    "    It also removes the group segments <prefix>.group@<NAME>\n"
     "    (GPUMEM_GROUP) of the current user in which no member process is\n"
     "    alive any more (all members were killed, or a creator died before\n"
     "    setting the segment up). A group with a live member is left\n"
@@ -68,7 +73,8 @@ const char gm_help_gc[] =
     "EXIT STATUS\n"
     "    0   Success (also when nothing was removed).\n"
     "    1   The directory could not be read or a removal failed.\n"
-    "    2   Unknown option or bad prefix.\n"
+    "    2   Unknown option, bad prefix, or a segment directory that is\n"
+    "        not safe to use (GPUMEM_SHM_DIR).\n"
     "\n"
     "EXAMPLES\n"
     "    gpumem gc --dry-run\n"
@@ -80,10 +86,17 @@ const char gm_help_gc[] =
 
 #define GC_MAX 65536
 
-static int remove_one(const char *path, int pid, const char *why, bool dry)
+static int remove_one(const char *path, const struct gm_seg_id *id,
+                      const char *why, bool dry)
 {
+    char who[64];
+    if (id->pidns != 0)
+        snprintf(who, sizeof who, "pid %d in pid namespace %llu", id->pid,
+                 (unsigned long long)id->pidns);
+    else
+        snprintf(who, sizeof who, "pid %d", id->pid);
     if (dry) {
-        printf("would remove %s (pid %d, %s)\n", path, pid, why);
+        printf("would remove %s (%s, %s)\n", path, who, why);
         return 0;
     }
     if (unlink(path) != 0 && errno != ENOENT) {
@@ -91,7 +104,7 @@ static int remove_one(const char *path, int pid, const char *why, bool dry)
                 strerror(errno));
         return 1;
     }
-    printf("removed %s (pid %d, %s)\n", path, pid, why);
+    printf("removed %s (%s, %s)\n", path, who, why);
     return 0;
 }
 
@@ -113,32 +126,66 @@ static bool telemetry_kind(const char *path)
     return ok;
 }
 
+/* Whether someone holds a lock on the file (a writer holds LOCK_EX for
+ * its segment's life, in whatever pid namespace it runs). */
+static bool lock_held(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    bool held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    close(fd);
+    return held;
+}
+
+static void seg_path(char *buf, size_t cap, const char *prefix,
+                     const struct gm_seg_id *id)
+{
+    if (id->pidns != 0)
+        snprintf(buf, cap, "%s/%s.%d.ns%llu", gm_tool_shm_dir(), prefix,
+                 id->pid, (unsigned long long)id->pidns);
+    else
+        snprintf(buf, cap, "%s/%s.%d", gm_tool_shm_dir(), prefix, id->pid);
+}
+
+/* Whether the id's pid means the same process here (its name's pid
+ * namespace is ours). */
+static bool id_local(const struct gm_seg_id *id)
+{
+    uint64_t me = gm_reader_self_pidns();
+    return id->pidns == 0 ? me == 0 || me == GM_PIDNS_INIT : id->pidns == me;
+}
+
 /* A file the reader refuses: ours, a regular file of the telemetry kind,
- * and its pid gone. */
-static int gc_unreadable(const char *prefix, int pid, bool dry)
+ * nobody holding its lock, and (in our pid namespace) its pid gone. */
+static int gc_unreadable(const char *prefix, const struct gm_seg_id *id,
+                         bool dry)
 {
     char path[512];
     struct stat st;
-    snprintf(path, sizeof path, "%s/%s.%d", gm_tool_shm_dir(), prefix, pid);
+    seg_path(path, sizeof path, prefix, id);
     if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
         st.st_uid != getuid())
         return 0;
-    if (kill(pid, 0) == 0 || errno != ESRCH)
+    if (id_local(id) && (kill(id->pid, 0) == 0 || errno != ESRCH))
+        return 0;
+    if (lock_held(path))
         return 0;
     if (!telemetry_kind(path)) {
         fprintf(stderr, "gpumem: gc: %s is not a gpumem telemetry segment; "
                 "left alone\n", path);
         return 0;
     }
-    return remove_one(path, pid, "unreadable", dry);
+    return remove_one(path, id, "unreadable", dry);
 }
 
-static int gc_one(const char *prefix, int pid, bool dry)
+static int gc_one(const char *prefix, const struct gm_seg_id *id, bool dry)
 {
     struct gm_seg s;
     char err[256];
-    if (gm_seg_open(&s, gm_tool_shm_dir(), prefix, pid, err, sizeof err) != 0)
-        return gc_unreadable(prefix, pid, dry);
+    if (gm_seg_open_id(&s, gm_tool_shm_dir(), prefix, id, err,
+                       sizeof err) != 0)
+        return gc_unreadable(prefix, id, dry);
     int rc = 0;
     enum gm_seg_state st = gm_seg_state(&s);
     if (s.uid == getuid() && st != GM_SEG_ALIVE) {
@@ -148,8 +195,8 @@ static int gc_one(const char *prefix, int pid, bool dry)
         if (fstat(s.fd, &a) == 0 && lstat(s.path, &b) == 0 &&
             a.st_ino == b.st_ino && a.st_dev == b.st_dev &&
             gm_seg_state(&s) != GM_SEG_ALIVE)
-            rc = remove_one(s.path, pid, st == GM_SEG_EXITED ? "exited"
-                                                             : "died", dry);
+            rc = remove_one(s.path, id, st == GM_SEG_EXITED ? "exited"
+                                                            : "died", dry);
     }
     gm_seg_close(&s);
     return rc;
@@ -212,7 +259,7 @@ static int gc_group(void *arg, const char *path, const char *name)
 
 int gm_cmd_gc(int argc, char **argv)
 {
-    static int pids[GC_MAX];
+    static struct gm_seg_id ids[GC_MAX];
     bool dry = false;
     const char *popt = NULL;
     for (int i = 1; i < argc; i++) {
@@ -233,7 +280,7 @@ int gm_cmd_gc(int argc, char **argv)
     const char *prefix = gm_tool_prefix("gc", popt);
     if (prefix == NULL)
         return GM_EXIT_USAGE;
-    int n = gm_reader_list(gm_tool_shm_dir(), prefix, pids, GC_MAX);
+    int n = gm_reader_list_ids(gm_tool_shm_dir(), prefix, ids, GC_MAX);
     if (n < 0) {
         fprintf(stderr, "gpumem: gc: cannot read %s: %s\n", gm_tool_shm_dir(),
                 strerror(errno));
@@ -241,7 +288,7 @@ int gm_cmd_gc(int argc, char **argv)
     }
     int rc = 0;
     for (int i = 0; i < n && i < GC_MAX; i++)
-        rc |= gc_one(prefix, pids[i], dry);
+        rc |= gc_one(prefix, &ids[i], dry);
     struct ggc c = { dry, 0 };
     if (gm_group_list(gm_tool_shm_dir(), prefix, gc_group, &c) < 0) {
         fprintf(stderr, "gpumem: gc: cannot read %s: %s\n",

@@ -97,7 +97,8 @@ enum fmt { FMT_TEXT, FMT_JSONL, FMT_CSV };
 #define DRAIN_BATCH 1024
 
 struct tracked {
-    int pid;
+    int pid;                     /* shown: in this pid namespace if known */
+    struct gm_seg_id id;         /* the segment's name */
     bool done;
     struct gm_seg seg;
     struct gm_cursor cur;
@@ -139,7 +140,8 @@ static int parse_kinds(const char *s, uint32_t *mask)
 
 /* ---- printing -------------------------------------------------------------- */
 
-static void print_process(const struct log_ctx *c, const struct gm_seg *s)
+static void print_process(const struct log_ctx *c, const struct gm_seg *s,
+                          int pid)
 {
     static struct gm_snapshot snap;
     if (gm_seg_snapshot(s, &snap) < 0)
@@ -147,14 +149,14 @@ static void print_process(const struct log_ctx *c, const struct gm_seg *s)
     if (c->fmt == FMT_CSV)
         return;
     if (c->fmt == FMT_TEXT) {
-        printf("pid %u: ", snap.pid);
+        printf("pid %d: ", pid);
         gm_esc_term_put(stdout, snap.cmdline, 0);
         fputs(" [", stdout);
         gm_esc_term_put(stdout, snap.policy, 0);
         fputs("]\n", stdout);
         return;
     }
-    printf("{\"pid\":%u,\"kind\":\"process\",\"command\":", snap.pid);
+    printf("{\"pid\":%d,\"kind\":\"process\",\"command\":", pid);
     gm_json_str(stdout, snap.cmdline);
     printf(",\"policy\":");
     gm_json_str(stdout, snap.policy);
@@ -282,23 +284,29 @@ static void drain_all(const struct log_ctx *c, struct tracked *t, bool flush)
     }
 }
 
-static bool is_tracked(const struct log_ctx *c, int pid)
+static bool is_tracked(const struct log_ctx *c, const struct gm_seg_id *id)
 {
     for (size_t i = 0; i < c->nt; i++)
-        if (c->t[i].pid == pid)
+        if (c->t[i].id.pid == id->pid && c->t[i].id.pidns == id->pidns)
             return true;
     return false;
 }
 
-static int track(struct log_ctx *c, int pid, bool quiet)
+/* Track the segment named by id, or (id NULL) the one of the process
+ * that has `pid` here (gm_seg_open_pid). */
+static int track(struct log_ctx *c, const struct gm_seg_id *id, int pid,
+                 bool quiet)
 {
     char err[256];
     if (c->nt >= MAX_FOLLOW)
         return -1;
     struct tracked *t = &c->t[c->nt];
     memset(t, 0, sizeof *t);
-    if (gm_seg_open(&t->seg, gm_tool_shm_dir(), c->prefix, pid, err,
-                    sizeof err) != 0) {
+    int r = id != NULL ? gm_seg_open_id(&t->seg, gm_tool_shm_dir(),
+                                        c->prefix, id, err, sizeof err)
+                       : gm_seg_open_pid(&t->seg, gm_tool_shm_dir(),
+                                         c->prefix, pid, err, sizeof err);
+    if (r != 0) {
         if (!quiet)
             gm_cli_open_failed("log", c->prefix, pid, err);
         return -1;
@@ -307,20 +315,27 @@ static int track(struct log_ctx *c, int pid, bool quiet)
         gm_seg_close(&t->seg);
         return -1;
     }
-    t->pid = pid;
+    t->id = (struct gm_seg_id){ (int)t->seg.pid, t->seg.name_ns };
+    if (id == NULL && is_tracked(c, &t->id)) {
+        gm_seg_close(&t->seg);
+        return 0; /* named twice */
+    }
+    int host = gm_seg_host_pid(&t->seg, NULL);
+    t->pid = host > 0 ? host : (int)t->seg.pid;
     gm_cursor_init(&t->cur, &t->seg, false);
     c->nt++;
-    print_process(c, &t->seg);
+    print_process(c, &t->seg, t->pid);
     return 0;
 }
 
 static void discover(struct log_ctx *c)
 {
-    static int pids[MAX_FOLLOW];
-    int n = gm_reader_list(gm_tool_shm_dir(), c->prefix, pids, MAX_FOLLOW);
+    static struct gm_seg_id ids[MAX_FOLLOW];
+    int n = gm_reader_list_ids(gm_tool_shm_dir(), c->prefix, ids,
+                               MAX_FOLLOW);
     for (int i = 0; i < n && i < MAX_FOLLOW; i++)
-        if (!is_tracked(c, pids[i]))
-            track(c, pids[i], true);
+        if (!is_tracked(c, &ids[i]))
+            track(c, &ids[i], ids[i].pid, true);
 }
 
 /* One pass over every open segment; returns how many are still open. */
@@ -434,7 +449,7 @@ int gm_cmd_log(int argc, char **argv)
                "lat_ns\n");
     int rc = 0;
     for (size_t i = 0; i < np; i++)
-        if (!is_tracked(&c, pids[i]) && track(&c, pids[i], false) != 0)
+        if (track(&c, NULL, pids[i], false) != 0)
             rc = 1;
     if (rc == 0)
         rc = run_log(&c);

@@ -185,14 +185,14 @@ static void seg_timeline(struct gm_seg *seg, struct gm_timeline *tl)
     }
 }
 
-static int only_pid(const char *prefix, int *pid)
+static int only_pid(const char *prefix, struct gm_seg_id *id)
 {
     struct gm_scan sc;
     if (gm_scan(prefix, 0, &sc) < 0)
         return 1;
     size_t n = sc.n;
     if (n == 1)
-        *pid = sc.procs[0].p.pid;
+        *id = (struct gm_seg_id){ sc.procs[0].p.pid, sc.procs[0].p.pidns };
     gm_scan_free(&sc);
     if (n == 1)
         return 0;
@@ -207,10 +207,17 @@ static int report_pid(const struct report_args *a)
     struct gm_seg seg;
     char err[256];
     int pid = a->pid, rc;
-    if (pid == 0 && (rc = only_pid(a->prefix, &pid)) != 0)
+    struct gm_seg_id id = { 0, 0 };
+    if (pid == 0 && (rc = only_pid(a->prefix, &id)) != 0)
         return rc;
-    if (gm_seg_open(&seg, gm_tool_shm_dir(), a->prefix, pid, err,
-                    sizeof err) != 0) {
+    if (pid == 0)
+        pid = id.pid;
+    /* A PID named is one of this pid namespace (a container's process:
+     * its host pid); the only process found is opened by its name. */
+    if ((a->pid != 0 ? gm_seg_open_pid(&seg, gm_tool_shm_dir(), a->prefix,
+                                       pid, err, sizeof err)
+                     : gm_seg_open_id(&seg, gm_tool_shm_dir(), a->prefix,
+                                      &id, err, sizeof err)) != 0) {
         gm_cli_open_failed("report", a->prefix, pid, err);
         return 1;
     }

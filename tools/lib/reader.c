@@ -399,6 +399,24 @@ int gm_seg_open_id(struct gm_seg *s, const char *dir, const char *prefix,
     return gm_seg_open_path(s, path, err, errcap);
 }
 
+static uint64_t ns_of_link(const char *path);
+static int inner_pid(int pid);
+
+int gm_seg_open_pid(struct gm_seg *s, const char *dir, const char *prefix,
+                    int pid, char *err, size_t errcap)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/ns/pid", pid);
+    uint64_t ns = ns_of_link(path);
+    int inner = ns != 0 && ns != GM_PIDNS_INIT ? inner_pid(pid) : 0;
+    if (inner > 0) {
+        struct gm_seg_id id = { inner, ns };
+        if (gm_seg_open_id(s, dir, prefix, &id, err, errcap) == 0)
+            return 0;
+    }
+    return gm_seg_open(s, dir, prefix, pid, err, errcap);
+}
+
 void gm_seg_close(struct gm_seg *s)
 {
     if (s->mapped)

@@ -90,6 +90,12 @@ int gm_seg_open(struct gm_seg *s, const char *dir, const char *prefix,
                 int pid, char *err, size_t errcap);
 int gm_seg_open_id(struct gm_seg *s, const char *dir, const char *prefix,
                    const struct gm_seg_id *id, char *err, size_t errcap);
+/* The segment of the process that has `pid` in the caller's pid
+ * namespace: "<prefix>.<inner>.ns<inode>" when that process runs in
+ * another pid namespace (inode and inner pid from /proc/<pid>), else
+ * "<prefix>.<pid>". */
+int gm_seg_open_pid(struct gm_seg *s, const char *dir, const char *prefix,
+                    int pid, char *err, size_t errcap);
 /* Any path; a name ending in ".ns<digits>" sets name_ns. */
 int gm_seg_open_path(struct gm_seg *s, const char *path, char *err,
                      size_t errcap);

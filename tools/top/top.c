@@ -49,9 +49,9 @@ static const char help_text[] =
     "    gpumem-top - live view of GPU memory per process under gpumem\n"
     "\n"
     "SYNOPSIS\n"
-    "    gpumem-top [-d SECONDS] [-n N] [--prefix P]\n"
-    "    gpumem-top --once [--prefix P]\n"
-    "    gpumem-top --json [-d SECONDS] [-n N] [--prefix P]\n"
+    "    gpumem-top [-d SECONDS] [-n N] [--job J] [--prefix P]\n"
+    "    gpumem-top --once [--job J] [--prefix P]\n"
+    "    gpumem-top --json [-d SECONDS] [-n N] [--job J] [--prefix P]\n"
     "\n"
     "DESCRIPTION\n"
     "    Shows every process whose CUDA memory goes through libgpumem.so,\n"
@@ -61,14 +61,18 @@ static const char help_text[] =
     "    line per shared budget (GPUMEM_GROUP) and device: group name, used\n"
     "    against the group limit (bar), peak, live members and, for each,\n"
     "    pid, memory used / guaranteed share (wrapped onto more lines when\n"
-    "    they do not fit). Below, one row per process and device: PID, USER,\n"
-    "    DEV, USED, PEAK, LIMIT, %LIMIT (bar; in static mode how full the\n"
+    "    they do not fit). Below, one row per process and device: PID (in\n"
+    "    this pid namespace: a container's process shows its host pid;\n"
+    "    ~N, its pid inside the container, when that was never known),\n"
+    "    USER, JOB (when some process has one: the Slurm job.step, else\n"
+    "    the Kubernetes namespace/pod, else the container id's first 12\n"
+    "    digits), DEV, USED, PEAK, LIMIT, %LIMIT (bar; in static mode how full the\n"
     "    arena is, marked arena), ALLOC/s, FREE/s, OOMS (refused requests),\n"
     "    FRAG@PK (fragmentation when the peak was last reached), P99\n"
     "    allocation latency, MODE and COMMAND (the program without its\n"
     "    directory, then its arguments; when they do not fit, the arguments\n"
     "    shared with a similar row are shown as ..). Columns that do not fit\n"
-    "    are dropped, USER first, then MODE, FRAG@PK, FREE/s, P99 and PEAK,\n"
+    "    are dropped, JOB first, then USER, MODE, FRAG@PK, FREE/s, P99 and PEAK,\n"
     "    so that COMMAND keeps a fifth of the width (20 columns at least).\n"
     "    The rows are the processes --once lists: running ones, and exited\n"
     "    ones kept with GPUMEM_KEEP=1 (dimmed, marked (kept)); a process\n"
@@ -77,7 +81,8 @@ static const char help_text[] =
     "    micro sign when the locale's character set is UTF-8.\n"
     "\n"
     "    Keys: q quit (on every screen); s / S next sort column / reverse\n"
-    "    order; d filter by device; / filter by command text; Up / Down\n"
+    "    order; d filter by device; j filter by job (cycling through the\n"
+    "    jobs listed, then all); / filter by command text; Up / Down\n"
     "    select; Enter detail view (usage history with the limit line and\n"
     "    OOM marks, size and latency histograms, last refusals and events,\n"
     "    policy); Esc back; h help (any other key than q returns).\n"
@@ -95,8 +100,14 @@ static const char help_text[] =
     "        {\"time_ns\", \"prefix\", \"devices\": [{device, physical,\n"
     "        limits, used, processes}], \"processes\": [...], \"groups\":\n"
     "        [...]} (processes and groups as in gpumem ps --json).\n"
+    "    --job J\n"
+    "        Only the processes of job J (as gpumem ps --job: the JOB\n"
+    "        label, a Slurm job id or job.step, a pod name or\n"
+    "        namespace/pod, a container name, or 4 or more leading digits\n"
+    "        of a container id); interactively, j then cycles from it.\n"
     "    --prefix P\n"
-    "        Read segments named P.<pid> (default: $GPUMEM_SHM_PREFIX, else\n"
+    "        Read segments named P.<pid> in $GPUMEM_SHM_DIR (default\n"
+    "        /dev/shm) (default prefix: $GPUMEM_SHM_PREFIX, else\n"
     "        gpumem).\n"
     "    -h, --help\n"
     "        Print this manual page and exit.\n"
@@ -106,7 +117,8 @@ static const char help_text[] =
     "EXIT STATUS\n"
     "    0   Success.\n"
     "    1   The terminal could not be set up or the directory read.\n"
-    "    2   Unknown option or bad value.\n"
+    "    2   Unknown option or bad value, or a segment directory that is\n"
+    "        not safe to use (GPUMEM_SHM_DIR).\n"
     "\n"
     "EXAMPLES\n"
     "    gpumem-top\n"
@@ -119,7 +131,7 @@ struct held {
     bool open;
     bool seen;                   /* in the latest scan */
     bool done;                   /* its process ended: read for the last time */
-    int pid;
+    struct gm_seg_id id;         /* the segment's name */
     uint64_t start;
     struct gm_seg seg;
 };
@@ -142,6 +154,7 @@ struct top {
     struct gm_seg *det;          /* &det_own, or a held segment; NULL */
     struct gm_seg det_own;
     int det_pid, det_dev;
+    uint64_t det_pidns;
     uint64_t det_start;
     struct gm_cursor det_cur;
     struct gm_abi_record ev[GM_TOP_EVENTS];
@@ -160,12 +173,13 @@ static void on_stop(int sig)
 
 /* ---- collection ---------------------------------------------------------------- */
 
-static struct gm_top_ent *find_ent(struct top *t, int pid, uint64_t start,
-                                   int dev)
+static struct gm_top_ent *find_ent(struct top *t, int pid, uint64_t pidns,
+                                   uint64_t start, int dev)
 {
     for (size_t i = 0; i < t->nents; i++) {
         struct gm_top_ent *e = t->ents[i];
-        if (e->pid == pid && e->start_ticks == start && e->dev == dev)
+        if (e->pid == pid && e->pidns == pidns && e->start_ticks == start &&
+            e->dev == dev)
             return e;
     }
     if (t->nents >= MAX_ENTS)
@@ -174,6 +188,7 @@ static struct gm_top_ent *find_ent(struct top *t, int pid, uint64_t start,
     if (e == NULL)
         return NULL;
     e->pid = pid;
+    e->pidns = pidns;
     e->start_ticks = start;
     e->dev = dev;
     t->ents[t->nents++] = e;
@@ -215,6 +230,11 @@ static void copy_row(struct gm_top_ent *e, const struct gm_row *r)
     else
         memset(&e->d, 0, sizeof e->d);
     gm_user_name(r->sp->p.uid, e->user, sizeof e->user);
+    int shown = gm_proc_shown_pid(&r->sp->p);
+    if (shown > 0)
+        e->show_pid = shown;     /* a gone container process: the last */
+    e->ident = s->ident;
+    gm_ident_job(&s->ident, e->job, sizeof e->job);
     snprintf(e->mode, sizeof e->mode, "%s",
              gm_mode_name((enum gm_mode)s->mode));
     snprintf(e->state, sizeof e->state, "%s", gm_proc_state_word(r->sp));
@@ -279,6 +299,7 @@ static void update_proc(struct top *t, const struct gm_scan *sc,
     size_t n = gm_scan_rows(sc, rows, MAX_ENTS);
     for (size_t i = 0; i < n; i++) {
         struct gm_top_ent *e = find_ent(t, rows[i].sp->p.pid,
+                                        rows[i].sp->p.pidns,
                                         rows[i].sp->p.snap.start_ticks,
                                         rows[i].dev);
         if (e != NULL)
@@ -288,11 +309,12 @@ static void update_proc(struct top *t, const struct gm_scan *sc,
 
 /* ---- held segments ------------------------------------------------------------ */
 
-static struct held *find_held(struct top *t, int pid, uint64_t start)
+static struct held *find_held(struct top *t, int pid, uint64_t pidns,
+                              uint64_t start)
 {
     for (size_t i = 0; i < MAX_HELD; i++)
-        if (t->held[i].open && t->held[i].pid == pid &&
-            t->held[i].start == start)
+        if (t->held[i].open && t->held[i].id.pid == pid &&
+            t->held[i].id.pidns == pidns && t->held[i].start == start)
             return &t->held[i];
     return NULL;
 }
@@ -306,15 +328,15 @@ static void release(struct top *t, struct held *h)
 }
 
 /* Opens the segment of a running process to hold (when there is room). */
-static void hold(struct top *t, int pid, uint64_t start)
+static void hold(struct top *t, const struct gm_seg_id *id, uint64_t start)
 {
     char err[256];
     for (size_t i = 0; i < MAX_HELD; i++) {
         struct held *h = &t->held[i];
         if (h->open)
             continue;
-        if (gm_seg_open(&h->seg, gm_tool_shm_dir(), t->prefix, pid, err,
-                        sizeof err) != 0)
+        if (gm_seg_open_id(&h->seg, gm_tool_shm_dir(), t->prefix, id, err,
+                           sizeof err) != 0)
             return;
         if (h->seg.start_ticks != start) {   /* replaced meanwhile */
             gm_seg_close(&h->seg);
@@ -322,7 +344,7 @@ static void hold(struct top *t, int pid, uint64_t start)
         }
         h->open = h->seen = true;
         h->done = false;
-        h->pid = pid;
+        h->id = *id;
         h->start = start;
         return;
     }
@@ -337,13 +359,14 @@ static void hold_scanned(struct top *t, const struct gm_scan *sc)
         t->held[i].seen = false;
     for (size_t i = 0; i < sc->n; i++) {
         const struct gm_proc *p = &sc->procs[i].p;
-        struct held *h = find_held(t, p->pid, p->snap.start_ticks);
+        struct held *h = find_held(t, p->pid, p->pidns, p->snap.start_ticks);
+        struct gm_seg_id id = { p->pid, p->pidns };
         if (h != NULL)
             h->seen = true;
         if (h != NULL && p->state != GM_SEG_ALIVE)
             release(t, h);
         else if (h == NULL && p->state == GM_SEG_ALIVE)
-            hold(t, p->pid, p->snap.start_ticks);
+            hold(t, &id, p->snap.start_ticks);
     }
 }
 
@@ -379,7 +402,8 @@ static void release_unused(struct top *t)
             continue;
         bool used = false;
         for (size_t k = 0; k < t->nents && !used; k++)
-            used = t->ents[k]->pid == h->pid &&
+            used = t->ents[k]->pid == h->id.pid &&
+                   t->ents[k]->pidns == h->id.pidns &&
                    t->ents[k]->start_ticks == h->start;
         if (!used && !h->seen)
             release(t, h);
@@ -524,14 +548,22 @@ static uint64_t pct_key(const struct gm_top_ent *e)
     return e->d.limit ? e->d.used * 1000 / e->d.limit : 0;
 }
 
+/* The pid a row shows (its own when the host pid was never known). */
+static int shown(const struct gm_top_ent *e)
+{
+    return e->show_pid > 0 ? e->show_pid : e->pid;
+}
+
 static int cmp_ent(const void *pa, const void *pb)
 {
     const struct gm_top_ent *a = *(struct gm_top_ent *const *)pa;
     const struct gm_top_ent *b = *(struct gm_top_ent *const *)pb;
     int c = 0;
     switch (sort_top->m.sort) {
-    case GM_COL_PID: c = cmp_u64((uint64_t)a->pid, (uint64_t)b->pid); break;
+    case GM_COL_PID: c = cmp_u64((uint64_t)shown(a), (uint64_t)shown(b));
+        break;
     case GM_COL_USER: c = strcmp(a->user, b->user); break;
+    case GM_COL_JOB: c = strcmp(a->job, b->job); break;
     case GM_COL_DEV: c = a->dev - b->dev; break;
     case GM_COL_USED: c = cmp_u64(a->d.used, b->d.used); break;
     case GM_COL_PEAK: c = cmp_u64(a->d.peak, b->d.peak); break;
@@ -553,7 +585,8 @@ static int cmp_ent(const void *pa, const void *pb)
     default: break;
     }
     if (c == 0)
-        c = cmp_u64((uint64_t)a->pid, (uint64_t)b->pid) * 2 + (a->dev - b->dev);
+        c = cmp_u64((uint64_t)shown(a), (uint64_t)shown(b)) * 2 +
+            (a->dev - b->dev);
     return sort_top->m.desc ? -c : c;
 }
 
@@ -612,8 +645,14 @@ static void build_rows(struct top *t)
             continue;
         if (t->m.text_filter[0] && strstr(e->cmd, t->m.text_filter) == NULL)
             continue;
+        if (t->m.job_filter[0] && !gm_ident_match(&e->ident, t->m.job_filter))
+            continue;
         t->rows[n++] = e;
     }
+    bool any_job = false;
+    for (size_t i = 0; i < t->nents && !any_job; i++)
+        any_job = strcmp(t->ents[i]->job, "-") != 0;
+    t->m.show_job = any_job || t->m.job_filter[0] != '\0';
     command_diffs(t->rows, n);
     sort_top = t;
     qsort(t->rows, n, sizeof t->rows[0], cmp_ent);
@@ -648,21 +687,23 @@ static void detail_open(struct top *t)
         return;
     const struct gm_top_ent *e = t->rows[t->m.selected];
     t->det_pid = e->pid;
+    t->det_pidns = e->pidns;
     t->det_dev = e->dev;
     t->det_start = e->start_ticks;
     t->nev = t->nref = 0;
     t->m.events_lost = 0;
     t->m.screen = GM_SCR_DETAIL;
     t->det = NULL;
-    if (gm_seg_open(&t->det_own, gm_tool_shm_dir(), t->prefix, e->pid, err,
-                    sizeof err) == 0) {
+    struct gm_seg_id id = { e->pid, e->pidns };
+    if (gm_seg_open_id(&t->det_own, gm_tool_shm_dir(), t->prefix, &id, err,
+                       sizeof err) == 0) {
         if (t->det_own.start_ticks == e->start_ticks)
             t->det = &t->det_own;
         else
             gm_seg_close(&t->det_own);
     }
     if (t->det == NULL) {
-        struct held *h = find_held(t, e->pid, e->start_ticks);
+        struct held *h = find_held(t, e->pid, e->pidns, e->start_ticks);
         if (h == NULL)
             return;
         t->det = &h->seg;
@@ -696,7 +737,8 @@ static void detail_update(struct top *t)
     t->m.detail = NULL;
     for (size_t i = 0; i < t->nents; i++) {
         const struct gm_top_ent *e = t->ents[i];
-        if (e->pid == t->det_pid && e->dev == t->det_dev &&
+        if (e->pid == t->det_pid && e->pidns == t->det_pidns &&
+            e->dev == t->det_dev &&
             e->start_ticks == t->det_start)
             t->m.detail = e;
     }
@@ -732,6 +774,23 @@ static void next_device(struct top *t)
             (next < 0 || t->devs[i].dev < next))
             next = t->devs[i].dev;
     t->m.dev_filter = next;
+}
+
+/* The job filter's next value: the label of the next job listed, in
+ * label order, after the current one; "" (all) after the last. */
+static void next_job(struct top *t)
+{
+    const char *best = NULL;
+    for (size_t i = 0; i < t->nents; i++) {
+        const char *j = t->ents[i]->job;
+        if (strcmp(j, "-") == 0 || strcmp(j, t->m.job_filter) <= 0)
+            continue;
+        if (best == NULL || strcmp(j, best) < 0)
+            best = j;
+    }
+    snprintf(t->m.job_filter, sizeof t->m.job_filter, "%s",
+             best != NULL ? best : "");
+    t->m.selected = 0;
 }
 
 static void edit_key(struct top *t, int k)
@@ -771,10 +830,14 @@ static bool handle_key(struct top *t, int k)
         return true;
     }
     switch (k) {
-    case 's': t->m.sort = (enum gm_top_col)((t->m.sort + 1) % GM_COL_COUNT);
+    case 's':
+        t->m.sort = (enum gm_top_col)((t->m.sort + 1) % GM_COL_COUNT);
+        if (t->m.sort == GM_COL_JOB && !t->m.show_job)
+            t->m.sort = (enum gm_top_col)(GM_COL_JOB + 1);
         break;
     case 'S': t->m.desc = !t->m.desc; break;
     case 'd': next_device(t); break;
+    case 'j': next_job(t); break;
     case '/': t->m.editing = true; break;
     case 'h': case '?': t->m.screen = GM_SCR_HELP; break;
     case KEY_UP: if (t->m.selected > 0) t->m.selected--; break;
@@ -878,7 +941,8 @@ static int run_batch(struct top *t)
                                           * 1e9) };
             nanosleep(&ts, NULL);
         }
-        if (gm_scan(t->prefix, 0, &sc) < 0)
+        if (gm_scan_job(t->prefix, 0, t->m.job_filter[0] ? t->m.job_filter
+                                                        : NULL, &sc) < 0)
             return 1;
         if (gm_gscan(t->prefix, 0, &gs) < 0) {
             gm_scan_free(&sc);
@@ -915,7 +979,8 @@ static int run_batch(struct top *t)
 static int bad(const char *what, const char *v)
 {
     fprintf(stderr, "gpumem: top: %s '%s'; usage: gpumem-top [-d SECONDS] "
-            "[-n N] [--once | --json] [--prefix P] (gpumem-top --help)\n",
+            "[-n N] [--once | --json] [--job J] [--prefix P] (gpumem-top "
+            "--help)\n",
             what, v);
     return -1;
 }
@@ -936,6 +1001,13 @@ static int parse_args(struct top *t, int argc, char **argv)
             popt = argv[++i];
         else if (strncmp(a, "--prefix=", 9) == 0)
             popt = a + 9;
+        else if ((strcmp(a, "--job") == 0 && has_val) ||
+                 strncmp(a, "--job=", 6) == 0) {
+            const char *v = a[5] == '=' ? a + 6 : argv[++i];
+            if (v[0] == '\0' || strlen(v) >= sizeof t->m.job_filter)
+                return bad("--job needs a job of 1 to 63 characters, not", v);
+            snprintf(t->m.job_filter, sizeof t->m.job_filter, "%s", v);
+        }
         else if ((strcmp(a, "-d") == 0 || strcmp(a, "--delay") == 0) &&
                  has_val) {
             if (gm_parse_number(argv[++i], &d) != 0 || d < 0.1 || d > 3600)

@@ -46,22 +46,23 @@ struct coldef {
 
 /* COMMAND keeps a fifth of the width, 20 columns at least. */
 #define CMD_MIN 20
-#define DROPS 6
+#define DROPS 7
 
 static const struct coldef cols[] = {
     { GM_COL_PID, "PID", 7, 0, false },
-    { GM_COL_USER, "USER", 8, 1, true },
+    { GM_COL_USER, "USER", 8, 2, true },
+    { GM_COL_JOB, "JOB", 14, 1, true },
     { GM_COL_DEV, "DEV", 3, 0, false },
     { GM_COL_USED, "USED", 7, 0, false },
-    { GM_COL_PEAK, "PEAK", 7, 6, false },
+    { GM_COL_PEAK, "PEAK", 7, 7, false },
     { GM_COL_LIMIT, "LIMIT", 7, 0, false },
     { GM_COL_PCT, "%LIMIT", 9, 0, true },
     { GM_COL_ARATE, "ALLOC/s", 7, 0, false },
-    { GM_COL_FRATE, "FREE/s", 7, 4, false },
+    { GM_COL_FRATE, "FREE/s", 7, 5, false },
     { GM_COL_OOMS, "OOMS", 5, 0, false },
-    { GM_COL_FRAG, "FRAG@PK", 7, 3, false },
-    { GM_COL_P99, "P99", 8, 5, false },
-    { GM_COL_MODE, "MODE", 6, 2, true },
+    { GM_COL_FRAG, "FRAG@PK", 7, 4, false },
+    { GM_COL_P99, "P99", 8, 6, false },
+    { GM_COL_MODE, "MODE", 6, 3, true },
     { GM_COL_CMD, "COMMAND", CMD_MIN, 0, true },
 };
 #define NCOLS (sizeof cols / sizeof cols[0])
@@ -357,13 +358,14 @@ static int group_lines(const struct gm_top_model *m, int y)
 
 /* Which columns fit in `width` with COMMAND's share: all, less those
  * dropped in their order (drop 1 first) until the rest fit. */
-static void pick_columns(int width, bool *show)
+static void pick_columns(int width, bool with_job, bool *show)
 {
     int cmd = width / 5 > CMD_MIN ? width / 5 : CMD_MIN;
     int need = -1;
     for (size_t i = 0; i < NCOLS; i++) {
-        show[i] = true;
-        need += (cols[i].col == GM_COL_CMD ? cmd : cols[i].width) + 1;
+        show[i] = cols[i].col != GM_COL_JOB || with_job;
+        if (show[i])
+            need += (cols[i].col == GM_COL_CMD ? cmd : cols[i].width) + 1;
     }
     for (int d = 1; d <= DROPS && need > width; d++)
         for (size_t i = 0; i < NCOLS; i++)
@@ -406,7 +408,13 @@ static void cell(const struct gm_top_ent *e, enum gm_top_col c, char *b,
     const struct gm_abi_dev *d = &e->d;
     b[0] = '\0';
     switch (c) {
-    case GM_COL_PID: snprintf(b, cap, "%d", e->pid); break;
+    case GM_COL_PID:
+        if (e->show_pid > 0)
+            snprintf(b, cap, "%d", e->show_pid);
+        else
+            snprintf(b, cap, "~%d", e->pid);
+        break;
+    case GM_COL_JOB: snprintf(b, cap, "%s", e->job); break;
     case GM_COL_USER: gm_esc_term(e->user, GM_ESC_ASCII, b, cap); break;
     case GM_COL_DEV:
         snprintf(b, cap, e->dev < 0 ? "-" : "%d", e->dev);
@@ -515,8 +523,11 @@ static void table_row(int y, const struct gm_top_ent *e, const bool *show,
 static void status_line(const struct gm_top_model *m)
 {
     char dev[16] = "all", filt[96] = "", line[3][256];
+    char job[80] = "";
     if (m->dev_filter >= 0)
         snprintf(dev, sizeof dev, "%d", m->dev_filter);
+    if (m->job_filter[0])
+        snprintf(job, sizeof job, "  job: %.60s", m->job_filter);
     if (m->editing) {
         attron(A_BOLD);
         putf(LINES - 1, 0, "filter command: %s_", m->text_filter);
@@ -527,12 +538,12 @@ static void status_line(const struct gm_top_model *m)
         snprintf(filt, sizeof filt, "  filter: '%s'", m->text_filter);
     const char *sort = gm_view_col_name(m->sort), *dir = m->desc ? "desc"
                                                                    : "asc";
-    snprintf(line[0], sizeof line[0], "sort: %s %s  dev: %s%s  [s/S sort  "
-             "d dev  / filter  Enter detail  h help  q quit]", sort, dir, dev,
-             filt);
-    snprintf(line[1], sizeof line[1], "sort: %s %s  dev: %s%s  s/S sort "
-             "d dev / filter Enter detail h help q quit", sort, dir, dev,
-             filt);
+    snprintf(line[0], sizeof line[0], "sort: %s %s  dev: %s%s%s  [s/S sort  "
+             "d dev  %s/ filter  Enter detail  h help  q quit]", sort, dir,
+             dev, job, filt, m->show_job ? "j job  " : "");
+    snprintf(line[1], sizeof line[1], "sort: %s %s  dev: %s%s%s  s/S sort "
+             "d dev %s/ filter Enter detail h help q quit", sort, dir, dev,
+             job, filt, m->show_job ? "j job " : "");
     snprintf(line[2], sizeof line[2], "sort: %s %s  h help  q quit", sort,
              dir);
     int k = 0;
@@ -546,7 +557,7 @@ static void draw_table(const struct gm_top_model *m)
     bool show[NCOLS];
     title_line(m);
     int y = group_lines(m, device_lines(m, 1)) + 1;
-    pick_columns(COLS, show);
+    pick_columns(COLS, m->show_job, show);
     header_line(m, y++, show);
     int room = LINES - 1 - y;
     size_t first = 0;
@@ -776,6 +787,8 @@ static void draw_help(void)
         "  q          quit (from every screen)",
         "  s / S      next sort column / reverse the sort order",
         "  d          show one device, cycling through them (then all)",
+        "  j          show one job (Slurm job, pod, container), cycling",
+        "             through those listed (then all)",
         "  /          filter rows by command text (Enter applies, Esc clears)",
         "  Up / Down  select a process",
         "  Enter      detail view of the selected process",

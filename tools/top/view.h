@@ -24,16 +24,22 @@
 
 /* Sortable columns, in the order `s` cycles through them. */
 enum gm_top_col {
-    GM_COL_PID = 0, GM_COL_USER, GM_COL_DEV, GM_COL_USED, GM_COL_PEAK,
-    GM_COL_LIMIT, GM_COL_PCT, GM_COL_ARATE, GM_COL_FRATE, GM_COL_OOMS,
-    GM_COL_FRAG, GM_COL_P99, GM_COL_MODE, GM_COL_CMD, GM_COL_COUNT
+    GM_COL_PID = 0, GM_COL_USER, GM_COL_JOB, GM_COL_DEV, GM_COL_USED,
+    GM_COL_PEAK, GM_COL_LIMIT, GM_COL_PCT, GM_COL_ARATE, GM_COL_FRATE,
+    GM_COL_OOMS, GM_COL_FRAG, GM_COL_P99, GM_COL_MODE, GM_COL_CMD,
+    GM_COL_COUNT
 };
 
 /* One process on one device, as last seen. */
 struct gm_top_ent {
-    int pid;
+    int pid;                     /* in the writer's pid namespace (key) */
+    uint64_t pidns;              /* the segment name's namespace (key) */
     int dev;                     /* -1: no device used yet */
     uint64_t start_ticks;
+    int show_pid;                /* in ours (a container's: host pid, the
+                                    last one known); 0: never known */
+    char job[48];                /* gm_ident_job label, "-": none */
+    struct gm_abi_ident ident;   /* for the job filter */
     char user[32];
     char mode[16];
     char state[8];               /* "live", "kept", "exited", "dead" */
@@ -104,6 +110,8 @@ struct gm_top_model {
     enum gm_top_col sort;
     bool desc;
     int dev_filter;              /* -1: all */
+    char job_filter[64];         /* "": all; else gm_ident_match */
+    bool show_job;               /* some row has a job: JOB column shown */
     char text_filter[64];
     bool editing;                /* typing the / filter */
     size_t selected;             /* index in rows */
