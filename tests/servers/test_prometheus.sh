@@ -7,7 +7,8 @@
 #     and its limit equal what `gpumem ps --json` says;
 #   - job 102, refused at a 500 MiB limit and kept (GPUMEM_KEEP=1):
 #     gpumem_refused_total{job="102"} is 1, its used bytes those of ps;
-#   - job 103, live, never refused: gpumem_refused_total{job="103"} is 0;
+#   - job 103, live and running all along, never refused:
+#     gpumem_refused_total{job="103"} is 0;
 #   - a hostile file among the segments: the target stays up and
 #     gpumem_scrape_errors_total{reason="invalid"} counts it;
 #   - `up` is 1: Prometheus asks for OpenMetrics first, so a healthy
@@ -39,7 +40,7 @@ cleanup() {
         wait "$p" 2>/dev/null
     done
     rm -rf /dev/shm/"$PREFIX".* /dev/shm/"$PREFIX"_*
-    rm -rf "$T"
+    [ -n "${KEEP_T:-}" ] || rm -rf "$T"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
@@ -84,9 +85,9 @@ job() { # JOBID "VAR=VALUE ..." trainsim-options...
     PIDS="$PIDS $!"
     eval "JOB$id=$!"
 }
-job 101 "GPUMEM_LIMIT=6G" --steps 100000
+job 101 "GPUMEM_LIMIT=6G" --steps 100000000
 job 102 "GPUMEM_LIMIT=500M GPUMEM_KEEP=1" --steps 5
-job 103 "GPUMEM_LIMIT=4G" --steps 100000 --layers 4
+job 103 "GPUMEM_LIMIT=4G" --steps 100000000 --layers 4
 n=0
 until "$G" ps --json | grep -q "\"pid\":$JOB101,.*\"allocs\":[1-9]"; do
     n=$((n + 1)); [ $n -lt 200 ] || die "job 101 never allocated"
