@@ -255,6 +255,22 @@ static void warn_unknown(struct load *c, const char *entry, size_t nlen)
             "policy' lists the known variables", name);
 }
 
+/* Variables of gpumem that are not policy: the job identity the library
+ * records (shim/telemetry/ident.h), read there, known here so they draw
+ * no "unknown variable" warning. */
+static const char *const ident_vars[] = {
+    "GPUMEM_POD_NAMESPACE", "GPUMEM_POD_NAME", "GPUMEM_CONTAINER_NAME",
+};
+
+static bool ident_var(const char *entry, size_t nlen)
+{
+    for (size_t i = 0; i < sizeof ident_vars / sizeof ident_vars[0]; i++)
+        if (strlen(ident_vars[i]) == nlen &&
+            memcmp(ident_vars[i], entry, nlen) == 0)
+            return true;
+    return false;
+}
+
 static void collect(struct load *c)
 {
     char *const *e;
@@ -276,7 +292,7 @@ static void collect(struct load *c)
             if (c->val[i] == NULL)
                 c->val[i] = eq + 1;
         }
-        if (known)
+        if (known || ident_var(entry, nlen))
             continue;
         if (nlen >= sizeof "GPUMEM_LIMIT_" - 1 &&
             memcmp(entry, "GPUMEM_LIMIT_", sizeof "GPUMEM_LIMIT_" - 1) == 0)

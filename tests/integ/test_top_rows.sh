@@ -112,7 +112,7 @@ GPUMEM_KEEP=1 env LD_LIBRARY_PATH="$B/sim" "$B/gpumem" run --limit 500M -- \
 [ $? -eq 3 ] || fail "trainsim at 500M did not exit 3"
 K=$(ls /dev/shm | sed -n "s/^$PREFIX\.\([0-9][0-9]*\)$/\1/p" | head -n 1)
 [ -n "$K" ] || fail "no kept segment"
-"$B/gpumem" ps | awk -v p="$K" '$1 == p && $10 == 1 && $5 == "500.0M" && / kept / { ok = 1 } END { exit !ok }' ||
+"$B/gpumem" ps | awk -v p="$K" '$1 == p && $11 == 1 && $6 == "500.0M" && / kept / { ok = 1 } END { exit !ok }' ||
     fail "gpumem ps does not show the kept refusal: $("$B/gpumem" ps)"
 "$B/gpumem-top" --once | grep -Eq "^ *$K .* kept " || bad "--once does not list kept $K"
 
@@ -140,7 +140,7 @@ X=$!
 PIDS="$PIDS $X"
 wait_file /dev/shm/"$PREFIX.$X"
 kill -STOP "$X"
-ooms=$("$B/gpumem" ps | awk -v p="$X" '$1 == p { print $10 }')
+ooms=$("$B/gpumem" ps | awk -v p="$X" '$1 == p { print $11 }')
 [ "$ooms" = 0 ] || fail "trainsim $X was refused before it was stopped (OOMS '$ooms')"
 tm send-keys -t "$SESSION" / l e a k Enter
 wait_for "^ *$X "
@@ -190,13 +190,13 @@ until sed 's/.*) //' /proc/"$Z"/stat 2>/dev/null | grep -q '^Z'; do
     sleep 0.02
 done
 all=$("$B/gpumem" ps --all)
-pstate=$(echo "$all" | awk -v p="$Z" '$1 == p && $3 ~ /^[0-9-]+$/ &&
+pstate=$(echo "$all" | awk -v p="$Z" '$1 == p && $4 ~ /^[0-9-]+$/ &&
                                  match($0, / (live|kept|exited|dead) /) {
                                      print substr($0, RSTART + 1, RLENGTH - 2); exit }')
 mstate=$(echo "$all" | awk -v p="$Z" '$1 == p && $3 ~ /^GPU-/ { print $6; exit }')
 [ "$mstate" = dead ] || bad "group member $Z (a zombie) is '$mstate', not dead"
 [ "$pstate" = dead ] || bad "zombie $Z is '$pstate' in gpumem ps --all, '$mstate' in its group"
-"$B/gpumem" ps | awk -v p="$Z" '$1 == p && $3 ~ /^[0-9-]+$/ { f = 1 } END { exit !f }' &&
+"$B/gpumem" ps | awk -v p="$Z" '$1 == p && $4 ~ /^[0-9-]+$/ { f = 1 } END { exit !f }' &&
     bad "gpumem ps lists zombie $Z"
 "$B/gpumem-top" --once | grep -Eq "^ *$Z .* live " && bad "--once shows zombie $Z live"
 kill -9 "$S" 2>/dev/null; wait "$S" 2>/dev/null

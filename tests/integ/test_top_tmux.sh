@@ -153,7 +153,7 @@ p99=$(row "$T1" | grep -Eo '[0-9.]+ (ns|us|ms|s) ' | tail -n 1)
 # for the first evaluation spikes (the peak), then sample.
 n=0
 until "$B/gpumem" ps --prefix "$PREFIX" |
-          awk -v p="$T1" '$1 == p && $8 > 8000 { ok = 1 } END { exit !ok }'; do
+          awk -v p="$T1" '$1 == p && $9 > 8000 { ok = 1 } END { exit !ok }'; do
     n=$((n + 1)); [ $n -gt 300 ] && fail "trainsim $T1 made no progress"
     sleep 0.05
 done

@@ -906,6 +906,49 @@ START_TEST(library_forms)
 }
 END_TEST
 
+START_TEST(shm_dir_forms)
+{
+    /* The identity variables are gpumem's, not typos. */
+    LOAD("HOME=/root", "GPUMEM_POD_NAME=p", "GPUMEM_POD_NAMESPACE=n",
+         "GPUMEM_CONTAINER_NAME=c");
+    expect_clean();
+    ck_assert_str_eq(p.shm_dir, "/dev/shm");
+    LOAD("GPUMEM_SHM_DIR=/run/gpumem");
+    expect_clean();
+    ck_assert_str_eq(p.shm_dir, "/run/gpumem");
+    LOAD("GPUMEM_SHM_DIR=//run//gpumem///");
+    expect_clean();
+    ck_assert_str_eq(p.shm_dir, "/run/gpumem");
+    LOAD("GPUMEM_SHM_DIR=/");
+    expect_clean();
+    ck_assert_str_eq(p.shm_dir, "/");
+    LOAD("GPUMEM_SHM_DIR=run/gpumem");
+    expect_error("GPUMEM_SHM_DIR", "run/gpumem", "is not an absolute path");
+    ck_assert_str_eq(p.shm_dir, "/dev/shm");
+    LOAD("GPUMEM_SHM_DIR=");
+    expect_error("GPUMEM_SHM_DIR", "", "is empty");
+    LOAD("GPUMEM_SHM_DIR=/dev/shm/../tmp");
+    expect_error("GPUMEM_SHM_DIR", "/dev/shm/../tmp",
+                 "has a . or .. component");
+    LOAD("GPUMEM_SHM_DIR=/a/./b");
+    expect_error("GPUMEM_SHM_DIR", "/a/./b", "has a . or .. component");
+    LOAD("GPUMEM_SHM_DIR=/a b");
+    expect_error("GPUMEM_SHM_DIR", "/a b", "contains a space");
+    char var[300];
+    memset(var, 0, sizeof var);
+    int n = snprintf(var, sizeof var, "GPUMEM_SHM_DIR=/");
+    memset(var + n, 'd', 160);  /* "/" + 160 bytes: one too many */
+    LOAD(var);
+    ck_assert_int_eq(rc, -1);     /* the message shows the value cut */
+    ck_assert_ptr_nonnull(strstr(d.text, "GPUMEM_SHM_DIR='/ddd"));
+    ck_assert_ptr_nonnull(strstr(d.text, "is too long; use an absolute"));
+    var[n + 159] = '\0';         /* exactly 160 */
+    LOAD(var);
+    expect_clean();
+    ck_assert_uint_eq(strlen(p.shm_dir), 160);
+}
+END_TEST
+
 START_TEST(bad_config_forms)
 {
     LOAD("GPUMEM_ON_BAD_CONFIG=warn");
@@ -1244,6 +1287,7 @@ static Suite *policy_suite(void)
     tcase_add_test(t, log_forms);
     tcase_add_test(t, library_forms);
     tcase_add_test(t, bad_config_forms);
+    tcase_add_test(t, shm_dir_forms);
     tcase_add_test(t, warn_keeps_good_values);
     suite_add_tcase(s, t);
 

@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_reader.c — the reader library (tools/lib/reader.c): listing
- * segments of a prefix, refusing invalid images with a clear reason for
+ * segments of a prefix (both name forms), lock holders from /proc/locks, refusing invalid images with a clear reason for
  * every header check, refusing symbolic links, snapshots equal to what was
  * written, bounded reads of a block whose writer died mid-update, invariant
  * checks, liveness (alive, exited, dead), and a segment file truncated
@@ -15,6 +15,8 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -107,6 +109,94 @@ START_TEST(test_list_prefix)
     char missing[128];
     snprintf(missing, sizeof missing, "%s/missing", dir);
     ck_assert_int_eq(gm_reader_list(missing, "gmrd", pids, 8), -1);
+}
+END_TEST
+
+/* Both name forms, "<prefix>.<pid>" and "<prefix>.<pid>.ns<inode>", in
+ * (pid, namespace) order; malformed namespace suffixes skipped. */
+START_TEST(test_list_ids)
+{
+    static const char *const names[] = {
+        "gmrd.5.ns4026532001", "gmrd.5", "gmrd.5.ns4026531999",
+        "gmrd.3.ns7", "gmrd.group@x", "gmrd.5.ns", "gmrd.5.ns0",
+        "gmrd.5.nsx", "gmrd.5.ns12.x", "gmrd.5.ns99999999999999999999",
+        "gmrd.5.pid", "gmrd.0.ns5", "gmrd.6.ns18446744073709551615",
+    };
+    char path[256];
+    for (unsigned i = 0; i < sizeof names / sizeof *names; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        write_file(path, "x", 1);
+    }
+    struct gm_seg_id ids[8];
+    ck_assert_int_eq(gm_reader_list_ids(dir, "gmrd", ids, 8), 5);
+    ck_assert_int_eq(ids[0].pid, 3);
+    ck_assert_uint_eq(ids[0].pidns, 7);
+    ck_assert_int_eq(ids[1].pid, 5);
+    ck_assert_uint_eq(ids[1].pidns, 0);
+    ck_assert_uint_eq(ids[2].pidns, 4026531999ull);
+    ck_assert_uint_eq(ids[3].pidns, 4026532001ull);
+    ck_assert_int_eq(ids[4].pid, 6);
+    ck_assert_uint_eq(ids[4].pidns, 18446744073709551615ull);
+    /* The plain listing keeps to plain names. */
+    int pids[8];
+    ck_assert_int_eq(gm_reader_list(dir, "gmrd", pids, 8), 1);
+    ck_assert_int_eq(pids[0], 5);
+    /* Opening by id reaches the namespaced file and notes its namespace. */
+    struct gm_seg sg;
+    char err[256];
+    struct gm_seg_id want = { 3, 7 };
+    ck_assert_int_eq(gm_seg_open_id(&sg, dir, "gmrd", &want, err, sizeof err),
+                     -1);
+    ck_assert_msg(strstr(err, "gmrd.3.ns7") != NULL, "%s", err);
+}
+END_TEST
+
+/* /proc/locks lines: only FLOCK WRITE holders count; waiters ("->"),
+ * POSIX and OFD locks, readers, malformed lines are skipped. */
+START_TEST(test_locks_parse)
+{
+    static const char text[] =
+        "1: FLOCK  ADVISORY  WRITE 18744 fe:00:10970615 0 EOF\n"
+        "2: FLOCK  ADVISORY  WRITE 18743 00:1a:10970614 0 EOF\n"
+        "3: POSIX  ADVISORY  WRITE 500 fe:00:77 0 EOF\n"
+        "4: OFDLCK ADVISORY  WRITE -1 fe:00:78 0 EOF\n"
+        "5: FLOCK  ADVISORY  READ  600 fe:00:79 0 EOF\n"
+        "5: -> FLOCK  ADVISORY  WRITE 601 fe:00:79 0 EOF\n"
+        "6: FLOCK  ADVISORY  WRITE 0 fe:00:80 0 EOF\n"
+        "garbage\n"
+        "7: FLOCK  ADVISORY  WRITE 700 fe:00"; /* cut short */
+    struct gm_locks lm = { NULL, 0, 0 };
+    ck_assert_uint_eq(gm_locks_parse(&lm, text, sizeof text - 1), 2);
+    ck_assert_int_eq(gm_locks_holder(&lm, makedev(0xfe, 0), 10970615), 18744);
+    ck_assert_int_eq(gm_locks_holder(&lm, makedev(0, 0x1a), 10970614), 18743);
+    ck_assert_int_eq(gm_locks_holder(&lm, makedev(0xfe, 0), 10970614), 0);
+    ck_assert_int_eq(gm_locks_holder(&lm, makedev(0xfe, 0), 77), 0);
+    ck_assert_int_eq(gm_locks_holder(&lm, makedev(0xfe, 0), 79), 0);
+    gm_locks_free(&lm);
+    /* Many entries: the table grows. */
+    char line[96];
+    for (int i = 0; i < 1000; i++) {
+        int n = snprintf(line, sizeof line,
+                         "%d: FLOCK  ADVISORY  WRITE %d 08:01:%d 0 EOF\n",
+                         i + 1, i + 100, i + 5000);
+        gm_locks_parse(&lm, line, (size_t)n);
+    }
+    ck_assert_uint_eq(lm.n, 1000);
+    ck_assert_int_eq(gm_locks_holder(&lm, makedev(8, 1), 5999), 1099);
+    gm_locks_free(&lm);
+    /* The real file: our own lock on a file of ours is found there. */
+    char path[256];
+    snprintf(path, sizeof path, "%s/locked", dir);
+    write_file(path, "x", 1);
+    int fd = open(path, O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(flock(fd, LOCK_EX), 0);
+    struct stat st;
+    ck_assert_int_eq(fstat(fd, &st), 0);
+    ck_assert_int_eq(gm_locks_load(&lm, NULL), 0);
+    ck_assert_int_eq(gm_locks_holder(&lm, st.st_dev, st.st_ino), getpid());
+    gm_locks_free(&lm);
+    close(fd);
 }
 END_TEST
 
@@ -448,6 +538,8 @@ static Suite *reader_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_list_prefix);
+    tcase_add_test(tc, test_list_ids);
+    tcase_add_test(tc, test_locks_parse);
     tcase_add_test(tc, test_valid_image_accepted);
     tcase_add_test(tc, test_each_header_check);
     tcase_add_test(tc, test_file_open_refuses_links_and_others);

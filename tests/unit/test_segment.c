@@ -5,7 +5,9 @@
  * our pid (other start time, or this image before exec), never touching
  * one a live process holds, refusing a planted symbolic link or other
  * non-file (target untouched), and degrading to private memory when the
- * file cannot be sized (file size limit, full tmpfs) or created.
+ * file cannot be sized (file size limit, full tmpfs) or created, or the
+ * directory is not safe (the GPUMEM_SHM_DIR rule); the name outside the
+ * initial pid namespace.
  */
 #include <check.h>
 #include <errno.h>
@@ -23,6 +25,8 @@
 #include <unistd.h>
 
 #include "shim/base/clock.h"
+#include "shim/base/shmfile.h"
+#include "shim/telemetry/ident.h"
 #include "shim/telemetry/telemetry.h"
 #include "tools/lib/reader.h"
 
@@ -108,6 +112,14 @@ static bool file_has(const char *path, const char *want)
     ssize_t n = read(fd, buf, sizeof buf - 1);
     close(fd);
     return n >= 0 && strcmp(buf, want) == 0;
+}
+
+static void write_text(const char *path, const char *text)
+{
+    int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
 }
 
 /* ---- creation ------------------------------------------------------------ */
@@ -456,7 +468,8 @@ START_TEST(test_unusable_dir_or_prefix_degrades)
     snprintf(missing, sizeof missing, "%s/none", dir);
     p.shm_dir = missing;
     ck_assert_int_eq(gm_tel_open(&t, &p, err, sizeof err), 1);
-    ck_assert_ptr_nonnull(strstr(err, "cannot create"));
+    ck_assert_msg(strstr(err, "segment directory") != NULL &&
+                  strstr(err, "No such file") != NULL, "%s", err);
     gm_tel_close(&t, false);
     p.shm_dir = dir;
     static const char *const bad[] = { "../x", "a/b", ".hidden",
@@ -469,6 +482,115 @@ START_TEST(test_unusable_dir_or_prefix_degrades)
         gm_tel_close(&t, false);
     }
     ck_assert_int_eq(count_entries(dir), 0);
+}
+END_TEST
+
+/* The directory rule (gm_shm_dir_check): each unsafe form refused with
+ * a reason naming the directory and the rule, the writer degrading to
+ * private telemetry with nothing created; each safe form accepted. */
+START_TEST(test_dir_rules)
+{
+    char d[128], link[128], file[128], err[512];
+    struct gm_tel t;
+    struct gm_tel_params p = params();
+    snprintf(d, sizeof d, "%s/shared", dir);
+    ck_assert_int_eq(mkdir(d, 0700), 0);
+    ck_assert_int_eq(gm_shm_dir_check(d, geteuid(), false, err, sizeof err),
+                     0);
+    static const struct { mode_t mode; const char *why; } modes[] = {
+        { 0777, "writable by others without the sticky bit (mode 0777)" },
+        { 0770, "writable by its group without the sticky bit" },
+        { 0722, "writable by others" },
+    };
+    p.shm_dir = d;
+    for (unsigned i = 0; i < sizeof modes / sizeof *modes; i++) {
+        ck_assert_int_eq(chmod(d, modes[i].mode), 0);
+        ck_assert_int_eq(gm_shm_dir_check(d, geteuid(), false, err,
+                                          sizeof err), -1);
+        ck_assert_msg(strstr(err, modes[i].why) && strstr(err, d) &&
+                      strstr(err, "unless sticky"), "%s", err);
+        ck_assert_int_eq(gm_tel_open(&t, &p, err, sizeof err), 1);
+        ck_assert_ptr_nonnull(strstr(err, modes[i].why));
+        gm_tel_close(&t, false);
+        ck_assert_int_eq(count_entries(d), 0);
+    }
+    /* Sticky and world-writable, as /dev/shm and /tmp: accepted. */
+    ck_assert_int_eq(chmod(d, 01777), 0);
+    ck_assert_int_eq(gm_shm_dir_check(d, geteuid(), false, err, sizeof err),
+                     0);
+    ck_assert_int_eq(gm_tel_open(&t, &p, err, sizeof err), 0);
+    ck_assert_int_eq(count_entries(d), 1);
+    gm_tel_close(&t, false);
+    ck_assert_int_eq(count_entries(d), 0);
+    ck_assert_int_eq(chmod(d, 0700), 0);
+    /* Another owner (not root): refused, unless any owner is allowed. */
+    struct stat st;
+    ck_assert_int_eq(stat(d, &st), 0);
+    if (st.st_uid != 0) {
+        ck_assert_int_eq(gm_shm_dir_check(d, st.st_uid + 1, false, err,
+                                          sizeof err), -1);
+        ck_assert_ptr_nonnull(strstr(err, "is owned by uid"));
+    }
+    if (chown(d, 4242, (gid_t)-1) == 0) { /* as root: a foreign owner */
+        ck_assert_int_eq(gm_shm_dir_check(d, 0, false, err, sizeof err), -1);
+        ck_assert_msg(strstr(err, "is owned by uid 4242 (neither root nor "
+                             "uid 0)") != NULL, "%s", err);
+        ck_assert_int_eq(gm_shm_dir_check(d, 0, true, err, sizeof err), 0);
+        ck_assert_int_eq(chown(d, geteuid(), (gid_t)-1), 0);
+    }
+    /* A symbolic link to a good directory, a file, nothing, a relative
+     * path. */
+    snprintf(link, sizeof link, "%s/link", dir);
+    ck_assert_int_eq(symlink(d, link), 0);
+    ck_assert_int_eq(gm_shm_dir_check(link, geteuid(), false, err,
+                                      sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "is a symbolic link"));
+    p.shm_dir = link;
+    ck_assert_int_eq(gm_tel_open(&t, &p, err, sizeof err), 1);
+    gm_tel_close(&t, false);
+    ck_assert_int_eq(count_entries(d), 0);
+    snprintf(file, sizeof file, "%s/file", dir);
+    write_text(file, "x");
+    ck_assert_int_eq(gm_shm_dir_check(file, geteuid(), false, err,
+                                      sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "is not a directory"));
+    ck_assert_int_eq(gm_shm_dir_check("rel/dir", geteuid(), false, err,
+                                      sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "is not an absolute path"));
+    ck_assert_int_eq(gm_shm_dir_check(NULL, geteuid(), false, err,
+                                      sizeof err), -1);
+}
+END_TEST
+
+/* Outside the initial pid namespace the name carries the namespace. */
+START_TEST(test_name_carries_pidns)
+{
+    struct gm_tel t;
+    struct gm_tel_params p = params();
+    struct gm_abi_ident id;
+    memset(&id, 0, sizeof id);
+    char err[256], want[256];
+    id.pidns = 4026532999ull;
+    p.ident = &id;
+    ck_assert_int_eq(gm_tel_open(&t, &p, err, sizeof err), 0);
+    snprintf(want, sizeof want, "%s/%s.%ld.ns4026532999", dir, PREFIX,
+             (long)getpid());
+    ck_assert_str_eq(t.path, want);
+    struct gm_seg s;
+    struct gm_seg_id sid = { getpid(), 4026532999ull };
+    ck_assert_int_eq(gm_seg_open_id(&s, dir, PREFIX, &sid, err, sizeof err),
+                     0);
+    ck_assert_uint_eq(s.name_ns, 4026532999ull);
+    ck_assert(!gm_seg_local(&s)); /* not our namespace */
+    /* Its writer holds the lock: alive, though its pid is not trusted. */
+    ck_assert_int_eq(gm_seg_state(&s), GM_SEG_ALIVE);
+    gm_seg_close(&s);
+    gm_tel_close(&t, false);
+    id.pidns = GM_PIDNS_INIT;     /* the initial namespace: the plain name */
+    ck_assert_int_eq(gm_tel_open(&t, &p, err, sizeof err), 0);
+    seg_path(want, sizeof want, getpid());
+    ck_assert_str_eq(t.path, want);
+    gm_tel_close(&t, false);
 }
 END_TEST
 
@@ -521,6 +643,8 @@ static Suite *segment_suite(void)
     tcase_add_test(tc, test_fsize_limit_degrades);
     tcase_add_test(tc, test_full_tmpfs_degrades);
     tcase_add_test(tc, test_unusable_dir_or_prefix_degrades);
+    tcase_add_test(tc, test_dir_rules);
+    tcase_add_test(tc, test_name_carries_pidns);
     tcase_add_test(tc, test_forget_in_child);
     suite_add_tcase(s, tc);
     return s;

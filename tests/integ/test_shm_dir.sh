@@ -1,0 +1,99 @@
+#!/bin/sh
+# tests/integ/test_shm_dir.sh — GPUMEM_SHM_DIR end to end, on the simulated
+# driver:
+#   - a safe directory (0700, ours): the segment and the group file are
+#     created there (mode 0600), nothing in /dev/shm; ps, report and gc
+#     read and clean it there;
+#   - an unsafe one (0777 without the sticky bit, a symbolic link): the
+#     process limit is still enforced (a refusal at the limit, exit 3),
+#     telemetry stays private with a warning naming the directory and
+#     the rule, nothing is created in it; with a group, the process exits
+#     with status 2 (GPUMEM_ON_BAD_CONFIG=exit, the default) or runs with
+#     the process limit only (warn); the tools refuse it with exit 2;
+#   - a malformed value: the policy is invalid, gpumem run refuses it.
+# Exit 0 pass, 1 fail.
+BUILD=${BUILD:-build}
+B=$(cd "$BUILD" && pwd) || { echo "no build directory $BUILD"; exit 1; }
+T=$(mktemp -d "${TMPDIR:-/tmp}/gm-shmdir.XXXXXX") || exit 1
+chmod 700 "$T"
+PREFIX=gmsd$$
+export GPUMEM_SHM_PREFIX=$PREFIX
+export LD_LIBRARY_PATH="$B/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+trap 'rm -rf "$T"; rm -f /dev/shm/"$PREFIX".*' EXIT
+failures=0
+bad() { echo "FAIL: $*"; failures=$((failures + 1)); }
+ts() { "$B/gpumem-trainsim" --steps 3 --quiet "$@"; }
+
+# ---- a safe directory
+S=$T/safe
+mkdir -m 700 "$S"
+GPUMEM_SHM_DIR=$S GPUMEM_KEEP=1 "$B/gpumem" run --limit 2G --group g1 \
+    --group-limit 4G -- "$B/gpumem-trainsim" --steps 3 --quiet >"$T/out" 2>&1 ||
+    bad "a run in a safe directory failed: $(cat "$T/out")"
+seg=$(ls "$S" | grep "^$PREFIX\.[0-9]*$")
+[ -n "$seg" ] || bad "no segment in $S: $(ls -a "$S")"
+[ -z "$(ls /dev/shm | grep "^$PREFIX\.")" ] || bad "files in /dev/shm: $(ls /dev/shm | grep "^$PREFIX\.")"
+[ "$(stat -c %a "$S/$seg" 2>/dev/null)" = 600 ] || bad "segment mode $(stat -c %a "$S/$seg")"
+# A group member killed while it runs: its group file stays in $S.
+GPUMEM_SHM_DIR=$S "$B/gpumem" run --limit 2G --group g1 --group-limit 4G -- \
+    "$B/gpumem-trainsim" --steps 1000000000 --quiet >/dev/null 2>&1 &
+k=$!
+i=0
+while [ $i -lt 100 ] && [ ! -e "$S/$PREFIX.group@g1" ]; do sleep 0.05; i=$((i + 1)); done
+kill -9 $k; wait $k 2>/dev/null
+[ "$(stat -c %a "$S/$PREFIX.group@g1" 2>/dev/null)" = 600 ] ||
+    bad "no group file of mode 0600 in $S: $(ls -l "$S")"
+GPUMEM_SHM_DIR=$S "$B/gpumem" ps | grep -q "kept .*gpumem-trainsim" ||
+    bad "ps does not list the kept process: $(GPUMEM_SHM_DIR=$S "$B/gpumem" ps)"
+"$B/gpumem" ps | grep -q "gpumem-trainsim" && bad "ps without GPUMEM_SHM_DIR lists it"
+GPUMEM_SHM_DIR=$S "$B/gpumem" report >/dev/null 2>&1 || bad "report in $S failed"
+out=$(GPUMEM_SHM_DIR=$S "$B/gpumem" gc)
+echo "$out" | grep -q "^removed $S/$seg " || bad "gc did not remove $S/$seg: $out"
+echo "$out" | grep -q "^removed $S/$PREFIX.group@g1 " || bad "gc did not remove the group file: $out"
+[ -z "$(ls "$S")" ] || bad "left in $S after gc: $(ls "$S")"
+
+# ---- unsafe directories: 0777 without the sticky bit, a symbolic link
+O=$T/open
+mkdir "$O" && chmod 777 "$O"
+ln -s "$S" "$T/link"
+for d in "$O" "$T/link"; do
+    GPUMEM_SHM_DIR=$d "$B/gpumem" run --limit 500M -- "$B/gpumem-trainsim" \
+        --quiet >"$T/out" 2>&1
+    rc=$?
+    [ $rc = 3 ] || bad "$d: the 500M limit was not enforced (exit $rc): $(cat "$T/out")"
+    grep -q "telemetry segment not shared (segment directory $d .*unless sticky" "$T/out" ||
+        bad "$d: no warning naming the directory and the rule: $(cat "$T/out")"
+    [ -z "$(ls "$d")" ] || bad "$d: files created: $(ls "$d")"
+    GPUMEM_SHM_DIR=$d "$B/gpumem" run --limit 2G --group g2 --group-limit 4G \
+        -- "$B/gpumem-trainsim" --steps 3 --quiet >"$T/out" 2>&1
+    rc=$?
+    [ $rc = 2 ] || bad "$d: a group in an unsafe directory ran (exit $rc)"
+    grep -q "group 'g2': segment directory $d .*exiting with status 2" "$T/out" ||
+        bad "$d: no group message: $(cat "$T/out")"
+    GPUMEM_ON_BAD_CONFIG=warn GPUMEM_SHM_DIR=$d "$B/gpumem" run --limit 2G \
+        --group g2 --group-limit 4G -- "$B/gpumem-trainsim" --steps 3 --quiet \
+        >"$T/out" 2>&1 || bad "$d: warn did not run: $(cat "$T/out")"
+    grep -q "cannot join group 'g2' (segment directory $d .*process limit only" "$T/out" ||
+        bad "$d: no warning for the group under warn: $(cat "$T/out")"
+    for tool in "ps" "gc" "log" "report"; do
+        GPUMEM_SHM_DIR=$d "$B/gpumem" $tool >"$T/out" 2>&1
+        rc=$?
+        [ $rc = 2 ] || bad "gpumem $tool accepted $d (exit $rc)"
+        grep -q "^gpumem: $tool: segment directory $d " "$T/out" ||
+            bad "gpumem $tool: no message naming $d: $(cat "$T/out")"
+    done
+    GPUMEM_SHM_DIR=$d "$B/gpumem-top" --once >"$T/out" 2>&1
+    [ $? = 2 ] || bad "gpumem-top accepted $d"
+done
+# Sticky and world-writable, as /dev/shm: accepted.
+chmod 1777 "$O"
+GPUMEM_SHM_DIR=$O "$B/gpumem" ps >/dev/null 2>&1 || bad "ps refused a sticky 1777 directory"
+
+# ---- a malformed value
+GPUMEM_SHM_DIR=relative "$B/gpumem" run --limit 2G -- true >"$T/out" 2>&1
+[ $? = 2 ] || bad "gpumem run accepted GPUMEM_SHM_DIR=relative"
+grep -q "GPUMEM_SHM_DIR='relative' is not an absolute path" "$T/out" ||
+    bad "no message for GPUMEM_SHM_DIR=relative: $(cat "$T/out")"
+
+[ "$failures" = 0 ] || exit 1
+echo "ok"
