@@ -341,8 +341,9 @@ static void label_if(struct gm_expo_buf *lab, const char *name,
 
 /* The labels every series of the process carries: pid (in this reader's
  * pid namespace; "~N" when a container's process is gone and only its
- * own pid N is known), command, mode, group, and the job identity that
- * was recorded (absent labels: not recorded). */
+ * own pid N is known, then with its pidns so that two such never share
+ * a series), command, mode, group, and the job identity that was
+ * recorded (absent labels: not recorded). */
 static void proc_labels(struct scrape *s, const struct gm_scan_proc *sp,
                         const char *group)
 {
@@ -352,6 +353,12 @@ static void proc_labels(struct scrape *s, const struct gm_scan_proc *sp,
     gm_proc_pid_text(&sp->p, pid, sizeof pid);
     lab->len = 0;
     gm_expo_label(lab, false, "pid", pid, 0);
+    if (gm_proc_shown_pid(&sp->p) == 0) {
+        /* "~N" is unique only within its pid namespace. */
+        char ns[24];
+        snprintf(ns, sizeof ns, "%llu", (unsigned long long)sp->p.pidns);
+        gm_expo_label(lab, true, "pidns", ns, 0);
+    }
     gm_expo_label(lab, true, "command", short_command(sp->p.snap.cmdline),
                   COMMAND_LABEL_MAX);
     gm_expo_label(lab, true, "mode",
@@ -486,7 +493,8 @@ static void process_series(struct scrape *s, const struct gm_scan_proc *sp)
         snprintf(pidns, sizeof pidns, "%llu",
                  (unsigned long long)sp->p.pidns);
         gm_expo_label(lab, true, "ns_pid", nspid, 0);
-        gm_expo_label(lab, true, "pidns", pidns, 0);
+        if (gm_proc_shown_pid(&sp->p) != 0)
+            gm_expo_label(lab, true, "pidns", pidns, 0);
     }
     label_if(lab, "pod_uid", id->pod_uid);
     label_if(lab, "container_id", id->container_id);
