@@ -169,6 +169,28 @@ for p in $LIVE; do
     grep -q "^gpumem_used_bytes{pid=\"$p\"" "$T/tf/gpumem.prom" || bad "--textfile: live process $p is missing"
 done
 [ "$(ls -A "$T/tf" | wc -l)" -eq 1 ] || bad "--textfile left files: $(ls -A "$T/tf")"
+# The loop: a first write at once, then every interval; SIGTERM ends it
+# (exit 0) with no temporary file left.
+mkdir "$T/tf2"
+"$G" exporter --textfile "$T/tf2" --interval 1s 2>"$T/tf2.err" &
+TF=$!
+PIDS="$PIDS $TF"
+n=0
+until [ -s "$T/tf2/gpumem.prom" ]; do
+    n=$((n + 1)); [ $n -lt 100 ] || { bad "--textfile loop wrote nothing"; break; }
+    sleep 0.05
+done
+first=$(grep '^gpumem_scrape_duration_seconds' "$T/tf2/gpumem.prom")
+n=0
+while [ "$(grep '^gpumem_scrape_duration_seconds' "$T/tf2/gpumem.prom")" = "$first" ]; do
+    n=$((n + 1)); [ $n -lt 60 ] || { bad "--textfile loop did not write again within 3 s"; break; }
+    sleep 0.05
+done
+kill -TERM "$TF"
+wait "$TF"
+rc=$?
+[ $rc -eq 0 ] || bad "--textfile loop exit status $rc after SIGTERM: $(cat "$T/tf2.err")"
+[ "$(ls -A "$T/tf2")" = gpumem.prom ] || bad "--textfile loop left: $(ls -A "$T/tf2")"
 if "$G" exporter --textfile "$T/nodir" --once 2>"$T/nd.err"; then
     bad "--textfile into a missing directory succeeded"
 fi
