@@ -692,6 +692,7 @@ static void scrape_free(struct scrape *s)
     free(s->gname);
     free(s->members);
     free(s->hami);
+    free(s);
 }
 
 int gm_metrics_scrape(const struct gm_metrics_opts *o,
