@@ -19,6 +19,9 @@
 #     whose magic is 0, a truncated one, a symbolic link, a FIFO, a
 #     directory, another version) leave the scrape answering with every
 #     process, and are counted by reason in gpumem_scrape_errors_total;
+#     a valid segment whose command line holds quotes, a newline, a
+#     backslash, invalid UTF-8, controls and exposition syntax comes out
+#     as one escaped label, and promtool still accepts the text;
 #   - --textfile --once writes DIR/gpumem.prom through a temporary file
 #     (none left), replacing a planted symbolic link, not its target;
 #   - the HTTP server on a loopback port (when gpumem-exporter is built)
@@ -136,6 +139,12 @@ open(s + ".900002", "wb").write(half)
 open(s + ".900003", "wb").write(img[:3000])                 # truncated
 ver = bytearray(img); ver[8:12] = struct.pack("<I", 99)     # another version
 open(s + ".900004", "wb").write(ver)
+# A valid segment whose command line is hostile text (kept, so exported).
+evil = bytearray(img)
+evil[56:60] = struct.pack("<I", 900008)                     # header pid
+cmd = b'ev"il\n\\x\xff\xc2\x85 {} # HELP gpumem_used_bytes 1\x1b[2J'
+evil[128:128 + 512] = cmd + b"\0" * (512 - len(cmd))
+open(s + ".900008", "wb").write(evil)
 EOF
 ln -s "$T/ps.json" "$S.900005"                          # a link
 mkfifo "$S.900006"                                       # a FIFO (never opened for long)
@@ -144,10 +153,17 @@ mkdir "$S.900007"                                        # a directory
 python3 - "$T/m.txt" "$T/h.txt" <<'EOF' || bad "hostile files changed what is exported (above)"
 import sys
 def procs(p):
-    return sorted(l.split(" ")[0] for l in open(p) if l.startswith("gpumem_used_bytes{"))
+    return sorted(l.rsplit(" ", 1)[0] for l in open(p, encoding="utf-8")
+                  if l.startswith("gpumem_used_bytes{"))
 a, b = procs(sys.argv[1]), procs(sys.argv[2])
-if a != b:
+evil = [x for x in b if 'pid="900008"' in x]
+if [x for x in b if x not in evil] != a or len(evil) != 1:
     print("before:", a); print("after:", b); sys.exit(1)
+# The hostile command: quote, newline and backslash escaped, the rest
+# (an invalid byte, a C1 and a C0 control) replaced, nothing else lost.
+want = 'command="ev\\"il\\n\\\\x\ufffd\ufffd {} # HELP gpumem_used_bytes 1\ufffd[2J"'
+if want not in evil[0]:
+    print("hostile command label:", evil[0], "want", want); sys.exit(1)
 errs = {}
 for l in open(sys.argv[2]):
     if l.startswith("gpumem_scrape_errors_total{"):
@@ -156,6 +172,10 @@ for l in open(sys.argv[2]):
 if errs.get("invalid") != 7:
     print("errors by reason:", errs, "(7 invalid expected)"); sys.exit(1)
 EOF
+if command -v promtool >/dev/null 2>&1; then
+    promtool check metrics <"$T/h.txt" >"$T/pt2.out" 2>&1 ||
+        bad "promtool on the text with a hostile command line: $(cat "$T/pt2.out")"
+fi
 rm -rf "$S.9000"*
 
 # The text file for node_exporter.
