@@ -14,12 +14,17 @@
 #     dead with no host pid ("~1" in the text table, "pid":null in JSON)
 #     while the second is still live with its host pid; gpumem gc removes
 #     the dead one's segment and leaves the live one's;
-#   - --job selects one container's process.
+#   - --job selects one container's process; in the interactive
+#     gpumem-top (tmux, when installed) the JOB column shows each with its
+#     host pid, and j shows one job.
 # The trainsims are stopped (SIGSTOP) while they are inspected: alive,
 # and no CPU spent. Needs root and a kernel that allows new pid
 # namespaces. Exit 0 pass, 1 fail, 77 skip.
 BUILD=${BUILD:-build}
 B=$(cd "$BUILD" && pwd) || { echo "no build directory $BUILD"; exit 1; }
+for c in unshare pgrep; do
+    command -v $c >/dev/null 2>&1 || { echo "$c not installed"; exit 77; }
+done
 unshare --pid --fork --mount-proc true 2>/dev/null ||
     { echo "unshare --pid --fork --mount-proc is not permitted here"; exit 77; }
 T=$(mktemp -d "${TMPDIR:-/tmp}/gm-ctr.XXXXXX") || exit 1
@@ -33,6 +38,7 @@ U1= U2= H1= H2=
 cleanup() {
     for p in $H1 $H2; do kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; done
     for p in $U1 $U2; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+    [ -S "$T/tmux.sock" ] && tmux -S "$T/tmux.sock" kill-server 2>/dev/null
     rm -rf "$T"
 }
 trap cleanup EXIT
@@ -96,6 +102,30 @@ grep -q "^gpumem: device 0: peak .* of 2.0 GiB limit .* now;" "$T/report" ||
     bad "ps --job train-b does not list exactly one process"
 "$B/gpumem-top" --once --job 9101 | grep -q "^ *$H1 .* 9101\.0 " ||
     bad "gpumem-top --once --job 9101 does not show host pid $H1: $("$B/gpumem-top" --once --job 9101)"
+
+# The interactive view: the JOB column with host pids; j shows one job.
+if command -v tmux >/dev/null 2>&1; then
+    SOCK=$T/tmux.sock
+    tmux -S "$SOCK" new-session -d -x 160 -y 20 \
+        "env LC_ALL=C GPUMEM_SHM_PREFIX=$PREFIX GPUMEM_SHM_DIR=$D $B/gpumem-top -d 0.2" ||
+        bad "tmux could not start gpumem-top"
+    scr() { tmux -S "$SOCK" capture-pane -p 2>/dev/null; }
+    until_screen() { # ERE, what it waits for
+        k=0
+        until scr | grep -Eq "$1"; do
+            k=$((k + 1)); [ $k -gt 100 ] && { bad "$2: $(scr)"; return 1; }
+            sleep 0.05
+        done
+    }
+    until_screen "^ *$H1 +root +9101\.0 " "no row of host pid $H1 with JOB 9101.0" &&
+    until_screen "^ *$H2 +root +9102\.0 " "no row of host pid $H2 with JOB 9102.0" &&
+    tmux -S "$SOCK" send-keys j &&
+    until_screen "job: 9101\.0" "j did not select job 9101.0" &&
+    { scr | grep -Eq "^ *$H2 " && bad "job 9101.0 selected, but $H2 still shown: $(scr)"; }
+    tmux -S "$SOCK" kill-server 2>/dev/null
+else
+    echo "note: tmux not installed; the interactive JOB column not checked"
+fi
 
 # Kill the first container's trainsim (its namespace goes with it).
 kill -9 "$H1"

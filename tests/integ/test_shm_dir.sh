@@ -9,7 +9,9 @@
 #     telemetry stays private with a warning naming the directory and
 #     the rule, nothing is created in it; with a group, the process exits
 #     with status 2 (GPUMEM_ON_BAD_CONFIG=exit, the default) or runs with
-#     the process limit only (warn); the tools refuse it with exit 2;
+#     the process limit only (warn); gpumem run refuses that group (nothing
+#     runs) and gpumem policy exits 2 for it, warns without a group; the
+#     tools refuse the directory with exit 2;
 #   - a malformed value: the policy is invalid, gpumem run refuses it.
 # Exit 0 pass, 1 fail.
 BUILD=${BUILD:-build}
@@ -64,12 +66,28 @@ for d in "$O" "$T/link"; do
     grep -q "telemetry segment not shared (segment directory $d .*unless sticky" "$T/out" ||
         bad "$d: no warning naming the directory and the rule: $(cat "$T/out")"
     [ -z "$(ls "$d")" ] || bad "$d: files created: $(ls "$d")"
-    GPUMEM_SHM_DIR=$d "$B/gpumem" run --limit 2G --group g2 --group-limit 4G \
-        -- "$B/gpumem-trainsim" --steps 3 --quiet >"$T/out" 2>&1
+    # The library itself (preloaded directly), then gpumem run's check.
+    GPUMEM_SHM_DIR=$d LD_PRELOAD="$B/libgpumem.so" GPUMEM_LIMIT=2G \
+        GPUMEM_GROUP=g2 GPUMEM_GROUP_LIMIT=4G "$B/gpumem-trainsim" --steps 3 \
+        --quiet >"$T/out" 2>&1
     rc=$?
     [ $rc = 2 ] || bad "$d: a group in an unsafe directory ran (exit $rc)"
     grep -q "group 'g2': segment directory $d .*exiting with status 2" "$T/out" ||
         bad "$d: no group message: $(cat "$T/out")"
+    GPUMEM_SHM_DIR=$d "$B/gpumem" run --limit 2G --group g2 --group-limit 4G \
+        -- "$B/gpumem-trainsim" --steps 3 --quiet >"$T/out" 2>&1
+    rc=$?
+    [ $rc = 2 ] || bad "$d: gpumem run ran a group in an unsafe directory (exit $rc)"
+    grep -q "^gpumem: run: group 'g2': segment directory $d .*would exit with status 2" "$T/out" &&
+        grep -q "^gpumem: run: nothing was run" "$T/out" ||
+        bad "$d: gpumem run's messages: $(cat "$T/out")"
+    GPUMEM_SHM_DIR=$d GPUMEM_GROUP=g2 GPUMEM_GROUP_LIMIT=4G "$B/gpumem" policy \
+        >/dev/null 2>"$T/out"
+    [ $? = 2 ] || bad "$d: gpumem policy accepted a group there"
+    GPUMEM_SHM_DIR=$d "$B/gpumem" policy >/dev/null 2>"$T/out" ||
+        bad "$d: gpumem policy refused it without a group"
+    grep -q "^gpumem: policy: segment directory $d .*telemetry private (its limit is still enforced)" "$T/out" ||
+        bad "$d: gpumem policy does not warn: $(cat "$T/out")"
     GPUMEM_ON_BAD_CONFIG=warn GPUMEM_SHM_DIR=$d "$B/gpumem" run --limit 2G \
         --group g2 --group-limit 4G -- "$B/gpumem-trainsim" --steps 3 --quiet \
         >"$T/out" 2>&1 || bad "$d: warn did not run: $(cat "$T/out")"

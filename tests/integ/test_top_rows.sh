@@ -172,7 +172,7 @@ tm send-keys -t "$SESSION" q
 # The sleep that replaces the shell is trainsim's parent and never reaps it.
 env $SHIM GPUMEM_LIMIT=2G GPUMEM_GROUP=$GROUP GPUMEM_GROUP_LIMIT=4G sh -c \
     "$B/gpumem-trainsim --steps 1000000000 --quiet >/dev/null 2>&1 &
-     echo \$! > $T/zpid; exec sleep 120" &
+     echo \$! > $T/zpid.new && mv $T/zpid.new $T/zpid; exec sleep 120" &
 S=$!
 PIDS="$PIDS $S"
 wait_file "$T/zpid"

@@ -15,6 +15,7 @@
 
 #include "policy/policy.h"
 #include "tools/cli/gpumem.h"
+#include "tools/lib/util.h"
 
 extern char **environ;
 
@@ -48,8 +49,11 @@ const char gm_help_policy[] =
     "EXIT STATUS\n"
     "    0   The policy is valid (warnings may have been printed).\n"
     "    1   The output could not be written.\n"
-    "    2   The policy is invalid (messages on standard error), or an\n"
-    "        unknown option was given.\n"
+    "    2   The policy is invalid (messages on standard error), a group\n"
+    "        is set in a segment directory that is not safe to use (a\n"
+    "        program would exit with status 2; without a group that is a\n"
+    "        warning: telemetry would stay private), or an unknown option\n"
+    "        was given.\n"
     "\n"
     "ENVIRONMENT\n"
     "    Sizes are binary: K = 1024, M = 1024^2, G = 1024^3, T = 1024^4.\n"
@@ -154,7 +158,9 @@ int gm_cmd_policy(int argc, char **argv)
     fputs(d.text, stderr);
     if (rc != 0)
         explain_invalid(&p, &d);
+    /* The directory: a warning, or, with a group there, an exit. */
+    bool dir_bad = rc == 0 && gm_tool_policy_dir("policy", &p) != 0;
     if ((rc == 0 || json) && print_policy(&p, &d, json) != 0)
         return 1;
-    return rc == 0 ? 0 : GM_EXIT_USAGE;
+    return rc == 0 && !dir_bad ? 0 : GM_EXIT_USAGE;
 }

@@ -172,6 +172,10 @@ static int check_policy(void)
                 "run (gpumem policy explains every variable)\n");
         return GM_EXIT_USAGE;
     }
+    if (gm_tool_policy_dir("run", &p) != 0) {
+        fprintf(stderr, "gpumem: run: nothing was run\n");
+        return GM_EXIT_USAGE;
+    }
     return 0;
 }
 

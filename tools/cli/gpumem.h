@@ -32,7 +32,7 @@ extern const char gm_help_policy[];
 /* gpumem run [OPTIONS] -- CMD ARGS... */
 int gm_cmd_run(int argc, char **argv);
 extern const char gm_help_run[];
-/* gpumem ps [--json] [--all] [--prefix P] */
+/* gpumem ps [--json] [--all] [--job J] [--prefix P] */
 int gm_cmd_ps(int argc, char **argv);
 extern const char gm_help_ps[];
 /* gpumem log [-f] [--format F] [--kinds K,...] [--prefix P] [PID...] */

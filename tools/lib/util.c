@@ -63,6 +63,25 @@ const char *gm_tool_prefix(const char *cmd, const char *opt)
     return gm_tool_dir_check(cmd) == 0 ? p : NULL;
 }
 
+int gm_tool_policy_dir(const char *cmd, const struct gm_policy *p)
+{
+    char err[512];
+    bool group = p->group[0] != '\0';
+    if ((!p->telemetry && !group) ||
+        gm_shm_dir_check(p->shm_dir, geteuid(), false, err, sizeof err) == 0)
+        return 0;
+    if (group && p->on_bad_config == GM_BAD_EXIT) {
+        fprintf(stderr, "gpumem: %s: group '%s': %s; the group limit cannot "
+                "be enforced there: a program would exit with status 2 at "
+                "its first CUDA call\n", cmd, p->group, err);
+        return -1;
+    }
+    fprintf(stderr, "gpumem: %s: %s; a program would keep its telemetry "
+            "private%s (its limit is still enforced)\n", cmd, err,
+            group ? " and run without its group" : "");
+    return 0;
+}
+
 static char tool_dir[GM_SHM_DIR_MAX + 1];
 
 const char *gm_tool_shm_dir(void)

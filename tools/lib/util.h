@@ -45,6 +45,14 @@ const char *gm_tool_shm_dir(void);
  * else -1 with a message naming `cmd`, the directory and the rule. */
 int gm_tool_dir_check(const char *cmd);
 
+/* What the library would do with p's segment directory (p->shm_dir,
+ * gm_shm_dir_check): nothing to say (0); a warning printed, naming cmd,
+ * when it is unsafe (0: telemetry would stay private, a group would be
+ * left under GPUMEM_ON_BAD_CONFIG=warn); -1 with a message when a program
+ * would exit with status 2 (a group there, GPUMEM_ON_BAD_CONFIG=exit). */
+struct gm_policy;
+int gm_tool_policy_dir(const char *cmd, const struct gm_policy *p);
+
 /* Name of a uid ("uid 1234" when it has none); buf of at least 32 bytes. */
 const char *gm_user_name(uid_t uid, char *buf, size_t cap);
 
