@@ -322,6 +322,8 @@ struct gm_group_view_member {
 
 struct gm_group_view {
     char name[GM_NAME_MAX + 1];
+    uint64_t pidns;           /* creator's pid namespace inode (0: ?): the
+                                 namespace of the members' pids */
     uint64_t created_ns, repairs, reclaims, reclaimed_bytes, joins;
     unsigned waiters;         /* threads blocked in gm_group_wait */
     bool consistent;          /* copied between two updates */

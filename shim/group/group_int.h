@@ -96,6 +96,12 @@ uint64_t gm_grpi_pidns_inode(void)
 bool gm_grpi_member_gone(const struct gm_group *g, int fd, int pid,
                          uint64_t start, int slot)
     __attribute__((visibility("hidden")));
+/* The same for a reader (a tool) of a group that may have been created in
+ * another pid namespace (group_ns: the header's pidns): there only the
+ * slot's lock is tested (held or unknown: alive). */
+bool gm_grpi_member_gone_seen(int fd, uint64_t group_ns, int pid,
+                              uint64_t start, int slot)
+    __attribute__((visibility("hidden")));
 int gm_grpi_live_lock_held(int fd, int slot)
     __attribute__((visibility("hidden")));
 int gm_grpi_probe_open(const struct gm_group *g)

@@ -117,6 +117,18 @@ bool gm_grpi_member_gone(const struct gm_group *g, int fd, int pid,
     return !gm_proc_alive(pid, start); /* a zombie is not alive */
 }
 
+bool gm_grpi_member_gone_seen(int fd, uint64_t group_ns, int pid,
+                              uint64_t start, int slot)
+{
+    uint64_t mine = gm_grpi_pidns_inode();
+    if (group_ns == 0 || mine == 0 || group_ns == mine)
+        return gm_grpi_member_gone(NULL, fd, pid, start, slot);
+    /* Another pid namespace: its pids name other processes here; the
+     * slot's lock alone tells, and when it cannot be read the member is
+     * taken as alive (nothing of a live container is ever removed). */
+    return pid <= 0 || gm_grpi_live_lock_held(fd, slot) == 0;
+}
+
 /* Frees slot i (its charges and the slot itself); the caller holds the
  * lock. Returns the bytes it held. */
 uint64_t gm_grpi_reclaim_slot_locked(struct gm_group *g, int i)

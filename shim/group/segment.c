@@ -518,6 +518,7 @@ static void fill_view(const struct gm_group_seg *c, struct gm_group_view *v,
 {
     memcpy(v->name, c->hdr.name, sizeof v->name - 1);
     v->name[sizeof v->name - 1] = '\0';
+    v->pidns = c->hdr.pidns;
     v->created_ns = c->hdr.created_ns;
     v->repairs = c->hdr.repairs;
     v->reclaims = c->hdr.reclaims;
@@ -549,7 +550,8 @@ static void fill_view(const struct gm_group_seg *c, struct gm_group_view *v,
         o->pid = s->pid;
         o->start_ticks = s->start_ticks;
         o->weight = (double)w / GM_GROUP_WEIGHT_ONE;
-        o->alive = !gm_grpi_member_gone(NULL, fd, s->pid, s->start_ticks, i);
+        o->alive = !gm_grpi_member_gone_seen(fd, c->hdr.pidns, s->pid,
+                                             s->start_ticks, i);
         o->joined_ns = s->joined_ns;
         o->waiting = s->waiting;
         for (int d = 0; d < GM_GROUP_MAX_DEVICES; d++) {
@@ -635,8 +637,8 @@ static int gc_mapped(struct gm_group_seg *s, int fd, const char *path,
     for (int i = 0; i < GM_GROUP_MAX_MEMBERS; i++) {
         struct gm_group_slot *m = &s->slot[i];
         if (LD(&m->state) == GM_GROUP_SLOT_LIVE &&
-            !gm_grpi_member_gone(NULL, fd, LD(&m->pid), LD(&m->start_ticks),
-                                 i))
+            !gm_grpi_member_gone_seen(fd, LD(&s->hdr.pidns), LD(&m->pid),
+                                      LD(&m->start_ticks), i))
             live++;
     }
     int rc = 1;

@@ -121,6 +121,8 @@ const char *gm_ev_kind_name(unsigned kind);
 #define GM_ID_F_POD_ENV 2u    /* pod names from the downward-API variables */
 #define GM_ID_F_POD_CGROUP 4u /* pod uid from the cgroup path */
 #define GM_ID_F_ALTERED 8u    /* a value was truncated or had bytes replaced */
+#define GM_ID_F_MOUNTS 16u    /* container id or pod uid from the mount table
+                                 (the cgroup path named none) */
 
 /* Identity string fields: NUL-terminated within the field, bytes only from
  * [A-Za-z0-9._:@+-] (anything else was replaced by '_'). */

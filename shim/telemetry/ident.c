@@ -176,6 +176,116 @@ unsigned gm_ident_parse_cgroup(const char *text, size_t n,
     return found;
 }
 
+/* The position of the first [p, p+n) occurrence of word in [p, p+n), or
+ * NULL. */
+static const char *find_in(const char *p, size_t n, const char *word)
+{
+    size_t k = strlen(word);
+    for (size_t i = 0; i + k <= n; i++)
+        if (memcmp(p + i, word, k) == 0)
+            return p + i;
+    return NULL;
+}
+
+/* A Kubernetes container name: 1..63 of [a-z0-9-]. */
+static size_t k8s_name_len(const char *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n && i < 64 && ((p[i] >= 'a' && p[i] <= 'z') ||
+                               (p[i] >= '0' && p[i] <= '9') || p[i] == '-'))
+        i++;
+    return i > 0 && i < 64 && (i == n || p[i] == '/') ? i : 0;
+}
+
+/* One mount root [p, p+n). */
+static unsigned parse_root(const char *p, size_t n, struct gm_abi_ident *out,
+                           unsigned have)
+{
+    unsigned found = 0;
+    static const char *const cdirs[] = { "/overlay-containers/",
+                                         "/containers/" };
+    for (size_t k = 0; k < 2 && !(have & 1u); k++) {
+        const char *c = find_in(p, n, cdirs[k]);
+        if (c == NULL)
+            continue;
+        const char *id = c + strlen(cdirs[k]);
+        size_t left = (size_t)(p + n - id);
+        if (left >= 65 && id[64] == '/' && is_hex(id, 64)) {
+            memcpy(out->container_id, id, 64);
+            out->container_id[64] = '\0';
+            if (out->runtime[0] == '\0')
+                snprintf(out->runtime, sizeof out->runtime, "%s",
+                         k == 0 ? "podman" : "docker");
+            found |= 1u;
+            break;
+        }
+    }
+    const char *pods = find_in(p, n, "/pods/");
+    if (pods != NULL) {
+        const char *u = pods + 6;
+        size_t left = (size_t)(p + n - u);
+        char uid[GM_ID_PODUID_LEN];
+        if (left >= 37 && u[36] == '/' && pod_uid(u, 36, uid, sizeof uid)) {
+            if (!(have & 2u) && out->pod_uid[0] == '\0') {
+                memcpy(out->pod_uid, uid, 37);
+                found |= 2u;
+            }
+            const char *rest = u + 37;
+            size_t rl = (size_t)(p + n - rest);
+            size_t cl;
+            if (!(have & 4u) && out->container_name[0] == '\0' &&
+                starts(rest, rl, "containers/") &&
+                (cl = k8s_name_len(rest + 11, rl - 11)) > 0) {
+                memcpy(out->container_name, rest + 11, cl);
+                out->container_name[cl] = '\0';
+                found |= 4u;
+            }
+        }
+    }
+    return found;
+}
+
+unsigned gm_ident_parse_mountinfo(const char *text, size_t n,
+                                  struct gm_abi_ident *out)
+{
+    /* Under Kubernetes the per-container files (hostname, resolv.conf)
+     * are the pod sandbox's: an id found there names the sandbox, not the
+     * container, and is dropped once the kubelet's directories show. */
+    bool had_cid = out->container_id[0] != '\0';
+    char runtime[GM_ID_RUNTIME_LEN];
+    memcpy(runtime, out->runtime, sizeof runtime);
+    unsigned found = 0;
+    size_t i = 0;
+    while (i < n && found != 7u) {
+        size_t b = i;
+        while (i < n && text[i] != '\n' && text[i] != '\0')
+            i++;
+        size_t e = i;
+        if (i < n)
+            i++;
+        /* "ID PARENT MAJ:MIN ROOT MOUNTPOINT ...": the fourth field. */
+        size_t f = b;
+        for (int k = 0; k < 3 && f < e; k++) {
+            while (f < e && text[f] != ' ')
+                f++;
+            while (f < e && text[f] == ' ')
+                f++;
+        }
+        size_t r = f;
+        while (r < e && text[r] != ' ')
+            r++;
+        if (r > f)
+            found |= parse_root(text + f, r - f, out, found);
+    }
+    if ((found & 1u) && !had_cid && find_in(text, n, "/pods/") != NULL &&
+        out->pod_uid[0] != '\0') {
+        out->container_id[0] = '\0';
+        memcpy(out->runtime, runtime, sizeof runtime);
+        found &= ~1u;
+    }
+    return found;
+}
+
 unsigned long long gm_ident_parse_nslink(const char *link)
 {
     if (strncmp(link, "pid:[", 5) != 0)
@@ -219,6 +329,34 @@ static void set_field(struct gm_abi_ident *out, char *dst, size_t cap,
         out->flags |= GM_ID_F_ALTERED;
 }
 
+/* Bounded read of a /proc file into buf; returns the bytes read. */
+static size_t read_proc(const char *path, char *buf, size_t cap)
+{
+    size_t n = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    while (n < cap) {
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    return n;
+}
+
+/* The cgroup path named nothing (a private cgroup namespace): the mount
+ * table may. */
+static void collect_mounts(struct gm_abi_ident *out)
+{
+    static char text[GM_IDENT_MOUNTS_MAX]; /* once per process, under the
+                                              shim's init lock */
+    size_t n = read_proc("/proc/self/mountinfo", text, sizeof text);
+    if (gm_ident_parse_mountinfo(text, n, out) & 3u)
+        out->flags |= GM_ID_F_MOUNTS;
+}
+
 void gm_ident_collect(struct gm_abi_ident *out, char *const *envp)
 {
     memset(out, 0, sizeof *out);
@@ -243,20 +381,14 @@ void gm_ident_collect(struct gm_abi_ident *out, char *const *envp)
     if (ns != NULL || pod != NULL || ctr != NULL)
         out->flags |= GM_ID_F_POD_ENV;
 
-    char text[GM_IDENT_CGROUP_MAX];
-    size_t n = 0;
-    int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        while (n < sizeof text) {
-            ssize_t r = read(fd, text + n, sizeof text - n);
-            if (r <= 0)
-                break;
-            n += (size_t)r;
-        }
-        close(fd);
-    }
-    if (gm_ident_parse_cgroup(text, n, out) & 2u)
+    static char text[GM_IDENT_CGROUP_MAX]; /* callers serialise (the
+                                               shim's init lock) */
+    size_t n = read_proc("/proc/self/cgroup", text, sizeof text);
+    unsigned cg = gm_ident_parse_cgroup(text, n, out);
+    if (cg & 2u)
         out->flags |= GM_ID_F_POD_CGROUP;
+    if (cg == 0)
+        collect_mounts(out);
 
     char link[64];
     ssize_t k = readlink("/proc/self/ns/pid", link, sizeof link - 1);
@@ -270,28 +402,36 @@ void gm_ident_collect(struct gm_abi_ident *out, char *const *envp)
 /* ---- reading and labels ----------------------------------------------------- */
 
 /* Clean a field of possibly hostile memory: read each byte once, stop at
- * the field's end. */
-static void copy_field(char *dst, const char *src, size_t cap)
+ * the field's end. True when a byte was replaced or the field had no
+ * NUL before its last byte. */
+static bool copy_field(char *dst, const char *src, size_t cap)
 {
     size_t i = 0;
+    bool changed = false;
     for (; i + 1 < cap; i++) {
         unsigned char c = (unsigned char)__atomic_load_n(&src[i],
                                                          __ATOMIC_RELAXED);
         if (c == '\0')
             break;
         dst[i] = safe_byte(c) ? (char)c : '_';
+        changed |= !safe_byte(c);
     }
+    changed |= i + 1 == cap &&
+               __atomic_load_n(&src[i], __ATOMIC_RELAXED) != '\0';
     dst[i] = '\0';
+    return changed;
 }
 
 void gm_ident_copy(struct gm_abi_ident *dst, const struct gm_abi_ident *src)
 {
     memset(dst, 0, sizeof *dst);
     dst->flags = src->flags & (GM_ID_F_SET | GM_ID_F_POD_ENV |
-                               GM_ID_F_POD_CGROUP | GM_ID_F_ALTERED);
+                               GM_ID_F_POD_CGROUP | GM_ID_F_ALTERED |
+                               GM_ID_F_MOUNTS);
     dst->uid = src->uid;
     dst->pidns = src->pidns;
-#define CP(f) copy_field(dst->f, src->f, sizeof dst->f)
+    bool changed = false;
+#define CP(f) changed |= copy_field(dst->f, src->f, sizeof dst->f)
     CP(job_id);
     CP(step_id);
     CP(job_user);
@@ -302,6 +442,8 @@ void gm_ident_copy(struct gm_abi_ident *dst, const struct gm_abi_ident *src)
     CP(container_id);
     CP(runtime);
 #undef CP
+    if (changed)
+        dst->flags |= GM_ID_F_ALTERED; /* not as the writer left it */
 }
 
 const char *gm_ident_job(const struct gm_abi_ident *id, char *buf,

@@ -9,11 +9,14 @@
 #     namespace), live, with their host pids (the children of the unshare
 #     processes, found by pgrep -P, not by gpumem), their pid 1 inside,
 #     their JOB labels and identity;
-#   - gpumem gc removes neither; gpumem report HOSTPID reads one;
+#   - gpumem gc removes neither, nor the group file of the second one (its
+#     only member, pid 1 inside, is live by its lock); gpumem report
+#     HOSTPID reads one;
 #   - once the first is killed (SIGKILL: its segment stays), it is listed
 #     dead with no host pid ("~1" in the text table, "pid":null in JSON)
 #     while the second is still live with its host pid; gpumem gc removes
 #     the dead one's segment and leaves the live one's;
+#   - once the second is killed too, gc removes its segment and its group;
 #   - --job selects one container's process; in the interactive
 #     gpumem-top (tmux, when installed) the JOB column shows each with its
 #     host pid, and j shows one job.
@@ -46,23 +49,30 @@ trap 'exit 1' INT TERM
 failures=0
 bad() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-# container JOB POD: a new pid namespace whose pid 1 is trainsim
+# container JOB POD [gpumem run options]: a new pid namespace whose pid 1
+# is trainsim
 container() {
-    SLURM_JOB_ID=$1 SLURM_STEP_ID=0 GPUMEM_POD_NAMESPACE=team \
-    GPUMEM_POD_NAME=$2 GPUMEM_CONTAINER_NAME=main \
+    j=$1 pod=$2
+    shift 2
+    SLURM_JOB_ID=$j SLURM_STEP_ID=0 GPUMEM_POD_NAMESPACE=team \
+    GPUMEM_POD_NAME=$pod GPUMEM_CONTAINER_NAME=main \
         unshare --pid --fork --mount-proc \
-        "$B/gpumem" run --limit 2G -- "$B/gpumem-trainsim" --steps 1000000000 \
-        --quiet >/dev/null 2>&1 &
+        "$B/gpumem" run --limit 2G "$@" -- "$B/gpumem-trainsim" \
+        --steps 1000000000 --quiet >/dev/null 2>&1 &
 }
+GROUP=cg$$
 container 9101 train-a; U1=$!
-container 9102 train-b; U2=$!
+# The second one also in a group (its only member): the group file is in
+# the shared directory too, its member's pid is 1 in its namespace.
+container 9102 train-b --group "$GROUP" --group-limit 4G; U2=$!
 
 # Each unshare's child is the container's pid 1, as the host sees it.
 i=0
 while [ $i -lt 100 ]; do
     H1=$(pgrep -P "$U1" | head -n 1); H2=$(pgrep -P "$U2" | head -n 1)
     n=$(ls "$D" | grep -c "^$PREFIX\.1\.ns[0-9]*$")
-    [ -n "$H1" ] && [ -n "$H2" ] && [ "$n" = 2 ] && break
+    [ -n "$H1" ] && [ -n "$H2" ] && [ "$n" = 2 ] && [ -e "$D/$PREFIX.group@$GROUP" ] &&
+        break
     sleep 0.05; i=$((i + 1))
 done
 [ "$n" = 2 ] || { echo "FAIL: expected two segments in $D, found: $(ls "$D")"; exit 1; }
@@ -74,7 +84,7 @@ for h in $H1 $H2; do
 done
 
 # One JSON object per line: "pid":...,"ns_pid":..,"pidns":..,...,"state":..
-procs() { "$B/gpumem" ps --all --json | sed 's/{"pid":/\n{"pid":/g' | grep '^{"pid":'; }
+procs() { "$B/gpumem" ps --all --json | sed 's/\],"groups":.*//; s/{"pid":/\n{"pid":/g' | grep '^{"pid":'; }
 row() { procs | grep "\"job\":\"$1\""; }
 field() { echo "$1" | sed -n "s/.*\"$2\":\\(\"[^\"]*\"\\|[^,}]*\\).*/\\1/p" | head -n 1; }
 
@@ -94,7 +104,14 @@ check_live 9102 "$H2" train-b
 
 out=$("$B/gpumem" gc 2>&1)
 [ -z "$out" ] || bad "gc with both running said: $out"
-[ "$(ls "$D" | wc -l)" = 2 ] || bad "gc removed a live container's segment: $(ls "$D")"
+[ "$(ls "$D" | wc -l)" = 3 ] || bad "gc removed a live container's segment or group: $(ls "$D")"
+# The group's member, seen from outside: live (by its lock; its pid 1
+# means init here).
+"$B/gpumem" ps --json | grep -q "\"group\":\"$GROUP\",.*\"live_members\":1,\"dead_members\":0" ||
+    bad "group $GROUP: its member in a container is not live: $("$B/gpumem" ps --json | sed 's/.*"groups"/"groups"/')"
+"$B/gpumem" ps --json | sed 's/.*"groups"//' |
+    grep -q '"members":\[{"slot":0,"pid":1,"state":"live",.*"command":"[^"]*gpumem-trainsim --steps 1000000000' ||
+    bad "group $GROUP: its member's command is not found from its namespaced segment: $("$B/gpumem" ps --json | sed 's/.*"groups"/"groups"/')"
 "$B/gpumem" report "$H2" >"$T/report" 2>&1 || bad "gpumem report $H2 failed: $(cat "$T/report")"
 grep -q "^gpumem: device 0: peak .* of 2.0 GiB limit .* now;" "$T/report" ||
     bad "report of $H2 is not the live report of its 2G limit: $(cat "$T/report")"
@@ -150,6 +167,20 @@ echo "$out" | grep -q "^removed $D/$PREFIX\.1\.ns$ns1 (pid 1 in pid namespace $n
 ls "$D" | grep -q "^$PREFIX\.1\.ns$(stat -L -c %i /proc/"$H2"/ns/pid)$" ||
     bad "gc removed the live container's segment"
 check_live 9102 "$H2" train-b
+[ -e "$D/$PREFIX.group@$GROUP" ] || bad "gc removed the live container's group file"
+
+# The second one killed too: gc removes its segment and its group.
+kill -9 "$H2"
+wait "$U2" 2>/dev/null
+U2=
+i=0
+while [ $i -lt 100 ] && [ -d /proc/"$H2" ]; do sleep 0.05; i=$((i + 1)); done
+out=$("$B/gpumem" gc 2>&1)
+echo "$out" | grep -q "^removed $D/$PREFIX\.1\.ns[0-9]* (pid 1 in pid namespace [0-9]*, died)$" ||
+    bad "gc did not remove the second container's segment: '$out'"
+echo "$out" | grep -q "^removed $D/$PREFIX\.group@$GROUP (group $GROUP, no live member, 1 dead)$" ||
+    bad "gc did not remove the dead container's group: '$out'"
+[ -z "$(ls "$D")" ] || bad "left in $D: $(ls "$D")"
 
 [ "$failures" = 0 ] || exit 1
 echo "ok: two containers listed with host pids $H1 $H2, liveness before and after a kill, gc"

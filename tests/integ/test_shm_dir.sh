@@ -3,7 +3,8 @@
 # driver:
 #   - a safe directory (0700, ours): the segment and the group file are
 #     created there (mode 0600), nothing in /dev/shm; ps, report and gc
-#     read and clean it there;
+#     read and clean it there; a hostile identity planted in the segment
+#     leaves ps's JSON valid and its text free of escapes;
 #   - an unsafe one (0777 without the sticky bit, a symbolic link): the
 #     process limit is still enforced (a refusal at the limit, exit 3),
 #     telemetry stays private with a warning naming the directory and
@@ -49,6 +50,23 @@ GPUMEM_SHM_DIR=$S "$B/gpumem" ps | grep -q "kept .*gpumem-trainsim" ||
     bad "ps does not list the kept process: $(GPUMEM_SHM_DIR=$S "$B/gpumem" ps)"
 "$B/gpumem" ps | grep -q "gpumem-trainsim" && bad "ps without GPUMEM_SHM_DIR lists it"
 GPUMEM_SHM_DIR=$S "$B/gpumem" report >/dev/null 2>&1 || bad "report in $S failed"
+# A hostile identity planted in the kept segment (job id at header offset
+# 1296, pod name at 1472: quotes, a newline, escapes, bytes that are not
+# UTF-8, no NUL up to the next field): the tools' output stays clean.
+awk 'BEGIN { for (i = 0; i < 32; i++) printf "\"\\\n\033[31m\377x"; }' > "$T/junk"
+dd if="$T/junk" of="$S/$seg" bs=1 seek=1296 count=32 conv=notrunc 2>/dev/null
+dd if="$T/junk" of="$S/$seg" bs=1 seek=1472 count=256 conv=notrunc 2>/dev/null
+GPUMEM_SHM_DIR=$S "$B/gpumem" ps --json >"$T/json" || bad "ps --json failed on a hostile identity"
+if command -v python3 >/dev/null 2>&1; then
+    python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/json" ||
+        bad "ps --json is not valid JSON with a hostile identity: $(cat "$T/json")"
+fi
+grep -q '"slurm_job_id":"_____31m_x_____31m_x.*"altered":true' "$T/json" ||
+    bad "the hostile job id is not shown cleaned: $(cat "$T/json")"
+GPUMEM_SHM_DIR=$S "$B/gpumem" ps >"$T/text" || bad "ps failed on a hostile identity"
+grep -q "^ *$(echo "$seg" | sed 's/.*\.//') root *___.* kept .*gpumem-trainsim --steps 3" "$T/text" ||
+    bad "ps with a hostile identity: $(cat -v "$T/text")"
+LC_ALL=C grep -q "$(printf '\033')" "$T/text" && bad "an escape byte reached the terminal: $(cat -v "$T/text")"
 out=$(GPUMEM_SHM_DIR=$S "$B/gpumem" gc)
 echo "$out" | grep -q "^removed $S/$seg " || bad "gc did not remove $S/$seg: $out"
 echo "$out" | grep -q "^removed $S/$PREFIX.group@g1 " || bad "gc did not remove the group file: $out"

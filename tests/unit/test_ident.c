@@ -3,6 +3,7 @@
  * container ids and pod uids from sample /proc/<pid>/cgroup lines of
  * docker (cgroupfs and systemd drivers), containerd and cri-o under
  * Kubernetes (both drivers), podman, and lines that must yield nothing;
+ * the mount-table fallback (docker, podman, kubelet pod directories);
  * the cleaning of hostile values (bytes replaced, cut, always
  * NUL-terminated); collection from an environment; the reader's copy of a
  * hostile image; the JOB label and the --job match rules.
@@ -96,6 +97,69 @@ START_TEST(test_cgroup_nothing)
 }
 END_TEST
 
+/* Mount roots, for a private cgroup namespace: docker's and podman's
+ * per-container files, the kubelet's pod directories. */
+START_TEST(test_mountinfo_forms)
+{
+    struct gm_abi_ident id;
+    memset(&id, 0, sizeof id);
+    const char *docker =
+        "1412 1320 0:150 / / rw,relatime master:509 - overlay overlay rw\n"
+        "1420 1412 253:1 /var/lib/docker/containers/" CID "/resolv.conf "
+        "/etc/resolv.conf rw,relatime - ext4 /dev/vda1 rw\n"
+        "1421 1412 253:1 /var/lib/docker/containers/" CID "/hostname "
+        "/etc/hostname rw,relatime - ext4 /dev/vda1 rw\n";
+    ck_assert_uint_eq(gm_ident_parse_mountinfo(docker, strlen(docker), &id),
+                      1);
+    ck_assert_str_eq(id.container_id, CID);
+    ck_assert_str_eq(id.runtime, "docker");
+    memset(&id, 0, sizeof id);
+    const char *podman =
+        "900 880 0:44 /containers/storage/overlay-containers/" CID
+        "/userdata/hostname /etc/hostname rw - tmpfs tmpfs rw\n";
+    ck_assert_uint_eq(gm_ident_parse_mountinfo(podman, strlen(podman), &id),
+                      1);
+    ck_assert_str_eq(id.container_id, CID);
+    ck_assert_str_eq(id.runtime, "podman");
+    memset(&id, 0, sizeof id);
+    const char *k8s =
+        "2001 1990 0:310 / / rw - overlay overlay rw\n"
+        "2010 2001 253:1 /var/lib/kubelet/pods/" UID "/etc-hosts /etc/hosts "
+        "rw - ext4 /dev/vda1 rw\n"
+        "2011 2001 253:1 /var/lib/kubelet/pods/" UID "/containers/trainer/"
+        "1a2b3c4d /dev/termination-log rw - ext4 /dev/vda1 rw\n"
+        "2012 2001 253:1 /var/lib/containerd/io.containerd.grpc.v1.cri/"
+        "sandboxes/" CID "/hostname /etc/hostname rw - ext4 /dev/vda1 rw\n"
+        /* cri-o: the sandbox's files, which are not this container's */
+        "2013 2001 0:23 /containers/storage/overlay-containers/" CID
+        "/userdata/resolv.conf /etc/resolv.conf rw - tmpfs tmpfs rw\n";
+    ck_assert_uint_eq(gm_ident_parse_mountinfo(k8s, strlen(k8s), &id), 6);
+    ck_assert_str_eq(id.pod_uid, UID);
+    ck_assert_str_eq(id.container_name, "trainer");
+    ck_assert_str_eq(id.container_id, ""); /* a sandbox is not a container */
+    ck_assert_str_eq(id.runtime, "");
+    /* A name already known is kept; junk yields nothing. */
+    memset(&id, 0, sizeof id);
+    snprintf(id.container_name, sizeof id.container_name, "mine");
+    ck_assert_uint_eq(gm_ident_parse_mountinfo(k8s, strlen(k8s), &id), 2);
+    ck_assert_str_eq(id.container_name, "mine");
+    static const char *none[] = {
+        "1 2 0:1 /var/lib/docker/containers/abc/hostname /etc/hostname\n",
+        "1 2 0:1 /var/lib/kubelet/pods/not-a-uid/containers/x/y /z\n",
+        "1 2 0:1 /var/lib/kubelet/pods/" UID "/containers/Bad_Name/1 /z\n",
+        "garbage without fields",
+        "",
+    };
+    for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
+        memset(&id, 0, sizeof id);
+        unsigned f = gm_ident_parse_mountinfo(none[i], strlen(none[i]), &id);
+        ck_assert_msg(f == 0 || (f == 2 && i == 2), "case %zu: %u", i, f);
+        ck_assert_str_eq(id.container_id, "");
+        ck_assert_str_eq(id.container_name, "");
+    }
+}
+END_TEST
+
 START_TEST(test_nslink)
 {
     ck_assert_uint_eq(gm_ident_parse_nslink("pid:[4026531836]"),
@@ -170,9 +234,22 @@ START_TEST(test_copy_hostile)
     ck_assert_uint_eq(strlen(dst.runtime), GM_ID_RUNTIME_LEN - 1);
     ck_assert(strncmp(dst.pod_name, "x_____AAA", 9) == 0);
     ck_assert_uint_eq(dst.flags, GM_ID_F_SET | GM_ID_F_POD_ENV |
-                                 GM_ID_F_POD_CGROUP | GM_ID_F_ALTERED);
+                                 GM_ID_F_POD_CGROUP | GM_ID_F_ALTERED |
+                                 GM_ID_F_MOUNTS);
     for (size_t i = 0; i < sizeof dst.reserved / sizeof dst.reserved[0]; i++)
         ck_assert_uint_eq(dst.reserved[i], 0);
+    /* A clean image copies as it is, not flagged; one bad byte flags it. */
+    struct gm_abi_ident ok;
+    memset(&ok, 0, sizeof ok);
+    ok.flags = GM_ID_F_SET;
+    snprintf(ok.job_id, sizeof ok.job_id, "77");
+    gm_ident_copy(&dst, &ok);
+    ck_assert_uint_eq(dst.flags, GM_ID_F_SET);
+    ck_assert_str_eq(dst.job_id, "77");
+    ok.runtime[0] = '\n';
+    gm_ident_copy(&dst, &ok);
+    ck_assert_uint_eq(dst.flags, GM_ID_F_SET | GM_ID_F_ALTERED);
+    ck_assert_str_eq(dst.runtime, "_");
 }
 END_TEST
 
@@ -213,6 +290,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("ident");
     tcase_add_test(tc, test_cgroup_forms);
     tcase_add_test(tc, test_cgroup_nothing);
+    tcase_add_test(tc, test_mountinfo_forms);
     tcase_add_test(tc, test_nslink);
     tcase_add_test(tc, test_clean);
     tcase_add_test(tc, test_collect_env);

@@ -1029,6 +1029,10 @@ int gm_reader_check_bytes(const void *p, size_t n)
     if (gm_seg_open_mem(&s, img, n, err, sizeof err) != 0)
         goto out;
     rc = 0;
+    struct gm_abi_ident id;
+    char job[GM_ID_NS_LEN + GM_ID_POD_LEN + 2];
+    if (gm_seg_ident(&s, &id) == 0)
+        (void)gm_ident_job(&id, job, sizeof job);
     if (gm_seg_snapshot(&s, snap) >= 0) {
         gm_report_text(snap, 0, text, 65536);
         gm_report_json(snap, GM_REPORT_LIVE, text, 65536);

@@ -168,6 +168,18 @@ static bool want_job(const struct gm_scan_proc *sp, const char *job)
     return job == NULL || gm_ident_match(&sp->p.snap.ident, job);
 }
 
+static int cmp_shown(const void *pa, const void *pb)
+{
+    const struct gm_proc *a = &((const struct gm_scan_proc *)pa)->p;
+    const struct gm_proc *b = &((const struct gm_scan_proc *)pb)->p;
+    int x = gm_proc_shown_pid(a), y = gm_proc_shown_pid(b);
+    x = x > 0 ? x : a->pid;
+    y = y > 0 ? y : b->pid;
+    if (x != y)
+        return (x > y) - (x < y);
+    return (a->pidns > b->pidns) - (a->pidns < b->pidns);
+}
+
 int gm_scan_job(const char *prefix, unsigned flags, const char *job,
                 struct gm_scan *out)
 {
@@ -205,6 +217,9 @@ int gm_scan_job(const char *prefix, unsigned flags, const char *job,
             out->n++;
     }
     gm_locks_free(&lm);
+    /* By the pid shown (host pids of containers' processes among the
+     * others), then the namespace. */
+    qsort(out->procs, out->n, sizeof *out->procs, cmp_shown);
     return (int)out->n;
 }
 
@@ -551,8 +566,12 @@ static void member_commands(const char *prefix, struct gm_scan_group *g)
         struct gm_seg s;
         char err[256];
         g->cmd[i][0] = '\0';
-        if (m->pid <= 0 || gm_seg_open(&s, gm_tool_shm_dir(), prefix, m->pid,
-                                       err, sizeof err) != 0)
+        /* A group of another pid namespace: its members' segments carry
+         * the namespace in their names. */
+        struct gm_seg_id id = { m->pid, g->v.pidns != GM_PIDNS_INIT
+                                            ? g->v.pidns : 0 };
+        if (m->pid <= 0 || gm_seg_open_id(&s, gm_tool_shm_dir(), prefix, &id,
+                                          err, sizeof err) != 0)
             continue;
         if (gm_seg_snapshot(&s, snap) >= 0 &&
             (m->start_ticks == 0 || snap->start_ticks == 0 ||

@@ -64,7 +64,8 @@ struct gm_scan_proc {
 };
 
 struct gm_scan {
-    struct gm_scan_proc *procs;  /* ascending pid (as named), then pidns */
+    struct gm_scan_proc *procs;  /* ascending pid shown (gm_proc_shown_pid,
+                                    else the pid inside), then pidns */
     size_t n;
 };
 

@@ -616,11 +616,28 @@ static int detail_head(const struct gm_top_ent *e, int y)
     char text[GM_ESC_TERM_CAP(GM_ABI_CMDLINE_LEN)];
     char f[16][FIELD];
     const char *items[16];
+    char pid[64];
+    if (e->pidns == 0)
+        snprintf(pid, sizeof pid, "%d", e->show_pid > 0 ? e->show_pid
+                                                          : e->pid);
+    else if (e->show_pid > 0)   /* another pid namespace: both pids */
+        snprintf(pid, sizeof pid, "%d (%d in its namespace)", e->show_pid,
+                 e->pid);
+    else
+        snprintf(pid, sizeof pid, "~%d (in its namespace)", e->pid);
     attron(A_BOLD | COLOR_PAIR(PAIR_TITLE));
-    putf(y++, 0, "DETAIL  pid %d  device %d%s%s%s  %s", e->pid, e->dev,
+    putf(y++, 0, "DETAIL  pid %s  device %d%s%s%s  %s", pid, e->dev,
          e->gone ? "  (" : "", e->gone ? e->state : "", e->gone ? ")" : "",
          gm_esc_term(e->cmd, GM_ESC_ASCII, text, sizeof text));
     attroff(A_BOLD | COLOR_PAIR(PAIR_TITLE));
+    if (strcmp(e->job, "-") != 0) {
+        const struct gm_abi_ident *id = &e->ident;
+        putf(y++, 0, "job %s%s%s%s%s%s%s%s%s", e->job,
+             id->job_user[0] ? "  user " : "", id->job_user,
+             id->container_name[0] ? "  container " : "", id->container_name,
+             id->container_id[0] ? "  id " : "", id->container_id,
+             id->runtime[0] ? "  " : "", id->runtime);
+    }
     size_t n = detail_fields(e, f);
     for (size_t i = 0; i < n; i++)
         items[i] = f[i];
