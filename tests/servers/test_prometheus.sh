@@ -49,6 +49,22 @@ die() { echo "FAIL: $*"; [ -f "$T/prom.log" ] && tail -n 20 "$T/prom.log"; exit 
 
 export GPUMEM_SHM_PREFIX=$PREFIX LD_LIBRARY_PATH=$B/sim
 G=$B/gpumem
+# Stop PIDS so that their figures hold still, and not in the middle of
+# an update: a process stopped inside a device block's seqlock leaves it
+# busy (gpumem ps says "consistent":false, the exporter skips it), so
+# let it run a little and stop it again until every block reads whole.
+hold() { # PID...
+    i=0
+    while [ $i -lt 50 ]; do
+        kill -STOP "$@"
+        sleep 0.05
+        "$G" ps --json --all | grep -q '"consistent":false' || return 0
+        kill -CONT "$@"
+        sleep 0.01
+        i=$((i + 1))
+    done
+    bad "could not stop $* outside an update"
+}
 
 # The exporter, on a port the kernel picks.
 "$G" exporter --listen 127.0.0.1:0 2>"$T/exporter.log" &
@@ -93,7 +109,7 @@ until "$G" ps --json | grep -q "\"pid\":$JOB101,.*\"allocs\":[1-9]"; do
     n=$((n + 1)); [ $n -lt 200 ] || die "job 101 never allocated"
     sleep 0.05
 done
-kill -STOP "$JOB101"
+hold "$JOB101"
 wait "$JOB102" 2>/dev/null
 [ $? -eq 3 ] || bad "job 102 was not refused (exit status of trainsim)"
 head -c 4096 /dev/urandom >/dev/shm/"$PREFIX".999999   # a hostile file

@@ -138,7 +138,14 @@ void gm_metrics_opts_default(struct gm_metrics_opts *o)
 
 /* ---- scrape state -------------------------------------------------------- */
 
-struct member { int pid; uint64_t start_ticks; unsigned group; };
+/* A group member: its pid in its own pid namespace, that namespace as
+ * segment names carry it (0: the initial one), whether it is known. */
+struct member {
+    int pid;
+    uint64_t start_ticks, pidns;
+    bool ns_known;
+    unsigned group;
+};
 
 struct devsum { uint64_t physical, used, procs; bool seen; };
 
@@ -210,7 +217,7 @@ static int add_path(void *arg, const char *path, const char *name)
 }
 
 static void add_member(struct scrape *s, int pid, uint64_t ticks,
-                       unsigned g)
+                       uint64_t group_pidns, unsigned g)
 {
     if (s->nmembers == s->cap_members) {
         size_t cap = s->cap_members ? s->cap_members * 2 : 64;
@@ -222,7 +229,9 @@ static void add_member(struct scrape *s, int pid, uint64_t ticks,
         s->members = p;
         s->cap_members = cap;
     }
-    s->members[s->nmembers++] = (struct member){ pid, ticks, g };
+    s->members[s->nmembers++] = (struct member){
+        pid, ticks, group_pidns == GM_PIDNS_INIT ? 0 : group_pidns,
+        group_pidns != 0, g };
 }
 
 static void group_series(struct scrape *s, const struct gm_group_view *v)
@@ -286,7 +295,8 @@ static unsigned read_groups(struct scrape *s)
         unsigned g = s->ngroups++;
         snprintf(s->gname[g], sizeof s->gname[g], "%s", v->name);
         for (unsigned m = 0; m < v->nmembers && m < GM_GROUP_MAX_MEMBERS; m++)
-            add_member(s, v->member[m].pid, v->member[m].start_ticks, g);
+            add_member(s, v->member[m].pid, v->member[m].start_ticks,
+                       v->pidns, g);
         group_series(s, v);
     }
     free(v);
@@ -294,12 +304,13 @@ static unsigned read_groups(struct scrape *s)
     return s->ngroups;
 }
 
-static const char *group_of(const struct scrape *s, int pid, uint64_t ticks)
+static const char *group_of(const struct scrape *s, int pid, uint64_t pidns,
+                            uint64_t ticks)
 {
     for (size_t i = 0; i < s->nmembers; i++) {
         const struct member *m = &s->members[i];
-        if (m->pid == pid && (m->start_ticks == 0 || ticks == 0 ||
-                              m->start_ticks == ticks))
+        if (m->pid == pid && (!m->ns_known || m->pidns == pidns) &&
+            (m->start_ticks == 0 || ticks == 0 || m->start_ticks == ticks))
             return s->gname[m->group];
     }
     return NULL;
@@ -477,7 +488,7 @@ static void device_series(struct scrape *s, const struct gm_scan_proc *sp,
 static void process_series(struct scrape *s, const struct gm_scan_proc *sp)
 {
     const struct gm_snapshot *sn = &sp->p.snap;
-    const char *group = group_of(s, sp->p.pid, sn->start_ticks);
+    const char *group = group_of(s, sp->p.pid, sp->p.pidns, sn->start_ticks);
     struct gm_expo_buf *lab = &s->lab;
 
     /* The info row: the whole identity, once. */
