@@ -240,6 +240,7 @@ grep -q "cannot open directory $T/nodir" "$T/nd.err" || bad "missing directory n
 
 # The HTTP server.
 if [ -x "$B/gpumem-exporter" ]; then
+    : >"$T/srv.err"
     "$G" exporter --listen 127.0.0.1:0 2>"$T/srv.err" &
     SRV=$!
     PIDS="$PIDS $SRV"

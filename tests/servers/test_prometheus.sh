@@ -67,6 +67,7 @@ hold() { # PID...
 }
 
 # The exporter, on a port the kernel picks.
+: >"$T/exporter.log"
 "$G" exporter --listen 127.0.0.1:0 2>"$T/exporter.log" &
 PIDS="$PIDS $!"
 n=0

@@ -185,7 +185,14 @@ void gm_expo_sample_u64(struct gm_expo_buf *b, const char *name,
                         const char *extra, uint64_t v)
 {
     sample_head(b, name, suffix, labels, extra);
-    gm_expo_printf(b, "%llu\n", (unsigned long long)v);
+    char d[24];
+    size_t k = sizeof d;
+    d[--k] = '\n';
+    do {
+        d[--k] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    gm_expo_put(b, d + k, sizeof d - k);
 }
 
 void gm_expo_sample_f(struct gm_expo_buf *b, const char *name,

@@ -169,6 +169,7 @@ struct scrape {
     struct hami_row *hami;
     size_t nhami, cap_hami;
     struct gm_expo_buf lab;      /* labels being built */
+    char le[GM_ABI_LAT_BUCKETS][32]; /* `le="..."` of each bucket, once */
     size_t text;                 /* bytes in all family buffers */
     bool oom;
 };
@@ -426,13 +427,9 @@ static void latency(struct scrape *s, const char *labels,
     struct gm_expo_buf *b = fam(s, F_LAT);
     const char *name = fams[F_LAT].name;
     uint64_t cum = 0;
-    char le[48];
-    /* Bucket i holds [2^i, 2^(i+1)) ns; the last one is open above. */
     for (unsigned i = 0; i + 1 < GM_ABI_LAT_BUCKETS; i++) {
         cum += d->lat_hist[i];
-        snprintf(le, sizeof le, "le=\"%.12g\"",
-                 (double)(1ull << (i + 1)) * 1e-9);
-        gm_expo_sample_u64(b, name, "_bucket", labels, le, cum);
+        gm_expo_sample_u64(b, name, "_bucket", labels, s->le[i], cum);
     }
     cum += d->lat_hist[GM_ABI_LAT_BUCKETS - 1];
     gm_expo_sample_u64(b, name, "_bucket", labels, "le=\"+Inf\"", cum);
@@ -722,6 +719,10 @@ int gm_metrics_scrape(const struct gm_metrics_opts *o,
     for (int f = 0; f < F_COUNT; f++)
         gm_expo_buf_init(&s->fam[f], o->max_bytes + 65536);
     gm_expo_buf_init(&s->lab, 0);
+    /* Bucket i holds [2^i, 2^(i+1)) ns; the last one is open above. */
+    for (unsigned i = 0; i + 1 < GM_ABI_LAT_BUCKETS; i++)
+        snprintf(s->le[i], sizeof s->le[i], "le=\"%.12g\"",
+                 (double)(1ull << (i + 1)) * 1e-9);
     int rc = 0;
     unsigned groups = read_groups(s);
     unsigned segs = read_processes(s, t0 + o->timeout_ns);
