@@ -261,7 +261,7 @@ const char *gm_proc_state_word(const struct gm_scan_proc *sp)
     return "?";
 }
 
-static bool dev_used(const struct gm_abi_dev *d)
+bool gm_dev_used(const struct gm_abi_dev *d)
 {
     return d->present || d->allocs || d->used || d->refusals;
 }
@@ -275,7 +275,7 @@ size_t gm_scan_rows(const struct gm_scan *sc, struct gm_row *rows,
         size_t before = k;
         for (unsigned d = 0; d < s->dev_count && d < GM_ABI_MAX_DEVICES &&
                              k < max; d++) {
-            if (!dev_used(&s->dev[d]))
+            if (!gm_dev_used(&s->dev[d]))
                 continue;
             rows[k++] = (struct gm_row){ &sc->procs[i], (int)d, &s->dev[d] };
         }
@@ -546,7 +546,7 @@ void gm_proc_print_json(FILE *f, const struct gm_scan_proc *sp,
     char user[64];
     for (unsigned i = 0; i < s->dev_count && i < GM_ABI_MAX_DEVICES; i++) {
         const struct gm_abi_dev *d = &s->dev[i];
-        if (!dev_used(d))
+        if (!gm_dev_used(d))
             continue;
         used += d->used;
         peak += d->peak;
@@ -595,7 +595,7 @@ void gm_proc_print_json(FILE *f, const struct gm_scan_proc *sp,
     if (leak)
         leak_src_open(&ls, sp);
     for (unsigned i = 0; i < s->dev_count && i < GM_ABI_MAX_DEVICES; i++) {
-        if (!dev_used(&s->dev[i]))
+        if (!gm_dev_used(&s->dev[i]))
             continue;
         if (shown++)
             fputc(',', f);
@@ -754,7 +754,7 @@ const char *gm_uuid_short(const unsigned char uuid[16], char *buf,
     return buf;
 }
 
-static void uuid_full(const unsigned char u[16], char *buf, size_t cap)
+void gm_uuid_full(const unsigned char u[16], char *buf, size_t cap)
 {
     static const int dash[] = { 4, 6, 8, 10 };
     size_t k = (size_t)snprintf(buf, cap, "GPU-");
@@ -862,7 +862,7 @@ void gm_gscan_print_text(FILE *f, const struct gm_gscan *gs)
 static void gdev_json(FILE *f, const struct gm_group_view_dev *d, unsigned i)
 {
     char uuid[48];
-    uuid_full(d->uuid, uuid, sizeof uuid);
+    gm_uuid_full(d->uuid, uuid, sizeof uuid);
     fprintf(f, "{\"device\":%u,\"uuid\":\"%s\"", i, uuid);
     jb(f, "physical", d->physical);
     jb(f, "limit", d->limit);
