@@ -22,6 +22,7 @@
 #include "policy/policy.h"
 #include "shim/base/clock.h"
 #include "shim/group/group.h"
+#include "tools/lib/leak.h"
 #include "tools/lib/reader.h"
 #include "tools/lib/util.h"
 
@@ -31,7 +32,8 @@
 enum fam {
     F_INFO, F_START, F_USED, F_PEAK, F_LIMIT, F_CONTEXT, F_POOL,
     F_LIVE_ALLOCS, F_LIVE_BYTES, F_ALLOCS, F_FREES, F_REFUSED, F_SPILLS,
-    F_SPILLED, F_OVER, F_ALLOCATED, F_FRAG, F_FRAG_PEAK, F_LAT, F_EVENTS,
+    F_SPILLED, F_OVER, F_ALLOCATED, F_FRAG, F_FRAG_PEAK, F_GROWTH, F_TO_LIMIT,
+    F_LAT, F_EVENTS,
     F_LOST, F_PINNED,
     F_DEV_PHYS, F_DEV_USED, F_DEV_PROCS,
     F_G_USED, F_G_PEAK, F_G_LIMIT, F_G_MEMBERS,
@@ -79,6 +81,11 @@ static const struct gm_expo_family fams[F_COUNT] = {
         "External fragmentation after the last allocation or free, 0..1" },
     [F_FRAG_PEAK] = { "gpumem_fragmentation_at_peak_ratio", G, "ratio",
         "External fragmentation when the peak was last reached, 0..1" },
+    [F_GROWTH] = { "gpumem_growth_bytes_per_second", G, "bytes_per_second",
+        "Growth of the used floor, fitted over the history (only while "
+        "growing: the leak verdict)" },
+    [F_TO_LIMIT] = { "gpumem_seconds_to_limit", G, NULL,
+        "Forecast seconds until the limit is reached at that growth" },
     [F_LAT] = { "gpumem_alloc_latency_seconds", GM_EXPO_HISTOGRAM, "seconds",
         "Driver time of each allocation (log2 buckets)" },
     [F_EVENTS] = { "gpumem_events_total", C, NULL,
@@ -172,6 +179,9 @@ struct scrape {
     char le[GM_ABI_LAT_BUCKETS][32]; /* `le="..."` of each bucket, once */
     size_t text;                 /* bytes in all family buffers */
     bool oom;
+    /* The process being read: each device's verdict from its history. */
+    bool grows[GM_ABI_MAX_DEVICES];
+    double growth[GM_ABI_MAX_DEVICES], to_limit[GM_ABI_MAX_DEVICES];
 };
 
 static struct gm_expo_buf *fam(struct scrape *s, enum fam f)
@@ -469,6 +479,11 @@ static void device_series(struct scrape *s, const struct gm_scan_proc *sp,
     U(F_ALLOCATED, d->total_bytes);
     D(F_FRAG, (double)d->frag_ppm / 1e6);
     D(F_FRAG_PEAK, (double)d->frag_peak_ppm / 1e6);
+    if (s->grows[dv]) {
+        D(F_GROWTH, s->growth[dv]);
+        if (s->to_limit[dv] == s->to_limit[dv]) /* not NaN */
+            D(F_TO_LIMIT, s->to_limit[dv]);
+    }
     latency(s, L, d);
     if (sp->p.state == GM_SEG_ALIVE) {
         struct devsum *ds = &s->dev[dv];
@@ -540,6 +555,33 @@ static void process_series(struct scrape *s, const struct gm_scan_proc *sp)
     free(plabels);
 }
 
+/* The leak verdict of each device of a live process from its history
+ * alone (tools/lib/leak.c; the ring is not read: a scrape stays cheap),
+ * so growth and the forecast are exported only while a device grows. */
+static void trends(struct scrape *s, const struct gm_seg *seg,
+                   const struct gm_proc *p)
+{
+    memset(s->grows, 0, sizeof s->grows);
+    if (p->state != GM_SEG_ALIVE)
+        return;
+    for (unsigned dv = 0; dv < p->snap.dev_count && dv < GM_ABI_MAX_DEVICES;
+         dv++) {
+        struct gm_leak l;
+        char err[128];
+        if (!gm_dev_used(&p->snap.dev[dv]))
+            continue;
+        if (gm_leak_of_seg(seg, &p->snap, dv, NULL, 0, 0, &l, err,
+                           sizeof err) == 0 &&
+            l.trend.verdict == GM_TREND_GROWS &&
+            l.trend.bytes_per_second == l.trend.bytes_per_second) {
+            s->grows[dv] = true;
+            s->growth[dv] = l.trend.bytes_per_second;
+            s->to_limit[dv] = l.trend.seconds_to_limit;
+        }
+        gm_leak_free(&l);
+    }
+}
+
 /* Opens, copies and exports one segment; false when it was skipped. */
 static bool read_process(struct scrape *s, const struct gm_seg_id *id,
                          const struct gm_locks *lm, struct gm_scan_proc *sp)
@@ -563,6 +605,8 @@ static bool read_process(struct scrape *s, const struct gm_seg_id *id,
     }
     int r = gm_seg_summary_with(&seg, lm, &sp->p);
     snprintf(sp->path, sizeof sp->path, "%s", seg.path);
+    if (r >= 0)
+        trends(s, &seg, &sp->p);
     gm_seg_close(&seg);
     if (r < 0) {
         s->skipped[GM_MX_FAULTED]++;
