@@ -25,6 +25,8 @@
 #   tools/replay/*.c              -> gpumem-replay (run by gpumem replay)
 #   tools/spank/jobspec.c         -> libgmcore.a (the plugin's decisions)
 #   tools/spank/spank_gpumem.c    -> spank_gpumem.so (make spank)
+#   tools/exporter/*.c            -> gpumem-exporter (with libmicrohttpd;
+#                                    skipped, with one line, without it)
 #   tests/unit/test_*.c           Check suites linked with libgmcore.a
 #   tests/sim/test_*.c            Check suites linked with the simulated driver
 #   tests/progs/*.c               helper programs (direct_*.c link the
@@ -87,6 +89,7 @@ SIM_SRC    := $(wildcard tools/sim/*.c)
 SIMNVML_SRC := $(wildcard tools/simnvml/*.c)
 TRAINSIM_SRC := $(wildcard tools/trainsim/*.c)
 REPLAY_SRC := $(wildcard tools/replay/*.c)
+EXPORTER_SRC := $(wildcard tools/exporter/*.c)
 EXPORTS    := shim/intercept/exports.map
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -101,6 +104,7 @@ GPUMEM_BIN := $(BUILD)/gpumem
 TOP_BIN    := $(BUILD)/gpumem-top
 TRAINSIM   := $(BUILD)/gpumem-trainsim
 REPLAY_BIN := $(BUILD)/gpumem-replay
+EXPORTER_BIN := $(BUILD)/gpumem-exporter
 
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 SIMT_SRC  := $(wildcard tests/sim/test_*.c)
@@ -118,6 +122,20 @@ BENCH_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(BENCH_SRC))
 
 PAGES    := $(BUILD)/share/.pages
 PROGRAMS := $(SHIM_SO) $(SIM_SO) $(SIMNVML_SO) $(TRAINSIM) $(REPLAY_BIN) $(GPUMEM_BIN) $(TOP_BIN) $(PAGES)
+
+# The HTTP server of `gpumem exporter` is the one program that links
+# libmicrohttpd; without it the rest builds and `gpumem exporter --once`
+# and --textfile still work.
+HAVE_MHD := $(shell pkg-config --exists libmicrohttpd 2>/dev/null && echo yes)
+ifeq ($(HAVE_MHD),yes)
+MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd)
+MHD_LIBS   := $(shell pkg-config --libs libmicrohttpd)
+ifneq ($(EXPORTER_SRC),)
+PROGRAMS   += $(EXPORTER_BIN)
+endif
+else ifeq ($(filter clean,$(MAKECMDGOALS)),)
+$(info gpumem: skipping gpumem-exporter (libmicrohttpd not found); to build it: sudo apt-get install libmicrohttpd-dev)
+endif
 
 .SECONDARY:
 .PHONY: all check check-lint check-unit check-sim check-integ check-servers tests demo sanitize bench fuzz \
@@ -211,6 +229,10 @@ $(TRAINSIM): $(call obj,$(TRAINSIM_SRC)) $(LIBCORE)
 $(REPLAY_BIN): $(call obj,$(REPLAY_SRC)) $(LIBCORE)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(LIBCORE) $(SYSLIBS)
+$(call obj,$(EXPORTER_SRC)): CFLAGS_ALL += $(MHD_CFLAGS)
+$(EXPORTER_BIN): $(call obj,$(EXPORTER_SRC)) $(BUILD)/obj/tools/cli/cmd_exporter.o $(LIBCORE)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $(filter %.o,$^) $(LIBCORE) $(MHD_LIBS) $(SYSLIBS)
 
 $(GPUMEM_BIN): $(call obj,$(GPUMEM_SRC)) $(LIBCORE)
 	@$(if $(Q),echo "  LD      $@")
@@ -381,6 +403,7 @@ install: all $(if $(SPANK_H),install-spank)
 	install -d $(DESTDIR)$(PREFIX)/lib/gpumem/sim
 	install -m 0755 $(REPLAY_BIN) $(DESTDIR)$(PREFIX)/lib/gpumem/gpumem-replay
 	install -m 0755 $(SIM_SO) $(DESTDIR)$(PREFIX)/lib/gpumem/sim/libcuda.so.1
+	$(if $(filter $(EXPORTER_BIN),$(PROGRAMS)),install -m 0755 $(EXPORTER_BIN) $(DESTDIR)$(PREFIX)/bin/gpumem-exporter)
 	install -m 0644 $(BUILD)/share/man1/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 $(BUILD)/share/man7/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
 	install -m 0644 $(BUILD)/share/bash-completion/gpumem \

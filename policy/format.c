@@ -340,6 +340,13 @@ static void fmt_output(struct out *o, bool json, const struct gm_policy *p)
     fitem(o, json, p, GM_F_SHM_PREFIX, p->shm_prefix, NULL);
     fitem(o, json, p, GM_F_SHM_DIR, p->shm_dir, NULL);
     fitem(o, json, p, GM_F_LOG_LEVEL, gm_log_level_name(p->log_level), NULL);
+    if (p->warn_before_ns == 0)
+        snprintf(t, sizeof t, "0 (off)");
+    else
+        gm_format_duration(p->warn_before_ns, t, sizeof t);
+    snprintf(x, sizeof x, "\"ns\": %llu",
+             (unsigned long long)p->warn_before_ns);
+    fitem(o, json, p, GM_F_WARN_BEFORE, t, x);
     fitem(o, json, p, GM_F_CUDA_LIBRARY, p->cuda_library, NULL);
     fitem(o, json, p, GM_F_ON_BAD_CONFIG, p->on_bad_config == GM_BAD_WARN ? "warn" : "exit", NULL);
     fitem(o, json, p, GM_F_RECORD, p->record_dir[0] ? p->record_dir : "off",

@@ -39,6 +39,7 @@ const char *const gm_pol_field_names[GM_F_COUNT] = {
     [GM_F_SHM_PREFIX] = "GPUMEM_SHM_PREFIX",
     [GM_F_SHM_DIR] = "GPUMEM_SHM_DIR",
     [GM_F_LOG_LEVEL] = "GPUMEM_LOG_LEVEL",
+    [GM_F_WARN_BEFORE] = "GPUMEM_WARN_BEFORE",
     [GM_F_CUDA_LIBRARY] = "GPUMEM_CUDA_LIBRARY",
     [GM_F_ON_BAD_CONFIG] = "GPUMEM_ON_BAD_CONFIG",
     [GM_F_RECORD] = "GPUMEM_RECORD",
@@ -532,6 +533,7 @@ void gm_policy_defaults(struct gm_policy *p)
     memcpy(p->shm_prefix, "gpumem", sizeof "gpumem");
     memcpy(p->shm_dir, "/dev/shm", sizeof "/dev/shm");
     p->log_level = GM_LOG_WARN;
+    p->warn_before_ns = 5 * 60 * NS_PER_S;
     memcpy(p->cuda_library, "libcuda.so.1", sizeof "libcuda.so.1");
     p->on_bad_config = GM_BAD_EXIT;
 }

@@ -38,6 +38,8 @@ static const char F_TELEMETRY[] =
     "use 1 (segment, stats, events, report) or 0 (limits only)";
 static const char F_RING[] = "use a power of two from 1024 to 16777216";
 static const char F_LOG[] = "use quiet, error, warn, info, or debug";
+static const char F_WARN_BEFORE[] =
+    "use a number with ns, us, ms, s, m or h (5m, 90s), or 0 (no warning)";
 static const char F_LIBRARY[] =
     "use the file name or path of the real driver (e.g. libcuda.so.1)";
 static const char F_BAD_CONFIG[] = "use exit or warn";
@@ -598,6 +600,17 @@ static bool apply_log(struct load *c, enum gm_field f, const char *name,
     return true;
 }
 
+static bool apply_warn_before(struct load *c, enum gm_field f,
+                              const char *name, const char *val)
+{
+    if (strcmp(val, "0") == 0) {
+        c->p->warn_before_ns = 0;
+        return true;
+    }
+    return parse_duration(c, f, name, val, val, &c->p->warn_before_ns,
+                          F_WARN_BEFORE);
+}
+
 static bool apply_library(struct load *c, enum gm_field f, const char *name,
                           const char *val)
 {
@@ -661,6 +674,7 @@ const struct gm_pol_option gm_pol_table[] = {
     { GM_F_SHM_PREFIX, apply_prefix },
     { GM_F_SHM_DIR, apply_shm_dir },
     { GM_F_LOG_LEVEL, apply_log },
+    { GM_F_WARN_BEFORE, apply_warn_before },
     { GM_F_CUDA_LIBRARY, apply_library },
     { GM_F_ON_BAD_CONFIG, apply_bad_config },
     { GM_F_RECORD, apply_record },

@@ -87,7 +87,7 @@ enum gm_field {
     GM_F_LIMIT = 0, GM_F_LIMIT_N, GM_F_MODE, GM_F_STATIC_SIZE, GM_F_WARMUP,
     GM_F_HEADROOM, GM_F_ON_OOM, GM_F_GROUP, GM_F_GROUP_LIMIT, GM_F_PRIORITY,
     GM_F_REPORT, GM_F_KEEP, GM_F_TELEMETRY, GM_F_RING_EVENTS, GM_F_SHM_PREFIX,
-    GM_F_SHM_DIR, GM_F_LOG_LEVEL,
+    GM_F_SHM_DIR, GM_F_LOG_LEVEL, GM_F_WARN_BEFORE,
     GM_F_CUDA_LIBRARY, GM_F_ON_BAD_CONFIG, GM_F_RECORD, GM_F_NVML_VIEW,
     GM_F_COUNT
 };
@@ -115,6 +115,8 @@ struct gm_policy {
     char shm_prefix[GM_PREFIX_MAX + 1];         /* default "gpumem" */
     char shm_dir[GM_SHM_DIR_MAX + 1];           /* default "/dev/shm" */
     enum gm_log log_level;
+    uint64_t warn_before_ns;                    /* GPUMEM_WARN_BEFORE, 5 min;
+                                                   0 = no forecast warning */
     char cuda_library[GM_PATH_MAX];             /* default "libcuda.so.1" */
     enum gm_bad_config on_bad_config;
     char record_dir[GM_PATH_MAX];               /* GPUMEM_RECORD, "" = off */

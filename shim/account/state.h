@@ -49,6 +49,8 @@ struct gm_state {
     struct gm_dev dev[GM_MAX_DEVICES];
     pthread_mutex_t dev_lock;
     uint64_t start_ns;
+    _Atomic uint64_t steps;       /* gpumem_step() calls (shim/intercept/
+                                     user.c); stamped on allocations */
 };
 
 /* Globals are hidden: the hooks read them directly, not through the GOT. */

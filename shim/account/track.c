@@ -272,3 +272,26 @@ void gm_track_reset(void)
         atomic_store_explicit(&s->lock.v, 0, memory_order_relaxed);
     }
 }
+
+uint64_t gm_track_walk(void (*fn)(void *ctx, const struct gm_alloc *a),
+                       void *ctx, uint64_t max, bool *truncated)
+{
+    uint64_t n = 0;
+    *truncated = false;
+    for (unsigned i = 0; i < SHARDS && !*truncated; i++) {
+        struct shard *s = &shards[i];
+        gm_spin_lock(&s->lock);
+        for (uint32_t j = 0; j < s->cap; j++) {
+            if (s->slots[j].ns == 0)
+                continue;
+            if (n == max) {
+                *truncated = true;
+                break;
+            }
+            fn(ctx, &s->slots[j]);
+            n++;
+        }
+        gm_spin_unlock(&s->lock);
+    }
+    return n;
+}

@@ -44,8 +44,11 @@ struct gm_alloc {
         uint32_t fragmark; /* device pointers: the fragmentation log's mark
                               of its add (gm_fragq_mark; 0: none) */
     };
+    uint32_t birth_t;  /* CLOCK_REALTIME >> 24 (16.8 ms units, modulo
+                          2^32) when charged; 0 = unknown (OOM ages) */
+    uint32_t birth_step; /* the step count when charged */
 };
-_Static_assert(sizeof(struct gm_alloc) == 32, "gm_alloc: half a cache line");
+_Static_assert(sizeof(struct gm_alloc) == 40, "gm_alloc: 40 bytes");
 
 /* Insert a new entry. If the key is already present (a free we never saw),
  * the old entry is replaced and copied to *old, and 1 is returned; 0 when
@@ -65,6 +68,12 @@ uint64_t gm_track_count(void);
 /* Live entries of namespace ns whose aux is `aux` (a scan of every shard
  * under its lock: for rare paths only, such as a pool's destruction). */
 uint64_t gm_track_count_aux(enum gm_ns ns, uint64_t aux);
+/* Call fn(ctx, entry) for live entries, each shard under its lock, at
+ * most max entries in all (a bound for cold paths: the OOM snapshot).
+ * Returns the number visited; *truncated tells whether entries were left
+ * unvisited. */
+uint64_t gm_track_walk(void (*fn)(void *ctx, const struct gm_alloc *a),
+                       void *ctx, uint64_t max, bool *truncated);
 /* Forget everything (fork child): unmaps the tables. */
 void gm_track_reset(void);
 

@@ -7,6 +7,7 @@
  * A group's limit is always hard: warn lets a request past the process's
  * limit only when the group can still take it.
  */
+#include "shim/admit/oomsnap.h"
 #include "shim/admit/admit.h"
 
 #include <stdio.h>
@@ -98,7 +99,7 @@ enum gm_admit gm_admit_reserve_slow(int dev, struct gm_dev *d, uint64_t size,
     case GM_OOM_FAIL:
         break;
     }
-    gm_tel_refuse(&gm_st.tel, (unsigned)dev, api, size, used,
+    gm_admit_refused(d, (unsigned)dev, api, size, used,
                   gm_budget_limit(&d->budget));
     refusal_message(dev, d, size, api, used, by_group, "refused");
     return GM_ADMIT_REFUSED;

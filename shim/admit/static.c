@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 
+#include "shim/admit/oomsnap.h"
 #include "policy/parse.h"
 #include "shim/telemetry/abi.h"
 #include "shim/admit/admit.h"
@@ -97,7 +98,7 @@ bool gm_arena_try_alloc(int dev, struct gm_dev *d, uint64_t size,
         *rc = r == -EINVAL ? CUDA_ERROR_INVALID_VALUE
                            : CUDA_ERROR_OUT_OF_MEMORY;
         if (r == -ENOMEM) {
-            gm_tel_refuse(&gm_st.tel, (unsigned)dev, api, size,
+            gm_admit_refused(d, (unsigned)dev, api, size,
                           gm_arena_used(a), a->size);
             gm_log(GM_LOG_WARN, "device %d: %s of %llu bytes refused: the "
                    "static arena has no free block that large", dev,

@@ -12,6 +12,7 @@
  * with no current context go to the driver untouched, so the program sees
  * the driver's own error.
  */
+#include "shim/admit/oomsnap.h"
 #include "shim/intercept/lifecycle.h"
 #include "shim/telemetry/abi.h"
 #include "shim/admit/admit.h"
@@ -201,7 +202,7 @@ alloc_async(enum kind k, int dev, struct gm_dev *d, const struct req *r,
     if ((limit != 0 && gm_budget_used(&d->budget) > limit &&
          gm_st.policy.on_oom != GM_OOM_WARN) || GM_UNLIKELY(group_over)) {
         async_undo(dev, d, r, p, pool);
-        gm_tel_refuse(&gm_st.tel, (unsigned)dev, r->api, r->size,
+        gm_admit_refused(d, (unsigned)dev, r->api, r->size,
                       gm_budget_used(&d->budget), limit);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
@@ -483,7 +484,7 @@ static CUresult pitch_common(CUdeviceptr *dptr, size_t *pitch, size_t width,
             gm_real.cuMemFree_v2(p);
         gm_depth--;
         gm_acct_rollback(d, est);
-        gm_tel_refuse(&gm_st.tel, (unsigned)dev, GM_API_MEM_ALLOC_PITCH,
+        gm_admit_refused(d, (unsigned)dev, GM_API_MEM_ALLOC_PITCH,
                       actual, gm_budget_used(&d->budget),
                       gm_budget_limit(&d->budget));
         return CUDA_ERROR_OUT_OF_MEMORY;

@@ -6,6 +6,7 @@
  * requirements say), and pinned host memory (recorded as host memory,
  * never charged to a device).
  */
+#include "shim/admit/oomsnap.h"
 #include "shim/intercept/lifecycle.h"
 #include "shim/telemetry/abi.h"
 #include "shim/admit/admit.h"
@@ -242,7 +243,7 @@ static CUresult array_create_acct(const struct areq *r, void **out)
     if (!gm_admit_adjust(d, r->est, actual)) {
         array_destroy_real(r, *out);
         gm_acct_rollback(d, r->est);
-        gm_tel_refuse(&gm_st.tel, (unsigned)dev, r->api, actual,
+        gm_admit_refused(d, (unsigned)dev, r->api, actual,
                       gm_budget_used(&d->budget), gm_budget_limit(&d->budget));
         return CUDA_ERROR_OUT_OF_MEMORY;
     }

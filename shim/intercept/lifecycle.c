@@ -168,6 +168,8 @@ static void open_telemetry(void)
         .on_oom = (uint32_t)gm_st.policy.on_oom,
         .shm_dir = gm_st.policy.shm_dir,
         .ident = &ident,
+        .warn_before_ns = gm_st.policy.warn_before_ns,
+        .forecast_silent = gm_st.policy.log_level < GM_LOG_WARN,
     };
     char err[256] = "";
     int rc = gm_tel_open(&gm_st.tel, &tp, err, sizeof err);

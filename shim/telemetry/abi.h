@@ -55,6 +55,9 @@ enum gm_ev_kind {
     GM_EV_TRIM,        /* pool trimmed; size = bytes returned */
     GM_EV_RECLAIM,     /* a dead group member's charge reclaimed */
     GM_EV_HOST,        /* pinned host memory (size signed in addr field) */
+    GM_EV_STEP = 14,   /* gpumem_step(): size = step count after it */
+    GM_EV_MARK = 15,   /* gpumem_mark(): addr = mark number (label table) */
+    GM_EV_FORECAST = 16, /* the limit is forecast within GPUMEM_WARN_BEFORE */
     GM_EV_COUNT
 };
 
@@ -68,10 +71,14 @@ const char *gm_ev_kind_name(unsigned kind);
  *   offset 0            struct gm_abi_header       (header_size bytes)
  *   dev_offset          struct gm_abi_dev[dev_slots] (dev_size bytes each)
  *   ring_offset         struct gm_abi_record[ring_capacity] (64 bytes each)
+ *   hist_offset         struct gm_abi_mark[GM_ABI_MARKS], then
+ *                       struct gm_abi_hist[hist_slots]  (history, v3)
  *   total_size          end of file
  *
  * dev_offset = header_size, ring_offset = dev_offset + dev_slots*dev_size,
- * total_size = ring_offset + ring_capacity*record_size. Every offset is a
+ * hist_offset = ring_offset + ring_capacity*record_size, total_size =
+ * hist_offset + hist_size, hist_size = GM_ABI_MARKS*64 + hist_slots*
+ * sizeof(struct gm_abi_hist). Every offset is a
  * multiple of 64. All integers are native-endian (the segment never leaves
  * the machine). Readers refuse a segment whose magic, version or any size
  * differs from what they were built with.
@@ -91,6 +98,11 @@ const char *gm_ev_kind_name(unsigned kind);
  *    record when the slot is busy or newer), stores the fields (release),
  *    then stores seq = i+1 (release). A reader accepts the slot as event i
  *    only when seq == i+1 before and after copying the fields.
+ *  - History buckets and marks: the same per-slot seqlock keyed by the
+ *    bucket's (mark's) index; buckets have one writer at a time (the
+ *    device's roll lock, hist_lock), merges into a coarser bucket mark it
+ *    BUSY again. The OOM snapshot is written once: state 0 -> 1 (claimed,
+ *    compare-exchange) -> 2 (complete, release).
  * ------------------------------------------------------------------------ */
 
 /* "GPUMEMSG" read as a little-endian 64-bit integer. */
@@ -106,6 +118,27 @@ const char *gm_ev_kind_name(unsigned kind);
 #define GM_ABI_POLICY_LEN 512u
 #define GM_ABI_SIZE_BUCKETS 48u     /* bucket b: sizes in [2^b, 2^(b+1)) */
 #define GM_ABI_LAT_BUCKETS 40u      /* bucket b: ns in [2^b, 2^(b+1)) */
+
+/* History (docs/abi.md "History"): tier t bucket i covers
+ * [hist_base_ns + i*W_t, hist_base_ns + (i+1)*W_t), W_t = 1 s * 16^t. */
+#define GM_ABI_HIST_TIERS 3u
+#define GM_ABI_HIST_BUCKETS 512u     /* per tier, a ring keyed by index */
+#define GM_ABI_HIST_FOLD 16u         /* tier t+1 bucket = 16 tier t buckets */
+#define GM_ABI_HIST_TICK_NS 1000000000ull /* tier 0 bucket width */
+#define GM_ABI_HIST_DEVICES 16u      /* devices with a history, at most */
+#define GM_ABI_MARKS 128u            /* label table: the last 128 marks */
+#define GM_ABI_MARK_LABEL 40u        /* bytes, NUL-terminated within */
+#define GM_ABI_OOM_CLASSES 16u       /* OOM snapshot: classes kept */
+
+/* OOM snapshot states. */
+#define GM_ABI_OOM_EMPTY 0u
+#define GM_ABI_OOM_WRITING 1u
+#define GM_ABI_OOM_DONE 2u
+/* OOM snapshot flags. */
+#define GM_ABI_OOMF_FRAG 1u          /* largest_free / frag_ppm are known */
+#define GM_ABI_OOMF_TRUNCATED 2u     /* the walk stopped at its bound */
+#define GM_ABI_OOMF_ARENA 4u         /* static mode: blocks are the arena's,
+                                        not in classes[] */
 
 /* Record seq: bit 63 set while a producer is writing the slot. */
 #define GM_ABI_SEQ_BUSY (1ull << 63)
@@ -180,7 +213,18 @@ struct gm_abi_header {
     char policy[GM_ABI_POLICY_LEN];   /* 640 effective policy summary */
     uint64_t ring_head;          /* 1152  atomic: events claimed so far */
     uint64_t pad_head[7];        /* 1160  keeps ring_head on its own line */
-    uint64_t reserved[8];        /* 1216  zero */
+    /* History (v3): */
+    uint64_t hist_offset;        /* 1216  = ring_offset + ring bytes */
+    uint64_t hist_size;          /* 1224  marks + hist_slots histories */
+    uint32_t hist_slots;         /* 1232  = min(dev_slots, 16) */
+    uint32_t hist_tiers;         /* 1236  GM_ABI_HIST_TIERS */
+    uint32_t hist_buckets;       /* 1240  GM_ABI_HIST_BUCKETS */
+    uint32_t hist_bucket_size;   /* 1244  sizeof(struct gm_abi_bucket) */
+    uint64_t hist_base_ns;       /* 1248  CLOCK_REALTIME ns of bucket 0 */
+    uint64_t steps;              /* 1256  atomic: gpumem_step() calls */
+    uint64_t marks;              /* 1264  atomic: gpumem_mark() calls */
+    uint32_t marks_capacity;     /* 1272  GM_ABI_MARKS */
+    uint32_t hist_dev_size;      /* 1276  sizeof(struct gm_abi_hist) */
     struct gm_abi_ident ident;   /* 1280  job identity */
 };                               /* 2048 */
 
@@ -216,7 +260,15 @@ struct gm_abi_dev {
     uint64_t reserved0[4];       /*  224  zero */
     uint64_t size_hist[GM_ABI_SIZE_BUCKETS]; /* 256 allocation sizes, log2 */
     uint64_t lat_hist[GM_ABI_LAT_BUCKETS];   /* 640 allocation latency, log2 */
-    uint64_t reserved1[8];       /*  960  zero */
+    /* The open history bucket (v3; seqlocked with the block): */
+    uint64_t hist_next_ns;       /*  960  the open bucket ends here (0: none) */
+    uint64_t hist_open;          /*  968  its tier-0 index */
+    uint64_t hist_min;           /*  976  least used seen in it */
+    uint64_t hist_max;           /*  984  greatest used seen in it */
+    uint64_t hist_allocs0;       /*  992  allocs when it opened */
+    uint64_t hist_frees0;        /* 1000  frees when it opened */
+    uint64_t hist_refusals0;     /* 1008  refusals when it opened */
+    uint64_t hist_lock;          /* 1016  atomic: 1 while a roll runs */
 };                               /* 1024 */
 
 struct gm_abi_record {
@@ -233,6 +285,81 @@ struct gm_abi_record {
     uint64_t extra;              /*   56  kind-specific (OOM: the limit) */
 };                               /*   64 */
 
+/* One history bucket (64 bytes). Per-slot seqlock like ring records. */
+struct gm_abi_bucket {
+    uint64_t seq;                /*    0  index+1 when published; BUSY bit */
+    uint64_t used_min;           /*    8  least used in the interval */
+    uint64_t used_max;           /*   16  greatest used in the interval */
+    uint64_t used_last;          /*   24  used at its end */
+    uint64_t live_allocs;        /*   32  live allocations at its end */
+    uint64_t allocs;             /*   40  allocations in the interval */
+    uint64_t frees;              /*   48  releases in the interval */
+    uint32_t refusals;           /*   56  refusals in it (saturated) */
+    uint32_t steps;              /*   60  step count at its end (saturated) */
+};
+
+/* A mark's label (64 bytes); seq = mark number + 1 (BUSY while written). */
+struct gm_abi_mark {
+    uint64_t seq;                /*    0 */
+    uint64_t ts_ns;              /*    8  CLOCK_REALTIME ns */
+    uint64_t step;               /*   16  step count when marked */
+    char label[GM_ABI_MARK_LABEL]; /* 24  valid UTF-8, NUL-terminated */
+};
+
+/* OOM snapshot: one class of live allocations (64 bytes). */
+struct gm_abi_oom_class {
+    uint64_t size_min;           /*    0  smallest allocation in it */
+    uint64_t size_max;           /*    8  largest */
+    uint64_t bytes;              /*   16  their sum */
+    uint64_t count;              /*   24  allocations */
+    uint64_t oldest_ns;          /*   32  CLOCK_REALTIME ns, oldest birth */
+    uint64_t newest_ns;          /*   40  newest birth */
+    uint32_t oldest_step;        /*   48  step count at the oldest birth */
+    uint32_t newest_step;        /*   52  ... at the newest */
+    uint16_t api;                /*   56  enum gm_api */
+    uint16_t size_log2;          /*   58  class: sizes in [2^k, 2^(k+1)) */
+    uint32_t pad;                /*   60  zero */
+};
+
+/* OOM snapshot of a device's first refusal (1152 bytes). */
+struct gm_abi_oom {
+    uint64_t state;              /*    0  atomic: GM_ABI_OOM_* */
+    uint64_t ts_ns;              /*    8  CLOCK_REALTIME ns of the refusal */
+    uint64_t size;               /*   16  bytes requested */
+    uint32_t api;                /*   24  enum gm_api of the request */
+    uint32_t nclasses;           /*   28  classes[] filled, by bytes desc */
+    uint64_t used;               /*   32  device used at the refusal */
+    uint64_t limit;              /*   40  the limit */
+    uint64_t step;               /*   48  step count at the refusal */
+    uint64_t live_allocs;        /*   56  live allocations walked */
+    uint64_t live_bytes;         /*   64  their bytes */
+    uint64_t largest_free;       /*   72  largest free gap (OOMF_FRAG) */
+    uint64_t frag_ppm;           /*   80  fragmentation (OOMF_FRAG) */
+    uint32_t flags;              /*   88  GM_ABI_OOMF_* */
+    uint32_t pad;                /*   92  zero */
+    uint64_t other_count;        /*   96  allocations outside classes[] */
+    uint64_t other_bytes;        /*  104  their bytes */
+    uint64_t reserved[2];        /*  112  zero */
+    struct gm_abi_oom_class classes[GM_ABI_OOM_CLASSES]; /* 128 */
+};
+
+/* One device's history: the OOM snapshot and three tiers of buckets. */
+struct gm_abi_hist {
+    struct gm_abi_oom oom;       /*     0 */
+    struct gm_abi_bucket tier[GM_ABI_HIST_TIERS][GM_ABI_HIST_BUCKETS];
+};                               /* 1152 + 98304 = 99456 */
+
+_Static_assert(sizeof(struct gm_abi_bucket) == 64, "bucket size");
+_Static_assert(sizeof(struct gm_abi_mark) == 64, "mark size");
+_Static_assert(sizeof(struct gm_abi_oom_class) == 64, "oom class size");
+_Static_assert(sizeof(struct gm_abi_oom) == 1152, "oom size");
+_Static_assert(offsetof(struct gm_abi_oom, classes) == 128, "oom classes");
+_Static_assert(sizeof(struct gm_abi_hist) == 99456, "hist size");
+_Static_assert(offsetof(struct gm_abi_header, hist_offset) == 1216,
+               "hist_offset");
+_Static_assert(offsetof(struct gm_abi_header, steps) == 1256, "steps");
+_Static_assert(offsetof(struct gm_abi_dev, hist_next_ns) == 960,
+               "hist_next_ns");
 _Static_assert(sizeof(struct gm_abi_header) == 2048, "header size");
 _Static_assert(offsetof(struct gm_abi_header, flags) == 68, "flags");
 _Static_assert(offsetof(struct gm_abi_header, ring_dropped) == 120,

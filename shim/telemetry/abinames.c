@@ -15,6 +15,8 @@ const char *gm_ev_kind_name(unsigned kind)
         [GM_EV_OVER_LIMIT] = "over_limit", [GM_EV_WAIT_BEGIN] = "wait_begin",
         [GM_EV_WAIT_END] = "wait_end", [GM_EV_TRIM] = "trim",
         [GM_EV_RECLAIM] = "reclaim", [GM_EV_HOST] = "host",
+        [GM_EV_STEP] = "step", [GM_EV_MARK] = "mark",
+        [GM_EV_FORECAST] = "forecast",
     };
     return kind < GM_EV_COUNT && names[kind] ? names[kind] : "?";
 }

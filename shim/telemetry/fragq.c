@@ -117,3 +117,23 @@ void gm_fragq_wait_slot(struct gm_fragq *q, uint64_t t,
         }
     }
 }
+
+bool gm_fragq_peek(struct gm_fragq *q, uint64_t *largest, uint32_t *ppm,
+                   gm_fragq_publish publish, void *ctx)
+{
+    if (!take_role(q))
+        return false;
+    apply_ready(q);
+    bool any = q->set.count > 0;
+    if (any) {
+        *largest = q->set.largest;
+        *ppm = gm_frag_ppm(&q->set);
+    }
+    uint32_t now = gm_frag_ppm(&q->set);
+    if (now != q->published) {
+        q->published = now;
+        publish(ctx, now);
+    }
+    __atomic_store_n(&q->busy, 0, __ATOMIC_SEQ_CST);
+    return any;
+}

@@ -82,6 +82,13 @@ typedef void (*gm_fragq_publish)(void *ctx, uint32_t ppm);
 void gm_fragq_init(struct gm_fragq *q);
 /* Release the tracker's memory; the queue is reusable after _init. */
 void gm_fragq_destroy(struct gm_fragq *q);
+/* Cold (the OOM snapshot): the tracker's largest gap and figure, with
+ * every published operation applied first. False, nothing set, when the
+ * applier role is taken (another thread is updating it) or the tracker
+ * holds no interval. */
+bool gm_fragq_peek(struct gm_fragq *q, uint64_t *largest, uint32_t *ppm,
+                   gm_fragq_publish publish, void *ctx);
+
 
 /* Bring the tracker up to date with every published operation and
  * publish the figure if it changed. Returns at once when another thread

@@ -122,6 +122,110 @@ static uint64_t since_start_ms(const struct gm_snapshot *s, uint64_t ns)
                                      : 0;
 }
 
+/* ---- the OOM snapshot ------------------------------------------------------ */
+
+size_t gm_format_size_short(uint64_t bytes, char *buf, size_t cap)
+{
+    static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB",
+                                        "PiB", "EiB" };
+    unsigned u = 0;
+    while (u < 6 && bytes >= (1ull << (10 * (u + 1))))
+        u++;
+    uint64_t whole = bytes >> (10 * u);
+    uint64_t rest = u ? bytes & ((1ull << (10 * u)) - 1) : 0;
+    /* Tenths, rounded; 9.96 GiB reads "10.0 GiB". */
+    uint64_t tenths = u ? (rest * 10 + (1ull << (10 * u - 1))) >> (10 * u)
+                        : 0;
+    if (tenths == 10) {
+        whole++;
+        tenths = 0;
+        if (whole == 1024 && u < 6) { /* 1023.96 MiB reads "1.0 GiB" */
+            whole = 1;
+            u++;
+        }
+    }
+    int n = rest == 0 ? snprintf(buf, cap, "%llu %s",
+                                 (unsigned long long)whole, unit[u])
+                      : snprintf(buf, cap, "%llu.%llu %s",
+                                 (unsigned long long)whole,
+                                 (unsigned long long)tenths, unit[u]);
+    return n < 0 ? 0 : (size_t)n;
+}
+
+/* "12.5 s" from nanoseconds. */
+static void fmt_secs(uint64_t ns, char *buf, size_t cap)
+{
+    uint64_t tenths = (ns + 50000000) / 100000000;
+    snprintf(buf, cap, "%llu.%llu s", (unsigned long long)(tenths / 10),
+             (unsigned long long)(tenths % 10));
+}
+
+size_t gm_report_oom_line(const struct gm_abi_oom *o, uint64_t start_ns,
+                          bool steps_known, char *buf, size_t cap)
+{
+    struct out out = { buf, cap, 0 };
+    if (cap > 0)
+        buf[0] = '\0';
+    char req[32], used[32], t[32];
+    gm_format_size_short(o->size, req, sizeof req);
+    gm_format_size_short(o->used, used, sizeof used);
+    if (steps_known) {
+        emit(&out, "refused %s at step %llu", req,
+             (unsigned long long)o->step);
+    } else {
+        fmt_secs(o->ts_ns > start_ns ? o->ts_ns - start_ns : 0, t, sizeof t);
+        emit(&out, "refused %s at %s", req, t);
+    }
+    emit(&out, ": %s used", used);
+    if (o->nclasses > 0) {
+        const struct gm_abi_oom_class *c = &o->classes[0];
+        char lo[32], hi[32];
+        gm_format_size_short(c->size_min, lo, sizeof lo);
+        gm_format_size_short(c->size_max, hi, sizeof hi);
+        uint64_t pct = o->used ? (c->bytes >= UINT64_MAX / 100
+                                      ? c->bytes / (o->used / 100 + 1)
+                                      : (c->bytes * 100 + o->used / 2) /
+                                            o->used)
+                               : 0;
+        emit(&out, ", %llu%% in %llu block%s of ", (unsigned long long)pct,
+             (unsigned long long)c->count, c->count == 1 ? "" : "s");
+        char *ulo = strchr(lo, ' '), *uhi = strchr(hi, ' ');
+        if (c->size_min == c->size_max)
+            emit(&out, "%s", lo);
+        else if (ulo && uhi && strcmp(ulo, uhi) == 0)
+            emit(&out, "%.*s-%s", (int)(ulo - lo), lo, hi); /* "16-24 MiB" */
+        else
+            emit(&out, "%s-%s", lo, hi);
+        uint64_t span = o->step > c->oldest_step ? o->step - c->oldest_step
+                                                 : 0;
+        if (steps_known && span > 0)
+            emit(&out, " allocated over the last %llu step%s",
+                 (unsigned long long)span, span == 1 ? "" : "s");
+        else if (steps_known)
+            emit(&out, " allocated in this step");
+        else if (c->oldest_ns != 0) {
+            fmt_secs(o->ts_ns > c->oldest_ns ? o->ts_ns - c->oldest_ns : 0,
+                     t, sizeof t);
+            emit(&out, " allocated over the last %s", t);
+        }
+    } else if (o->flags & GM_ABI_OOMF_ARENA) {
+        emit(&out, ", in the static arena's blocks");
+    } else {
+        emit(&out, ", no live allocation of its own");
+    }
+    if (o->flags & GM_ABI_OOMF_FRAG) {
+        char gap[32];
+        gm_format_size_short(o->largest_free, gap, sizeof gap);
+        uint64_t tenths = (o->frag_ppm + 500) / 1000;
+        emit(&out, "; largest free gap %s (frag %llu.%llu%%)", gap,
+             (unsigned long long)(tenths / 10),
+             (unsigned long long)(tenths % 10));
+    }
+    if (o->flags & GM_ABI_OOMF_TRUNCATED)
+        emit(&out, " (allocation table walk truncated)");
+    return finish(&out);
+}
+
 /* ---- text ---------------------------------------------------------------- */
 
 static void text_device(struct out *o, const struct gm_snapshot *s,
@@ -176,6 +280,12 @@ static void text_device(struct out *o, const struct gm_snapshot *s,
     if (s->dev_state[i] != GM_SNAP_OK)
         emit(o, " (inconsistent snapshot)");
     emit_char(o, '\n');
+    if (i < GM_ABI_HIST_DEVICES && s->oom[i].state == GM_ABI_OOM_DONE) {
+        char line[512];
+        gm_report_oom_line(&s->oom[i], s->start_realtime_ns, s->steps > 0,
+                           line, sizeof line);
+        emit(o, "gpumem: device %u: %s\n", i, line);
+    }
 }
 
 size_t gm_report_text(const struct gm_snapshot *s, unsigned flags, char *buf,
@@ -243,6 +353,61 @@ static void json_u64(struct out *o, const char *key, uint64_t v, bool comma)
     emit(o, "\"%s\":%llu%s", key, (unsigned long long)v, comma ? "," : "");
 }
 
+/* Seconds with millisecond precision, "12.345". */
+static void json_secs(struct out *o, const char *key, uint64_t ns, bool comma)
+{
+    uint64_t ms = ns / 1000000;
+    emit(o, "\"%s\":%llu.%03llu%s", key, (unsigned long long)(ms / 1000),
+         (unsigned long long)(ms % 1000), comma ? "," : "");
+}
+
+static void json_oom(struct out *o, const struct gm_abi_oom *m)
+{
+    emit(o, "{");
+    json_u64(o, "ts_ns", m->ts_ns, true);
+    json_u64(o, "size", m->size, true);
+    emit(o, "\"api\":");
+    json_string(o, gm_api_name(m->api));
+    emit_char(o, ',');
+    json_u64(o, "used", m->used, true);
+    json_u64(o, "limit", m->limit, true);
+    json_u64(o, "step", m->step, true);
+    json_u64(o, "live_allocs", m->live_allocs, true);
+    json_u64(o, "live_bytes", m->live_bytes, true);
+    if (m->flags & GM_ABI_OOMF_FRAG) {
+        json_u64(o, "largest_free", m->largest_free, true);
+        json_u64(o, "frag_ppm", m->frag_ppm, true);
+    } else {
+        emit(o, "\"largest_free\":null,\"frag_ppm\":null,");
+    }
+    json_u64(o, "other_count", m->other_count, true);
+    json_u64(o, "other_bytes", m->other_bytes, true);
+    emit(o, "\"truncated\":%s,\"arena\":%s,\"classes\":[",
+         m->flags & GM_ABI_OOMF_TRUNCATED ? "true" : "false",
+         m->flags & GM_ABI_OOMF_ARENA ? "true" : "false");
+    for (uint32_t k = 0; k < m->nclasses && k < GM_ABI_OOM_CLASSES; k++) {
+        const struct gm_abi_oom_class *c = &m->classes[k];
+        emit(o, "%s{\"api\":", k ? "," : "");
+        json_string(o, gm_api_name(c->api));
+        emit_char(o, ',');
+        json_u64(o, "size_min", c->size_min, true);
+        json_u64(o, "size_max", c->size_max, true);
+        json_u64(o, "count", c->count, true);
+        json_u64(o, "bytes", c->bytes, true);
+        json_u64(o, "oldest_step", c->oldest_step, true);
+        json_u64(o, "newest_step", c->newest_step, true);
+        if (c->oldest_ns != 0 && m->ts_ns >= c->newest_ns &&
+            c->newest_ns >= c->oldest_ns) {
+            json_secs(o, "age_oldest_s", m->ts_ns - c->oldest_ns, true);
+            json_secs(o, "age_newest_s", m->ts_ns - c->newest_ns, false);
+        } else {
+            emit(o, "\"age_oldest_s\":null,\"age_newest_s\":null");
+        }
+        emit_char(o, '}');
+    }
+    emit(o, "]}");
+}
+
 static void json_device(struct out *o, const struct gm_snapshot *s,
                         unsigned i)
 {
@@ -278,7 +443,12 @@ static void json_device(struct out *o, const struct gm_snapshot *s,
     json_u64(o, "alloc_latency_p99_ns",
              gm_hist_quantile(d->lat_hist, GM_ABI_LAT_BUCKETS, 990), true);
     json_u64(o, "alloc_latency_mean_ns",
-             d->allocs ? d->lat_sum_ns / d->allocs : 0, false);
+             d->allocs ? d->lat_sum_ns / d->allocs : 0, true);
+    emit(o, "\"oom\":");
+    if (i < GM_ABI_HIST_DEVICES && s->oom[i].state == GM_ABI_OOM_DONE)
+        json_oom(o, &s->oom[i]);
+    else
+        emit(o, "null");
     emit_char(o, '}');
 }
 
@@ -302,6 +472,8 @@ size_t gm_report_json(const struct gm_snapshot *s, unsigned flags, char *buf,
     json_u64(&o, "events_written", s->ring_head, true);
     json_u64(&o, "events_dropped", s->ring_dropped, true);
     json_u64(&o, "events_lost", gm_snapshot_events_lost(s), true);
+    json_u64(&o, "steps", s->steps, true);
+    json_u64(&o, "marks", s->marks, true);
     emit(&o, "\"devices\":[");
     unsigned shown = 0;
     for (unsigned i = 0; i < s->dev_count && i < GM_ABI_MAX_DEVICES; i++) {
@@ -327,6 +499,7 @@ size_t gm_report_from_segment(const struct gm_abi_header *hdr, bool json,
     if (hdr == NULL || __atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
         return 0;
     gm_tel_read(hdr, hdr->dev_slots, hdr->ring_capacity, &snap);
+    gm_tel_read_oom(hdr, hdr->dev_slots, hdr->ring_capacity, &snap);
     size_t n = json ? gm_report_json(&snap, 0, buf, cap)
                     : gm_report_text(&snap, 0, buf, cap);
     __atomic_store_n(&busy, 0, __ATOMIC_RELEASE);

@@ -36,6 +36,17 @@ size_t gm_report_json(const struct gm_snapshot *s, unsigned flags, char *buf,
 size_t gm_report_from_segment(const struct gm_abi_header *hdr, bool json,
                               char *buf, size_t cap);
 
+/* The OOM snapshot in one line (no prefix, no newline): "refused 256 MiB
+ * at step 412: 3.9 GiB used, 61% in 128 blocks of 16 MiB allocated over
+ * the last 300 steps", then "; largest free gap 12 MiB (frag 4.1%)" when
+ * fragmentation is tracked. Without steps (steps_known false) the time
+ * since start_ns replaces the step ("at 12.5 s") and ages replace step
+ * counts ("over the last 9.8 s"). Definitions: docs/metrics.md. */
+size_t gm_report_oom_line(const struct gm_abi_oom *o, uint64_t start_ns,
+                          bool steps_known, char *buf, size_t cap);
+/* "256 MiB", "3.9 GiB", "512 B": binary units, no decimal when whole. */
+size_t gm_format_size_short(uint64_t bytes, char *buf, size_t cap);
+
 /* True when a device block shows any use worth a report block. */
 bool gm_report_dev_used(const struct gm_abi_dev *d);
 

@@ -23,6 +23,8 @@
 #include "shim/base/msg.h"
 #include "shim/telemetry/telemetry.h"
 #include "shim/telemetry/telwrite.h"
+#include "shim/telemetry/hist.h"
+#include "shim/telemetry/forecast.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -51,7 +53,9 @@
     X(context_bytes) X(pool_reserve) X(allocs) X(frees) X(refusals)         \
     X(spills) X(spilled_bytes) X(over_limit) X(total_bytes) X(live_allocs)  \
     X(live_bytes) X(frag_ppm) X(frag_peak_ppm) X(waits) X(trims)            \
-    X(trimmed_bytes) X(reclaims) X(reclaimed_bytes) X(last_ns) X(lat_sum_ns)
+    X(trimmed_bytes) X(reclaims) X(reclaimed_bytes) X(last_ns) X(lat_sum_ns) \
+    X(hist_next_ns) X(hist_open) X(hist_min) X(hist_max) X(hist_allocs0)    \
+    X(hist_frees0) X(hist_refusals0) X(hist_lock)
 
 /* ---- geometry ----------------------------------------------------------- */
 
@@ -72,11 +76,23 @@ static uint32_t dev_slots(uint32_t want)
     return want == 0 || want > GM_ABI_MAX_DEVICES ? GM_ABI_MAX_DEVICES : want;
 }
 
+static uint32_t hist_slots(uint32_t dev)
+{
+    return dev < GM_ABI_HIST_DEVICES ? dev : GM_ABI_HIST_DEVICES;
+}
+
+static size_t hist_size(uint32_t slots)
+{
+    return (size_t)GM_ABI_MARKS * sizeof(struct gm_abi_mark) +
+           (size_t)hist_slots(slots) * sizeof(struct gm_abi_hist);
+}
+
 size_t gm_tel_layout_size(uint32_t ring_events, uint32_t slots)
 {
     return sizeof(struct gm_abi_header) +
            (size_t)dev_slots(slots) * sizeof(struct gm_abi_dev) +
-           (size_t)ring_cap(ring_events) * sizeof(struct gm_abi_record);
+           (size_t)ring_cap(ring_events) * sizeof(struct gm_abi_record) +
+           hist_size(dev_slots(slots));
 }
 
 /* ---- writer: stats ------------------------------------------------------ */
@@ -344,12 +360,21 @@ static void init_image(struct gm_abi_header *h, uint32_t cap, uint32_t slots,
     h->ring_capacity = cap;
     h->dev_offset = sizeof *h;
     h->ring_offset = sizeof *h + (uint64_t)slots * sizeof(struct gm_abi_dev);
-    h->total_size =
+    h->hist_offset =
         h->ring_offset + (uint64_t)cap * sizeof(struct gm_abi_record);
+    h->hist_size = hist_size(slots);
+    h->hist_slots = hist_slots(slots);
+    h->hist_tiers = GM_ABI_HIST_TIERS;
+    h->hist_buckets = GM_ABI_HIST_BUCKETS;
+    h->hist_bucket_size = sizeof(struct gm_abi_bucket);
+    h->marks_capacity = GM_ABI_MARKS;
+    h->hist_dev_size = sizeof(struct gm_abi_hist);
+    h->total_size = h->hist_offset + h->hist_size;
     h->pid = (uint32_t)getpid();
     h->mode = p->mode;
     h->on_oom = p->on_oom;
     h->created_ns = gm_clock_realtime_ns();
+    h->hist_base_ns = h->created_ns;
     uint64_t ticks;
     if (gm_proc_start_ticks(0, &ticks) == 0) {
         h->start_ticks = ticks;
@@ -358,6 +383,7 @@ static void init_image(struct gm_abi_header *h, uint32_t cap, uint32_t slots,
     if (h->start_realtime_ns == 0 || h->start_realtime_ns > h->created_ns)
         h->start_realtime_ns = h->created_ns;
     read_cmdline(h->cmdline, sizeof h->cmdline);
+    gm_forecast_configure(p->warn_before_ns, p->forecast_silent);
     if (p->policy_summary != NULL)
         snprintf(h->policy, sizeof h->policy, "%s", p->policy_summary);
     if (p->ident != NULL)
@@ -549,6 +575,7 @@ void gm_tel_close(struct gm_tel *t, bool keep)
     struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL)
         return;
+    gm_hist_flush(h);
     TW_ST_REL(&h->closed_ns, gm_clock_realtime_ns());
     __atomic_fetch_or(&h->flags, GM_ABI_F_CLOSED | (keep ? GM_ABI_F_KEPT : 0u),
                       __ATOMIC_RELEASE);
@@ -581,6 +608,7 @@ void gm_tel_forget(struct gm_tel *t)
     t->map_len = 0;
     __atomic_store_n(&t->hdr, NULL, __ATOMIC_RELEASE);
     gm_thread_id_reset();
+    gm_forecast_configure(0, true); /* the child's segment sets its own */
 }
 
 /* ---- read side ---------------------------------------------------------- */
@@ -696,6 +724,10 @@ int gm_tel_read(const struct gm_abi_header *h, uint32_t slots, uint32_t cap,
     memcpy(out->policy, h->policy, sizeof out->policy);
     out->policy[sizeof out->policy - 1] = '\0';
     gm_ident_copy(&out->ident, &h->ident);
+    out->steps = TW_LD_ACQ(&h->steps);
+    out->marks = TW_LD_ACQ(&h->marks);
+    out->hist_base_ns = h->hist_base_ns;
+    memset(out->oom, 0, sizeof out->oom);
     out->dev_slots = slots;
     uint64_t seen = TW_LD_ACQ(&h->dev_seen);
     out->dev_count = seen < slots ? (uint32_t)seen : slots;
@@ -709,12 +741,36 @@ int gm_tel_read(const struct gm_abi_header *h, uint32_t slots, uint32_t cap,
     return bad;
 }
 
+void gm_tel_read_oom(const struct gm_abi_header *h, uint32_t slots,
+                     uint32_t cap, struct gm_snapshot *out)
+{
+    memset(out->oom, 0, sizeof out->oom);
+    uint32_t hslots = slots < GM_ABI_HIST_DEVICES ? slots
+                                                  : GM_ABI_HIST_DEVICES;
+    const char *base = (const char *)h + sizeof *h +
+                       (size_t)slots * sizeof(struct gm_abi_dev) +
+                       (size_t)cap * sizeof(struct gm_abi_record) +
+                       (size_t)GM_ABI_MARKS * sizeof(struct gm_abi_mark);
+    const struct gm_abi_hist *hs = (const struct gm_abi_hist *)base;
+    for (uint32_t i = 0; i < out->dev_count && i < hslots; i++) {
+        /* Pairs with gm_hist_oom_write's release of DONE; the fields
+         * never change after it. */
+        if (TW_LD_ACQ(&hs[i].oom.state) != GM_ABI_OOM_DONE)
+            continue;
+        memcpy(&out->oom[i], &hs[i].oom, sizeof out->oom[i]);
+        if (out->oom[i].nclasses > GM_ABI_OOM_CLASSES)
+            out->oom[i].nclasses = GM_ABI_OOM_CLASSES;
+    }
+}
+
 int gm_tel_snapshot(const struct gm_tel *t, struct gm_snapshot *out)
 {
     const struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL)
         return -1;
-    return gm_tel_read(h, h->dev_slots, h->ring_capacity, out);
+    int bad = gm_tel_read(h, h->dev_slots, h->ring_capacity, out);
+    gm_tel_read_oom(h, h->dev_slots, h->ring_capacity, out);
+    return bad;
 }
 
 uint64_t gm_snapshot_events_lost(const struct gm_snapshot *s)

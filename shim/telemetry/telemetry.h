@@ -38,6 +38,8 @@ struct gm_tel_params {
                                     pass gm_shm_dir_check, else private */
     uint32_t dev_slots;          /* device blocks; 0 = GM_ABI_MAX_DEVICES */
     const struct gm_abi_ident *ident; /* job identity; NULL: none recorded */
+    uint64_t warn_before_ns;     /* forecast warning threshold; 0 = none */
+    bool forecast_silent;        /* the forecast's record without its line */
 };
 
 struct gm_tel {
@@ -184,7 +186,13 @@ struct gm_snapshot {
     char cmdline[GM_ABI_CMDLINE_LEN];       /* NUL-terminated */
     char policy[GM_ABI_POLICY_LEN];         /* NUL-terminated */
     struct gm_abi_ident ident;   /* cleaned copy (gm_ident_copy) */
+    uint64_t steps;              /* header: gpumem_step() calls */
+    uint64_t marks;              /* header: gpumem_mark() calls */
+    uint64_t hist_base_ns;       /* header: the history's bucket 0 */
     struct gm_abi_dev dev[GM_ABI_MAX_DEVICES]; /* seq/lock fields: copies */
+    /* The OOM snapshots of the first devices (state GM_ABI_OOM_DONE when
+     * copied, else zero): gm_tel_read_oom or the reader's file path. */
+    struct gm_abi_oom oom[GM_ABI_HIST_DEVICES];
 };
 
 /* Snapshot of the writer's own segment (the exit report). Returns the
@@ -197,6 +205,12 @@ int gm_tel_snapshot(const struct gm_tel *t, struct gm_snapshot *out);
  * NUL-terminated in the copy. Returns the number of devices not GM_SNAP_OK. */
 int gm_tel_read(const struct gm_abi_header *h, uint32_t slots, uint32_t cap,
                 struct gm_snapshot *out);
+
+/* Copy the complete OOM snapshots of the first min(dev_count, 16)
+ * devices into out->oom (others zeroed), addressing the history region
+ * from the trusted geometry (`slots`, `cap`), never from the header. */
+void gm_tel_read_oom(const struct gm_abi_header *h, uint32_t slots,
+                     uint32_t cap, struct gm_snapshot *out);
 
 /* Seqlock copy of one device block: at most 64 attempts with a short
  * bounded backoff. Returns enum gm_snap_state (OK, BUSY or INSANE). */

@@ -18,6 +18,14 @@
 #include "shim/base/clock.h"
 #include "shim/telemetry/telemetry.h"
 
+/* The history's hot-path code (the bucket compare, the open bucket's
+ * extremes) is compiled in unless a measurement turns it off:
+ * tests/bench/bench_histoff.c builds the writer with GM_TW_HISTORY 0 so
+ * that `make bench` can count what the history adds to an event. */
+#ifndef GM_TW_HISTORY
+#define GM_TW_HISTORY 1
+#endif
+
 #define TW_LD_RLX(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #define TW_LD_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define TW_ST_RLX(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
@@ -26,6 +34,15 @@
 /* First use of a device: present = 1, dev_seen = max(dev_seen, dev+1). */
 void gm_tw_mark_present(struct gm_abi_header *h, struct gm_abi_dev *d,
                         unsigned dev) __attribute__((cold));
+
+/* History (shim/telemetry/hist.c), cold: the event at `now` on device
+ * block d (entered by the caller) is past the open bucket: close it, fold
+ * it into the coarser tiers, open the bucket of `now`. The block's
+ * figures are still those before the event's own update (the end of the
+ * closed bucket). Returns without rolling when another thread holds the
+ * device's roll lock (the next event tries again). */
+void gm_hist_roll(struct gm_abi_header *h, struct gm_abi_dev *d,
+                  unsigned dev, uint64_t now) __attribute__((cold));
 
 static inline struct gm_abi_header *tw_tel_hdr(const struct gm_tel *t)
 {
@@ -107,6 +124,12 @@ tw_stats_enter(struct gm_abi_header *h, unsigned dev, uint64_t now,
     __atomic_fetch_add(&d->wbegin, 1, __ATOMIC_ACQ_REL);
     if (!known && __builtin_expect(tw_get(&d->present) == 0, 0))
         gm_tw_mark_present(h, d, dev);
+    /* History: the one compare per event; the roll is cold. It runs
+     * before this event's updates, so the closed bucket ends with the
+     * figures of the event before. */
+    if (GM_TW_HISTORY &&
+        __builtin_expect(now >= tw_get(&d->hist_next_ns), 0))
+        gm_hist_roll(h, d, dev, now);
     tw_put(&d->last_ns, now);
     return d;
 }
@@ -126,10 +149,27 @@ static inline void tw_stats_end(struct gm_abi_dev *d)
 /* used = the figure given (concurrent writers may store theirs out of
  * order; the next event or gm_tel_sync corrects it); peak never falls
  * below any used stored, since each writer raises it before leaving. */
+/* f = min(f, v). */
+static inline void tw_lower_to(uint64_t *f, uint64_t v)
+{
+    uint64_t o = TW_LD_RLX(f);
+    while (v < o) {
+        if (__atomic_compare_exchange_n(f, &o, v, true, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED))
+            return;
+    }
+}
+
 static inline void tw_set_used_peak(struct gm_abi_dev *d, uint64_t used,
                                  uint64_t peak, uint64_t now)
 {
     tw_put(&d->used, used);
+    /* The open history bucket's extremes (a compare each; the store only
+     * when beyond). */
+    if (GM_TW_HISTORY) {
+        tw_raise_to(&d->hist_max, used);
+        tw_lower_to(&d->hist_min, used);
+    }
     if (peak < used)
         peak = used;
     if (tw_raise_to(&d->peak, peak)) {

@@ -6,6 +6,9 @@
 #    of N2 pairs (start-up cancels), with the shim minus without it; with
 #    all telemetry on (the default) and with GPUMEM_TELEMETRY=0.
 #    Also with K other allocations live (0 / 1k / 10k / 100k).
+#    Then what the history adds to the telemetry writer: bench_hist minus
+#    bench_histoff (the same event loop with the history's hot-path code
+#    compiled out), callgrind marginal per alloc+free event pair.
 # 2. Nanoseconds per pair, native, same loops, median of 5 runs; and by
 #    thread count (1/2/4/8 threads at once, median of 5 interleaved
 #    rounds of driver, telemetry and limits-only runs).
@@ -89,6 +92,18 @@ if command -v valgrind >/dev/null 2>&1; then
         printf '%-10s %12s %12s %12s\n' "$SIZE" "$d" "$g" "$s"
     done
     SIZE=1048576
+    echo
+    hist_instr() { # bench pairs
+        valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+            "$ABS/tests/bench/$1" --pairs "$2" 2>&1 >/dev/null |
+            sed -n 's/.*Collected : \([0-9]*\).*/\1/p' | tail -n 1
+    }
+    H1=20000; H2=120000
+    on=$(( ($(hist_instr bench_hist $H2) - $(hist_instr bench_hist $H1)) / (H2 - H1) ))
+    off=$(( ($(hist_instr bench_histoff $H2) - $(hist_instr bench_histoff $H1)) / (H2 - H1) ))
+    echo "History: instructions per alloc+free event pair in the telemetry writer (callgrind, marginal over $H1..$H2 pairs)"
+    printf '%-16s %-16s %8s\n' "history on" "compiled out" added
+    printf '%-16s %-16s %8s\n' "$on" "$off" $((on - off))
     echo
 else
     echo "valgrind not found: instruction counts skipped"

@@ -123,7 +123,7 @@ grep -q "^gpumem: device 0: peak .* of 2.0 GiB limit .* now;" "$T/report" ||
 # The interactive view: the JOB column with host pids; j shows one job.
 if command -v tmux >/dev/null 2>&1; then
     SOCK=$T/tmux.sock
-    tmux -S "$SOCK" new-session -d -x 160 -y 20 \
+    tmux -S "$SOCK" new-session -d -x 200 -y 20 \
         "env LC_ALL=C GPUMEM_SHM_PREFIX=$PREFIX GPUMEM_SHM_DIR=$D $B/gpumem-top -d 0.2" ||
         bad "tmux could not start gpumem-top"
     scr() { tmux -S "$SOCK" capture-pane -p 2>/dev/null; }

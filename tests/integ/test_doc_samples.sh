@@ -8,8 +8,11 @@
 #     command by command, on the simulated driver with a prefix of its own;
 #     its output must be the sample's, line for line in any order (stdout
 #     and stderr interleave differently in a pipe than on a terminal),
-#     once run-dependent figures are masked: times ("at 0.4 s"), latencies
-#     (p50/p99) and pids.
+#     once run-dependent figures are masked: times ("at 0.4 s", a
+#     refusal's time and its allocations' age without steps, a leak
+#     verdict's rate per second and time to the limit, the TIME column of
+#     `report --every`, the age in seconds of an OOM snapshot's blocks,
+#     which a fast run may not show at all), latencies (p50/p99) and pids.
 # Exit 0 pass, 1 fail (naming the block's line and the first difference).
 set -u
 B=${BUILD:-build}
@@ -32,7 +35,14 @@ awk -v dir="$t" '
 mask() {
     sed -e 's/at [0-9][0-9.]* s;/at T s;/' \
         -e 's/p50 [0-9][0-9.]* [µnmu]*s p99 [0-9][0-9.]* [µnmu]*s/p50 L p99 L/' \
-        -e 's/pid [0-9][0-9]*/pid N/g' -e 's/[[:space:]]*$//' | sort
+        -e 's/pid [0-9][0-9]*/pid N/g' \
+        -e 's/: refused \([^:]*\) at [0-9][0-9.]* s: /: refused \1 at T s: /' \
+        -e 's/ allocated over the last [0-9][0-9.]* s/ allocated over the last T s/' \
+        -e 's/ ([0-9][0-9.]* [KMGT]*i*B\/s)/ (R\/s)/' \
+        -e 's/ allocated over the last [0-9][0-9.]* [µnmu]*s;/;/' \
+        -e 's/ steps ([0-9][0-9.]* [a-z]*)$/ steps (T)/' \
+        -e 's/^\( *[0-9][0-9]*\)  *[0-9][0-9.]*\(s\|min\|h\|d\) /\1 T /' \
+        -e 's/[[:space:]]*$//' | sort
 }
 
 synopsis() { # block-file line

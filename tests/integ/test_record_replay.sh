@@ -41,7 +41,9 @@ trap 'rm -rf "$T"; rm -f /dev/shm/"$GPUMEM_SHM_PREFIX".*' EXIT INT TERM
 G="$B/gpumem"
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
-num() { sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p" | head -n 1; }
+# The first "KEY":N of the input (the process's or device's own figure;
+# an OOM snapshot later in the line has keys of the same names).
+num() { grep -o "\"$1\": *[0-9]*" | head -n 1 | sed 's/.*: *//'; }
 
 # ---- reference traces --------------------------------------------------
 if ls "$TR"/*.trace >/dev/null 2>&1; then

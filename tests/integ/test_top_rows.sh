@@ -77,9 +77,14 @@ wait_file() { # path
 
 start_top() { # [refresh interval]
     tm kill-server 2>/dev/null
-    tm new-session -d -s "$SESSION" -x 120 -y 40 \
-        "env TERM=xterm-256color LC_ALL=C $B/gpumem-top -d ${1:-0.2} --prefix $PREFIX" ||
-        fail "tmux could not start"
+    # A server still shutting down (its last session just quit) refuses
+    # the new session ("server exited unexpectedly"): try again a while.
+    n=0
+    until tm new-session -d -s "$SESSION" -x 120 -y 40 \
+        "env TERM=xterm-256color LC_ALL=C $B/gpumem-top -d ${1:-0.2} --prefix $PREFIX" 2>/dev/null; do
+        n=$((n + 1)); [ $n -gt 40 ] && fail "tmux could not start"
+        sleep 0.05
+    done
 }
 
 # The cell of column $2 in the row of pid $1 (right-aligned columns end

@@ -34,6 +34,7 @@ tools/replay    tools/lib shim/record shim/telemetry shim/group shim/base policy
 tools/spank     shim/group shim/base policy
 tools/cli       tools/lib shim/record shim/telemetry shim/group shim/base policy
 tools/top       tools/lib shim/telemetry shim/group shim/base policy
+tools/exporter  tools/cli tools/lib shim/telemetry shim/group shim/base policy
 '
 
 check() { # root

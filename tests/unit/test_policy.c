@@ -895,6 +895,44 @@ START_TEST(ring_refusals)
 }
 END_TEST
 
+START_TEST(warn_before_forms)
+{
+    LOAD("PATH=/bin");
+    expect_clean();
+    ck_assert_uint_eq(p.warn_before_ns, 300000000000ull); /* 5 min */
+    LOAD("GPUMEM_WARN_BEFORE=90s");
+    expect_clean();
+    ck_assert_uint_eq(p.warn_before_ns, 90000000000ull);
+    LOAD("GPUMEM_WARN_BEFORE=2h");
+    expect_clean();
+    ck_assert_uint_eq(p.warn_before_ns, 7200000000000ull);
+    LOAD("GPUMEM_WARN_BEFORE=0");
+    expect_clean();
+    ck_assert_uint_eq(p.warn_before_ns, 0);
+    ck_assert_int_eq(p.src[GM_F_WARN_BEFORE], GM_SRC_ENV);
+}
+END_TEST
+
+static const struct err_case bad_warn_before[] = {
+    { "soon", "is not" },
+    { "5", "" },
+    { "", "is empty" },
+    { "-5m", "" },
+};
+
+START_TEST(warn_before_refusals)
+{
+    const struct err_case *c = &bad_warn_before[_i];
+    char var[64];
+
+    snprintf(var, sizeof var, "GPUMEM_WARN_BEFORE=%s", c->v);
+    LOAD(var);
+    expect_error("GPUMEM_WARN_BEFORE", c->v, c->phrase);
+    ck_assert(strstr(d.text, "or 0 (no warning)") != NULL);
+    ck_assert_uint_eq(p.warn_before_ns, 300000000000ull); /* default kept */
+}
+END_TEST
+
 START_TEST(log_forms)
 {
     static const char *const words[] = { "quiet", "error", "warn", "info",
@@ -1265,6 +1303,8 @@ static Suite *policy_suite(void)
     TCase *t = tcase_create("limits");
 
     tcase_add_test(t, defaults);
+    tcase_add_test(t, warn_before_forms);
+    tcase_add_loop_test(t, warn_before_refusals, 0, N(bad_warn_before));
     tcase_add_test(t, no_getenv);
     tcase_add_loop_test(t, limit_forms, 0, N(good_limits));
     tcase_add_loop_test(t, limit_refusals, 0, N(bad_limits));

@@ -241,8 +241,10 @@ START_TEST(test_each_header_check)
     RESTORE();
     h->abi_version = GM_ABI_VERSION + 1;
     expect_refused(&im, im.len, "ABI version 4");
-    h->abi_version = 2; /* the layout before the job identity */
+    h->abi_version = 2; /* before the history */
     expect_refused(&im, im.len, "ABI version 2");
+    h->abi_version = 1; /* the single-writer seqlock layout */
+    expect_refused(&im, im.len, "ABI version 1");
     RESTORE();
     h->header_size = 1024;
     expect_refused(&im, im.len, "layout sizes");
@@ -273,6 +275,30 @@ START_TEST(test_each_header_check)
     RESTORE();
     h->total_size += 64;
     expect_refused(&im, im.len, "inconsistent offsets");
+    RESTORE();
+    h->hist_offset += 64;
+    expect_refused(&im, im.len, "inconsistent offsets");
+    RESTORE();
+    h->hist_size -= 64;
+    expect_refused(&im, im.len, "inconsistent offsets");
+    RESTORE();
+    h->hist_slots = 5;
+    expect_refused(&im, im.len, "history geometry");
+    RESTORE();
+    h->hist_buckets = 1024;
+    expect_refused(&im, im.len, "history geometry");
+    RESTORE();
+    h->hist_tiers = 4;
+    expect_refused(&im, im.len, "history geometry");
+    RESTORE();
+    h->hist_bucket_size = 32;
+    expect_refused(&im, im.len, "history geometry");
+    RESTORE();
+    h->marks_capacity = 1u << 31;
+    expect_refused(&im, im.len, "history geometry");
+    RESTORE();
+    h->hist_dev_size = 0;
+    expect_refused(&im, im.len, "history geometry");
     RESTORE();
     memset(h->cmdline, 'A', sizeof h->cmdline);
     expect_refused(&im, im.len, "unterminated");

@@ -96,6 +96,7 @@ static const char expected_json[] =
     "\"on_oom\":\"fail\",\"state\":\"exit\","
     "\"start_realtime_ns\":1000000000000000000,\"host_pinned_bytes\":0,"
     "\"events_written\":20,\"events_dropped\":0,\"events_lost\":0,"
+    "\"steps\":0,\"marks\":0,"
     "\"devices\":["
     "{\"device\":0,\"consistent\":true,\"physical_bytes\":85899345920,"
     "\"limit_bytes\":4294967296,\"used_bytes\":734003200,"
@@ -105,7 +106,8 @@ static const char expected_json[] =
     "\"over_limit\":0,\"total_allocated_bytes\":1048576000,"
     "\"live_allocs\":4,\"live_bytes\":419430400,\"frag_ppm\":150000,"
     "\"frag_at_peak_ppm\":32000,\"alloc_latency_p50_ns\":65536,"
-    "\"alloc_latency_p99_ns\":524288,\"alloc_latency_mean_ns\":75000},"
+    "\"alloc_latency_p99_ns\":524288,\"alloc_latency_mean_ns\":75000,"
+    "\"oom\":null},"
     "{\"device\":1,\"consistent\":true,\"physical_bytes\":0,"
     "\"limit_bytes\":0,\"used_bytes\":2097152,\"peak_bytes\":2097152,"
     "\"peak_at_s\":0.500,\"context_bytes\":0,\"pool_reserve_bytes\":0,"
@@ -114,7 +116,7 @@ static const char expected_json[] =
     "\"total_allocated_bytes\":2097152,\"live_allocs\":1,"
     "\"live_bytes\":2097152,\"frag_ppm\":0,\"frag_at_peak_ppm\":0,"
     "\"alloc_latency_p50_ns\":2,\"alloc_latency_p99_ns\":2,"
-    "\"alloc_latency_mean_ns\":0}]}\n";
+    "\"alloc_latency_mean_ns\":0,\"oom\":null}]}\n";
 
 START_TEST(test_text_exact)
 {

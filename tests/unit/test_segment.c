@@ -170,13 +170,18 @@ END_TEST
 
 START_TEST(test_ring_capacity_rounding)
 {
+    /* Header, device blocks, ring, then 128 marks and the histories of
+     * min(devices, 16) devices. */
     ck_assert_uint_eq(gm_tel_layout_size(1000, 1),
-                      2048 + 1024 + 1024 * 64);
-    ck_assert_uint_eq(gm_tel_layout_size(1, 1), 2048 + 1024 + 16 * 64);
+                      2048 + 1024 + 1024 * 64 + 128 * 64 + 99456);
+    ck_assert_uint_eq(gm_tel_layout_size(1, 1),
+                      2048 + 1024 + 16 * 64 + 128 * 64 + 99456);
     ck_assert_uint_eq(gm_tel_layout_size(0, 0),
-                      2048 + 64 * 1024 + (size_t)GM_ABI_RING_DEFAULT * 64);
+                      2048 + 64 * 1024 + (size_t)GM_ABI_RING_DEFAULT * 64 +
+                          128 * 64 + 16 * 99456);
     ck_assert_uint_eq(gm_tel_layout_size(UINT32_MAX, 99),
-                      2048 + 64 * 1024 + (size_t)GM_ABI_RING_MAX * 64);
+                      2048 + 64 * 1024 + (size_t)GM_ABI_RING_MAX * 64 +
+                          128 * 64 + 16 * 99456);
 }
 END_TEST
 
@@ -419,11 +424,11 @@ static int small_tmpfs_child(void)
         close(fd);
     }
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
-        mount("tmpfs", dir, "tmpfs", 0, "size=64k,mode=0700") != 0)
+        mount("tmpfs", dir, "tmpfs", 0, "size=3m,mode=0700") != 0)
         return 77;
     struct gm_tel t;
     struct gm_tel_params p = params();
-    p.ring_events = 4096; /* 264 KiB: does not fit */
+    p.ring_events = 65536; /* 4 MiB of ring alone: does not fit */
     char err[256];
     int rc = gm_tel_open(&t, &p, err, sizeof err);
     if (rc != 1 || strstr(err, "No space left") == NULL) {

@@ -12,6 +12,7 @@
  */
 #include <check.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "shim/base/clock.h"
+#include "shim/telemetry/marks.h"
 #include "shim/telemetry/telemetry.h"
 #include "tools/lib/reader.h"
 
@@ -54,6 +56,8 @@ static void setup(void)
                     0);
     gm_tel_refuse(&t, 1, 1, 1ull << 31, 4096, 1ull << 30);
     gm_tel_host(&t, 16, 0xabc, 8192);
+    gm_tel_step(&t, 3);
+    gm_tel_mark(&t, "epoch 1");
     worst_ns = 0;
 }
 
@@ -98,6 +102,12 @@ static void check_file(size_t n, int want)
     static struct gm_abi_record rec[128];
     uint64_t lost = 0;
     (void)gm_seg_drain(&s, &c, rec, 128, GM_DRAIN_FLUSH, &lost);
+    static struct gm_hist_point pts[GM_HIST_POINTS_MAX];
+    static struct gm_mark_info mk[GM_ABI_MARKS];
+    struct gm_abi_oom o;
+    (void)gm_seg_history(&s, 0, pts, GM_HIST_POINTS_MAX, err, sizeof err);
+    (void)gm_seg_marks(&s, mk, GM_ABI_MARKS, err, sizeof err);
+    (void)gm_seg_oom(&s, 0, &o, err, sizeof err);
     gm_seg_close(&s);
 }
 
@@ -197,6 +207,48 @@ START_TEST(test_stats_and_ring_garbage_readable)
 }
 END_TEST
 
+/* The history region: complete-looking OOM snapshots full of garbage
+ * (class counts, sizes, times), buckets claiming plausible and absurd
+ * indices, labels without a NUL, wild mark and step counts. Readable,
+ * in memory and as a file. */
+START_TEST(test_history_garbage_readable)
+{
+    const struct gm_abi_header *th = (const struct gm_abi_header *)tmpl;
+    size_t marks = th->hist_offset;
+    size_t hist0 = marks + GM_ABI_MARKS * sizeof(struct gm_abi_mark);
+    for (int i = 0; i < 400; i++) {
+        reset();
+        for (unsigned d = 0; d < th->hist_slots; d++) {
+            size_t h = hist0 + d * sizeof(struct gm_abi_hist);
+            for (size_t o = 8; o < sizeof(struct gm_abi_oom); o += 8)
+                put64(h + o, next_rand() % 4 ? extreme() : next_rand());
+            put64(h, GM_ABI_OOM_DONE);
+            for (unsigned k = 0; k < 64; k++) {
+                unsigned t = (unsigned)(next_rand() % GM_ABI_HIST_TIERS);
+                unsigned slot = (unsigned)(next_rand() % GM_ABI_HIST_BUCKETS);
+                size_t b = h + sizeof(struct gm_abi_oom) +
+                           (t * GM_ABI_HIST_BUCKETS + slot) *
+                               sizeof(struct gm_abi_bucket);
+                uint64_t idx = next_rand() % 2
+                                   ? slot + GM_ABI_HIST_BUCKETS *
+                                                (next_rand() % 100000)
+                                   : extreme();
+                put64(b, idx + 1);
+                for (size_t o = 8; o < sizeof(struct gm_abi_bucket); o += 8)
+                    put64(b + o, extreme());
+            }
+        }
+        for (size_t o = marks; o < hist0; o += 8)
+            put64(o, next_rand() % 3 ? next_rand() : extreme());
+        put64(offsetof(struct gm_abi_header, marks), extreme());
+        put64(offsetof(struct gm_abi_header, steps), extreme());
+        ck_assert_int_eq(check(len), 0);
+        if (i % 40 == 0)
+            check_file(len, 0);
+    }
+}
+END_TEST
+
 START_TEST(test_stuck_writers_and_heads)
 {
     for (int i = 0; i < 200; i++) {
@@ -247,6 +299,7 @@ static Suite *fuzz_suite(void)
     tcase_add_test(tc, test_header_fields_extreme);
     tcase_add_test(tc, test_stats_and_ring_garbage_readable);
     tcase_add_test(tc, test_stuck_writers_and_heads);
+    tcase_add_test(tc, test_history_garbage_readable);
     tcase_add_test(tc, test_random_bytes_refused);
     suite_add_tcase(s, tc);
     return s;

@@ -40,7 +40,8 @@ const char gm_help_log[] =
     "DESCRIPTION\n"
     "    Prints the events each process's library recorded in its segment's\n"
     "    ring (alloc, free, oom, limit, context, spill, mode, over_limit,\n"
-    "    wait_begin, wait_end, trim, reclaim, host), oldest first, for the\n"
+    "    wait_begin, wait_end, trim, reclaim, host, step, mark, forecast),\n"
+    "    oldest first, for the\n"
     "    given PIDs or for every segment of the current user. The ring\n"
     "    holds the last GPUMEM_RING_EVENTS events; older ones, and any a\n"
     "    producer had to drop, are reported as one line per gap saying how\n"
@@ -50,7 +51,9 @@ const char gm_help_log[] =
     "    text   time, pid, device, kind, API, size, address, used after\n"
     "           the event, latency; host (pinned memory) events show the\n"
     "           change (+/-), the host address and the pinned total after\n"
-    "           it; gaps as \"pid P: lost N events\". Command lines and\n"
+    "           it; step, mark and forecast events show the step count,\n"
+    "           the mark's number, the time and steps left; gaps as\n"
+    "           \"pid P: lost N events\". Command lines and\n"
     "           policies are escaped: control bytes, DEL and bytes that\n"
     "           are not UTF-8 as \\xHH, a backslash as \\\\.\n"
     "    jsonl  one JSON object per line: pid, seq (event index), ts_ns,\n"
@@ -208,6 +211,38 @@ static void host_fields(const struct gm_abi_record *r, char *size,
     *addr = r->extra;
 }
 
+/* Step, mark and forecast events: their own figures, not a size. */
+static bool print_program_event(const char *when, int pid, const char *dev,
+                                const struct gm_abi_record *r)
+{
+    char used[32];
+    gm_format_size(r->used_after, used, sizeof used);
+    const char *k = gm_ev_kind_name(r->kind);
+    switch (r->kind) {
+    case GM_EV_STEP:
+        printf("%s pid %d %s %-10s step %llu used %s\n", when, pid, dev, k,
+               (unsigned long long)r->size, used);
+        return true;
+    case GM_EV_MARK:
+        printf("%s pid %d %s %-10s mark %llu at step %llu used %s\n", when,
+               pid, dev, k, (unsigned long long)r->addr,
+               (unsigned long long)r->size, used);
+        return true;
+    case GM_EV_FORECAST: {
+        char rate[32];
+        gm_format_size(r->extra, rate, sizeof rate);
+        printf("%s pid %d %s %-10s limit in about %llu s", when, pid, dev, k,
+               (unsigned long long)r->size);
+        if (r->addr != UINT64_MAX)
+            printf(" (%llu steps)", (unsigned long long)r->addr);
+        printf(" growing %s/s used floor %s\n", rate, used);
+        return true;
+    }
+    default:
+        return false;
+    }
+}
+
 static void print_text(int pid, const struct gm_abi_record *r)
 {
     time_t sec = (time_t)(r->ts_ns / 1000000000ull);
@@ -225,6 +260,13 @@ static void print_text(int pid, const struct gm_abi_record *r)
     gm_format_latency(r->lat_ns, lat, sizeof lat);
     if (r->dev != GM_ABI_NO_DEVICE)
         snprintf(dev, sizeof dev, "dev %u", r->dev);
+    else if (!host)
+        snprintf(dev, sizeof dev, "-");
+    char stamp[48];
+    snprintf(stamp, sizeof stamp, "%s.%06llu", when,
+             (unsigned long long)(r->ts_ns / 1000 % 1000000));
+    if (print_program_event(stamp, pid, dev, r))
+        return;
     printf("%s.%06llu pid %d %s %-10s %-24s %11s at 0x%llx %s %s", when,
            (unsigned long long)(r->ts_ns / 1000 % 1000000), pid, dev,
            gm_ev_kind_name(r->kind), gm_api_name(r->api), size,

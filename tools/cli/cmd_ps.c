@@ -108,7 +108,7 @@ const char gm_help_ps[] =
 static int print_json(const struct gm_scan *sc, const struct gm_gscan *gs)
 {
     fputs("{\"processes\":", stdout);
-    gm_scan_print_json(stdout, sc);
+    gm_scan_print_json(stdout, sc, GM_JSON_LEAK);
     fputs(",\"groups\":", stdout);
     gm_gscan_print_json(stdout, gs);
     fputs("}\n", stdout);

@@ -1,8 +1,10 @@
 /*
  * tools/cli/cmd_report.c — `gpumem report [PID | --from TRACE.jsonl] [--json]
- * [--svg FILE] [--prefix P]`: the exit-report figures (shim/telemetry/report.h) of a
- * live or kept process, or of a trace written by `gpumem log --format
- * jsonl`; optionally the usage-over-time image (tools/lib/svg.h).
+ * [--svg FILE] [--every N] [--prefix P]`: the exit-report figures
+ * (shim/telemetry/report.h) of a live or kept process, or of a trace written
+ * by `gpumem log --format jsonl`, with a process's leak verdict and --every
+ * table (tools/cli/report_trend.h); optionally the usage-over-time image
+ * (tools/lib/svg.h).
  *
  * Invariants: a segment's figures come from one consistent snapshot and
  * are formatted by the shim's own report code, so `gpumem report` and the
@@ -24,6 +26,7 @@
 #include "policy/parse.h"
 #include "policy/policy.h"
 #include "tools/cli/gpumem.h"
+#include "tools/cli/report_trend.h"
 #include "tools/lib/escape.h"
 #include "tools/lib/svg.h"
 #include "tools/lib/util.h"
@@ -33,7 +36,7 @@ const char gm_help_report[] =
     "    gpumem report - memory figures of a process or of a recorded trace\n"
     "\n"
     "SYNOPSIS\n"
-    "    gpumem report [PID] [--json] [--svg FILE] [--prefix P]\n"
+    "    gpumem report [PID] [--json] [--svg FILE] [--every N] [--prefix P]\n"
     "    gpumem report --from TRACE.jsonl [PID] [--json] [--svg FILE]\n"
     "\n"
     "DESCRIPTION\n"
@@ -45,22 +48,45 @@ const char gm_help_report[] =
     "    allocation latency p50/p99 and events lost. Without PID, the only\n"
     "    process of the current user is reported.\n"
     "\n"
+    "    One more line per device gives the leak verdict:\n"
+    "    whether the floor of used (its lowest value in each training step)\n"
+    "    grows, by how much per step and per second, over how many steps,\n"
+    "    the size of the allocations that pile up, and when the limit will\n"
+    "    be reached at that pace. Steps are the program's own marks\n"
+    "    (gpumem_step) or else found from the period of its allocations;\n"
+    "    docs/metrics.md defines every figure.\n"
+    "\n"
     "    With --from, the figures are computed from a trace written by\n"
     "    gpumem log --format jsonl: counts, sizes, latencies, used, peak and\n"
     "    allocations live at the end of the trace (fragmentation is not in\n"
     "    a trace and reads 0; events lost before the trace started are not\n"
-    "    counted). PID picks one process of a trace holding several.\n"
+    "    counted). PID picks one process of a trace holding several. The\n"
+    "    leak verdict and --every come from the trace's events as they\n"
+    "    would from a ring holding them all.\n"
     "\n"
     "OPTIONS\n"
     "    --json\n"
     "        One JSON object (the keys of GPUMEM_REPORT=json, see\n"
-    "        docs/metrics.md) instead of text lines.\n"
+    "        docs/metrics.md) instead of text lines; for a process each\n"
+    "        device also carries \"leak\": {verdict, bytes_per_step,\n"
+    "        bytes_per_second, steps, seconds_to_limit, ...}, null where\n"
+    "        unknown.\n"
+    "    --every N\n"
+    "        Also print, per device, one row every N steps (or history\n"
+    "        points when no step is known): the step, its time, the used\n"
+    "        floor of that step, the highest used since the previous row and\n"
+    "        the live allocations. With --json, each device gets these\n"
+    "        rows as \"every\": [{step, t_s, floor_bytes, peak_bytes,\n"
+    "        live_allocs}, ...].\n"
     "    --svg FILE\n"
     "        Also draw device memory used over time, per device, with the\n"
     "        limit (dashed), the peak (circle) and refused requests (red\n"
     "        crosses), into FILE as SVG. For a process, the samples are the\n"
-    "        events its ring still holds; a note on the image says how many\n"
-    "        events were lost and since when the history is complete.\n"
+    "        events its ring still holds, and before its oldest one the\n"
+    "        segment's history (1 s buckets and coarser); the image also\n"
+    "        shows the marks, step ticks and the fitted trend of a growing\n"
+    "        device. Without history, a note says how many events were lost\n"
+    "        and since when the curve is complete.\n"
     "    --from TRACE.jsonl\n"
     "        Read a recorded trace instead of a segment ('-': stdin).\n"
     "    --prefix P\n"
@@ -80,11 +106,13 @@ const char gm_help_report[] =
     "    gpumem report 41017\n"
     "        gpumem: device 0: peak 544.0 MiB of 2.0 GiB limit at 0.4 s; ...\n"
     "    gpumem report --json --svg usage.svg 41017\n"
+    "    gpumem report --every 500 41017\n"
     "    gpumem log --format jsonl 41017 > t.jsonl; gpumem report --from "
     "t.jsonl\n";
 
 struct report_args {
     bool json;
+    uint64_t every;              /* --every N (0: no table) */
     const char *svg;
     const char *from;
     const char *prefix;
@@ -94,7 +122,8 @@ struct report_args {
 /* ---- output ------------------------------------------------------------------ */
 
 static int print_report(const struct gm_snapshot *s, unsigned flags,
-                        bool json)
+                        bool json, const struct gm_report_leaks *rl,
+                        uint64_t every)
 {
     size_t n = json ? gm_report_json(s, flags, NULL, 0)
                     : gm_report_text(s, flags, NULL, 0);
@@ -107,8 +136,18 @@ static int print_report(const struct gm_snapshot *s, unsigned flags,
         gm_report_json(s, flags, buf, n + 1);
     else
         gm_report_text(s, flags, buf, n + 1);
-    fwrite(buf, 1, n, stdout);
+    char *spliced = json && rl ? gm_rl_splice_json(buf, rl, every) : NULL;
+    if (spliced)
+        fputs(spliced, stdout);
+    else
+        fwrite(buf, 1, n, stdout);
+    free(spliced);
     free(buf);
+    if (!json && rl) {
+        gm_rl_text(stdout, rl);
+        if (every)
+            gm_rl_every(stdout, rl, every);
+    }
     return 0;
 }
 
@@ -155,37 +194,6 @@ static void tl_from_snapshot(struct gm_timeline *tl,
     }
 }
 
-static void tl_record(struct gm_timeline *tl, const struct gm_abi_record *r)
-{
-    if (r->dev >= GM_ABI_MAX_DEVICES || r->kind == GM_EV_HOST)
-        return;
-    if (r->kind == GM_EV_OOM)
-        gm_tl_oom(tl, r->dev, r->ts_ns, r->used_after);
-    else
-        gm_tl_add(tl, r->dev, r->ts_ns, r->used_after);
-}
-
-/* ---- a live or kept segment ------------------------------------------------ */
-
-/* Every event the ring still holds, in order; the events a drain counts
- * lost are taken to come before those it returns (the ring overwrites
- * its oldest events first). */
-static void seg_timeline(struct gm_seg *seg, struct gm_timeline *tl)
-{
-    static struct gm_abi_record buf[1024];
-    struct gm_cursor c;
-    gm_cursor_init(&c, seg, false);
-    for (unsigned rounds = 0; rounds < 1u << 16; rounds++) {
-        uint64_t lost = 0;
-        size_t n = gm_seg_drain(seg, &c, buf, 1024, GM_DRAIN_FLUSH, &lost);
-        gm_tl_lost(tl, lost);
-        for (size_t i = 0; i < n; i++)
-            tl_record(tl, &buf[i]);
-        if (n == 0 && lost == 0)
-            break;
-    }
-}
-
 static int only_pid(const char *prefix, struct gm_seg_id *id)
 {
     struct gm_scan sc;
@@ -227,17 +235,30 @@ static int report_pid(const struct report_args *a)
         fprintf(stderr, "gpumem: report: pid %d: segment unreadable\n", pid);
         return 1;
     }
+    static struct gm_report_leaks rl;
+    struct gm_abi_record *ev = NULL;
+    size_t nev = 0;
+    uint64_t lost = 0;
+    if (gm_leak_drain_all(&seg, &ev, &nev, &lost) != 0) {
+        gm_seg_close(&seg);
+        fprintf(stderr, "gpumem: report: pid %d: cannot read the events\n", pid);
+        return 1;
+    }
+    gm_rl_compute(&rl, &seg, &p.snap, ev, nev, lost);
     rc = print_report(&p.snap, p.state == GM_SEG_ALIVE ? GM_REPORT_LIVE : 0,
-                      a->json);
+                      a->json, &rl, a->every);
     if (rc == 0 && a->svg) {
         static struct gm_timeline tl;
         gm_tl_init(&tl);
-        seg_timeline(&seg, &tl);
+        tl.t0_ns = p.snap.start_realtime_ns;
+        gm_rl_timeline(&tl, &rl, &seg, ev, nev, lost);
         tl_from_snapshot(&tl, &p.snap);
         tl_title(&tl, &p.snap);
         rc = write_svg(&tl, a->svg);
         gm_tl_free(&tl);
     }
+    free(ev);
+    gm_rl_free(&rl);
     gm_seg_close(&seg);
     return rc;
 }
@@ -338,11 +359,45 @@ static void sub_clamp(uint64_t *f, uint64_t v)
     *f = *f > v ? *f - v : 0;
 }
 
+/* The trace's device events as ring records, for the leak analysis. */
+static struct {
+    struct gm_abi_record *v;
+    size_t n, cap;
+    bool failed;                 /* out of memory: no analysis */
+} trace_recs;
+
+static void trace_keep(unsigned kind, unsigned dev, uint64_t ts,
+                       uint64_t size, uint64_t used)
+{
+    if (trace_recs.failed)
+        return;
+    if (trace_recs.n == trace_recs.cap) {
+        size_t nc = trace_recs.cap ? trace_recs.cap * 2 : 4096;
+        void *p = realloc(trace_recs.v, nc * sizeof *trace_recs.v);
+        if (p == NULL) {
+            trace_recs.failed = true;
+            return;
+        }
+        trace_recs.v = p;
+        trace_recs.cap = nc;
+    }
+    struct gm_abi_record *r = &trace_recs.v[trace_recs.n++];
+    memset(r, 0, sizeof *r);
+    r->ts_ns = ts;
+    r->kind = (uint16_t)kind;
+    r->dev = dev;
+    r->size = size;
+    r->used_after = used;
+}
+
 /* Apply one event to its device block, as the writer would have. */
 static void trace_event(struct gm_snapshot *s, unsigned kind, unsigned dev,
                         uint64_t ts, uint64_t size, uint64_t used,
                         uint64_t lat, struct gm_timeline *tl)
 {
+    trace_keep(kind, dev, ts, size, used);
+    if (kind == GM_EV_STEP || kind == GM_EV_MARK || kind == GM_EV_FORECAST)
+        return; /* no figure of the block: used stays as it was */
     struct gm_abi_dev *d = &s->dev[dev];
     d->present = 1;
     if (dev + 1 > s->dev_count)
@@ -482,14 +537,23 @@ static int report_trace(const struct report_args *a)
                 a->from);
         rc = 1;
     }
+    static struct gm_report_leaks rl;
+    bool have_rl = rc == 0 && pid != 0 && !trace_recs.failed;
+    if (have_rl)
+        gm_rl_compute_events(&rl, &s, trace_recs.v, trace_recs.n,
+                             s.ring_dropped);
     if (rc == 0)
-        rc = print_report(&s, 0, a->json);
+        rc = print_report(&s, 0, a->json, have_rl ? &rl : NULL, a->every);
     if (rc == 0 && a->svg) {
         tl_from_snapshot(&tl, &s);
         tl_title(&tl, &s);
         rc = write_svg(&tl, a->svg);
     }
     gm_tl_free(&tl);
+    if (have_rl)
+        gm_rl_free(&rl);
+    free(trace_recs.v);
+    memset(&trace_recs, 0, sizeof trace_recs);
     return rc;
 }
 
@@ -501,9 +565,20 @@ static int parse_args(struct report_args *a, int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         int r = 0;
         uint64_t v;
+        const char *every = NULL;
         if (strcmp(argv[i], "--json") == 0)
             a->json = true;
-        else if ((r = gm_opt_value("report", argc, argv, &i, "--svg",
+        else if ((r = gm_opt_value("report", argc, argv, &i, "--every",
+                                   &every)) != 0) {
+            if (r < 0)
+                return -1;
+            if (gm_parse_uint(every, &v) != 0 || v == 0) {
+                fprintf(stderr, "gpumem: report: --every '%s' is not a whole "
+                        "number of steps from 1\n", every);
+                return -1;
+            }
+            a->every = v;
+        } else if ((r = gm_opt_value("report", argc, argv, &i, "--svg",
                                    &a->svg)) != 0 ||
                  (r = gm_opt_value("report", argc, argv, &i, "--from",
                                    &a->from)) != 0 ||
@@ -518,7 +593,7 @@ static int parse_args(struct report_args *a, int argc, char **argv)
         } else {
             fprintf(stderr, "gpumem: report: unexpected %s '%s'; usage: "
                     "gpumem report [PID | --from TRACE.jsonl] [--json] "
-                    "[--svg FILE]\n", argv[i][0] == '-' ? "option"
+                    "[--svg FILE] [--every N]\n", argv[i][0] == '-' ? "option"
                                                         : "argument", argv[i]);
             return -1;
         }

@@ -29,6 +29,8 @@ static const struct gm_cmd cmds[] = {
       gm_help_replay },
     { "fit", gm_cmd_fit, "find the largest parameter value that fits a limit",
       gm_help_fit },
+    { "exporter", gm_cmd_exporter, "serve the node's figures to Prometheus",
+      gm_help_exporter },
     { "gc", gm_cmd_gc, "remove the segments of exited processes", gm_help_gc },
 };
 #define NCMDS (sizeof cmds / sizeof cmds[0])

@@ -62,6 +62,9 @@ extern const char gm_help_log[];
 /* gpumem report [PID | --from TRACE] [--json] [--svg FILE] */
 int gm_cmd_report(int argc, char **argv);
 extern const char gm_help_report[];
+/* gpumem exporter [--listen ADDR:PORT | --textfile DIR | --once] ... */
+int gm_cmd_exporter(int argc, char **argv);
+extern const char gm_help_exporter[];
 /* gpumem gc [--dry-run] [--prefix P] */
 int gm_cmd_gc(int argc, char **argv);
 extern const char gm_help_gc[];

@@ -11,6 +11,7 @@
  */
 #include "shim/base/msg.h"
 #include "tools/lib/reader.h"
+#include "shim/telemetry/marks.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -40,7 +41,9 @@
 #define MAX_SEGMENT                                                         \
     (sizeof(struct gm_abi_header) +                                         \
      (size_t)GM_ABI_MAX_DEVICES * sizeof(struct gm_abi_dev) +               \
-     (size_t)GM_ABI_RING_MAX * sizeof(struct gm_abi_record))
+     (size_t)GM_ABI_RING_MAX * sizeof(struct gm_abi_record) +              \
+     (size_t)GM_ABI_MARKS * sizeof(struct gm_abi_mark) +                   \
+     (size_t)GM_ABI_HIST_DEVICES * sizeof(struct gm_abi_hist))
 
 /* ---- SIGBUS guard ------------------------------------------------------- */
 
@@ -148,8 +151,31 @@ static int validate(const unsigned char *p, size_t n, struct gm_seg *s,
         return -1;
     }
     uint64_t want_roff = (uint64_t)hs + (uint64_t)slots * ds;
-    uint64_t want_total = want_roff + (uint64_t)rcap * rs;
-    if (doff != hs || roff != want_roff || total != want_total) {
+    uint64_t want_hoff = want_roff + (uint64_t)rcap * rs;
+    uint32_t hslots = h->hist_slots;
+    uint32_t want_hslots =
+        slots < GM_ABI_HIST_DEVICES ? slots : GM_ABI_HIST_DEVICES;
+    uint64_t want_hsize =
+        (uint64_t)GM_ABI_MARKS * sizeof(struct gm_abi_mark) +
+        (uint64_t)want_hslots * sizeof(struct gm_abi_hist);
+    if (hslots != want_hslots || h->hist_tiers != GM_ABI_HIST_TIERS ||
+        h->hist_buckets != GM_ABI_HIST_BUCKETS ||
+        h->hist_bucket_size != sizeof(struct gm_abi_bucket) ||
+        h->marks_capacity != GM_ABI_MARKS ||
+        h->hist_dev_size != sizeof(struct gm_abi_hist)) {
+        gm_msgf(err, cap, "history geometry (%u slots, %u tiers of %u "
+                "buckets of %u bytes, %u marks, %u bytes a device) differs "
+                "from this tool's (%u, %u, %u, %zu, %u, %zu)", hslots,
+                h->hist_tiers, h->hist_buckets, h->hist_bucket_size,
+                h->marks_capacity, h->hist_dev_size, want_hslots,
+                GM_ABI_HIST_TIERS, GM_ABI_HIST_BUCKETS,
+                sizeof(struct gm_abi_bucket), GM_ABI_MARKS,
+                sizeof(struct gm_abi_hist));
+        return -1;
+    }
+    uint64_t want_total = want_hoff + want_hsize;
+    if (doff != hs || roff != want_roff || h->hist_offset != want_hoff ||
+        h->hist_size != want_hsize || total != want_total) {
         gm_msgf(err, cap, "inconsistent offsets (devices %llu, ring %llu, "
                 "size %llu)", (unsigned long long)doff,
                 (unsigned long long)roff, (unsigned long long)total);
@@ -176,6 +202,8 @@ static int validate(const unsigned char *p, size_t n, struct gm_seg *s,
         s->ring_capacity = rcap;
         s->dev_offset = doff;
         s->ring_offset = roff;
+        s->hist_offset = want_hoff;
+        s->hist_slots = hslots;
         s->total_size = total;
     }
     return 0;
@@ -519,8 +547,10 @@ struct snap_args {
 static int snap_cb(void *arg)
 {
     struct snap_args *a = arg;
-    return gm_tel_read((const struct gm_abi_header *)a->s->base,
-                       a->s->dev_slots, a->s->ring_capacity, a->out);
+    const struct gm_abi_header *h = (const struct gm_abi_header *)a->s->base;
+    int bad = gm_tel_read(h, a->s->dev_slots, a->s->ring_capacity, a->out);
+    gm_tel_read_oom(h, a->s->dev_slots, a->s->ring_capacity, a->out);
+    return bad;
 }
 
 static void snap_backoff(unsigned attempt)
@@ -534,6 +564,28 @@ static void snap_backoff(unsigned attempt)
 #define SNAP_ATTEMPTS 64u
 #define SNAP_STUCK 16u
 #define SNAP_FIRST_DEVS 2u
+
+/* The OOM snapshots through pread: the state first, then, when complete,
+ * the whole block (its fields never change after the state says so). */
+static void read_oom_file(const struct gm_seg *s, struct gm_snapshot *out)
+{
+    memset(out->oom, 0, sizeof out->oom);
+    for (uint32_t i = 0; i < out->dev_count && i < s->hist_slots; i++) {
+        off_t at = (off_t)(s->hist_offset +
+                           (uint64_t)GM_ABI_MARKS * sizeof(struct gm_abi_mark) +
+                           (uint64_t)i * sizeof(struct gm_abi_hist));
+        uint64_t state = 0;
+        if (!pread_all(s->fd, &state, sizeof state, at) ||
+            state != GM_ABI_OOM_DONE ||
+            !pread_all(s->fd, &out->oom[i], sizeof out->oom[i], at) ||
+            out->oom[i].state != GM_ABI_OOM_DONE) {
+            memset(&out->oom[i], 0, sizeof out->oom[i]);
+            continue;
+        }
+        if (out->oom[i].nclasses > GM_ABI_OOM_CLASSES)
+            out->oom[i].nclasses = GM_ABI_OOM_CLASSES;
+    }
+}
 
 /* A snapshot through pread: the seqlock protocol of shim/telemetry/abi.h with whole
  * copies for loads, which system calls keep in order: wdone from copy A,
@@ -611,6 +663,7 @@ static int snapshot_file(const struct gm_seg *s, struct gm_snapshot *out)
     gm_tel_read((const struct gm_abi_header *)b, slots, s->ring_capacity,
                 out);
     out->dev_count = n;
+    read_oom_file(s, out);
     rc = 0;
     for (uint32_t i = 0; i < n; i++) {
         if ((pending | stuck) >> i & 1)
@@ -1050,10 +1103,227 @@ int gm_reader_check_bytes(const void *p, size_t n)
         if (got == 0 && lost == 0)
             break;
     }
+    /* The history region: series, marks, OOM snapshots and their line. */
+    struct gm_hist_point *pts = malloc(GM_HIST_POINTS_MAX * sizeof *pts);
+    struct gm_mark_info *marks = malloc(GM_ABI_MARKS * sizeof *marks);
+    if (pts != NULL) {
+        for (unsigned d = 0; d < s.hist_slots && d < 4; d++) {
+            (void)gm_seg_history(&s, d, pts, GM_HIST_POINTS_MAX, err,
+                                 sizeof err);
+            struct gm_abi_oom o;
+            if (gm_seg_oom(&s, d, &o, err, sizeof err) == 1)
+                gm_report_oom_line(&o, 0, true, text, 65536);
+        }
+        free(pts);
+    }
+    if (marks != NULL)
+        (void)gm_seg_marks(&s, marks, GM_ABI_MARKS, err, sizeof err);
+    free(marks);
+    (void)gm_seg_steps(&s);
     gm_seg_close(&s);
 out:
     free(text);
     free(snap);
     free(img);
     return rc;
+}
+
+/* ---- history ------------------------------------------------------------ */
+
+#define BUCKET_ATTEMPTS 8u
+
+struct hist_args {
+    const struct gm_seg *s;
+    unsigned dev;
+    struct gm_abi_bucket (*tiers)[GM_ABI_HIST_BUCKETS];
+    uint64_t base_ns, steps;
+};
+
+/* Copies every bucket of one device: a slot being written is retried a
+ * few times, then left out (empty). */
+static int hist_cb(void *arg)
+{
+    struct hist_args *a = arg;
+    const struct gm_abi_header *h = (const struct gm_abi_header *)a->s->base;
+    const struct gm_abi_hist *hs =
+        (const struct gm_abi_hist *)(a->s->base + a->s->hist_offset +
+                                     (size_t)GM_ABI_MARKS *
+                                         sizeof(struct gm_abi_mark)) +
+        a->dev;
+    a->base_ns = h->hist_base_ns;
+    a->steps = LD_ACQ(&h->steps);
+    for (unsigned t = 0; t < GM_ABI_HIST_TIERS; t++)
+        for (unsigned i = 0; i < GM_ABI_HIST_BUCKETS; i++) {
+            struct gm_abi_bucket *dst = &a->tiers[t][i];
+            const struct gm_abi_bucket *src = &hs->tier[t][i];
+            bool ok = false;
+            for (unsigned k = 0; k < BUCKET_ATTEMPTS && !ok; k++) {
+                ok = gm_hist_read_bucket(src, dst);
+                if (!ok && LD_ACQ(&src->seq) == 0)
+                    break; /* never written */
+                if (!ok)
+                    sched_yield();
+            }
+            if (!ok || (dst->seq - 1) % GM_ABI_HIST_BUCKETS != i)
+                memset(dst, 0, sizeof *dst); /* busy, torn or misplaced */
+        }
+    return 0;
+}
+
+int gm_seg_history(const struct gm_seg *s, unsigned dev,
+                   struct gm_hist_point *out, size_t max, char *err,
+                   size_t errcap)
+{
+    if (dev >= s->hist_slots || max == 0)
+        return 0;
+    if (seg_map(s) != 0) {
+        gm_msgf(err, errcap, "cannot map the segment to read its history");
+        return -1;
+    }
+    struct gm_snapshot *snap = malloc(sizeof *snap);
+    struct hist_args a = { s, dev, malloc(sizeof(struct gm_abi_bucket) *
+                                          GM_ABI_HIST_TIERS *
+                                          GM_ABI_HIST_BUCKETS), 0, 0 };
+    int rc = -1;
+    if (snap == NULL || a.tiers == NULL) {
+        gm_msgf(err, errcap, "out of memory");
+        goto out;
+    }
+    /* The open bucket first: a bucket the copy below finds closed meanwhile
+     * has an index below the open one's and is dropped from the end. */
+    int bad = gm_seg_snapshot(s, snap);
+    if (bad < 0 || guarded(hist_cb, &a) == GUARD_FAULT) {
+        gm_msgf(err, errcap, "the segment faulted while reading its history");
+        goto out;
+    }
+    struct gm_hist_point open, *op = NULL;
+    if (dev < snap->dev_count && snap->dev_state[dev] == GM_SNAP_OK &&
+        gm_hist_open_point(&snap->dev[dev], a.base_ns, a.steps, &open))
+        op = &open;
+    size_t n = gm_hist_stitch(a.tiers, NULL, a.base_ns, out, max);
+    if (op != NULL) {
+        /* The open bucket was copied first; drop what it replaces. */
+        while (n > 0 && out[n - 1].tier == 0 && out[n - 1].index >= op->index)
+            n--;
+        if (n < max)
+            out[n++] = *op;
+    }
+    rc = (int)n;
+out:
+    free(snap);
+    free(a.tiers);
+    return rc;
+}
+
+struct marks_args {
+    const struct gm_seg *s;
+    struct gm_mark_info *out;
+    size_t max, n;
+};
+
+static int marks_cb(void *arg)
+{
+    struct marks_args *a = arg;
+    const struct gm_abi_header *h = (const struct gm_abi_header *)a->s->base;
+    const struct gm_abi_mark *m =
+        (const struct gm_abi_mark *)(a->s->base + a->s->hist_offset);
+    uint64_t head = LD_ACQ(&h->marks);
+    uint64_t from = head > GM_ABI_MARKS ? head - GM_ABI_MARKS : 0;
+    for (uint64_t k = from; k < head && a->n < a->max; k++) {
+        struct gm_abi_mark c;
+        if (!gm_tel_read_mark(&m[k % GM_ABI_MARKS], k, &c))
+            continue; /* being written, or overwritten meanwhile */
+        struct gm_mark_info *o = &a->out[a->n++];
+        o->number = k;
+        o->ts_ns = c.ts_ns;
+        o->step = c.step;
+        /* The writer stores sanitised labels; a hostile file may not. */
+        gm_mark_label(c.label, o->label, sizeof o->label);
+    }
+    return 0;
+}
+
+int gm_seg_marks(const struct gm_seg *s, struct gm_mark_info *out,
+                 size_t max, char *err, size_t errcap)
+{
+    if (seg_map(s) != 0) {
+        gm_msgf(err, errcap, "cannot map the segment to read its marks");
+        return -1;
+    }
+    struct marks_args a = { s, out, max, 0 };
+    if (guarded(marks_cb, &a) == GUARD_FAULT) {
+        gm_msgf(err, errcap, "the segment faulted while reading its marks");
+        return -1;
+    }
+    return (int)a.n;
+}
+
+struct steps_args {
+    const struct gm_seg *s;
+    uint64_t v;
+};
+
+static int steps_cb(void *arg)
+{
+    struct steps_args *a = arg;
+    a->v = LD_ACQ(&((const struct gm_abi_header *)a->s->base)->steps);
+    return 0;
+}
+
+uint64_t gm_seg_steps(const struct gm_seg *s)
+{
+    if (s->base == NULL) {
+        uint64_t v = 0;
+        if (s->fd >= 0 &&
+            pread_all(s->fd, &v, sizeof v,
+                      offsetof(struct gm_abi_header, steps)))
+            return v;
+        return 0;
+    }
+    struct steps_args a = { s, 0 };
+    return guarded(steps_cb, &a) == GUARD_FAULT ? 0 : a.v;
+}
+
+struct oom_args {
+    const struct gm_seg *s;
+    unsigned dev;
+    struct gm_abi_oom *out;
+};
+
+static int oom_cb(void *arg)
+{
+    struct oom_args *a = arg;
+    const struct gm_abi_hist *hs =
+        (const struct gm_abi_hist *)(a->s->base + a->s->hist_offset +
+                                     (size_t)GM_ABI_MARKS *
+                                         sizeof(struct gm_abi_mark)) +
+        a->dev;
+    /* Pairs with the writer's release store of DONE; the fields never
+     * change after it. */
+    if (LD_ACQ(&hs->oom.state) != GM_ABI_OOM_DONE)
+        return 0;
+    memcpy(a->out, &hs->oom, sizeof *a->out);
+    if (a->out->nclasses > GM_ABI_OOM_CLASSES)
+        a->out->nclasses = GM_ABI_OOM_CLASSES; /* a hostile file */
+    return 1;
+}
+
+int gm_seg_oom(const struct gm_seg *s, unsigned dev, struct gm_abi_oom *out,
+               char *err, size_t errcap)
+{
+    if (dev >= s->hist_slots)
+        return 0;
+    if (seg_map(s) != 0) {
+        gm_msgf(err, errcap, "cannot map the segment to read its OOM "
+                "snapshot");
+        return -1;
+    }
+    struct oom_args a = { s, dev, out };
+    int r = guarded(oom_cb, &a);
+    if (r == GUARD_FAULT) {
+        gm_msgf(err, errcap, "the segment faulted while reading its OOM "
+                "snapshot");
+        return -1;
+    }
+    return r;
 }

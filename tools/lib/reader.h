@@ -29,6 +29,7 @@
 
 #include "shim/telemetry/abi.h"
 #include "shim/telemetry/ident.h"     /* gm_ident_job, gm_ident_match */
+#include "shim/telemetry/hist.h"
 #include "shim/telemetry/report.h"     /* gm_hist_quantile, gm_report_text/json */
 #include "shim/telemetry/telemetry.h"  /* struct gm_snapshot, enum gm_snap_state */
 
@@ -73,6 +74,8 @@ struct gm_seg {
     uint64_t name_ns;            /* pidns from the file name (0: none) */
     dev_t st_dev;                /* the file, for its lock in /proc/locks */
     ino_t st_ino;
+    uint64_t hist_offset;        /* history region (marks first) */
+    uint32_t hist_slots;         /* devices with a history */
     char path[512];
     /* Files: the header as read and validated at open (the mapping of
      * the whole segment is made only to read events). */
@@ -215,6 +218,39 @@ struct gm_proc {
 int gm_seg_summary(const struct gm_seg *s, struct gm_proc *out);
 int gm_seg_summary_with(const struct gm_seg *s, const struct gm_locks *lm,
                         struct gm_proc *out);
+
+/* ---- history (docs/abi.md "History") ---------------------------------- */
+
+/* Device dev's whole curve: the three tiers stitched in time order (tier
+ * 2 where tier 1 has forgotten, tier 1 where tier 0 has, tier 0 for the
+ * last 512 s) and the open bucket last. Buckets without an event are
+ * absent (used held at the previous point's used_last). Returns the
+ * number of points (at most max; GM_HIST_POINTS_MAX always suffices), 0
+ * when the device has no history yet or dev >= hist_slots, -1 on a fault
+ * (reason in err). A torn or busy bucket is retried a bounded number of
+ * times, then left out. */
+int gm_seg_history(const struct gm_seg *s, unsigned dev,
+                   struct gm_hist_point *out, size_t max, char *err,
+                   size_t errcap);
+
+/* A mark with its label. */
+struct gm_mark_info {
+    uint64_t number;             /* 0, 1, ... in call order */
+    uint64_t ts_ns;
+    uint64_t step;
+    char label[GM_ABI_MARK_LABEL];
+};
+/* The marks whose labels the table still holds (at most the last 128),
+ * oldest first. Returns the count (≤ max) or -1 on a fault. */
+int gm_seg_marks(const struct gm_seg *s, struct gm_mark_info *out,
+                 size_t max, char *err, size_t errcap);
+/* The header's step count (gpumem_step calls). */
+uint64_t gm_seg_steps(const struct gm_seg *s);
+
+/* Device dev's OOM snapshot: 1 and *out when one is complete, 0 when the
+ * device has none (no refusal, or dev >= hist_slots), -1 on a fault. */
+int gm_seg_oom(const struct gm_seg *s, unsigned dev, struct gm_abi_oom *out,
+               char *err, size_t errcap);
 
 /* Names for tools: "alloc", "free", "oom", ... and "cuMemAlloc", ...;
  * "?" for an unknown value. */

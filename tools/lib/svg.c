@@ -60,6 +60,7 @@ void gm_tl_free(struct gm_timeline *tl)
         free(tl->dev[i].pts);
         free(tl->dev[i].ooms);
     }
+    free(tl->marks);
     memset(tl, 0, sizeof *tl);
 }
 
@@ -108,6 +109,24 @@ int gm_tl_oom(struct gm_timeline *tl, unsigned dev, uint64_t t_ns,
     seen(tl, t_ns);
     return push(&tl->dev[dev].ooms, &tl->dev[dev].noom, &tl->dev[dev].oomcap,
                 t_ns, used);
+}
+
+int gm_tl_mark(struct gm_timeline *tl, uint64_t t_ns, bool step,
+               const char *label)
+{
+    if (tl->nmarks == tl->markcap) {
+        size_t nc = tl->markcap ? tl->markcap * 2 : 32;
+        struct gm_tl_mark *m = realloc(tl->marks, nc * sizeof *m);
+        if (m == NULL)
+            return -1;
+        tl->marks = m;
+        tl->markcap = nc;
+    }
+    struct gm_tl_mark *m = &tl->marks[tl->nmarks++];
+    m->t_ns = t_ns;
+    m->step = step;
+    snprintf(m->label, sizeof m->label, "%s", label ? label : "");
+    return 0;
 }
 
 void gm_tl_lost(struct gm_timeline *tl, uint64_t n)
@@ -252,6 +271,8 @@ static void ranges(const struct plot *pl, double *top, double *span)
         if (peak_drawn(d))
             *span = dmax(*span, secs(pl, d->peak_ns));
     }
+    for (size_t k = 0; k < pl->tl->nmarks; k++)
+        *span = dmax(*span, secs(pl, pl->tl->marks[k].t_ns));
     *top = *top > 0 ? *top * HEADROOM : 1024 * 1024;
     *span = *span >= 1e-6 ? *span : 1e-3;    /* no duration: 1 ms */
 }
@@ -651,6 +672,67 @@ static void device_marks(FILE *f, const struct plot *pl,
                 px_y(pl, (double)d->ooms[k].used) - 4);
 }
 
+/* The fitted trend: dashed, in the device's colour, over its window. */
+static void trend_line(FILE *f, const struct plot *pl,
+                       const struct gm_tl_dev *d, const char *color,
+                       unsigned i)
+{
+    const struct gm_tl_trend *t = &d->trend;
+    if (!t->on)
+        return;
+    fprintf(f, "<line class=\"trend\" id=\"trend-dev%u\" x1=\"%.1f\" "
+            "y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+            "stroke-width=\"2.5\" stroke-dasharray=\"2 3\" "
+            "stroke-opacity=\"0.8\"/>\n", i, px_x(pl, secs(pl, t->t0_ns)),
+            px_y(pl, dmax(t->y0, 0)), px_x(pl, secs(pl, t->t1_ns)),
+            px_y(pl, dmax(t->y1, 0)), color);
+}
+
+/* Labelled marks: a dotted line across the plot and the label at its
+ * top. Step ticks: a short tick on the top edge, the step number above. */
+static void time_marks(FILE *f, struct plot *pl)
+{
+    double last_tick = -1e9;
+    for (size_t k = 0; k < pl->tl->nmarks; k++) {
+        const struct gm_tl_mark *m = &pl->tl->marks[k];
+        double x = px_x(pl, secs(pl, m->t_ns));
+        if (m->step) {
+            if (x - last_tick < 36)
+                continue;        /* the previous tick's label is there */
+            last_tick = x;
+            fprintf(f, "<g class=\"step-tick\"><line x1=\"%.1f\" y1=\"%d\" "
+                    "x2=\"%.1f\" y2=\"%d\" stroke=\"#555\"/><text x=\"%.1f\" "
+                    "y=\"%d\" font-size=\"10\" fill=\"#555\" "
+                    "text-anchor=\"middle\">", x, MT, x, MT + 6, x, MT - 3);
+            xml_text(f, m->label);
+            fprintf(f, "</text></g>\n");
+            continue;
+        }
+        fprintf(f, "<g class=\"mark\"><line x1=\"%.1f\" y1=\"%d\" "
+                "x2=\"%.1f\" y2=\"%d\" stroke=\"#8c564b\" "
+                "stroke-dasharray=\"1 3\"/><text x=\"%.1f\" y=\"%d\" "
+                "font-size=\"10\" fill=\"#8c564b\">", x, MT, x, MT + PH,
+                x + 3, MT + 16);
+        xml_text(f, m->label);
+        fprintf(f, "</text></g>\n");
+    }
+}
+
+/* "before 2.8 s: from the history (1 s buckets)". */
+static void hist_note(FILE *f, struct plot *pl)
+{
+    char text[96];
+    const struct gm_timeline *tl = pl->tl;
+    if (tl->hist_until_ns == 0 || tl->lost_before > 0)
+        return;
+    snprintf(text, sizeof text, "before %.*f s: from the history (1 s buckets "
+             "and coarser)", time_dec(pl, secs(pl, tl->hist_until_ns)),
+             secs(pl, tl->hist_until_ns));
+    fprintf(f, "<text class=\"hist-note\" x=\"%d\" y=\"%d\" font-size=\"12\" "
+            "fill=\"#555\">%s</text>\n", ML, NOTE_Y, text);
+    take(pl, (struct box){ ML, NOTE_Y - 14, ML + text_w(text), NOTE_Y + 4 });
+}
+
 static void label(FILE *f, const char *cls, struct box b, const char *color,
                   const char *text)
 {
@@ -726,6 +808,15 @@ static int legend_devices(FILE *f, const struct gm_timeline *tl, int lx,
                     lx, ly, lx + 24, ly, c, lx + 30, ly + 4, i);
             ly += 18;
         }
+        if (d->present && d->trend.on) {
+            fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" "
+                    "stroke=\"%s\" stroke-width=\"2.5\" stroke-dasharray=\"2 "
+                    "3\"/><text x=\"%d\" y=\"%d\">device %u ", lx, ly, lx + 24,
+                    ly, c, lx + 30, ly + 4, i);
+            xml_text(f, d->trend.text);
+            fprintf(f, "</text>\n");
+            ly += 18;
+        }
     }
     return ly;
 }
@@ -746,6 +837,24 @@ static void legend(FILE *f, const struct plot *pl)
         fprintf(f, "<path d=\"M%d %dl8 8m0 -8l-8 8\" stroke=\"#d62728\" "
                 "stroke-width=\"2\"/><text x=\"%d\" y=\"%d\">refused request "
                 "(OOM)</text>\n", lx + 8, ly - 4, lx + 30, ly + 4);
+        ly += 18;
+    }
+    bool mk = false, st = false;
+    for (size_t k = 0; k < pl->tl->nmarks; k++) {
+        mk |= !pl->tl->marks[k].step;
+        st |= pl->tl->marks[k].step;
+    }
+    if (mk) {
+        fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" "
+                "stroke=\"#8c564b\" stroke-dasharray=\"1 3\"/><text x=\"%d\" "
+                "y=\"%d\">mark (gpumem_mark)</text>\n", lx + 12, ly - 7,
+                lx + 12, ly + 7, lx + 30, ly + 4);
+        ly += 18;
+    }
+    if (st) {
+        fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" "
+                "stroke=\"#555\"/><text x=\"%d\" y=\"%d\">step (top "
+                "edge)</text>\n", lx + 12, ly - 6, lx + 12, ly, lx + 30, ly + 4);
         ly += 18;
     }
     if (lost_drawn(pl))
@@ -777,9 +886,12 @@ static void draw(FILE *f, struct plot *pl)
             continue;
         if (tl->dev[i].n > 0)
             usage_line(f, &pl->cv[i], colors[i % NCOLORS], i);
+        trend_line(f, pl, &tl->dev[i], colors[i % NCOLORS], i);
         device_marks(f, pl, &tl->dev[i], colors[i % NCOLORS], i);
     }
+    time_marks(f, pl);
     lost_note(f, pl);
+    hist_note(f, pl);
     labels(f, pl);
     legend(f, pl);
     fprintf(f, "</svg>\n");

@@ -26,8 +26,26 @@ struct gm_tl_point {
     uint64_t used;               /* bytes */
 };
 
+/* The fitted trend of a device's used floor (tools/lib/leak.h), drawn as
+ * a dashed line from (t0_ns, y0) to (t1_ns, y1) with its text in the
+ * legend. */
+struct gm_tl_trend {
+    bool on;
+    uint64_t t0_ns, t1_ns;
+    double y0, y1;               /* bytes */
+    char text[96];               /* "grows 3.0 MiB per step" */
+};
+
+/* A mark on the time axis: a labelled mark (gpumem_mark) or a step tick. */
+struct gm_tl_mark {
+    uint64_t t_ns;
+    bool step;                   /* a step tick (label: the step number) */
+    char label[48];
+};
+
 struct gm_tl_dev {
     bool present;
+    struct gm_tl_trend trend;
     uint64_t limit;              /* 0: no limit */
     uint64_t peak, peak_ns;      /* high-water mark and when */
     struct gm_tl_point *pts;
@@ -42,6 +60,11 @@ struct gm_timeline {
     uint64_t lost_before;        /* events lost before the first added */
     uint64_t lost_after;         /* events lost after it (gaps) */
     char title[256];
+    /* Samples before this time came from the segment's history (1 s
+     * buckets and coarser), not from events: noted on the image. */
+    uint64_t hist_until_ns;
+    struct gm_tl_mark *marks;
+    size_t nmarks, markcap;
     struct gm_tl_dev dev[GM_ABI_MAX_DEVICES];
 };
 
@@ -57,6 +80,10 @@ int gm_tl_oom(struct gm_timeline *tl, unsigned dev, uint64_t t_ns,
 /* n events the ring (or the trace) no longer holds, at this point of the
  * event order. */
 void gm_tl_lost(struct gm_timeline *tl, uint64_t n);
+/* A mark at t_ns (label cut to fit, escaped when drawn). -1 when out of
+ * memory. */
+int gm_tl_mark(struct gm_timeline *tl, uint64_t t_ns, bool step,
+               const char *label);
 
 /* Write the image; returns 0, or -1 when writing failed or memory ran
  * out. */

@@ -26,6 +26,7 @@
 #include "policy/policy.h"
 #include "shim/base/clock.h"
 #include "shim/base/shmfile.h"
+#include "tools/lib/leak.h"
 
 #define SCAN_MAX 4096
 #define GSCAN_MAX 256
@@ -260,7 +261,7 @@ const char *gm_proc_state_word(const struct gm_scan_proc *sp)
     return "?";
 }
 
-static bool dev_used(const struct gm_abi_dev *d)
+bool gm_dev_used(const struct gm_abi_dev *d)
 {
     return d->present || d->allocs || d->used || d->refusals;
 }
@@ -274,7 +275,7 @@ size_t gm_scan_rows(const struct gm_scan *sc, struct gm_row *rows,
         size_t before = k;
         for (unsigned d = 0; d < s->dev_count && d < GM_ABI_MAX_DEVICES &&
                              k < max; d++) {
-            if (!dev_used(&s->dev[d]))
+            if (!gm_dev_used(&s->dev[d]))
                 continue;
             rows[k++] = (struct gm_row){ &sc->procs[i], (int)d, &s->dev[d] };
         }
@@ -452,7 +453,50 @@ static void dev_json(FILE *f, const struct gm_snapshot *s, unsigned i)
     ju(f, "frag_ppm", d->frag_ppm);
     ju(f, "alloc_latency_p50_ns", gm_dev_lat_q(d, 500));
     ju(f, "alloc_latency_p99_ns", gm_dev_lat_q(d, 990));
-    fputc('}', f);
+}
+
+/* The segment's ring, drained once for every device's leak verdict. */
+struct leak_src {
+    struct gm_seg seg;
+    bool open;
+    struct gm_abi_record *ev;
+    size_t n;
+    uint64_t lost;
+};
+
+static void leak_src_open(struct leak_src *ls, const struct gm_scan_proc *sp)
+{
+    char err[256];
+    memset(ls, 0, sizeof *ls);
+    if (gm_seg_open_path(&ls->seg, sp->path, err, sizeof err) != 0)
+        return;
+    ls->open = true;
+    if (gm_leak_drain_all(&ls->seg, &ls->ev, &ls->n, &ls->lost) != 0) {
+        gm_seg_close(&ls->seg);
+        ls->open = false;
+    }
+}
+
+static void leak_src_close(struct leak_src *ls)
+{
+    if (ls->open)
+        gm_seg_close(&ls->seg);
+    free(ls->ev);
+}
+
+static void dev_leak_json(FILE *f, struct leak_src *ls,
+                          const struct gm_snapshot *s, unsigned i)
+{
+    struct gm_leak l;
+    char err[256];
+    fputc(',', f);
+    if (!ls->open) {
+        gm_leak_json(f, NULL);
+        return;
+    }
+    gm_leak_of_seg(&ls->seg, s, i, ls->ev, ls->n, ls->lost, &l, err, sizeof err);
+    gm_leak_json(f, &l);
+    gm_leak_free(&l);
 }
 
 /* ,"KEY":"text" or ,"KEY":null for an empty one. */
@@ -492,7 +536,8 @@ static void ident_json(FILE *f, const struct gm_abi_ident *id)
             id->flags & GM_ID_F_ALTERED ? "true" : "false");
 }
 
-void gm_proc_print_json(FILE *f, const struct gm_scan_proc *sp)
+void gm_proc_print_json(FILE *f, const struct gm_scan_proc *sp,
+                        unsigned flags)
 {
     const struct gm_snapshot *s = &sp->p.snap;
     uint64_t used = 0, peak = 0, limit = 0, ctx = 0, allocs = 0, frees = 0;
@@ -501,7 +546,7 @@ void gm_proc_print_json(FILE *f, const struct gm_scan_proc *sp)
     char user[64];
     for (unsigned i = 0; i < s->dev_count && i < GM_ABI_MAX_DEVICES; i++) {
         const struct gm_abi_dev *d = &s->dev[i];
-        if (!dev_used(d))
+        if (!gm_dev_used(d))
             continue;
         used += d->used;
         peak += d->peak;
@@ -545,23 +590,32 @@ void gm_proc_print_json(FILE *f, const struct gm_scan_proc *sp)
     ju(f, "start_realtime_ns", s->start_realtime_ns);
     fputs(",\"devices\":[", f);
     unsigned shown = 0;
+    static struct leak_src ls;
+    bool leak = flags & GM_JSON_LEAK;
+    if (leak)
+        leak_src_open(&ls, sp);
     for (unsigned i = 0; i < s->dev_count && i < GM_ABI_MAX_DEVICES; i++) {
-        if (!dev_used(&s->dev[i]))
+        if (!gm_dev_used(&s->dev[i]))
             continue;
         if (shown++)
             fputc(',', f);
         dev_json(f, s, i);
+        if (leak)
+            dev_leak_json(f, &ls, s, i);
+        fputc('}', f);
     }
+    if (leak)
+        leak_src_close(&ls);
     fputs("]}", f);
 }
 
-void gm_scan_print_json(FILE *f, const struct gm_scan *sc)
+void gm_scan_print_json(FILE *f, const struct gm_scan *sc, unsigned flags)
 {
     fputc('[', f);
     for (size_t i = 0; i < sc->n; i++) {
         if (i)
             fputc(',', f);
-        gm_proc_print_json(f, &sc->procs[i]);
+        gm_proc_print_json(f, &sc->procs[i], flags);
     }
     fputc(']', f);
 }
@@ -700,7 +754,7 @@ const char *gm_uuid_short(const unsigned char uuid[16], char *buf,
     return buf;
 }
 
-static void uuid_full(const unsigned char u[16], char *buf, size_t cap)
+void gm_uuid_full(const unsigned char u[16], char *buf, size_t cap)
 {
     static const int dash[] = { 4, 6, 8, 10 };
     size_t k = (size_t)snprintf(buf, cap, "GPU-");
@@ -808,7 +862,7 @@ void gm_gscan_print_text(FILE *f, const struct gm_gscan *gs)
 static void gdev_json(FILE *f, const struct gm_group_view_dev *d, unsigned i)
 {
     char uuid[48];
-    uuid_full(d->uuid, uuid, sizeof uuid);
+    gm_uuid_full(d->uuid, uuid, sizeof uuid);
     fprintf(f, "{\"device\":%u,\"uuid\":\"%s\"", i, uuid);
     jb(f, "physical", d->physical);
     jb(f, "limit", d->limit);

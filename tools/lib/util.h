@@ -100,6 +100,10 @@ struct gm_row {
     const struct gm_abi_dev *d;  /* NULL when dev < 0 */
 };
 
+/* True when a process used the device: any allocation, free, refusal,
+ * context memory or charge (the devices `gpumem ps` lists). */
+bool gm_dev_used(const struct gm_abi_dev *d);
+
 /* The rows of a scan: one per (process, device used), at least one per
  * process. Returns how many were stored (at most max). */
 size_t gm_scan_rows(const struct gm_scan *sc, struct gm_row *rows,
@@ -124,11 +128,15 @@ size_t gm_size_short(uint64_t bytes, char *buf, size_t cap);
 void gm_rows_print_text(FILE *f, const struct gm_row *rows, size_t n);
 
 /* One process as a JSON object (no newline): exact byte figures, summed
- * over devices at the top level, per device in "devices". */
-void gm_proc_print_json(FILE *f, const struct gm_scan_proc *sp);
+ * over devices at the top level, per device in "devices"; with
+ * GM_JSON_LEAK each device also carries "leak" (tools/lib/leak.h: a full
+ * read of the ring and the analysis, milliseconds per process). */
+#define GM_JSON_LEAK 1u
+void gm_proc_print_json(FILE *f, const struct gm_scan_proc *sp,
+                        unsigned flags);
 
 /* Every process of a scan as a JSON array (no newline). */
-void gm_scan_print_json(FILE *f, const struct gm_scan *sc);
+void gm_scan_print_json(FILE *f, const struct gm_scan *sc, unsigned flags);
 
 /* ---- shared budgets (groups) ---- */
 
@@ -163,6 +171,10 @@ unsigned gm_group_dead_members(const struct gm_group_view *v);
 /* "GPU-1a2b3c4d": the first 4 bytes of a device UUID (cap >= 13). */
 const char *gm_uuid_short(const unsigned char uuid[16], char *buf,
                           size_t cap);
+
+/* "GPU-1a2b3c4d-5e6f-7081-92a3-b4c5d6e7f809", the form nvidia-smi
+ * prints (cap >= 41). */
+void gm_uuid_full(const unsigned char u[16], char *buf, size_t cap);
 
 /* The groups section of `gpumem ps` and `gpumem-top --once`: a header,
  * one line per group and device (name, device, used, peak, limit, %,

@@ -37,6 +37,7 @@
 #include "tools/lib/reader.h"
 #include "tools/lib/util.h"
 #include "tools/lib/version.h"
+#include "tools/top/trendcol.h"
 #include "tools/top/view.h"
 
 #define GONE_NS 10000000000ull
@@ -69,11 +70,15 @@ static const char help_text[] =
     "    digits), DEV, USED, PEAK, LIMIT, %LIMIT (bar; in static mode how full the\n"
     "    arena is, marked arena), ALLOC/s, FREE/s, OOMS (refused requests),\n"
     "    FRAG@PK (fragmentation when the peak was last reached), P99\n"
-    "    allocation latency, MODE and COMMAND (the program without its\n"
+    "    allocation latency, TREND (the leak verdict: growth of the used\n"
+    "    floor per step, +3.0M/st, or per second, +1.9M/s; flat; ? with too\n"
+    "    little history), ETA (time left before the limit at that growth),\n"
+    "    MODE and COMMAND (the program without its\n"
     "    directory, then its arguments; when they do not fit, the arguments\n"
     "    shared with a similar row are shown as ..). Columns that do not fit\n"
-    "    are dropped, JOB first, then USER, MODE, FRAG@PK, FREE/s, P99 and PEAK,\n"
-    "    so that COMMAND keeps a fifth of the width (20 columns at least).\n"
+    "    are dropped, JOB first, then USER, MODE, ETA, FREE/s, FRAG@PK, TREND,\n"
+    "    P99 and PEAK, so that COMMAND keeps a fifth of the width (20 columns\n"
+    "    at least).\n"
     "    The rows are the processes --once lists: running ones, and exited\n"
     "    ones kept with GPUMEM_KEEP=1 (dimmed, marked (kept)); a process\n"
     "    that exits or is killed while watched stays 10 seconds, dimmed,\n"
@@ -99,7 +104,8 @@ static const char help_text[] =
     "        Print one JSON document per refresh, one per line:\n"
     "        {\"time_ns\", \"prefix\", \"devices\": [{device, physical,\n"
     "        limits, used, processes}], \"processes\": [...], \"groups\":\n"
-    "        [...]} (processes and groups as in gpumem ps --json).\n"
+    "        [...]} (processes and groups as in gpumem ps --json, without\n"
+    "        its leak objects: they cost a read of every ring).\n"
     "    --job J\n"
     "        Only the processes of job J (as gpumem ps --job: the JOB\n"
     "        label, a Slurm job id or job.step, a pod name or\n"
@@ -291,20 +297,27 @@ static void update_ent(struct gm_top_ent *e, const struct gm_row *r,
     }
 }
 
-/* Every row of one process record into its entries. */
+/* Every row of one process record into its entries; then the leak
+ * analysis of the rows whose figures are the oldest (tools/top/trendcol.h
+ * bounds how many per refresh). */
 static void update_proc(struct top *t, const struct gm_scan *sc,
                         uint64_t now)
 {
     static struct gm_row rows[MAX_ENTS];
     size_t n = gm_scan_rows(sc, rows, MAX_ENTS);
+    gm_top_trend_begin();
     for (size_t i = 0; i < n; i++) {
         struct gm_top_ent *e = find_ent(t, rows[i].sp->p.pid,
                                         rows[i].sp->p.pidns,
                                         rows[i].sp->p.snap.start_ticks,
                                         rows[i].dev);
-        if (e != NULL)
+        if (e != NULL) {
             update_ent(e, &rows[i], now);
+            if (!e->final || e->trend_ns == 0)
+                gm_top_trend_want(e, &rows[i]);
+        }
     }
+    gm_top_trend_run(now);
 }
 
 /* ---- held segments ------------------------------------------------------------ */
@@ -554,6 +567,21 @@ static int shown(const struct gm_top_ent *e)
     return e->show_pid > 0 ? e->show_pid : e->pid;
 }
 
+/* Growing rows above the others, by growth; rows with a forecast by its
+ * time, those without after. */
+static int cmp_growth(const struct gm_top_ent *a, const struct gm_top_ent *b)
+{
+    double x = a->trend == 2 ? a->growth : -1, y = b->trend == 2 ? b->growth : -1;
+    return (x > y) - (x < y);
+}
+
+static int cmp_eta(const struct gm_top_ent *a, const struct gm_top_ent *b)
+{
+    double x = a->trend == 2 && a->eta_s == a->eta_s ? a->eta_s : 1e300;
+    double y = b->trend == 2 && b->eta_s == b->eta_s ? b->eta_s : 1e300;
+    return (x > y) - (x < y);
+}
+
 static int cmp_ent(const void *pa, const void *pb)
 {
     const struct gm_top_ent *a = *(struct gm_top_ent *const *)pa;
@@ -579,6 +607,8 @@ static int cmp_ent(const void *pa, const void *pb)
     case GM_COL_P99:
         c = cmp_u64(gm_dev_lat_q(&a->d, 990), gm_dev_lat_q(&b->d, 990));
         break;
+    case GM_COL_TREND: c = cmp_growth(a, b); break;
+    case GM_COL_ETA: c = cmp_eta(a, b); break;
     case GM_COL_MODE: c = strcmp(a->mode, b->mode); break;
     case GM_COL_CMD: c = strcmp(a->cmd + a->cmd_prog, b->cmd + b->cmd_prog);
         break;
@@ -955,7 +985,7 @@ static int run_batch(struct top *t)
             putchar(',');
             json_devices(stdout, &sc);
             fputs(",\"processes\":", stdout);
-            gm_scan_print_json(stdout, &sc);
+            gm_scan_print_json(stdout, &sc, 0); /* no leak: see trendcol.h */
             fputs(",\"groups\":", stdout);
             gm_gscan_print_json(stdout, &gs);
             fputs("}\n", stdout);

@@ -46,7 +46,7 @@ struct coldef {
 
 /* COMMAND keeps a fifth of the width, 20 columns at least. */
 #define CMD_MIN 20
-#define DROPS 7
+#define DROPS 9
 
 static const struct coldef cols[] = {
     { GM_COL_PID, "PID", 7, 0, false },
@@ -54,14 +54,16 @@ static const struct coldef cols[] = {
     { GM_COL_JOB, "JOB", 14, 1, true },
     { GM_COL_DEV, "DEV", 3, 0, false },
     { GM_COL_USED, "USED", 7, 0, false },
-    { GM_COL_PEAK, "PEAK", 7, 7, false },
+    { GM_COL_PEAK, "PEAK", 7, 9, false },
     { GM_COL_LIMIT, "LIMIT", 7, 0, false },
     { GM_COL_PCT, "%LIMIT", 9, 0, true },
     { GM_COL_ARATE, "ALLOC/s", 7, 0, false },
     { GM_COL_FRATE, "FREE/s", 7, 5, false },
     { GM_COL_OOMS, "OOMS", 5, 0, false },
-    { GM_COL_FRAG, "FRAG@PK", 7, 4, false },
-    { GM_COL_P99, "P99", 8, 6, false },
+    { GM_COL_FRAG, "FRAG@PK", 7, 6, false },
+    { GM_COL_P99, "P99", 8, 8, false },
+    { GM_COL_TREND, "TREND", 8, 7, false },
+    { GM_COL_ETA, "ETA", 6, 4, false },
     { GM_COL_MODE, "MODE", 6, 3, true },
     { GM_COL_CMD, "COMMAND", CMD_MIN, 0, true },
 };
@@ -402,6 +404,37 @@ static void command_text(const struct gm_top_ent *e, int w, char *b,
     snprintf(b + k, cap - k, "%s.. %s", k ? " " : "", tmp);
 }
 
+/* TREND: "+3.0M/st" (per step) or "+1.9M/s", "flat" when judged steady,
+ * "?" before there is enough history. */
+static void trend_text(const struct gm_top_ent *e, char *b, size_t cap)
+{
+    char sz[16];
+    if (e->trend == 1) {
+        snprintf(b, cap, "flat");
+        return;
+    }
+    if (e->trend != 2 || !(e->growth >= 0)) {
+        snprintf(b, cap, "?");
+        return;
+    }
+    gm_size_short(e->growth >= 1.8e19 ? UINT64_MAX : (uint64_t)(e->growth + 0.5),
+                  sz, sizeof sz);
+    snprintf(b, cap, "+%s/%s", sz, e->per_step ? "st" : "s");
+}
+
+/* ETA: "45s", "12m", "3.5h", "2d". */
+static void eta_text(double s, char *b, size_t cap)
+{
+    if (s < 120)
+        snprintf(b, cap, "%.0fs", s);
+    else if (s < 7200)
+        snprintf(b, cap, "%.0fm", s / 60);
+    else if (s < 172800)
+        snprintf(b, cap, "%.1fh", s / 3600);
+    else
+        snprintf(b, cap, "%.0fd", s / 86400);
+}
+
 static void cell(const struct gm_top_ent *e, enum gm_top_col c, char *b,
                  size_t cap)
 {
@@ -438,6 +471,13 @@ static void cell(const struct gm_top_ent *e, enum gm_top_col c, char *b,
     case GM_COL_P99:
         if (d->allocs)
             latency(gm_dev_lat_q(d, 990), b, cap);
+        else
+            snprintf(b, cap, "-");
+        break;
+    case GM_COL_TREND: trend_text(e, b, cap); break;
+    case GM_COL_ETA:
+        if (e->trend == 2 && e->eta_s == e->eta_s)
+            eta_text(e->eta_s, b, cap);
         else
             snprintf(b, cap, "-");
         break;
@@ -812,7 +852,10 @@ static void draw_help(void)
         "allocation latency below which 99% of calls completed. FRAG@PK:",
         "the fragmentation when the peak was last reached (the free space",
         "between live allocations not in its largest gap); the detail view",
-        "also shows it now. Dimmed rows: kept processes (GPUMEM_KEEP=1) and",
+        "also shows it now. TREND: the leak verdict, growth of the used",
+        "floor per step (/st) or per second (/s), flat, or ? (too little",
+        "history); ETA: time left before the limit at that growth.",
+        "Dimmed rows: kept processes (GPUMEM_KEEP=1) and",
         "those that exited or were killed in the last 10 s, with their final",
         "figures. Group lines: a shared budget (GPUMEM_GROUP), its use",
         "against the group limit, each member as pid used/guaranteed share.",

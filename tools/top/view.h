@@ -26,8 +26,8 @@
 enum gm_top_col {
     GM_COL_PID = 0, GM_COL_USER, GM_COL_JOB, GM_COL_DEV, GM_COL_USED,
     GM_COL_PEAK, GM_COL_LIMIT, GM_COL_PCT, GM_COL_ARATE, GM_COL_FRATE,
-    GM_COL_OOMS, GM_COL_FRAG, GM_COL_P99, GM_COL_MODE, GM_COL_CMD,
-    GM_COL_COUNT
+    GM_COL_OOMS, GM_COL_FRAG, GM_COL_P99, GM_COL_TREND, GM_COL_ETA,
+    GM_COL_MODE, GM_COL_CMD, GM_COL_COUNT
 };
 
 /* One process on one device, as last seen. */
@@ -65,6 +65,14 @@ struct gm_top_ent {
     uint64_t hist[GM_TOP_HIST];  /* used bytes, oldest first */
     bool hist_oom[GM_TOP_HIST];  /* an OOM happened in that interval */
     size_t nhist;
+    /* The leak verdict (tools/top/trendcol.h), recomputed every few s:
+     * trend 0 unknown, 1 steady, 2 grows; per_step true when the growth
+     * is per step (steps known); growth NaN unless grows; eta_s NaN when
+     * there is no forecast. */
+    int trend;
+    bool per_step;
+    double growth, eta_s;
+    uint64_t trend_ns;           /* CLOCK_MONOTONIC of the last analysis */
 };
 
 struct gm_top_devsum {

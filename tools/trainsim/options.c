@@ -8,7 +8,9 @@
 
 static const char usage_line[] =
     "usage: gpumem-trainsim [--steps N] [--layers N] [--hidden N] [--batch N]\n"
-    "         [--seq N] [--eval-every N] [--leak BYTES] [--via direct|dlsym|gpa]\n"
+    "         [--seq N] [--eval-every N] [--eval-size BYTES] [--eval-hold N]\n"
+    "         [--leak BYTES] [--warmup BYTES] [--warmup-steps N]\n"
+    "         [--step-time DURATION] [--mark-steps] [--via direct|dlsym|gpa]\n"
     "         [--api alloc|async|vmm|mixed] [--threads N] [--device N]\n"
     "         [--report-every N] [--quiet] [--print-peak] [--help]\n";
 
@@ -38,8 +40,20 @@ static const char help_text[] =
     "    --batch N          batch size (default 32)\n"
     "    --seq N            sequence length (default 64)\n"
     "    --eval-every N     evaluation spike every N steps; 0 = never (default 50)\n"
+    "    --eval-size BYTES  size of the evaluation buffer (default E)\n"
+    "    --eval-hold N      keep the evaluation buffer over the next N step\n"
+    "                       boundaries (less than --eval-every; default 0: freed\n"
+    "                       in the step that made it)\n"
     "    --leak BYTES       allocate BYTES per step and never free them (default 0);\n"
     "                       sizes like 1M, 1.5G (binary units)\n"
+    "    --warmup BYTES     warm-up growth that levels off: in each of the first\n"
+    "                       --warmup-steps steps, BYTES more for a cache kept\n"
+    "                       until the end (default 0)\n"
+    "    --warmup-steps N   steps of warm-up growth (default 10)\n"
+    "    --step-time DUR    sleep DUR per step, e.g. 10ms (default 0)\n"
+    "    --mark-steps       call gpumem_step() after each step, found with\n"
+    "                       dlsym(RTLD_DEFAULT) (the preloaded libgpumem.so);\n"
+    "                       a note on stderr when it is not there\n"
     "    --via PATH         how driver functions are found (default gpa):\n"
     "                         direct  symbols bound by the dynamic linker\n"
     "                                 (dlsym(RTLD_DEFAULT)), as a linked program\n"
@@ -105,6 +119,14 @@ static int parse_count(const char *opt, const char *val, uint64_t lo, uint64_t h
     return usage_error("%s", what);
 }
 
+static int parse_bytes(const char *opt, const char *val, uint64_t *out)
+{
+    if (gm_parse_size(val, out) == 0)
+        return 0;
+    return usage_error("--%s '%s' is not a size; use bytes or a number with "
+                       "K/M/G/T (binary units)", opt, val);
+}
+
 static int parse_via(const char *val, enum via *out)
 {
     static const char *const names[] = { "direct", "dlsym", "gpa" };
@@ -138,13 +160,15 @@ static void opts_default(struct opts *o)
     o->eval_every = 50;
     o->threads = 1;
     o->report_every = 50;
+    o->warmup_steps = 10;
     o->via = VIA_GPA;
     o->api = API_ALLOC;
 }
 
 enum {
     OPT_STEPS = 256, OPT_LAYERS, OPT_HIDDEN, OPT_BATCH, OPT_SEQ, OPT_EVAL, OPT_LEAK,
-    OPT_VIA, OPT_API, OPT_THREADS, OPT_DEVICE, OPT_REPORT, OPT_QUIET, OPT_PEAK, OPT_HELP
+    OPT_VIA, OPT_API, OPT_THREADS, OPT_DEVICE, OPT_REPORT, OPT_QUIET, OPT_PEAK, OPT_HELP,
+    OPT_EVAL_SIZE, OPT_EVAL_HOLD, OPT_WARMUP, OPT_WARMUP_STEPS, OPT_STEP_TIME, OPT_MARK
 };
 
 static const struct option long_opts[] = {
@@ -163,6 +187,12 @@ static const struct option long_opts[] = {
     { "quiet", no_argument, NULL, OPT_QUIET },
     { "print-peak", no_argument, NULL, OPT_PEAK },
     { "help", no_argument, NULL, OPT_HELP },
+    { "eval-size", required_argument, NULL, OPT_EVAL_SIZE },
+    { "eval-hold", required_argument, NULL, OPT_EVAL_HOLD },
+    { "warmup", required_argument, NULL, OPT_WARMUP },
+    { "warmup-steps", required_argument, NULL, OPT_WARMUP_STEPS },
+    { "step-time", required_argument, NULL, OPT_STEP_TIME },
+    { "mark-steps", no_argument, NULL, OPT_MARK },
     { NULL, 0, NULL, 0 },
 };
 
@@ -184,11 +214,18 @@ static int apply_opt(struct opts *o, int c, const char *v)
     case OPT_QUIET: o->quiet = 1; return 0;
     case OPT_PEAK: o->print_peak = 1; return 0;
     case OPT_HELP: return -1;
-    case OPT_LEAK:
-        if (gm_parse_size(v, &o->leak) == 0)
+    case OPT_MARK: o->mark_steps = 1; return 0;
+    case OPT_EVAL_HOLD: return parse_count("eval-hold", v, 0, UINT32_MAX, &o->eval_hold);
+    case OPT_WARMUP_STEPS:
+        return parse_count("warmup-steps", v, 1, 1000000, &o->warmup_steps);
+    case OPT_LEAK: return parse_bytes("leak", v, &o->leak);
+    case OPT_WARMUP: return parse_bytes("warmup", v, &o->warmup);
+    case OPT_EVAL_SIZE: return parse_bytes("eval-size", v, &o->eval_size);
+    case OPT_STEP_TIME:
+        if (gm_parse_duration(v, &o->step_ns) == 0 && o->step_ns <= 3600000000000ull)
             return 0;
-        return usage_error("--leak '%s' is not a size; use bytes or a number with "
-                           "K/M/G/T (binary units)", v);
+        return usage_error("--step-time '%s' is not a duration up to 1h; use a number "
+                           "with ns, us, ms, s, m or h", v);
     default: return EX_USAGE;
     }
 }
@@ -235,6 +272,12 @@ int gm_ts_parse_opts(int argc, char **argv, struct opts *o)
     uint64_t leaks;
     if (!mul_ok(o->steps, o->leak, &leaks) || leaks > SIZE_MAX / 4)
         return usage_error("--leak times --steps is too large to represent");
+    if (o->eval_hold && o->eval_hold >= o->eval_every)
+        return usage_error("--eval-hold must be less than --eval-every");
+    if (!mul_ok(o->warmup_steps, o->warmup, &leaks) || leaks > SIZE_MAX / 4 ||
+        o->eval_size > SIZE_MAX / 4)
+        return usage_error("--warmup times --warmup-steps, or --eval-size, is too large "
+                           "to represent");
     if (gm_ts_sizes_of(o, &s) != 0)
         return usage_error("--layers, --hidden, --batch and --seq give buffers too "
                            "large to represent");
@@ -274,7 +317,9 @@ uint64_t gm_ts_layers_of(const struct opts *o, uint64_t id)
  * Peak of what the program holds: per thread 3*L_t*Wp persistent, plus the
  * step peak max(L_t*A + G, A + L_t*G) (all activations and the first
  * gradient, or the last activation and all gradients), or the eval buffer;
- * plus the leaks allocated up to the step in question (first thread only).
+ * plus the leaks and the warm-up cache allocated up to the step in
+ * question (first thread only). A held evaluation buffer (--eval-hold)
+ * adds to the training peak of the steps it is kept over.
  */
 uint64_t gm_ts_plan_peak(const struct opts *o, uint64_t gran)
 {
@@ -285,15 +330,29 @@ uint64_t gm_ts_plan_peak(const struct opts *o, uint64_t gran)
     uint64_t a = gm_ts_charged(gm_ts_kind_of(o->api, ROLE_ACT), s.act, gran);
     uint64_t leak = o->leak ? gm_ts_charged(gm_ts_kind_of(o->api, ROLE_ACT), o->leak, gran) : 0;
     uint64_t last_eval = o->eval_every ? o->steps / o->eval_every * o->eval_every : 0;
+    uint64_t wsteps = o->steps < o->warmup_steps ? o->steps : o->warmup_steps;
+    uint64_t warm = o->warmup ? wsteps * gm_ts_charged(gm_ts_kind_of(o->api, ROLE_ACT),
+                                                      o->warmup, gran) : 0;
     uint64_t persistent = 0, train = 0, eval = 0;
     for (uint64_t t = 0; t < o->threads; t++) {
         uint64_t lt = gm_ts_layers_of(o, t);
         persistent += 3 * lt * wp;
         uint64_t top = lt * a + g, bottom = a + lt * g;
         train += top > bottom ? top : bottom;
-        eval += gm_ts_charged(gm_ts_kind_of(o->api, ROLE_ACT), 2 * lt * s.act, gran);
+        eval += gm_ts_charged(gm_ts_kind_of(o->api, ROLE_ACT),
+                              o->eval_size ? o->eval_size : 2 * lt * s.act, gran);
     }
     uint64_t peak_train = o->steps * leak + train;
     uint64_t peak_eval = last_eval ? last_eval * leak + eval : 0;
-    return persistent + (peak_train > peak_eval ? peak_train : peak_eval);
+    /* The last evaluation held over a later step's training. */
+    uint64_t held_step = last_eval + o->eval_hold;
+    if (o->eval_hold && last_eval && last_eval == o->steps)
+        held_step = 0; /* made in the last step: freed at exit, no training over it */
+    else if (o->eval_hold && last_eval && held_step > o->steps)
+        held_step = o->steps;
+    if (o->eval_hold && last_eval && held_step == 0 && last_eval > o->eval_every)
+        held_step = last_eval - o->eval_every + o->eval_hold;
+    uint64_t peak_held = o->eval_hold && held_step ? held_step * leak + train + eval : 0;
+    uint64_t top = peak_train > peak_eval ? peak_train : peak_eval;
+    return persistent + warm + (top > peak_held ? top : peak_held);
 }

@@ -183,15 +183,44 @@ static void drop_grads(struct worker *w)
         buf_free(w, &w->grads[i]);
 }
 
+/* Every --eval-every steps an evaluation buffer, freed in the same step
+ * or, with --eval-hold H, at the end of the H-th step after it. */
 static int evaluate(struct worker *w)
 {
     const struct opts *o = w->run->o;
+    if (w->eval.live && w->step >= w->eval_until)
+        buf_free(w, &w->eval);
     if (!o->eval_every || w->step % o->eval_every != 0)
-        return 0;
-    if (buf_alloc(w, ROLE_ACT, 2 * w->layers * w->run->sz.act, &w->eval) != 0)
+        return w->rc ? -1 : 0;
+    uint64_t size = o->eval_size ? o->eval_size : 2 * w->layers * w->run->sz.act;
+    if (buf_alloc(w, ROLE_ACT, size, &w->eval) != 0)
         return -1;
-    buf_free(w, &w->eval);
+    w->eval_until = w->step + o->eval_hold;
+    if (!o->eval_hold)
+        buf_free(w, &w->eval);
     return w->rc ? -1 : 0;
+}
+
+/* In each of the first --warmup-steps steps the cache grows by --warmup. */
+static int warm_up(struct worker *w)
+{
+    const struct opts *o = w->run->o;
+    if (w->id != 0 || !o->warmup || w->step > o->warmup_steps)
+        return 0;
+    return buf_alloc(w, ROLE_ACT, o->warmup, &w->warm[w->step - 1]);
+}
+
+static void step_end(struct worker *w)
+{
+    const struct opts *o = w->run->o;
+    if (w->mark)
+        w->mark();
+    if (o->step_ns && w->id == 0) {
+        struct timespec ts = { (time_t)(o->step_ns / 1000000000u),
+                               (long)(o->step_ns % 1000000000u) };
+        while (nanosleep(&ts, &ts) != 0)
+            ;
+    }
 }
 
 static void progress(struct worker *w)
@@ -210,12 +239,13 @@ static int train_step(struct worker *w)
 {
     if (w->id == 0 && w->run->o->leak && leak_once(w) != 0)
         return -1;
-    if (forward(w) != 0 || backward(w) != 0)
+    if (warm_up(w) != 0 || forward(w) != 0 || backward(w) != 0)
         return -1;
     drop_grads(w);
     if (w->rc || evaluate(w) != 0)
         return -1;
     progress(w);
+    step_end(w);
     return 0;
 }
 
@@ -226,6 +256,9 @@ static void release_all(struct worker *w)
         buf_free(w, &w->grads[i]);
     }
     buf_free(w, &w->eval);
+    if (w->warm)
+        for (uint64_t i = w->run->o->warmup_steps; i-- > 0;)
+            buf_free(w, &w->warm[i]);
     for (uint64_t i = 3 * w->layers; i-- > 0;)
         buf_free(w, &w->params[i]);
 }
@@ -288,7 +321,17 @@ static int workers_init(struct run *run, struct worker *ws, uint64_t n)
         w->params = calloc(3 * w->layers, sizeof *w->params);
         w->acts = calloc(w->layers, sizeof *w->acts);
         w->grads = calloc(w->layers, sizeof *w->grads);
-        if (!w->params || !w->acts || !w->grads) {
+        if (t == 0 && run->o->warmup)
+            w->warm = calloc(run->o->warmup_steps, sizeof *w->warm);
+        if (t == 0 && run->o->mark_steps) {
+            /* The object pointer from dlsym converted the POSIX way. */
+            void *sym = dlsym(RTLD_DEFAULT, "gpumem_step");
+            memcpy(&w->mark, &sym, sizeof w->mark);
+            if (w->mark == NULL)
+                fputs("trainsim: --mark-steps: gpumem_step not found (libgpumem.so not "
+                      "preloaded); steps are not marked\n", stderr);
+        }
+        if (!w->params || !w->acts || !w->grads || (t == 0 && run->o->warmup && !w->warm)) {
             fputs("trainsim: out of host memory\n", stderr);
             return -1;
         }
@@ -302,6 +345,7 @@ static void workers_free(struct worker *ws, uint64_t n)
         free(ws[t].params);
         free(ws[t].acts);
         free(ws[t].grads);
+        free(ws[t].warm);
     }
 }
 

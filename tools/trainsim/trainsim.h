@@ -9,7 +9,9 @@
  * weights and two optimizer-state buffers per layer, once; per step an
  * optional leak, forward activations layer by layer, backward gradients
  * while activations are freed in reverse, gradients freed after the
- * optimizer step, and every --eval-every steps one large evaluation buffer.
+ * optimizer step, and every --eval-every steps one large evaluation buffer
+ * (kept --eval-hold steps); the first --warmup-steps steps also grow a
+ * kept cache by --warmup bytes each (a caching allocator filling up).
  *
  * The program is options.c (options and the planned peak), driver.c
  * (loading the driver by one of the three paths), train.c (buffers, the
@@ -18,7 +20,8 @@
  *
  * Invariants: the tally (in use, peak, counts) counts exactly the bytes
  * this program holds, as charged to it (vmm sizes rounded to granularity);
- * everything except --leak buffers is freed before exit; the primary
+ * everything (the warm-up cache and a held evaluation buffer included)
+ * except --leak buffers is freed before exit; the primary
  * context is retained once and released once.  Exit status: 0 done,
  * 1 setup or driver failure, 2 bad options, 3 an allocation failed.
  * Counters are relaxed atomics: they are statistics, read for progress
@@ -40,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "policy/parse.h"
 
@@ -60,9 +64,13 @@ enum role { ROLE_PARAM, ROLE_ACT, ROLE_GRAD };
 struct opts {
     uint64_t steps, layers, hidden, batch, seq, leak, eval_every;
     uint64_t threads, report_every, device;
+    uint64_t warmup, warmup_steps; /* cache growth per step, for that many steps */
+    uint64_t eval_size;            /* 0: 2*layers*A */
+    uint64_t eval_hold;            /* steps the evaluation buffer is kept */
+    uint64_t step_ns;              /* sleep per step */
     enum via via;
     enum api api;
-    int quiet, print_peak;
+    int quiet, print_peak, mark_steps;
 };
 
 /* Byte sizes of one buffer of each role, before any rounding. */
@@ -132,6 +140,9 @@ struct worker {
     struct buf *params; /* 3 per layer: weight, two optimizer moments */
     struct buf *acts, *grads;
     struct buf eval;
+    uint64_t eval_until;      /* the step after which eval is freed */
+    struct buf *warm;         /* --warmup buffers (thread 0), kept to exit */
+    void (*mark)(void);       /* gpumem_step, when --mark-steps found it */
     int rc;
     pthread_t tid;
 };

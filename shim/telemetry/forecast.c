@@ -1,0 +1,132 @@
+/*
+ * shim/telemetry/forecast.c — the forecast warning (see forecast.h; the
+ * fit, verdict and forecast formula are shim/telemetry/trend.c's, the
+ * definitions docs/metrics.md "Forecast").
+ */
+#include "shim/telemetry/forecast.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "policy/parse.h"
+#include "shim/base/safefile.h"
+#include "shim/telemetry/report.h"
+#include "shim/telemetry/telwrite.h"
+#include "shim/telemetry/trend.h"
+
+static _Atomic uint64_t warn_ns;
+static _Atomic int quiet;              /* the log level mutes warnings */
+static _Atomic uint64_t warned;        /* bit dev: given */
+static uint64_t last_check[GM_ABI_HIST_DEVICES]; /* roll-lock holder only */
+
+void gm_forecast_configure(uint64_t warn_before_ns, bool silent)
+{
+    __atomic_store_n(&warn_ns, warn_before_ns, __ATOMIC_RELAXED);
+    __atomic_store_n(&quiet, silent, __ATOMIC_RELAXED);
+    __atomic_store_n(&warned, 0, __ATOMIC_RELAXED);
+    for (unsigned i = 0; i < GM_ABI_HIST_DEVICES; i++)
+        last_check[i] = 0;
+}
+
+bool gm_forecast_warned(unsigned dev)
+{
+    return dev < 64 &&
+           (__atomic_load_n(&warned, __ATOMIC_RELAXED) >> dev & 1u);
+}
+
+/* The last closed tier-0 buckets, oldest first. */
+static size_t gather(const struct gm_abi_header *h, const struct gm_abi_dev *d,
+                     const struct gm_abi_hist *hs, struct gm_trend_point *pt)
+{
+    uint64_t open = tw_get(&d->hist_open);
+    bool steps = TW_LD_RLX(&h->steps) > 0;
+    size_t n = 0;
+    for (uint64_t back = 1; back <= GM_ABI_HIST_BUCKETS && back <= open &&
+                            n < GM_FORECAST_POINTS; back++) {
+        uint64_t idx = open - back;
+        const struct gm_abi_bucket *b = &hs->tier[0][idx % GM_ABI_HIST_BUCKETS];
+        if (b->seq != idx + 1) /* only the roller writes: our own stores */
+            continue;
+        struct gm_trend_point *p = &pt[GM_FORECAST_POINTS - 1 - n++];
+        p->t = (double)(idx + 1);
+        p->step = steps ? (double)b->steps : -1.0;
+        p->floor = b->used_min;
+        p->peak = b->used_max;
+        p->live = b->live_allocs;
+    }
+    /* Move the n points found to the front. */
+    for (size_t i = 0; i < n; i++)
+        pt[i] = pt[GM_FORECAST_POINTS - n + i];
+    return n;
+}
+
+static uint64_t round_u64(double v)
+{
+    if (!(v > 0))
+        return 0;
+    return v >= 1.8e19 ? UINT64_MAX : (uint64_t)(v + 0.5);
+}
+
+/* The warning line on stderr, unless the log level mutes warnings (the
+ * record is written anyway). */
+static void warn_line(unsigned dev, const struct gm_trend *r, uint64_t limit)
+{
+    if (__atomic_load_n(&quiet, __ATOMIC_RELAXED))
+        return;
+    char lim[32], rate[32], floor[32], per_step[32], line[320];
+    gm_format_size_short(limit, lim, sizeof lim);
+    gm_format_size_short(round_u64(r->bytes_per_second), rate, sizeof rate);
+    gm_format_size_short(round_u64(r->floor_now), floor, sizeof floor);
+    unsigned long long secs = round_u64(r->seconds_to_limit);
+    int n;
+    if (r->by_step && !isnan(r->steps_to_limit)) {
+        gm_format_size_short(round_u64(r->bytes_per_step), per_step,
+                             sizeof per_step);
+        n = snprintf(line, sizeof line,
+                     "gpumem: device %u: the limit (%s) is forecast in about "
+                     "%llu s (%llu steps): used floor %s, growing %s per "
+                     "step (%s/s)\n", dev, lim, secs,
+                     (unsigned long long)round_u64(r->steps_to_limit), floor,
+                     per_step, rate);
+    } else {
+        n = snprintf(line, sizeof line,
+                     "gpumem: device %u: the limit (%s) is forecast in about "
+                     "%llu s: used floor %s, growing %s/s\n", dev, lim, secs,
+                     floor, rate);
+    }
+    if (n > 0)
+        (void)gm_write_all(STDERR_FILENO, line,
+                           (size_t)n < sizeof line ? (size_t)n
+                                                   : sizeof line - 1);
+}
+
+void gm_forecast_check(struct gm_abi_header *h, struct gm_abi_dev *d,
+                       const struct gm_abi_hist *hs, unsigned dev,
+                       uint64_t now)
+{
+    uint64_t threshold = __atomic_load_n(&warn_ns, __ATOMIC_RELAXED);
+    uint64_t limit = tw_get(&d->limit);
+    if (threshold == 0 || limit == 0 || dev >= GM_ABI_HIST_DEVICES ||
+        gm_forecast_warned(dev))
+        return;
+    if (last_check[dev] != 0 && now - last_check[dev] < GM_FORECAST_EVERY_NS)
+        return;
+    last_check[dev] = now;
+    struct gm_trend_point pt[GM_FORECAST_POINTS];
+    size_t n = gather(h, d, hs, pt);
+    struct gm_trend r;
+    if (n == 0 || gm_trend_fit(pt, n, limit, NULL, &r) != 0 ||
+        r.verdict != GM_TREND_GROWS || isnan(r.seconds_to_limit) ||
+        r.seconds_to_limit * 1e9 >= (double)threshold)
+        return;
+    uint64_t bit = 1ull << dev;
+    if (__atomic_fetch_or(&warned, bit, __ATOMIC_RELAXED) & bit)
+        return;
+    warn_line(dev, &r, limit);
+    uint64_t steps_left = r.by_step && !isnan(r.steps_to_limit)
+                              ? round_u64(r.steps_to_limit) : UINT64_MAX;
+    tw_ring_push(h, GM_EV_FORECAST, GM_API_NONE, dev, now, 0,
+                 round_u64(r.seconds_to_limit), steps_left,
+                 round_u64(r.floor_now), round_u64(r.bytes_per_second));
+}

@@ -1,0 +1,36 @@
+/*
+ * shim/telemetry/forecast.h — the shim's own forecast warning: at a
+ * history bucket roll (cold, at most every GM_FORECAST_EVERY_NS per
+ * device), the leak verdict of shim/telemetry/trend.h over the device's
+ * last closed tier-0 buckets (floor = used_min, peak = used_max); when it
+ * says the device grows and the limit is forecast within the configured
+ * time (GPUMEM_WARN_BEFORE), one line on stderr and one GM_EV_FORECAST
+ * record, once per device per segment.
+ *
+ * Invariants: called only by the holder of the device's roll lock, so
+ * per-device state has one writer; the once-flag is a process-local
+ * atomic bit, reset when a segment is opened or forgotten (fork).
+ */
+#ifndef GM_FORECAST_H
+#define GM_FORECAST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "shim/telemetry/abi.h"
+
+#define GM_FORECAST_POINTS 64u            /* tier-0 buckets fitted */
+#define GM_FORECAST_EVERY_NS 4000000000ull /* checks per device, at most */
+
+/* Threshold in ns (0: no warning); silent: the record without the
+ * stderr line (GPUMEM_LOG_LEVEL below warn). Clears every device's
+ * once-flag. */
+void gm_forecast_configure(uint64_t warn_before_ns, bool silent);
+/* The roll's hook: device dev (< hist_slots) just closed a bucket. */
+void gm_forecast_check(struct gm_abi_header *h, struct gm_abi_dev *d,
+                       const struct gm_abi_hist *hs, unsigned dev,
+                       uint64_t now) __attribute__((cold));
+/* Whether the warning was given for dev (tests, the exit report). */
+bool gm_forecast_warned(unsigned dev);
+
+#endif

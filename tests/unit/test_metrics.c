@@ -1,0 +1,275 @@
+/*
+ * tests/unit/test_metrics.c — one scrape (tools/lib/metrics.c) over a
+ * directory of its own holding this process's live segment and copies of
+ * it under other names: the figures written appear under the right
+ * labels; the bounds (--max-segments, the time budget, the size of the
+ * text) skip the rest with their reason and keep the text valid; a copy
+ * whose device block is never consistent is exported without that device
+ * (reason "inconsistent"); a copy of a process that is not running is
+ * left out unless asked; an unreadable directory fails with its name and
+ * still yields the health figures; errors add up across scrapes.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shim/telemetry/telemetry.h"
+#include "tools/lib/metrics.h"
+
+static char dir[256];
+static struct gm_tel tel;
+
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/gm-metrics.XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    struct gm_tel_params p = { .prefix = "gmu", .ring_events = 64,
+                               .policy_summary = "limit=1.0GiB mode=grow",
+                               .shm_dir = dir, .dev_slots = 2 };
+    char err[256];
+    ck_assert_int_eq(gm_tel_open(&tel, &p, err, sizeof err), 0);
+    gm_tel_device(&tel, 0, 80ull << 30, 1ull << 30);
+    gm_tel_alloc(&tel, 0, GM_API_MEM_ALLOC, 0x1000, 4096, 1500, 4096, 4096);
+    gm_tel_alloc(&tel, 0, GM_API_MEM_ALLOC, 0x9000, 8192, 300, 12288, 12288);
+    gm_tel_free(&tel, 0, GM_API_MEM_FREE, 0x1000, 4096, 100, 8192);
+}
+
+static void teardown(void)
+{
+    char cmd[300];
+    gm_tel_close(&tel, false);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Copies this process's segment to "<dir>/gmu.<pid>", then lets edit
+ * change the copy. */
+static void copy_as(int pid, void (*edit)(unsigned char *img, size_t n))
+{
+    char from[300], to[300];
+    snprintf(from, sizeof from, "%s/gmu.%d", dir, (int)getpid());
+    snprintf(to, sizeof to, "%s/gmu.%d", dir, pid);
+    FILE *f = fopen(from, "rb");
+    ck_assert_ptr_nonnull(f);
+    static _Alignas(64) unsigned char img[1 << 20];
+    size_t n = fread(img, 1, sizeof img, f);
+    fclose(f);
+    ck_assert_uint_gt(n, sizeof(struct gm_abi_header));
+    ((struct gm_abi_header *)(void *)img)->pid = (uint32_t)pid;
+    if (edit)
+        edit(img, n);
+    f = fopen(to, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(img, 1, n, f), n);
+    fclose(f);
+}
+
+static struct gm_metrics_totals tot;
+
+static char *scrape(struct gm_metrics_opts *o, int want_rc)
+{
+    struct gm_expo_buf b;
+    char err[512] = "";
+    gm_expo_buf_init(&b, 0);
+    int rc = gm_metrics_scrape(o, &tot, GM_EXPO_PROM, &b, NULL, err,
+                               sizeof err);
+    ck_assert_msg(rc == want_rc, "scrape returned %d (%s)", rc, err);
+    return b.p;   /* caller frees */
+}
+
+static void opts(struct gm_metrics_opts *o)
+{
+    gm_metrics_opts_default(o);
+    o->dir = dir;
+    o->prefix = "gmu";
+}
+
+static unsigned long long value_of(const char *text, const char *series)
+{
+    char line[256];
+    snprintf(line, sizeof line, "\n%s", series);
+    const char *p = strstr(text, line);
+    ck_assert_msg(p != NULL, "no series %s in:\n%s", series, text);
+    return strtoull(p + strlen(line), NULL, 10);
+}
+
+START_TEST(test_figures)
+{
+    memset(&tot, 0, sizeof tot);
+    struct gm_metrics_opts o;
+    opts(&o);
+    char *t = scrape(&o, 0);
+    char s[256];
+    int pid = (int)getpid();
+    snprintf(s, sizeof s, "gpumem_used_bytes{pid=\"%d\",command=", pid);
+    ck_assert_ptr_nonnull(strstr(t, s));
+    ck_assert_ptr_nonnull(strstr(t, ",mode=\"grow\",user=\""));
+    ck_assert_ptr_nonnull(strstr(t, ",device=\"0\"} 8192\n"));
+    ck_assert_ptr_nonnull(strstr(t, ",device=\"0\"} 1073741824\n"));
+    ck_assert_uint_eq(value_of(t, "gpumem_device_used_bytes{device=\"0\"} "),
+                      8192);
+    ck_assert_uint_eq(value_of(t, "gpumem_device_processes{device=\"0\"} "),
+                      1);
+    /* Two allocations: 1500 ns in bucket 10 (le 2^11 ns), 300 in 8. */
+    ck_assert_ptr_nonnull(strstr(t, "le=\"2.56e-07\"} 0\n"));
+    ck_assert_ptr_nonnull(strstr(t, "le=\"5.12e-07\"} 1\n"));
+    ck_assert_ptr_nonnull(strstr(t, "le=\"2.048e-06\"} 2\n"));
+    ck_assert_ptr_nonnull(strstr(t, "le=\"+Inf\"} 2\n"));
+    ck_assert_ptr_nonnull(strstr(t, "gpumem_alloc_latency_seconds_sum{"));
+    ck_assert_uint_eq(value_of(t, "gpumem_scrape_segments "), 1);
+    ck_assert_uint_eq(value_of(t,
+        "gpumem_scrape_errors_total{reason=\"invalid\"} "), 0);
+    ck_assert_ptr_null(strstr(t, "hami_"));
+    free(t);
+    o.hami = true;
+    t = scrape(&o, 0);
+    ck_assert_ptr_nonnull(strstr(t, "hami_vgpu_memory_used_bytes{namespace="
+        "\"\",pod=\"\",container=\"\",vdevice_index=\"0\",device_uuid=\"\","
+        "zone=\"vGPU\"} 8192\n"));
+    free(t);
+}
+END_TEST
+
+START_TEST(test_bounds)
+{
+    memset(&tot, 0, sizeof tot);
+    /* Names of processes that are not running: listed, skipped by the
+     * bounds before they are even opened. */
+    copy_as(999990, NULL);
+    copy_as(999991, NULL);
+    struct gm_metrics_opts o;
+    opts(&o);
+    o.max_segments = 1;
+    char *t = scrape(&o, 0);
+    ck_assert_uint_eq(value_of(t,
+        "gpumem_scrape_errors_total{reason=\"limit\"} "), 2);
+    /* Which one is read is the listing's choice. */
+    ck_assert_uint_le(value_of(t, "gpumem_scrape_segments "), 1);
+    free(t);
+    opts(&o);
+    o.timeout_ns = 0;
+    t = scrape(&o, 0);
+    ck_assert_uint_eq(value_of(t,
+        "gpumem_scrape_errors_total{reason=\"timeout\"} "), 3);
+    ck_assert_uint_eq(value_of(t, "gpumem_scrape_segments "), 0);
+    /* Counters: the first scrape's 2 are still there. */
+    ck_assert_uint_eq(value_of(t,
+        "gpumem_scrape_errors_total{reason=\"limit\"} "), 2);
+    free(t);
+    opts(&o);
+    o.max_bytes = 100;          /* the first segment's text is past it */
+    o.dead = true;              /* every one of them has text */
+    t = scrape(&o, 0);
+    ck_assert_uint_eq(value_of(t,
+        "gpumem_scrape_errors_total{reason=\"limit\"} "), 4);
+    ck_assert_uint_eq(value_of(t, "gpumem_scrape_segments "), 1);
+    free(t);
+    /* Not running: left out without an error, exported with dead. */
+    opts(&o);
+    t = scrape(&o, 0);
+    ck_assert_uint_eq(value_of(t, "gpumem_scrape_segments "), 1);
+    free(t);
+    o.dead = true;
+    t = scrape(&o, 0);
+    ck_assert_uint_eq(value_of(t, "gpumem_scrape_segments "), 3);
+    ck_assert_ptr_nonnull(strstr(t, "gpumem_used_bytes{pid=\"999990\""));
+    /* The sums count the live writer only. */
+    ck_assert_uint_eq(value_of(t, "gpumem_device_used_bytes{device=\"0\"} "),
+                      8192);
+    free(t);
+}
+END_TEST
+
+static void torn(unsigned char *img, size_t n)
+{
+    const struct gm_abi_header *h = (const void *)img;
+    ck_assert_uint_gt(n, h->dev_offset + sizeof(struct gm_abi_dev));
+    struct gm_abi_dev *d = (void *)(img + h->dev_offset);
+    d->wbegin = d->wdone + 1;   /* a writer that never left */
+}
+
+START_TEST(test_inconsistent)
+{
+    memset(&tot, 0, sizeof tot);
+    copy_as(999992, torn);
+    struct gm_metrics_opts o;
+    opts(&o);
+    o.dead = true;
+    char *t = scrape(&o, 0);
+    ck_assert_uint_eq(value_of(t,
+        "gpumem_scrape_errors_total{reason=\"inconsistent\"} "), 1);
+    ck_assert_ptr_nonnull(strstr(t, "gpumem_process_info{pid=\"999992\""));
+    ck_assert_ptr_null(strstr(t, "gpumem_used_bytes{pid=\"999992\""));
+    free(t);
+}
+END_TEST
+
+START_TEST(test_missing_dir)
+{
+    memset(&tot, 0, sizeof tot);
+    struct gm_metrics_opts o;
+    opts(&o);
+    o.dir = "/nonexistent-gpumem-dir";
+    struct gm_expo_buf b;
+    char err[512] = "";
+    gm_expo_buf_init(&b, 0);
+    ck_assert_int_eq(gm_metrics_scrape(&o, &tot, GM_EXPO_OPENMETRICS, &b,
+                                       NULL, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "/nonexistent-gpumem-dir") != NULL, "%s", err);
+    ck_assert_ptr_nonnull(strstr(b.p, "gpumem_scrape_segments 0\n"));
+    size_t n = strlen(b.p);
+    ck_assert_str_eq(b.p + n - 6, "# EOF\n");
+    gm_expo_buf_free(&b);
+}
+END_TEST
+
+START_TEST(test_write_file)
+{
+    char err[512];
+    ck_assert_int_eq(gm_metrics_write_file(dir, "x.prom", "a 1\n", 4, err,
+                                           sizeof err), 0);
+    char path[300];
+    snprintf(path, sizeof path, "%s/x.prom", dir);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[16] = "";
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    fclose(f);
+    ck_assert_str_eq(line, "a 1\n");
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_uint_eq(st.st_mode & 0777, 0644);
+    ck_assert_int_eq(gm_metrics_write_file("/nonexistent-gpumem-dir", "x",
+                                           "", 0, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "cannot open directory /nonexistent") != NULL,
+                  "%s", err);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("metrics");
+    TCase *tc = tcase_create("metrics");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_figures);
+    tcase_add_test(tc, test_bounds);
+    tcase_add_test(tc, test_inconsistent);
+    tcase_add_test(tc, test_missing_dir);
+    tcase_add_test(tc, test_write_file);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *r = srunner_create(suite());
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed == 0 ? 0 : 1;
+}
