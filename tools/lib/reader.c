@@ -1131,16 +1131,21 @@ out:
 /* ---- history ------------------------------------------------------------ */
 
 #define BUCKET_ATTEMPTS 8u
+#define HIST_YIELDS 2u    /* per read of a history, all buckets together */
 
 struct hist_args {
     const struct gm_seg *s;
     unsigned dev;
     struct gm_abi_bucket (*tiers)[GM_ABI_HIST_BUCKETS];
     uint64_t base_ns, steps;
+    unsigned yields;              /* yields left (HIST_YIELDS at first) */
 };
 
 /* Copies every bucket of one device: a slot being written is retried a
- * few times, then left out (empty). */
+ * few times, then left out (empty). A writer holds a bucket for a few
+ * stores, so a retry or two suffices; the yields between retries are
+ * bounded for the whole read, so a segment whose buckets all look busy
+ * (hostile, or a writer killed inside a roll) costs no more than two. */
 static int hist_cb(void *arg)
 {
     struct hist_args *a = arg;
@@ -1161,8 +1166,10 @@ static int hist_cb(void *arg)
                 ok = gm_hist_read_bucket(src, dst);
                 if (!ok && LD_ACQ(&src->seq) == 0)
                     break; /* never written */
-                if (!ok)
+                if (!ok && a->yields > 0) {
+                    a->yields--;
                     sched_yield();
+                }
             }
             if (!ok || (dst->seq - 1) % GM_ABI_HIST_BUCKETS != i)
                 memset(dst, 0, sizeof *dst); /* busy, torn or misplaced */
@@ -1183,7 +1190,8 @@ int gm_seg_history(const struct gm_seg *s, unsigned dev,
     struct gm_snapshot *snap = malloc(sizeof *snap);
     struct hist_args a = { s, dev, malloc(sizeof(struct gm_abi_bucket) *
                                           GM_ABI_HIST_TIERS *
-                                          GM_ABI_HIST_BUCKETS), 0, 0 };
+                                          GM_ABI_HIST_BUCKETS), 0, 0,
+                          HIST_YIELDS };
     int rc = -1;
     if (snap == NULL || a.tiers == NULL) {
         gm_msgf(err, errcap, "out of memory");
