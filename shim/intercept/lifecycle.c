@@ -26,6 +26,9 @@
 #include "shim/driver/real.h"
 #include "shim/telemetry/ident.h"
 #include "shim/telemetry/report.h"
+#include "shim/telemetry/forecast.h"
+#include "shim/telemetry/hist.h"
+#include "shim/telemetry/trend.h"
 #include "shim/account/state.h"
 #include "shim/account/commit.h"
 #include "shim/account/grouphook.h"
@@ -75,6 +78,25 @@ static int own_stream(const char *path)
     return -1;
 }
 
+/* The leak verdict of each device whose last minute of history grows
+ * (the forecast warning's fit, shim/telemetry/forecast.c), one line each
+ * after the devices' lines of a text report; n is what buf holds. */
+static size_t verdict_lines(const struct gm_abi_header *h, char *buf,
+                            size_t cap, size_t n)
+{
+    for (unsigned i = 0; i < h->hist_slots && i < GM_MAX_DEVICES; i++) {
+        struct gm_trend r;
+        char line[512];
+        if (atomic_load(&gm_st.dev[i].ready) != 2 ||
+            !gm_forecast_trend(h, gm_hist_of(h, i), i, &r))
+            continue;
+        gm_trend_format(line, sizeof line, i, &r, NULL);
+        if (n < cap)
+            n += (size_t)snprintf(buf + n, cap - n, "gpumem: %s\n", line);
+    }
+    return n < cap ? n : cap;
+}
+
 static void exit_report(void)
 {
     const struct gm_policy *p = &gm_st.policy;
@@ -86,6 +108,8 @@ static void exit_report(void)
                                       sizeof buf);
     if (n >= sizeof buf)
         n = sizeof buf - 1;
+    if (p->report != GM_REPORT_JSON)
+        n = verdict_lines(gm_st.tel.hdr, buf, sizeof buf - 1, n);
     if (p->report == GM_REPORT_STDERR) {
         n += gm_grp_report(buf + n, sizeof buf - n);
         (void)gm_write_all(STDERR_FILENO, buf, n);

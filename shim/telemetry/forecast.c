@@ -101,6 +101,21 @@ static void warn_line(unsigned dev, const struct gm_trend *r, uint64_t limit)
                                                    : sizeof line - 1);
 }
 
+bool gm_forecast_trend(const struct gm_abi_header *h,
+                       const struct gm_abi_hist *hs, unsigned dev,
+                       struct gm_trend *r)
+{
+    if (h == NULL || hs == NULL || dev >= h->hist_slots ||
+        dev >= h->dev_slots)
+        return false;
+    const struct gm_abi_dev *d =
+        (const struct gm_abi_dev *)((const char *)h + sizeof *h) + dev;
+    struct gm_trend_point pt[GM_FORECAST_POINTS];
+    size_t n = gather(h, d, hs, pt);
+    return n > 0 && gm_trend_fit(pt, n, tw_get(&d->limit), NULL, r) == 0 &&
+           r->verdict == GM_TREND_GROWS;
+}
+
 void gm_forecast_check(struct gm_abi_header *h, struct gm_abi_dev *d,
                        const struct gm_abi_hist *hs, unsigned dev,
                        uint64_t now)
