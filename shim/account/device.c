@@ -47,7 +47,14 @@ static bool resolve_device(int dev, struct gm_dev *d)
                    : "the scheduler's grant (CUDA_DEVICE_MEMORY_LIMIT)", l);
     }
     gm_budget_set_limit(&d->budget, limit);
-    gm_tel_device(&gm_st.tel, (unsigned)dev, total, limit);
+    CUuuid u;
+    gm_depth++;
+    CUresult urc = gm_real.cuDeviceGetUuid_v2
+                       ? gm_real.cuDeviceGetUuid_v2(&u, (CUdevice)dev)
+                       : CUDA_ERROR_NOT_FOUND;
+    gm_depth--;
+    gm_tel_device(&gm_st.tel, (unsigned)dev, total, limit,
+                  urc == CUDA_SUCCESS ? (const unsigned char *)u.bytes : NULL);
     if (limit != 0 && gm_log_enabled(GM_LOG_INFO)) {
         char l[32], t[32];
         gm_format_size(limit, l, sizeof l);

@@ -257,7 +257,9 @@ struct gm_abi_dev {
     uint64_t reclaimed_bytes;    /*  200 */
     uint64_t last_ns;            /*  208  CLOCK_REALTIME ns, last update */
     uint64_t lat_sum_ns;         /*  216  sum of allocation latencies */
-    uint64_t reserved0[4];       /*  224  zero */
+    uint64_t uuid[2];            /*  224  device UUID (cuDeviceGetUuid's 16
+                                           bytes, in order); 0: unknown */
+    uint64_t reserved0[2];       /*  240  zero */
     uint64_t size_hist[GM_ABI_SIZE_BUCKETS]; /* 256 allocation sizes, log2 */
     uint64_t lat_hist[GM_ABI_LAT_BUCKETS];   /* 640 allocation latency, log2 */
     /* The open history bucket (v3; seqlocked with the block): */

@@ -55,7 +55,7 @@
     X(live_bytes) X(frag_ppm) X(frag_peak_ppm) X(waits) X(trims)            \
     X(trimmed_bytes) X(reclaims) X(reclaimed_bytes) X(last_ns) X(lat_sum_ns) \
     X(hist_next_ns) X(hist_open) X(hist_min) X(hist_max) X(hist_allocs0)    \
-    X(hist_frees0) X(hist_refusals0) X(hist_lock)
+    X(hist_frees0) X(hist_refusals0) X(hist_lock) X(uuid[0]) X(uuid[1])
 
 /* ---- geometry ----------------------------------------------------------- */
 
@@ -114,7 +114,7 @@ void gm_tw_mark_present(struct gm_abi_header *h, struct gm_abi_dev *d,
 /* ---- writer: the hooks' API --------------------------------------------- */
 
 void gm_tel_device(struct gm_tel *t, unsigned dev, uint64_t physical,
-                   uint64_t limit)
+                   uint64_t limit, const unsigned char *uuid)
 {
     struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL)
@@ -124,6 +124,12 @@ void gm_tel_device(struct gm_tel *t, unsigned dev, uint64_t physical,
         return;
     tw_put(&d->physical, physical);
     tw_put(&d->limit, limit);
+    if (uuid != NULL) {
+        uint64_t w[2];
+        memcpy(w, uuid, sizeof w);
+        tw_put(&d->uuid[0], w[0]);
+        tw_put(&d->uuid[1], w[1]);
+    }
     tw_stats_end(d);
 }
 

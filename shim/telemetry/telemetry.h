@@ -92,7 +92,7 @@ int gm_tel_open_mem(struct gm_tel *t, void *mem, size_t len,
 
 /* Device appeared: physical total, limit (0 = none). No ring record. */
 void gm_tel_device(struct gm_tel *t, unsigned dev, uint64_t physical,
-                   uint64_t limit);
+                   uint64_t limit, const unsigned char *uuid);
 /* Allocation charged: allocs, total/live counts, size and latency
  * histograms, used = used_after, peak = max(peak, peak arg, used). Record
  * GM_EV_ALLOC {size, addr, lat_ns, used_after}. */

@@ -68,7 +68,7 @@ static void child_main(int wfd, pid_t parent, int idx)
     unsigned ndev = idx % 3 == 0 ? 2 : 1;
     for (unsigned d = 0; d < ndev; d++) {
         uint64_t used = 0, sz = 32ull << 20;
-        gm_tel_device(&t, d, 80ull << 30, 8ull << 30);
+        gm_tel_device(&t, d, 80ull << 30, 8ull << 30, NULL);
         for (int i = 0; i <= idx % 8; i++) {
             used += sz;
             gm_tel_alloc(&t, d, GM_API_MEM_ALLOC, 0x10000000ull * (i + 1),

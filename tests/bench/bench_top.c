@@ -84,7 +84,7 @@ static void child_main(int wfd, pid_t parent, int idx)
     unsigned ndev = idx % 2 ? 2 : 1;
     uint64_t used[2] = { 0, 0 }, sz = 64ull << 20;
     for (unsigned d = 0; d < ndev; d++) {
-        gm_tel_device(&t, d, 80ull << 30, 8ull << 30);
+        gm_tel_device(&t, d, 80ull << 30, 8ull << 30, NULL);
         for (int i = 0; i <= idx % 8; i++) {
             used[d] += sz;
             gm_tel_alloc(&t, d, GM_API_MEM_ALLOC, 0x10000000ull * (i + 1),

@@ -29,7 +29,7 @@ static void make_template(void)
     struct gm_tel t;
     if (tmpl == NULL || gm_tel_open_mem(&t, tmpl, tmpl_len, &p) != 0)
         abort();
-    gm_tel_device(&t, 0, 1ull << 34, 1ull << 30);
+    gm_tel_device(&t, 0, 1ull << 34, 1ull << 30, NULL);
     for (uint64_t i = 0; i < 20; i++)
         gm_tel_alloc(&t, (unsigned)(i & 1), 1, 0x1000 * i, 4096 << (i % 9),
                      1000 * i, 4096 * i, 4096 * i);

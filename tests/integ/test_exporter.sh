@@ -130,9 +130,9 @@ grep -q '^# TYPE gpumem_allocations counter$' "$T/om.txt" ||
     bad "OpenMetrics: counter family not named without _total"
 grep -q '^# UNIT gpumem_used_bytes bytes$' "$T/om.txt" || bad "OpenMetrics: no UNIT line"
 grep -q '^# TYPE gpumem_process info$' "$T/om.txt" || bad "OpenMetrics: no info family"
-grep -q "^hami_vgpu_memory_used_bytes{namespace=\"\",pod=\"\",container=\"\",vdevice_index=\"0\",device_uuid=\"\",zone=\"vGPU\"} " "$T/om.txt" ||
+grep -q "^hami_vgpu_memory_used_bytes{namespace=\"\",pod=\"\",container=\"\",vdevice_index=\"0\",device_uuid=\"GPU-[0-9a-f-]*\",zone=\"vGPU\"} " "$T/om.txt" ||
     bad "--compat hami: no hami_vgpu_memory_used_bytes row outside a pod"
-grep -q "^hami_vgpu_memory_used_bytes{namespace=\"ns1\",pod=\"pod-a\",container=\"ctr\",vdevice_index=\"0\",device_uuid=\"\",zone=\"vGPU\"} " "$T/om.txt" ||
+grep -q "^hami_vgpu_memory_used_bytes{namespace=\"ns1\",pod=\"pod-a\",container=\"ctr\",vdevice_index=\"0\",device_uuid=\"GPU-[0-9a-f-]*\",zone=\"vGPU\"} " "$T/om.txt" ||
     bad "--compat hami: no hami_vgpu_memory_used_bytes row of pod-a"
 [ "$(grep -c '^hami_vgpu_memory_limit_bytes{.*} 6442450944$' "$T/om.txt")" -eq 2 ] ||
     bad "--compat hami: limits of the live processes not exported"

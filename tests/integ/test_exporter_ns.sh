@@ -81,7 +81,7 @@ hold "$H1" "$H2"
 "$B/gpumem" exporter --once >"$T/live.txt" || bad "exporter --once failed"
 for pair in "$H1 train-a" "$H2 train-b"; do
     set -- $pair
-    grep -q "^gpumem_used_bytes{pid=\"$1\",command=\"gpumem-trainsim [^\"]*\",mode=\"grow\",\(group=\"[^\"]*\",\)\{0,1\}user=\"[^\"]*\",namespace=\"team\",pod=\"$2\",container=\"main\",device=\"0\"} [1-9]" "$T/live.txt" ||
+    grep -q "^gpumem_used_bytes{pid=\"$1\",command=\"gpumem-trainsim [^\"]*\",mode=\"grow\",\(group=\"[^\"]*\",\)\{0,1\}user=\"[^\"]*\",namespace=\"team\",pod=\"$2\",container=\"main\",device=\"0\",uuid=\"GPU-[0-9a-f-]*\"} [1-9]" "$T/live.txt" ||
         bad "$2: no used bytes under host pid $1 with its pod labels: $(grep '^gpumem_used_bytes' "$T/live.txt")"
     grep -q "^gpumem_process_info{pid=\"$1\",.*,ns_pid=\"1\",pidns=\"[0-9]*\"" "$T/live.txt" ||
         bad "$2: info row without ns_pid 1 and its pidns"

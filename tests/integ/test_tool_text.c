@@ -123,7 +123,7 @@ static void craft(void)
     ck_assert_msg(gm_tel_open(&tel, &p, err, sizeof err) == 0, "%s", err);
     set_text(tel.hdr->cmdline, sizeof tel.hdr->cmdline, HOSTILE_CMD);
     set_text(tel.hdr->policy, sizeof tel.hdr->policy, HOSTILE_POLICY);
-    gm_tel_device(&tel, 0, 80ull << 30, 2ull << 30);
+    gm_tel_device(&tel, 0, 80ull << 30, 2ull << 30, NULL);
     gm_tel_alloc(&tel, 0, GM_API_MEM_ALLOC, 0x700000000000ull, MiB, 3000,
                  MiB, MiB);
     gm_tel_host(&tel, GM_API_MEM_HOST_ALLOC, HOST_ADDR, (int64_t)(2 * MiB));

@@ -48,7 +48,7 @@ static void start_q(struct run *r, uint64_t warn_ns, uint64_t limit,
     ck_assert_msg(gm_seg_open_mem(&r->seg, r->mem, len, err, sizeof err) == 0,
                   "%s", err);
     r->base = ((struct gm_abi_header *)r->mem)->hist_base_ns;
-    gm_tel_device(&r->t, 0, 80 * GiB, limit);
+    gm_tel_device(&r->t, 0, 80 * GiB, limit, NULL);
     r->err = tmpfile();
     ck_assert_ptr_nonnull(r->err);
     fflush(stderr);

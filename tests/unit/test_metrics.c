@@ -32,7 +32,7 @@ static void setup(void)
                                .shm_dir = dir, .dev_slots = 2 };
     char err[256];
     ck_assert_int_eq(gm_tel_open(&tel, &p, err, sizeof err), 0);
-    gm_tel_device(&tel, 0, 80ull << 30, 1ull << 30);
+    gm_tel_device(&tel, 0, 80ull << 30, 1ull << 30, NULL);
     gm_tel_alloc(&tel, 0, GM_API_MEM_ALLOC, 0x1000, 4096, 1500, 4096, 4096);
     gm_tel_alloc(&tel, 0, GM_API_MEM_ALLOC, 0x9000, 8192, 300, 12288, 12288);
     gm_tel_free(&tel, 0, GM_API_MEM_FREE, 0x1000, 4096, 100, 8192);

@@ -53,7 +53,7 @@ static void image_make(struct image *im, uint32_t ring, uint32_t slots)
     im->len = gm_tel_layout_size(ring, slots);
     im->mem = aligned_alloc(64, (im->len + 63) / 64 * 64);
     ck_assert_int_eq(gm_tel_open_mem(&im->t, im->mem, im->len, &p), 0);
-    gm_tel_device(&im->t, 0, 80ull << 30, 2ull << 30);
+    gm_tel_device(&im->t, 0, 80ull << 30, 2ull << 30, NULL);
     gm_tel_alloc(&im->t, 0, GM_API_MEM_ALLOC, 0x7000, 1 << 20, 3000,
                  1 << 20, 1 << 20);
     gm_tel_free(&im->t, 0, GM_API_MEM_FREE, 0x7000, 1 << 20, 800, 0);

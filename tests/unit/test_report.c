@@ -42,7 +42,7 @@ static void seg_free(struct seg *s)
  * on device 1 one allocation and a spill. */
 static void workload(struct gm_tel *t)
 {
-    gm_tel_device(t, 0, 80ull << 30, 4ull << 30);
+    gm_tel_device(t, 0, 80ull << 30, 4ull << 30, NULL);
     uint64_t used = 300 * MiB;
     gm_tel_context(t, 0, 300 * MiB, used, used);
     for (uint64_t i = 0; i < 10; i++) {
@@ -196,7 +196,7 @@ START_TEST(test_nothing_used)
 {
     struct seg s;
     seg_open(&s, 16);
-    gm_tel_device(&s.t, 0, 1ull << 30, 0);
+    gm_tel_device(&s.t, 0, 1ull << 30, 0, NULL);
     ck_assert_int_eq(gm_tel_snapshot(&s.t, s.snap), 0);
     char buf[1024];
     gm_report_text(s.snap, 0, buf, sizeof buf);

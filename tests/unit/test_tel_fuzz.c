@@ -47,7 +47,7 @@ static void setup(void)
     img = aligned_alloc(64, len);
     struct gm_tel t;
     ck_assert_int_eq(gm_tel_open_mem(&t, tmpl, len, &p), 0);
-    gm_tel_device(&t, 0, 1ull << 34, 1ull << 30);
+    gm_tel_device(&t, 0, 1ull << 34, 1ull << 30, NULL);
     for (uint64_t i = 0; i < 100; i++) /* wraps the ring */
         gm_tel_alloc(&t, (unsigned)(i % 3), 1, 0x1000 * i, 4096 << (i % 9),
                      1000 * i, 4096 * i, 4096 * i);

@@ -161,6 +161,7 @@ struct hami_row {
                                  /* namespace, pod, container labels */
     unsigned dev;
     uint64_t used, limit;
+    char uuid[48];               /* the device's, "" when not recorded */
 };
 
 struct scrape {
@@ -396,7 +397,7 @@ static void proc_labels(struct scrape *s, const struct gm_scan_proc *sp,
 }
 
 static void hami_add(struct scrape *s, const struct gm_abi_ident *id,
-                     unsigned dev, uint64_t used, uint64_t limit)
+                     unsigned dev, const struct gm_abi_dev *d)
 {
     /* One row per container and device: the processes of a container
      * add up (HAMi's own rule), the largest limit stands for them. A
@@ -407,11 +408,14 @@ static void hami_add(struct scrape *s, const struct gm_abi_ident *id,
     gm_expo_label(lab, true, "pod", id->pod_name, 0);
     gm_expo_label(lab, true, "container", id->container_name, 0);
     const char *key = lab->p;
+    uint64_t used = d->used, limit = d->limit;
     for (size_t i = 0; i < s->nhami; i++)
         if (s->hami[i].dev == dev && strcmp(s->hami[i].key, key) == 0) {
             s->hami[i].used += used;
             if (limit > s->hami[i].limit)
                 s->hami[i].limit = limit;
+            if (s->hami[i].uuid[0] == '\0')
+                gm_dev_uuid(d, s->hami[i].uuid, sizeof s->hami[i].uuid);
             return;
         }
     if (s->nhami == s->cap_hami) {
@@ -429,6 +433,7 @@ static void hami_add(struct scrape *s, const struct gm_abi_ident *id,
     r->dev = dev;
     r->used = used;
     r->limit = limit;
+    gm_dev_uuid(d, r->uuid, sizeof r->uuid);
 }
 
 static void latency(struct scrape *s, const char *labels,
@@ -456,11 +461,14 @@ static void device_series(struct scrape *s, const struct gm_scan_proc *sp,
 {
     const struct gm_abi_dev *d = &sp->p.snap.dev[dv];
     struct gm_expo_buf *lab = &s->lab;
-    char dev[16];
+    char dev[16], uuid[48];
     snprintf(dev, sizeof dev, "%u", dv);
+    gm_dev_uuid(d, uuid, sizeof uuid);
     lab->len = 0;
     gm_expo_puts(lab, plabels);
     gm_expo_label(lab, true, "device", dev, 0);
+    if (uuid[0])
+        gm_expo_label(lab, true, "uuid", uuid, 0);
     const char *L = lab->p;
     U(F_USED, d->used);
     U(F_PEAK, d->peak);
@@ -493,7 +501,7 @@ static void device_series(struct scrape *s, const struct gm_scan_proc *sp,
         if (d->physical > ds->physical)
             ds->physical = d->physical;
         if (s->o->hami)
-            hami_add(s, &sp->p.snap.ident, dv, d->used, d->limit);
+            hami_add(s, &sp->p.snap.ident, dv, d);
     }
 }
 
@@ -696,7 +704,7 @@ static void hami_series(struct scrape *s)
         lab->len = 0;
         gm_expo_puts(lab, r->key);
         gm_expo_label(lab, true, "vdevice_index", dev, 0);
-        gm_expo_label(lab, true, "device_uuid", "", 0);
+        gm_expo_label(lab, true, "device_uuid", r->uuid, 0);
         gm_expo_label(lab, true, "zone", "vGPU", 0);
         const char *L = lab->p;
         U(F_H_USED, r->used);

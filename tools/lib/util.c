@@ -436,8 +436,15 @@ static void jrefused(FILE *f, uint64_t v)
 static void dev_json(FILE *f, const struct gm_snapshot *s, unsigned i)
 {
     const struct gm_abi_dev *d = &s->dev[i];
+    char uuid[48];
     fprintf(f, "{\"device\":%u,\"consistent\":%s", i,
             s->dev_state[i] == GM_SNAP_OK ? "true" : "false");
+    gm_dev_uuid(d, uuid, sizeof uuid);
+    fputs(",\"uuid\":", f);
+    if (uuid[0])
+        gm_json_str(f, uuid);
+    else
+        fputs("null", f);
     jb(f, "physical", d->physical);
     jb(f, "limit", d->limit);
     jb(f, "used", d->used);
@@ -752,6 +759,17 @@ const char *gm_uuid_short(const unsigned char uuid[16], char *buf,
     snprintf(buf, cap, "GPU-%02x%02x%02x%02x", uuid[0], uuid[1], uuid[2],
              uuid[3]);
     return buf;
+}
+
+void gm_dev_uuid(const struct gm_abi_dev *d, char *buf, size_t cap)
+{
+    unsigned char u[16];
+    if (cap > 0)
+        buf[0] = '\0';
+    if (d->uuid[0] == 0 && d->uuid[1] == 0)
+        return;
+    memcpy(u, d->uuid, sizeof u);
+    gm_uuid_full(u, buf, cap);
 }
 
 void gm_uuid_full(const unsigned char u[16], char *buf, size_t cap)

@@ -175,6 +175,9 @@ const char *gm_uuid_short(const unsigned char uuid[16], char *buf,
 /* "GPU-1a2b3c4d-5e6f-7081-92a3-b4c5d6e7f809", the form nvidia-smi
  * prints (cap >= 41). */
 void gm_uuid_full(const unsigned char u[16], char *buf, size_t cap);
+/* A device block's UUID as "GPU-...", or "" when the writer recorded
+ * none (both words 0); buf holds at least 41 bytes. */
+void gm_dev_uuid(const struct gm_abi_dev *d, char *buf, size_t cap);
 
 /* The groups section of `gpumem ps` and `gpumem-top --once`: a header,
  * one line per group and device (name, device, used, peak, limit, %,
