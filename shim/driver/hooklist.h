@@ -33,6 +33,8 @@
     X(cuMemCreate, cuMemCreate, 0, 0)                                   \
     X(cuMemRelease, cuMemRelease, 0, 0)                                 \
     X(cuMemRetainAllocationHandle, cuMemRetainAllocationHandle, 0, 0)   \
+    X(cuMemMap, cuMemMap, 0, 0)                                         \
+    X(cuMemUnmap, cuMemUnmap, 0, 0)                                     \
     X(cuArrayCreate_v2, cuArrayCreate, 3020, 0)                         \
     X(cuArrayCreate, cuArrayCreate, 0, 0)                               \
     X(cuArray3DCreate_v2, cuArray3DCreate, 3020, 0)                     \

@@ -99,6 +99,36 @@ GM_EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
     return rc;
 }
 
+/* Mapping moves no memory (a handle is charged at cuMemCreate): the
+ * wrappers only record the calls, so a recording holds the VMM life of
+ * a handle whole. */
+GM_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size,
+                                    size_t offset,
+                                    CUmemGenericAllocationHandle handle,
+                                    unsigned long long flags)
+{
+    GM_NEED_REAL(cuMemMap);
+    bool on = gm_active();
+    gm_depth++;
+    CUresult rc = gm_real.cuMemMap(ptr, size, offset, handle, flags);
+    gm_depth--;
+    if (on)
+        GM_REC(GM_RO_MAP, 0, -1, size, handle, ptr, offset, rc);
+    return rc;
+}
+
+GM_EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    GM_NEED_REAL(cuMemUnmap);
+    bool on = gm_active();
+    gm_depth++;
+    CUresult rc = gm_real.cuMemUnmap(ptr, size);
+    gm_depth--;
+    if (on)
+        GM_REC(GM_RO_UNMAP, 0, -1, size, 0, ptr, 0, rc);
+    return rc;
+}
+
 GM_EXPORT CUresult CUDAAPI cuMemRetainAllocationHandle(
     CUmemGenericAllocationHandle *handle, void *addr)
 {

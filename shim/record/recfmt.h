@@ -53,6 +53,9 @@ enum gm_rec_op {
     GM_RO_POOL_TRIM = 14,   /* cuMemPoolTrimTo: aux2 = pool, size = keep */
     GM_RO_SYNC = 15,        /* cuCtx/Stream/EventSynchronize: aux = object */
     GM_RO_LOST = 16,        /* size = records lost before this one */
+    GM_RO_MAP = 17,         /* cuMemMap: size, addr = handle, aux = the
+                               address mapped, aux2 = offset */
+    GM_RO_UNMAP = 18,       /* cuMemUnmap: size, aux = the address */
     GM_RO_COUNT
 };
 

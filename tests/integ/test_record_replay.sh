@@ -120,6 +120,19 @@ for mode in grow static; do
         bad "sweep $mode: $r0 refusals at its answer $best, $r1 at $below"
 done
 
+# ---- VMM: create, map, unmap, release, by every lookup path -----------
+for via in link dlsym gpa; do
+    prog=$B/tests/progs/apicheck
+    [ "$via" = link ] && prog=$B/tests/progs/direct_apicheck
+    "$G" record -o "$T/vmm.gmr" --limit 2G -- "$prog" --via "$via" apis >/dev/null 2>&1
+    "$G" log --from "$T/vmm.gmr" --format csv >"$T/vmm.csv"
+    for op in create map unmap release; do
+        grep -q ",$op," "$T/vmm.csv" || bad "vmm via $via: no $op record"
+    done
+    m=$(grep -c ',map,' "$T/vmm.csv"); u=$(grep -c ',unmap,' "$T/vmm.csv")
+    [ "$m" = "$u" ] || bad "vmm via $via: $m maps, $u unmaps"
+done
+
 # ---- complete records: threads, fork ----------------------------------
 "$G" record -o "$T/th.gmr" -- "$B/gpumem-trainsim" --steps 20 --threads 3 --layers 6 \
     --quiet >"$T/th.out" 2>/dev/null

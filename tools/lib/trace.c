@@ -23,6 +23,7 @@ static const char *const op_names[GM_RO_COUNT] = {
     [GM_RO_ARRAY] = "array", [GM_RO_ARRAY_DESTROY] = "array_destroy",
     [GM_RO_CTX] = "context", [GM_RO_POOL_TRIM] = "trim",
     [GM_RO_SYNC] = "sync", [GM_RO_LOST] = "lost",
+    [GM_RO_MAP] = "map", [GM_RO_UNMAP] = "unmap",
 };
 
 const char *gm_rec_op_name(unsigned op)

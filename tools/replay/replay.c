@@ -375,6 +375,8 @@ int main(int argc, char **argv)
             break;
         case GM_RO_CTX:
         case GM_RO_LOST:
+        case GM_RO_MAP:   /* mapping moves no memory: a handle is */
+        case GM_RO_UNMAP: /* charged at its creation */
             issued = false; /* the context is made at the start */
             break;
         default: /* arrays, retain: not replayed */
