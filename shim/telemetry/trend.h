@@ -47,6 +47,8 @@ struct gm_trend_point {
     uint64_t floor;  /* lowest `used` over the point's interval */
     uint64_t peak;   /* highest `used` over the interval; < floor = unknown */
     uint64_t live;   /* live allocations at the floor (0 when unknown) */
+    int64_t frag_ppm; /* fragmentation at the point's end (docs/metrics.md),
+                         ppm; < 0 when unknown (not used by the fit) */
 };
 
 struct gm_trend_params {

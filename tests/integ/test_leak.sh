@@ -90,7 +90,7 @@ run $name 16G --steps 200 --leak 3M
 "$B/gpumem" ps --json --all | grep -q '"leak":{"verdict":"grows","bytes_per_step":3145728,' ||
     bad "ps --json: no leak object with the verdict: $("$B/gpumem" ps --json --all)"
 "$B/gpumem" report --every 50 "$(cat "$T/$name.pid")" >"$T/every" 2>&1
-rows=$(awk '$1 ~ /^[0-9]+$/ && NF == 5 { printf "%s ", $1 }' "$T/every")
+rows=$(awk '$1 ~ /^[0-9]+$/ && NF == 6 { printf "%s ", $1 }' "$T/every")
 case "$rows" in
 "50 100 150 200 ") ;;
 *) bad "--every 50: rows at steps '$rows', expected 50 100 150 200: $(cat "$T/every")" ;;
@@ -101,7 +101,7 @@ awk -v want=$((50 * 3)) '$1 == 100 { a = $3 } $1 == 150 { b = $3 }
           exit !(a != "" && d <= 8) }' "$T/every" ||
     bad "--every 50: floors of steps 100 and 150 not 150 MiB apart: $(cat "$T/every")"
 "$B/gpumem" report --json --every 50 "$(cat "$T/$name.pid")" | grep -q \
-    '"every":\[{"step":50,"t_s":[0-9.]*,"floor_bytes":[0-9]*,"peak_bytes":[0-9]*,"live_allocs":[0-9]*},{"step":100,' ||
+    '"every":\[{"step":50,"t_s":[0-9.]*,"floor_bytes":[0-9]*,"peak_bytes":[0-9]*,"live_allocs":[0-9]*,"frag_ppm":\([0-9]*\|null\)},{"step":100,' ||
     bad "--json --every 50: no every rows"
 # A trace of the same run gives the same verdict.
 "$B/gpumem" log --format jsonl "$(cat "$T/$name.pid")" >"$T/trace.jsonl"

@@ -116,8 +116,8 @@ static void every_dev(FILE *f, unsigned dev, const struct gm_leak *l,
                                                      : "steps detected")
                   : "no step known",
             l->from_history ? "history" : "ring");
-    fprintf(f, "%10s %9s %9s %9s %9s\n", steps ? "STEP" : "POINT", "TIME",
-            "FLOOR", "PEAK", "LIVE");
+    fprintf(f, "%10s %9s %9s %9s %9s %7s\n", steps ? "STEP" : "POINT", "TIME",
+            "FLOOR", "PEAK", "LIVE", "FRAG");
     struct every_row r;
     size_t i = 0;
     while (every_next(l, every, &i, &r)) {
@@ -129,7 +129,13 @@ static void every_dev(FILE *f, unsigned dev, const struct gm_leak *l,
         if (sp)
             memmove(sp, sp + 1, strlen(sp));
         gm_format_decimal(r.key, 0, k, sizeof k);
-        fprintf(f, "%10s %9s %9s %9s %9" PRIu64 "\n", k, t, fl, pk, r.p->live);
+        char fr[48] = "-";
+        if (r.p->frag_ppm >= 0)
+            snprintf(fr, sizeof fr, "%lld.%lld%%",
+                     (long long)((r.p->frag_ppm + 500) / 10000),
+                     (long long)((r.p->frag_ppm + 500) / 1000 % 10));
+        fprintf(f, "%10s %9s %9s %9s %9" PRIu64 " %7s\n", k, t, fl, pk,
+                r.p->live, fr);
     }
 }
 
@@ -143,8 +149,12 @@ static void every_json(FILE *f, const struct gm_leak *l, uint64_t every)
         gm_format_decimal(r.key, 0, k, sizeof k);
         gm_format_decimal(r.p->t, 3, t, sizeof t);
         fprintf(f, "%s{\"step\":%s,\"t_s\":%s,\"floor_bytes\":%" PRIu64
-                   ",\"peak_bytes\":%" PRIu64 ",\"live_allocs\":%" PRIu64 "}",
+                   ",\"peak_bytes\":%" PRIu64 ",\"live_allocs\":%" PRIu64,
                 first ? "" : ",", k, t, r.p->floor, r.peak, r.p->live);
+        if (r.p->frag_ppm >= 0)
+            fprintf(f, ",\"frag_ppm\":%lld}", (long long)r.p->frag_ppm);
+        else
+            fputs(",\"frag_ppm\":null}", f);
     }
     fputc(']', f);
 }

@@ -9,11 +9,14 @@
  */
 #include "tools/lib/leak.h"
 
+#include "shim/telemetry/frag.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "policy/parse.h"
+#include "policy/policy.h"
 #include "tools/lib/reader.h"
 
 const char *gm_step_src_name(enum gm_step_src s)
@@ -144,15 +147,53 @@ static uint64_t live_before_ring(const struct gm_leak_input *in)
     return (int64_t)in->live_end > net ? (uint64_t)((int64_t)in->live_end - net) : 0;
 }
 
+/* The fragmentation after each device change, by the shim's definition
+ * (shim/telemetry/frag.h), from the ring's own intervals: known only when
+ * the ring holds the device's whole run (no event lost, no allocation
+ * live before its oldest event) and outside static mode (whose figure is
+ * the arena's). f->known false otherwise. */
+struct fragrun {
+    struct gm_frag set;
+    bool known;
+};
+
+static void fragrun_init(struct fragrun *f, const struct gm_leak_input *in)
+{
+    f->known = in->lost == 0 && !in->arena && live_before_ring(in) == 0 &&
+               gm_frag_init(&f->set) == 0;
+}
+
+/* Applies change r; its figure, or -1 when unknown. */
+static int64_t fragrun_step(struct fragrun *f, const struct gm_abi_record *r)
+{
+    if (!f->known)
+        return -1;
+    if (r->kind == GM_EV_ALLOC)
+        (void)gm_frag_insert(&f->set, r->addr, r->size);
+    else
+        (void)gm_frag_remove(&f->set, r->addr);
+    return gm_frag_ppm(&f->set);
+}
+
+static void fragrun_free(struct fragrun *f)
+{
+    if (f->known)
+        gm_frag_destroy(&f->set);
+}
+
 /* One point per interval between consecutive GM_EV_STEP marks: the least
  * and greatest used in it, the boundaries included. */
 static void ring_marked(const struct gm_leak_input *in, struct series *out)
 {
     uint64_t live = live_before_ring(in), cur = 0, lo = 0, hi = 0;
     bool known = false, open = false;
+    struct fragrun fr;
+    int64_t frag = -1;
+    fragrun_init(&fr, in);
     for (size_t i = 0; i < in->n; i++) {
         const struct gm_abi_record *r = &in->ev[i];
         if (is_dev_change(r, in->dev)) {
+            frag = fragrun_step(&fr, r);
             cur = r->used_after;
             known = true;
             live += r->kind == GM_EV_ALLOC ? 1 : (live ? (uint64_t)-1 : 0);
@@ -162,13 +203,15 @@ static void ring_marked(const struct gm_leak_input *in, struct series *out)
                    (r->dev == in->dev || r->dev == GM_ABI_NO_DEVICE)) {
             if (open && known) {
                 struct gm_trend_point p = {secs(r->ts_ns, in->t0_ns),
-                                           (double)r->size, lo, hi, live};
+                                           (double)r->size, lo, hi, live,
+                                           frag};
                 series_put(out, &p);
             }
             open = known;
             lo = hi = cur;
         }
     }
+    fragrun_free(&fr);
 }
 
 /* The device's used after each change, with times and live counts, and
@@ -180,6 +223,7 @@ static void ring_marked(const struct gm_leak_input *in, struct series *out)
  * changes are left out only when they are at most a tenth of all. */
 struct changes {
     uint64_t *u, *ts, *live;
+    int64_t *frag;                  /* after each change; -1 unknown */
     size_t m;
     uint64_t *v;
     size_t *at, k;
@@ -255,11 +299,14 @@ static int changes_of(const struct gm_leak_input *in, struct changes *c)
     c->live = malloc((m + 1) * sizeof *c->live);
     c->v = calloc(m + 1, sizeof *c->v);
     c->at = malloc((m + 1) * sizeof *c->at);
+    c->frag = malloc((m + 1) * sizeof *c->frag);
     bool *rare = malloc((m + 1) * sizeof *rare);
-    if (!c->u || !c->ts || !c->live || !c->v || !c->at || !rare) {
+    if (!c->u || !c->ts || !c->live || !c->v || !c->at || !c->frag || !rare) {
         free(rare);
         return -1;
     }
+    struct fragrun fr;
+    fragrun_init(&fr, in);
     find_rare(in, rare, m);
     uint64_t live = live_before_ring(in), sum = 0;
     for (size_t i = 0; i < in->n; i++) {
@@ -270,6 +317,7 @@ static int changes_of(const struct gm_leak_input *in, struct changes *c)
         c->u[c->m] = r->used_after;
         c->ts[c->m] = r->ts_ns;
         c->live[c->m] = live;
+        c->frag[c->m] = fragrun_step(&fr, r);
         if (!rare[c->m]) {
             sum += r->kind == GM_EV_ALLOC ? r->size : (uint64_t)0 - r->size;
             c->v[c->k] = sum;
@@ -277,6 +325,7 @@ static int changes_of(const struct gm_leak_input *in, struct changes *c)
         }
         c->m++;
     }
+    fragrun_free(&fr);
     free(rare);
     return 0;
 }
@@ -288,6 +337,7 @@ static void changes_free(struct changes *c)
     free(c->live);
     free(c->v);
     free(c->at);
+    free(c->frag);
 }
 
 /* Windows of P regular changes (c->v), aligned on the lowest of the second
@@ -327,7 +377,7 @@ static void ring_detected(const struct gm_leak_input *in,
             hi = c->u[i] > hi ? c->u[i] : hi;
         }
         struct gm_trend_point p = {secs(c->ts[i1], in->t0_ns), (double)++step,
-                                   lo, hi, c->live[i1]};
+                                   lo, hi, c->live[i1], c->frag[i1]};
         series_put(out, &p);
     }
 }
@@ -347,7 +397,8 @@ static void hist_series(const struct gm_leak_input *in, double per_step,
             step = (double)cum / per_step;
         cum += h->allocs + h->frees;
         struct gm_trend_point p = {secs(h->start_ns, in->t0_ns), step,
-                                   h->used_min, h->used_max, h->live_allocs};
+                                   h->used_min, h->used_max, h->live_allocs,
+                                   -1};
         series_put(out, &p);
     }
 }
@@ -618,6 +669,7 @@ int gm_leak_of_seg(const struct gm_seg *s, const struct gm_snapshot *snap,
         .dev = dev, .t0_ns = snap->start_realtime_ns, .limit = d->limit,
         .dev_events = d->allocs + d->frees, .live_end = d->live_allocs,
         .marked = gm_seg_steps(s) > 0,
+        .arena = snap->mode == GM_MODE_STATIC,
     };
     gm_leak_analyse(&in, out);
     return nh < 0 ? -1 : 0;

@@ -69,6 +69,7 @@ struct gm_leak_input {
     uint64_t dev_events;            /* the device's allocs + frees so far */
     uint64_t live_end;              /* the device's live allocations now */
     bool marked;                    /* the process has called gpumem_step */
+    bool arena;                     /* static mode: the arena's own figure */
 };
 
 struct gm_leak {
