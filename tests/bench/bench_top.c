@@ -41,6 +41,7 @@
 #include "shim/telemetry/abi.h"
 #include "shim/base/clock.h"
 #include "shim/telemetry/telemetry.h"
+#include "tests/bench/kids.h"
 
 #define NPROC 50
 #define SEG_RING 4096u
@@ -112,29 +113,7 @@ static void child_main(int wfd, pid_t parent, int idx)
 /* Starts the children; returns how many have a segment. */
 static int start_children(void)
 {
-    int pfd[2];
-    if (pipe(pfd) != 0)
-        return 0;
-    fflush(stdout);
-    fflush(stderr);
-    pid_t self = getpid();
-    for (int i = 0; i < NPROC; i++) {
-        pid_t pid = fork();
-        if (pid < 0)
-            break;
-        if (pid == 0) {
-            close(pfd[0]);
-            child_main(pfd[1], self, i);
-        }
-        kids[nkids++] = pid;
-    }
-    close(pfd[1]);
-    int ok = 0;
-    char c;
-    for (int i = 0; i < nkids && read(pfd[0], &c, 1) == 1; i++)
-        ok += c == 'K';
-    close(pfd[0]);
-    return ok;
+    return gm_kids_start(kids, &nkids, NPROC, child_main);
 }
 
 /* Async-signal-safe part: SIGKILL the children, remove their files. */

@@ -36,22 +36,8 @@ trap 'exit 1' INT TERM
 failures=0
 bad() { echo "FAIL: $*"; failures=$((failures + 1)); }
 G=$B/gpumem
-# Stop PIDS so that their figures hold still, and not in the middle of
-# an update: a process stopped inside a device block's seqlock leaves it
-# busy (gpumem ps says "consistent":false, the exporter skips it), so
-# let it run a little and stop it again until every block reads whole.
-hold() { # PID...
-    i=0
-    while [ $i -lt 50 ]; do
-        kill -STOP "$@"
-        sleep 0.05
-        "$G" ps --json --all | grep -q '"consistent":false' || return 0
-        kill -CONT "$@"
-        sleep 0.01
-        i=$((i + 1))
-    done
-    bad "could not stop $* outside an update"
-}
+# hold PID...: stop them outside an update (tests/integ/hold.sh).
+. "$(dirname "$0")/hold.sh"
 
 container() { # POD [GROUP]
     env ${2:+GPUMEM_GROUP=$2 GPUMEM_GROUP_LIMIT=4G} \
