@@ -37,14 +37,13 @@ static inline __attribute__((always_inline)) void gm_acct_commit_inline(
     bool rose;
     uint64_t peak, used = gm_budget_note_peak(&d->budget, &peak, &rose);
     gm_grp_committed(d);
-    struct gm_alloc b = *a;
-    b.birth_step = (uint32_t)atomic_load_explicit(&gm_st.steps,
-                                                  memory_order_relaxed);
+    a->birth_step = (uint32_t)atomic_load_explicit(&gm_st.steps,
+                                                   memory_order_relaxed);
     if (gm_telemetry_on()) {
         /* The interval first: at a new peak the tracker is synced so the
          * event below records the fragmentation of the peak itself. */
         if (a->ns == GM_NS_PTR) {
-            b.fragmark = gm_fragq_mark(gm_fragq_post(
+            a->fragmark = gm_fragq_mark(gm_fragq_post(
                 &d->frag, a->key, a->size, gm_acct_publish_frag,
                 (void *)(uintptr_t)a->dev));
             if (GM_UNLIKELY(rose))
@@ -58,12 +57,12 @@ static inline __attribute__((always_inline)) void gm_acct_commit_inline(
             .known = true, /* gm_dev_get ran gm_tel_device */
         };
         gm_tel_alloc_ev(&gm_st.tel, &e);
-        b.birth_t = (uint32_t)(e.ts_ns >> 24); /* OOM snapshot ages */
+        a->birth_t = (uint32_t)(e.ts_ns >> 24); /* OOM snapshot ages */
     }
     struct gm_alloc old;
-    int r = gm_track_insert(&b, &old);
+    int r = gm_track_insert(a, &old);
     if (GM_UNLIKELY(r != 0))
-        gm_acct_commit_collision(&b, &old, r, t1);
+        gm_acct_commit_collision(a, &old, r, t1);
 }
 
 static inline __attribute__((always_inline)) void gm_acct_released_inline(

@@ -44,13 +44,6 @@ static uint64_t lost, first_lost, pending_lost, since_try;
 static uint64_t start_mono, start_real;
 static uint32_t start_ppid;
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void put_header(uint32_t flags)
 {
     struct gm_rec_header h = {
@@ -98,7 +91,7 @@ static int start_file(void)
         return -1;
     }
     start_ppid = (uint32_t)getppid();
-    start_mono = mono_ns();
+    start_mono = gm_clock_monotonic_ns();
     start_real = gm_clock_realtime_ns();
     n = seq = lost = first_lost = pending_lost = since_try = 0;
     win = NULL;
@@ -209,7 +202,7 @@ void gm_rec_put(unsigned op, unsigned flags, int dev, uint64_t size,
         pthread_mutex_unlock(&rec_lock);
         return;
     }
-    r.t_ns = mono_ns() - start_mono;
+    r.t_ns = gm_clock_monotonic_ns() - start_mono;
     store(&r);
     pthread_mutex_unlock(&rec_lock);
 }

@@ -128,11 +128,8 @@ void gm_forecast_check(struct gm_abi_header *h, struct gm_abi_dev *d,
     if (last_check[dev] != 0 && now - last_check[dev] < GM_FORECAST_EVERY_NS)
         return;
     last_check[dev] = now;
-    struct gm_trend_point pt[GM_FORECAST_POINTS];
-    size_t n = gather(h, d, hs, pt);
     struct gm_trend r;
-    if (n == 0 || gm_trend_fit(pt, n, limit, NULL, &r) != 0 ||
-        r.verdict != GM_TREND_GROWS || isnan(r.seconds_to_limit) ||
+    if (!gm_forecast_trend(h, hs, dev, &r) || isnan(r.seconds_to_limit) ||
         r.seconds_to_limit * 1e9 >= (double)threshold)
         return;
     uint64_t bit = 1ull << dev;

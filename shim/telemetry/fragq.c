@@ -72,6 +72,18 @@ static void apply_ready(struct gm_fragq *q)
     __atomic_store_n(&q->head, h, __ATOMIC_RELAXED);
 }
 
+/* Holding the role: hand the figure on when it changed, give the role
+ * up (sequentially consistent: pairs with take_role's exchange). */
+static void publish_release(struct gm_fragq *q, uint32_t ppm,
+                            gm_fragq_publish publish, void *ctx)
+{
+    if (ppm != q->published) {
+        q->published = ppm;
+        publish(ctx, ppm);
+    }
+    __atomic_store_n(&q->busy, 0, __ATOMIC_SEQ_CST);
+}
+
 static int take_role(struct gm_fragq *q)
 {
     return __atomic_exchange_n(&q->busy, 1, __ATOMIC_SEQ_CST) == 0;
@@ -90,12 +102,7 @@ void gm_fragq_sync(struct gm_fragq *q, gm_fragq_publish publish, void *ctx)
 {
     while (take_role(q)) {
         apply_ready(q);
-        uint32_t ppm = gm_frag_ppm(&q->set);
-        if (ppm != q->published) {
-            q->published = ppm;
-            publish(ctx, ppm);
-        }
-        __atomic_store_n(&q->busy, 0, __ATOMIC_SEQ_CST);
+        publish_release(q, gm_frag_ppm(&q->set), publish, ctx);
         /* Published while this thread held the role? Then go again. */
         if (!head_ready(q))
             return;
@@ -118,22 +125,18 @@ void gm_fragq_wait_slot(struct gm_fragq *q, uint64_t t,
     }
 }
 
-bool gm_fragq_peek(struct gm_fragq *q, uint64_t *largest, uint32_t *ppm,
+bool gm_fragq_peek(struct gm_fragq *q, uint64_t *largest, uint32_t *ppm_out,
                    gm_fragq_publish publish, void *ctx)
 {
     if (!take_role(q))
         return false;
     apply_ready(q);
+    uint32_t ppm = gm_frag_ppm(&q->set);
     bool any = q->set.count > 0;
     if (any) {
         *largest = q->set.largest;
-        *ppm = gm_frag_ppm(&q->set);
+        *ppm_out = ppm;
     }
-    uint32_t now = gm_frag_ppm(&q->set);
-    if (now != q->published) {
-        q->published = now;
-        publish(ctx, now);
-    }
-    __atomic_store_n(&q->busy, 0, __ATOMIC_SEQ_CST);
+    publish_release(q, ppm, publish, ctx);
     return any;
 }

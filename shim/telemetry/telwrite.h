@@ -146,9 +146,6 @@ static inline void tw_stats_end(struct gm_abi_dev *d)
     __atomic_fetch_add(&d->wdone, 1, __ATOMIC_RELEASE);
 }
 
-/* used = the figure given (concurrent writers may store theirs out of
- * order; the next event or gm_tel_sync corrects it); peak never falls
- * below any used stored, since each writer raises it before leaving. */
 /* f = min(f, v). */
 static inline void tw_lower_to(uint64_t *f, uint64_t v)
 {
@@ -160,6 +157,9 @@ static inline void tw_lower_to(uint64_t *f, uint64_t v)
     }
 }
 
+/* used = the figure given (concurrent writers may store theirs out of
+ * order; the next event or gm_tel_sync corrects it); peak never falls
+ * below any used stored, since each writer raises it before leaving. */
 static inline void tw_set_used_peak(struct gm_abi_dev *d, uint64_t used,
                                  uint64_t peak, uint64_t now)
 {

@@ -18,13 +18,14 @@ uuid_of() { # CUDA_VISIBLE_DEVICES: the uuid of ordinal 0 of a kept run
     "$B/gpumem" exporter --once >"$T/m.txt"
     u=$(grep -o '"uuid":"GPU-[0-9a-f-]*"' "$T/ps.json" | head -n 1 | cut -d'"' -f4)
     m=$(sed -n 's/^gpumem_used_bytes{.*device="0",uuid="\(GPU-[0-9a-f-]*\)".*/\1/p' "$T/m.txt" | head -n 1)
-    [ -n "$u" ] && [ "$u" = "$m" ] || { echo "FAIL: ps says '$u', the exporter '$m'" >&2; fail=1; }
     "$B/gpumem" gc >/dev/null 2>&1
     echo "$u"
+    # In a command substitution: the status says what fail= cannot.
+    [ -n "$u" ] && [ "$u" = "$m" ] || { echo "FAIL: ps says '$u', the exporter '$m'" >&2; return 1; }
 }
-a=$(uuid_of 0)
-b=$(uuid_of 1)
-c=$(uuid_of 1,0)
+a=$(uuid_of 0) || fail=1
+b=$(uuid_of 1) || fail=1
+c=$(uuid_of 1,0) || fail=1
 [ -n "$a" ] && [ "$a" != "$b" ] || { echo "FAIL: devices 0 and 1 share '$a'"; fail=1; }
 [ "$c" = "$b" ] || { echo "FAIL: ordinal 0 under 1,0 is '$c', card 1 is '$b'"; fail=1; }
 [ $fail -eq 0 ] && echo "ok: $a / $b"

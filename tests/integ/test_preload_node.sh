@@ -31,6 +31,8 @@ printf '# test node\nGPUMEM_MAX_LIMIT=1G\nGPUMEM_SHM_PREFIX=%s\n' \
     "${GPUMEM_SHM_PREFIX:-gmtest$$}" > "$POL" && chmod 0644 "$POL" || fail "cannot write $POL"
 state=$("$ABS/admintest/gpumem" policy 2>&1 | sed -n 's/^admin file .*(\([a-z]*\)).*/\1/p')
 if [ "$state" != read ]; then
+    "$ABS/admintest/gpumem" policy 2>&1 | grep -q 'not trusted' ||
+        fail "the test admin file was not read: $("$ABS/admintest/gpumem" policy 2>&1 | grep 'admin file')"
     echo "skip: the test admin file is not trusted here ($("$ABS/admintest/gpumem" policy 2>&1 | grep 'not trusted'))"
     exit 77
 fi

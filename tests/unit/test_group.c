@@ -1070,9 +1070,13 @@ START_TEST(full_group_refuses_a_65th_member)
     snap_ok("full", &v);
     ck_assert_uint_eq(v.nmembers, GM_GROUP_MAX_MEMBERS);
     ck_assert_uint_eq(v.reclaims, 1);
+    unsigned in5 = 0;
     for (unsigned i = 0; i < v.nmembers; i++)
-        if (v.member[i].slot == 5)
+        if (v.member[i].slot == 5) {
             ck_assert_int_eq(v.member[i].pid, k.pid);
+            in5++;
+        }
+    ck_assert_uint_eq(in5, 1);
     kid_quit(&k);
     stop_pid(most);
     unmap_rw(seg, fd);

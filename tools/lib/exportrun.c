@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "policy/parse.h"
+#include "shim/base/safefile.h"
 #include "tools/lib/util.h"
 
 int gm_metrics_write_file(const char *dir, const char *name, const char *p,
@@ -46,18 +47,9 @@ int gm_metrics_write_file(const char *dir, const char *name, const char *p,
         close(dfd);
         return -1;
     }
-    size_t done = 0;
     int e = 0;
-    while (done < n) {
-        ssize_t w = write(fd, p + done, n - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            e = w < 0 ? errno : EIO;
-            break;
-        }
-        done += (size_t)w;
-    }
+    if (gm_write_all(fd, p, n) != 0)
+        e = errno ? errno : EIO;
     if (e == 0 && fsync(fd) != 0)
         e = errno;
     if (close(fd) != 0 && e == 0)

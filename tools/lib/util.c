@@ -290,9 +290,6 @@ uint64_t gm_dev_lat_q(const struct gm_abi_dev *d, unsigned per_mille)
     return gm_hist_quantile(d->lat_hist, GM_ABI_LAT_BUCKETS, per_mille);
 }
 
-/* The same number as gm_format_size (tenths rounded half up, 1023.96 K
- * shown as 1.0 M), in the short form "1.5G": one rounding rule for every
- * size the tools print. */
 bool gm_hist_window(const uint64_t *h, unsigned nb, unsigned rows,
                     unsigned *lo, unsigned *hi)
 {
@@ -330,6 +327,9 @@ bool gm_hist_window(const uint64_t *h, unsigned nb, unsigned rows,
     return true;
 }
 
+/* The same number as gm_format_size (tenths rounded half up, 1023.96 K
+ * shown as 1.0 M), in the short form "1.5G": one rounding rule for every
+ * size the tools print. */
 size_t gm_size_short(uint64_t bytes, char *buf, size_t cap)
 {
     static const char units[] = "BKMGTPE";
@@ -477,6 +477,12 @@ static void leak_src_open(struct leak_src *ls, const struct gm_scan_proc *sp)
     memset(ls, 0, sizeof *ls);
     if (gm_seg_open_path(&ls->seg, sp->path, err, sizeof err) != 0)
         return;
+    /* The same process as the scan's (its pid may have been reused since
+     * the scan closed the file): else no verdict. */
+    if (ls->seg.start_ticks != sp->p.snap.start_ticks) {
+        gm_seg_close(&ls->seg);
+        return;
+    }
     ls->open = true;
     if (gm_leak_drain_all(&ls->seg, &ls->ev, &ls->n, &ls->lost) != 0) {
         gm_seg_close(&ls->seg);

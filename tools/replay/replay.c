@@ -419,7 +419,7 @@ int main(int argc, char **argv)
     /* The shim's figures, from our own segment. */
     struct gm_seg s;
     struct gm_snapshot snap;
-    if (gm_seg_open(&s, NULL, pfx, (int)getpid(),
+    if (gm_seg_open(&s, gm_tool_shm_dir(), pfx, (int)getpid(),
                     err, sizeof err) == 0) {
         if (gm_seg_snapshot(&s, &snap) >= 0 && snap.dev_count > 0) {
             const struct gm_abi_dev *d = &snap.dev[0];

@@ -15,6 +15,7 @@
  */
 #include <slurm/spank.h>
 
+#include <errno.h>
 #include <grp.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -236,8 +237,13 @@ static void group_gc(uint32_t jobid, uid_t uid, gid_t gid)
         _exit(rc < 0 ? 1 : 0);
     }
     /* gm_group_gc bounds its own waits (the group lock: 2 s). */
-    while (waitpid(pid, &status, 0) < 0)
-        ;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) {
+            slurm_error("gpumem: cannot wait for the group cleanup: %s",
+                        strerror(errno));
+            return;
+        }
+    }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 2)
         slurm_error("gpumem: cannot remove %s: cannot become uid %u",
                     path, (unsigned)uid);
