@@ -26,7 +26,7 @@ static const char F_ON_OOM[] =
 static const char F_GROUP[] =
     "use 1 to 64 characters from A-Z a-z 0-9 _ . -";
 static const char F_PREFIX[] =
-    "use 1 to 32 characters from A-Z a-z 0-9 _ . -";
+    "use 1 to 32 characters from A-Z a-z 0-9 _ . -, not starting with .";
 static const char F_SHM_DIR[] =
     "use an absolute directory path of at most 160 bytes, without . or .. "
     "components (e.g. /dev/shm or /run/gpumem)";
@@ -448,6 +448,10 @@ static bool apply_prefix(struct load *c, enum gm_field f, const char *name,
 {
     if (!gm_pol_check_name(c, f, name, val, GM_PREFIX_MAX, F_PREFIX))
         return false;
+    if (val[0] == '.') { /* the segment writer refuses hidden names */
+        gm_pol_bad(c, f, name, val, "starts with '.'", F_PREFIX);
+        return false;
+    }
     return copy_str(c->p->shm_prefix, sizeof c->p->shm_prefix, val);
 }
 

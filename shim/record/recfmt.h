@@ -45,14 +45,15 @@ enum gm_rec_op {
     GM_RO_RETAIN = 10,      /* cuMemRetainAllocationHandle: addr = handle,
                                aux = the mapped address */
     GM_RO_ARRAY = 11,       /* cuArray(3D)Create, cuMipmappedArrayCreate:
-                               addr = array, aux = width, aux2 = height |
-                               depth << 32 */
+                               size = estimated bytes, addr = array,
+                               aux = the gm_api number */
     GM_RO_ARRAY_DESTROY = 12, /* cuArrayDestroy / cuMipmappedArrayDestroy */
     GM_RO_CTX = 13,         /* cuCtxCreate*, cuDevicePrimaryCtxRetain:
                                addr = context */
     GM_RO_POOL_TRIM = 14,   /* cuMemPoolTrimTo: aux2 = pool, size = keep */
-    GM_RO_SYNC = 15,        /* cuCtx/Stream/EventSynchronize: aux = object */
-    GM_RO_LOST = 16,        /* size = records lost before this one */
+    GM_RO_SYNC = 15,        /* cuCtx/Stream/EventSynchronize */
+    GM_RO_LOST = 16,        /* size = records lost before this one,
+                               addr = seq of the first of them */
     GM_RO_MAP = 17,         /* cuMemMap: size, addr = handle, aux = the
                                address mapped, aux2 = offset */
     GM_RO_UNMAP = 18,       /* cuMemUnmap: size, aux = the address */
@@ -90,7 +91,8 @@ struct gm_rec {
     uint16_t op;             /* 56 enum gm_rec_op */
     uint8_t dev;             /* 58 device ordinal, 255 = unknown */
     uint8_t flags;           /* 59 GM_RECF_* */
-    uint32_t dt_ns;          /* 60 time in the call, saturated */
+    uint32_t dt_ns;          /* 60 0 from the shim (reserved); a text
+                                   trace's own when loaded from one */
 };
 
 _Static_assert(sizeof(struct gm_rec_header) == 64, "recording header");

@@ -257,7 +257,7 @@ struct gm_abi_dev {
     uint64_t reclaimed_bytes;    /*  200 */
     uint64_t last_ns;            /*  208  CLOCK_REALTIME ns, last update */
     uint64_t lat_sum_ns;         /*  216  sum of allocation latencies */
-    uint64_t uuid[2];            /*  224  device UUID (cuDeviceGetUuid's 16
+    uint64_t uuid[2];            /*  224  device UUID (cuDeviceGetUuid_v2's 16
                                            bytes, in order); 0: unknown */
     uint64_t reserved0[2];       /*  240  zero */
     uint64_t size_hist[GM_ABI_SIZE_BUCKETS]; /* 256 allocation sizes, log2 */
@@ -360,6 +360,7 @@ _Static_assert(sizeof(struct gm_abi_hist) == 99456, "hist size");
 _Static_assert(offsetof(struct gm_abi_header, hist_offset) == 1216,
                "hist_offset");
 _Static_assert(offsetof(struct gm_abi_header, steps) == 1256, "steps");
+_Static_assert(offsetof(struct gm_abi_dev, uuid) == 224, "uuid");
 _Static_assert(offsetof(struct gm_abi_dev, hist_next_ns) == 960,
                "hist_next_ns");
 _Static_assert(sizeof(struct gm_abi_header) == 2048, "header size");

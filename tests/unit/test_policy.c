@@ -699,6 +699,9 @@ START_TEST(prefix_names)
     ck_assert_str_eq(p.shm_prefix, "gpumem");
     LOAD("GPUMEM_SHM_PREFIX=../x");
     expect_error("GPUMEM_SHM_PREFIX", "../x", "contains '/'");
+    LOAD("GPUMEM_SHM_PREFIX=.hidden");
+    expect_error("GPUMEM_SHM_PREFIX", ".hidden", "starts with '.'");
+    ck_assert_str_eq(p.shm_prefix, "gpumem");
     LOAD("GPUMEM_SHM_PREFIX=");
     expect_error("GPUMEM_SHM_PREFIX", "", "is empty");
 }
