@@ -26,7 +26,6 @@
 #include "tools/lib/reader.h"
 #include "tools/lib/util.h"
 
-#define GROUPS_MAX 256
 #define COMMAND_LABEL_MAX 64     /* bytes of the command label */
 
 enum fam {
@@ -208,26 +207,6 @@ static bool any_failed(const struct scrape *s)
 
 /* ---- groups ---------------------------------------------------------------- */
 
-struct gpaths { char (*path)[512]; size_t n, cap; };
-
-static int add_path(void *arg, const char *path, const char *name)
-{
-    struct gpaths *gp = arg;
-    (void)name;
-    if (gp->n == gp->cap) {
-        size_t cap = gp->cap ? gp->cap * 2 : 16;
-        if (cap > GROUPS_MAX)
-            return 1;
-        void *p = realloc(gp->path, cap * sizeof gp->path[0]);
-        if (p == NULL)
-            return 1;
-        gp->path = p;
-        gp->cap = cap;
-    }
-    snprintf(gp->path[gp->n++], sizeof gp->path[0], "%s", path);
-    return 0;
-}
-
 static void add_member(struct scrape *s, int pid, uint64_t ticks,
                        uint64_t group_pidns, unsigned g)
 {
@@ -283,8 +262,8 @@ static void group_series(struct scrape *s, const struct gm_group_view *v)
  * label "group". Returns the number exported. */
 static unsigned read_groups(struct scrape *s)
 {
-    struct gpaths gp = { NULL, 0, 0 };
-    if (gm_group_list(s->o->dir, s->o->prefix, add_path, &gp) < 0)
+    struct gm_gpaths gp;
+    if (gm_group_paths(s->o->dir, s->o->prefix, &gp) < 0)
         return 0;
     struct gm_group_view *v = malloc(sizeof *v);
     s->gname = calloc(gp.n ? gp.n : 1, sizeof s->gname[0]);

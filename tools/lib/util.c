@@ -635,14 +635,9 @@ void gm_scan_print_json(FILE *f, const struct gm_scan *sc, unsigned flags)
 
 /* ---- groups: scan ------------------------------------------------------- */
 
-struct gpaths {
-    char (*path)[512];
-    size_t n, cap;
-};
-
 static int add_gpath(void *arg, const char *path, const char *name)
 {
-    struct gpaths *gp = arg;
+    struct gm_gpaths *gp = arg;
     (void)name;
     if (gp->n == gp->cap) {
         size_t cap = gp->cap ? gp->cap * 2 : 16;
@@ -710,12 +705,25 @@ static int cmp_group(const void *a, const void *b)
     return c ? c : strcmp(x->path, y->path);
 }
 
+int gm_group_paths(const char *dir, const char *prefix, struct gm_gpaths *gp)
+{
+    gp->path = NULL;
+    gp->n = gp->cap = 0;
+    if (gm_group_list(dir, prefix, add_gpath, gp) < 0) {
+        free(gp->path);
+        gp->path = NULL;
+        gp->n = 0;
+        return -1;
+    }
+    return 0;
+}
+
 int gm_gscan(const char *prefix, unsigned flags, struct gm_gscan *out)
 {
-    struct gpaths gp = { NULL, 0, 0 };
+    struct gm_gpaths gp;
     out->groups = NULL;
     out->n = 0;
-    if (gm_group_list(gm_tool_shm_dir(), prefix, add_gpath, &gp) < 0) {
+    if (gm_group_paths(gm_tool_shm_dir(), prefix, &gp) < 0) {
         fprintf(stderr, "gpumem: cannot read %s: %s\n", gm_tool_shm_dir(),
                 strerror(errno));
         return -1;

@@ -175,6 +175,15 @@ const char *gm_uuid_short(const unsigned char uuid[16], char *buf,
 /* "GPU-1a2b3c4d-5e6f-7081-92a3-b4c5d6e7f809", the form nvidia-smi
  * prints (cap >= 41). */
 void gm_uuid_full(const unsigned char u[16], char *buf, size_t cap);
+/* The group files of prefix in dir (at most 256), in a malloc'd array
+ * the caller frees (gp->path); 0, or -1 with errno when dir cannot be
+ * read. */
+struct gm_gpaths {
+    char (*path)[512];
+    size_t n, cap;
+};
+int gm_group_paths(const char *dir, const char *prefix, struct gm_gpaths *gp);
+
 /* A device block's UUID as "GPU-...", or "" when the writer recorded
  * none (both words 0); buf holds at least 41 bytes. */
 void gm_dev_uuid(const struct gm_abi_dev *d, char *buf, size_t cap);

@@ -533,6 +533,7 @@ static int collect(struct top *t)
     uint64_t now = gm_clock_monotonic_ns();
     for (size_t i = 0; i < t->nents; i++)
         t->ents[i]->seen = false;
+    gm_top_trend_refresh();
     update_proc(t, &sc, now);
     hold_scanned(t, &sc);
     gm_scan_free(&sc);

@@ -19,6 +19,12 @@ static struct want {
     const struct gm_row *r;
 } wants[WANT_MAX];
 static size_t nwants;
+static int budget = GM_TOP_TREND_PER_REFRESH; /* analyses left this refresh */
+
+void gm_top_trend_refresh(void)
+{
+    budget = GM_TOP_TREND_PER_REFRESH;
+}
 
 void gm_top_trend_begin(void)
 {
@@ -33,7 +39,7 @@ void gm_top_trend_want(struct gm_top_ent *e, const struct gm_row *r)
 
 void gm_top_trend_run(uint64_t now)
 {
-    for (int k = 0; k < GM_TOP_TREND_PER_REFRESH; k++) {
+    for (; budget > 0; budget--) {
         struct want *best = NULL;
         for (size_t i = 0; i < nwants; i++) {
             struct gm_top_ent *e = wants[i].e;
@@ -59,6 +65,10 @@ void gm_top_trend(struct gm_top_ent *e, const char *path,
     char err[256];
     if (gm_seg_open_path(&seg, path, err, sizeof err) != 0)
         return;
+    if (seg.start_ticks != snap->start_ticks) { /* the pid was reused */
+        gm_seg_close(&seg);
+        return;
+    }
     struct gm_abi_record *ev = NULL;
     size_t n = 0;
     uint64_t lost = 0;

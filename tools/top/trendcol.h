@@ -22,11 +22,16 @@
 
 struct gm_row;
 
-/* One refresh: gm_top_trend_begin, gm_top_trend_want for every row read
- * (its segment's path and snapshot are copied), then gm_top_trend_run,
- * which analyses the GM_TOP_TREND_PER_REFRESH wanted rows whose figures
- * are the oldest among those GM_TOP_TREND_NS old or never made (now:
- * monotonic ns), so that 50 processes cost what 4 do. */
+/* A refresh starts with gm_top_trend_refresh. Then, for each batch of
+ * rows read (the scan, then each vanished process): gm_top_trend_begin,
+ * gm_top_trend_want for every row (the row and its scan are referred to,
+ * not copied: they must outlive the batch's run), and gm_top_trend_run,
+ * which analyses the wanted rows whose figures are the oldest among those
+ * GM_TOP_TREND_NS old or never made (now: monotonic ns), at most
+ * GM_TOP_TREND_PER_REFRESH in the whole refresh, so that 50 processes cost
+ * what 4 do. A segment whose start time is not the row's (a reused pid) is
+ * not analysed. */
+void gm_top_trend_refresh(void);
 void gm_top_trend_begin(void);
 void gm_top_trend_want(struct gm_top_ent *e, const struct gm_row *r);
 void gm_top_trend_run(uint64_t now);
