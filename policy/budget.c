@@ -11,16 +11,7 @@
 bool gm_budget_hold_over(struct gm_budget *b, uint64_t size,
                          uint64_t *used_out)
 {
-    uint64_t u = atomic_load_explicit(&b->used, memory_order_relaxed);
-    do {
-        if (size > UINT64_MAX - u) {
-            *used_out = u;
-            return false;
-        }
-    } while (!atomic_compare_exchange_weak_explicit(
-        &b->used, &u, u + size, memory_order_relaxed, memory_order_relaxed));
-    *used_out = u + size;
-    return true;
+    return gm_budget_hold_upto(b, size, 0, used_out); /* 0: no limit */
 }
 
 uint64_t gm_budget_force(struct gm_budget *b, uint64_t size)

@@ -53,13 +53,10 @@ static inline uint64_t gm_budget_note_peak(struct gm_budget *b,
     return u;
 }
 
-/* A provisional reservation: as gm_budget_reserve, but peak is left alone
- * (the hold is settled into what was really taken with
- * gm_budget_settle). */
-static inline bool gm_budget_hold(struct gm_budget *b, uint64_t size,
-                                  uint64_t *used_out)
+/* The hold below against `limit` instead of the budget's (0: none). */
+static inline bool gm_budget_hold_upto(struct gm_budget *b, uint64_t size,
+                                       uint64_t limit, uint64_t *used_out)
 {
-    uint64_t limit = atomic_load_explicit(&b->limit, memory_order_relaxed);
     uint64_t u = atomic_load_explicit(&b->used, memory_order_relaxed);
     for (;;) {
         if (size > UINT64_MAX - u || (limit != 0 && u + size > limit)) {
@@ -73,6 +70,17 @@ static inline bool gm_budget_hold(struct gm_budget *b, uint64_t size,
     }
     *used_out = u + size;
     return true;
+}
+
+/* A provisional reservation: as gm_budget_reserve, but peak is left alone
+ * (the hold is settled into what was really taken with
+ * gm_budget_settle). */
+static inline bool gm_budget_hold(struct gm_budget *b, uint64_t size,
+                                  uint64_t *used_out)
+{
+    return gm_budget_hold_upto(
+        b, size, atomic_load_explicit(&b->limit, memory_order_relaxed),
+        used_out);
 }
 
 /* Reserve `size` if used + size <= limit (or no limit). On success returns
