@@ -342,7 +342,9 @@ fuzz:
 	        -fsanitize=fuzzer,address,undefined $$f $(CORE_SRC) -o $$b -lpthread -lm -lrt -ldl && \
 	    $$b -max_total_time=$(FUZZ_TIME) || exit 1; done
 
-tests: all $(UNIT_BIN) $(SIMT_BIN) $(INTEG_BIN) $(PROG_BIN) $(ADMINTEST_BIN)
+# The benchmarks are built (not run) with the tests, so that they keep
+# building with the code they measure.
+tests: all $(UNIT_BIN) $(SIMT_BIN) $(INTEG_BIN) $(PROG_BIN) $(ADMINTEST_BIN) $(BENCH_BIN)
 
 # Runs every suite; prints each suite's result and one closing line
 # "N passed, N failed". Exit status non-zero when anything failed.

@@ -53,16 +53,21 @@ gm_acct_frag_add(struct gm_alloc *a)
             (void *)(uintptr_t)a->dev));
 }
 
+/* tel: gm_telemetry_on() as the caller read it. */
 static inline __attribute__((always_inline)) void
-gm_acct_frag_remove(const struct gm_alloc *a)
+gm_acct_frag_remove_tel(const struct gm_alloc *a, bool tel)
 {
-    if (a->ns != GM_NS_PTR || GM_UNLIKELY(a->dev >= GM_MAX_DEVICES) ||
-        !gm_telemetry_on())
+    if (!tel || a->ns != GM_NS_PTR || GM_UNLIKELY(a->dev >= GM_MAX_DEVICES))
         return;
     struct gm_fragq *q = &gm_st.dev[a->dev].frag;
     if (!gm_fragq_cancel(q, a->fragmark, a->key))
         gm_fragq_post(q, a->key, 0, gm_acct_publish_frag,
                       (void *)(uintptr_t)a->dev);
+}
+static inline __attribute__((always_inline)) void
+gm_acct_frag_remove(const struct gm_alloc *a)
+{
+    gm_acct_frag_remove_tel(a, gm_telemetry_on());
 }
 /* Publish the release of an entry already removed from the table (and,
  * for a device pointer, already posted as removed). */

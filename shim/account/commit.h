@@ -29,8 +29,9 @@ void gm_acct_commit_collision(struct gm_alloc *a,
                               const struct gm_alloc *old, int r, uint64_t t1)
     __attribute__((cold));
 
+/* tel: gm_telemetry_on() as the caller read it (once per hook). */
 static inline __attribute__((always_inline)) void gm_acct_commit_inline(
-    struct gm_dev *d, struct gm_alloc *a, uint64_t t0, uint64_t t1)
+    struct gm_dev *d, struct gm_alloc *a, bool tel, uint64_t t0, uint64_t t1)
 {
     /* The admission only held the bytes: now that the driver has them,
      * they count toward the peak. */
@@ -39,7 +40,7 @@ static inline __attribute__((always_inline)) void gm_acct_commit_inline(
     gm_grp_committed(d);
     a->birth_step = (uint32_t)atomic_load_explicit(&gm_st.steps,
                                                    memory_order_relaxed);
-    if (gm_telemetry_on()) {
+    if (tel) {
         /* The interval first: at a new peak the tracker is synced so the
          * event below records the fragmentation of the peak itself. */
         if (a->ns == GM_NS_PTR) {
@@ -66,7 +67,8 @@ static inline __attribute__((always_inline)) void gm_acct_commit_inline(
 }
 
 static inline __attribute__((always_inline)) void gm_acct_released_inline(
-    const struct gm_alloc *a, unsigned api, uint64_t t0, uint64_t t1)
+    const struct gm_alloc *a, unsigned api, bool tel, uint64_t t0,
+    uint64_t t1)
 {
     if (GM_UNLIKELY(a->dev >= GM_MAX_DEVICES))
         return;
@@ -78,7 +80,7 @@ static inline __attribute__((always_inline)) void gm_acct_released_inline(
     } else {
         used = gm_budget_used(&d->budget);
     }
-    if (gm_telemetry_on()) {
+    if (tel) {
         struct gm_tel_ev e = {
             .ts_ns = gm_ticks_realtime(t1), .lat_ns = gm_ticks_ns(t1 - t0),
             .addr = a->key, .size = a->size, .used = used,

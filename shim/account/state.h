@@ -85,14 +85,21 @@ static inline bool gm_telemetry_on(void)
     return gm_hook_clock != 0;
 }
 
+/* A tick reading in clock mode clk (gm_hook_clock, read once by a hook
+ * for all of its readings): 0 when telemetry is off. */
+static inline uint64_t gm_hook_ticks_in(int clk)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    if (GM_LIKELY(clk == 1))
+        return __builtin_ia32_rdtsc();
+#endif
+    return clk != 0 ? gm_clock_monotonic_ns() : 0;
+}
+
 /* A tick reading when telemetry will use it, else 0. */
 static inline uint64_t gm_hook_ticks(void)
 {
-#if defined(__x86_64__) || defined(__i386__)
-    if (GM_LIKELY(gm_hook_clock == 1))
-        return __builtin_ia32_rdtsc();
-#endif
-    return gm_hook_clock != 0 ? gm_clock_monotonic_ns() : 0;
+    return gm_hook_ticks_in(gm_hook_clock);
 }
 
 #endif

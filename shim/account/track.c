@@ -13,30 +13,18 @@
 
 #include "shim/base/spin.h"
 
-#define SHARDS 256u
+#define SHARDS GM_TRACK_SHARDS
 #define MIN_CAP 64u
 
-struct shard {
-    gm_spin lock;
-    uint32_t count;
-    uint32_t cap;
-    uint32_t grow_at;             /* count that triggers growth: 0.7 cap */
-    struct gm_alloc *slots;
-    char pad[64 - sizeof(gm_spin) - 3 * sizeof(uint32_t) -
-             sizeof(struct gm_alloc *)];
-};
+struct gm_track_shard gm_track_shards[SHARDS];
+#define shards gm_track_shards
 
-static struct shard shards[SHARDS];
-
-/* Multiplicative hash: the top byte picks the shard, the low bits (with
- * the high half folded in, so aligned pointers spread) the slot. */
 static inline uint64_t mix(uint64_t key, unsigned ns)
 {
-    uint64_t h = (key ^ ((uint64_t)ns << 59)) * 0x9e3779b97f4a7c15ull;
-    return h ^ (h >> 32);
+    return gm_track_mix(key, ns);
 }
 
-static inline struct shard *shard_of(uint64_t h)
+static inline struct gm_track_shard *shard_of(uint64_t h)
 {
     return &shards[h >> 56];
 }
@@ -49,7 +37,7 @@ static struct gm_alloc *map_slots(uint32_t cap)
 }
 
 /* Index of the key, or of the empty slot where it would go. */
-static inline uint32_t probe(const struct shard *s, uint64_t h, unsigned ns,
+static inline uint32_t probe(const struct gm_track_shard *s, uint64_t h, unsigned ns,
                              uint64_t key)
 {
     uint32_t mask = s->cap - 1;
@@ -60,7 +48,7 @@ static inline uint32_t probe(const struct shard *s, uint64_t h, unsigned ns,
     return i;
 }
 
-static int grow(struct shard *s)
+static int grow(struct gm_track_shard *s)
 {
     uint32_t ncap = s->cap ? s->cap * 2 : MIN_CAP;
     struct gm_alloc *n = map_slots(ncap);
@@ -83,8 +71,9 @@ static int grow(struct shard *s)
     return 0;
 }
 
-/* Backward-shift deletion of slot i (linear probing). */
-static inline void erase(struct shard *s, uint32_t i)
+/* Backward-shift deletion of slot i (linear probing); the count is the
+ * caller's. */
+void gm_track_erase_shift(struct gm_track_shard *s, uint32_t i)
 {
     uint32_t mask = s->cap - 1;
     uint32_t j = i;
@@ -99,12 +88,17 @@ static inline void erase(struct shard *s, uint32_t i)
             i = j;
         }
     }
-    memset(&s->slots[i], 0, sizeof s->slots[i]);
+    s->slots[i].ns = 0;
+}
+
+static inline void erase(struct gm_track_shard *s, uint32_t i)
+{
+    gm_track_erase_shift(s, i);
     s->count--;
 }
 
 /* The key's slot index in a locked shard, or -1 when absent. */
-static inline int64_t find_locked(const struct shard *s, uint64_t h,
+static inline int64_t find_locked(const struct gm_track_shard *s, uint64_t h,
                                   enum gm_ns ns, uint64_t key)
 {
     if (s->cap == 0)
@@ -114,7 +108,7 @@ static inline int64_t find_locked(const struct shard *s, uint64_t h,
 }
 
 /* Insert with the shard locked (rc as gm_track_insert). */
-static inline int insert_locked(struct shard *s, uint64_t h,
+static inline int insert_locked(struct gm_track_shard *s, uint64_t h,
                                 const struct gm_alloc *a, struct gm_alloc *old)
 {
     uint32_t i = probe(s, h, a->ns, a->key);
@@ -130,10 +124,10 @@ static inline int insert_locked(struct shard *s, uint64_t h,
     return rc;
 }
 
-/* The shard was busy or full: wait for it, grow it, insert. */
-static __attribute__((noinline)) int insert_slow(struct shard *s, uint64_t h,
-                                                 const struct gm_alloc *a,
-                                                 struct gm_alloc *old)
+/* The shard was busy or full, or the key present: wait for it, grow it,
+ * insert. */
+int gm_track_insert_slow(struct gm_track_shard *s, uint64_t h,
+                         const struct gm_alloc *a, struct gm_alloc *old)
 {
     int rc = -1;
     gm_spin_lock(&s->lock);
@@ -143,24 +137,7 @@ static __attribute__((noinline)) int insert_slow(struct shard *s, uint64_t h,
     return rc;
 }
 
-/* The fast paths below make no call but tail calls, so they need no
- * callee-saved registers. */
-int gm_track_insert(const struct gm_alloc *a, struct gm_alloc *old)
-{
-    uint64_t h = mix(a->key, a->ns);
-    struct shard *s = shard_of(h);
-    if (__builtin_expect(!gm_spin_trylock(&s->lock), 0))
-        return insert_slow(s, h, a, old);
-    if (__builtin_expect(s->count + 1 > s->grow_at, 0)) {
-        gm_spin_unlock(&s->lock);
-        return insert_slow(s, h, a, old);
-    }
-    int rc = insert_locked(s, h, a, old);
-    gm_spin_unlock(&s->lock);
-    return rc;
-}
-
-static inline bool remove_locked(struct shard *s, uint64_t h, enum gm_ns ns,
+static inline bool remove_locked(struct gm_track_shard *s, uint64_t h, enum gm_ns ns,
                                  uint64_t key, struct gm_alloc *out)
 {
     int64_t i = find_locked(s, h, ns, key);
@@ -172,22 +149,10 @@ static inline bool remove_locked(struct shard *s, uint64_t h, enum gm_ns ns,
     return true;
 }
 
-static __attribute__((noinline)) bool remove_slow(struct shard *s, uint64_t h,
-                                                  enum gm_ns ns, uint64_t key,
-                                                  struct gm_alloc *out)
+bool gm_track_remove_slow(struct gm_track_shard *s, uint64_t h,
+                          enum gm_ns ns, uint64_t key, struct gm_alloc *out)
 {
     gm_spin_lock(&s->lock);
-    bool found = remove_locked(s, h, ns, key, out);
-    gm_spin_unlock(&s->lock);
-    return found;
-}
-
-bool gm_track_remove(enum gm_ns ns, uint64_t key, struct gm_alloc *out)
-{
-    uint64_t h = mix(key, ns);
-    struct shard *s = shard_of(h);
-    if (__builtin_expect(!gm_spin_trylock(&s->lock), 0))
-        return remove_slow(s, h, ns, key, out);
     bool found = remove_locked(s, h, ns, key, out);
     gm_spin_unlock(&s->lock);
     return found;
@@ -196,7 +161,7 @@ bool gm_track_remove(enum gm_ns ns, uint64_t key, struct gm_alloc *out)
 bool gm_track_find(enum gm_ns ns, uint64_t key, struct gm_alloc *out)
 {
     uint64_t h = mix(key, ns);
-    struct shard *s = shard_of(h);
+    struct gm_track_shard *s = shard_of(h);
     gm_spin_lock(&s->lock);
     int64_t i = find_locked(s, h, ns, key);
     if (i >= 0 && out)
@@ -208,7 +173,7 @@ bool gm_track_find(enum gm_ns ns, uint64_t key, struct gm_alloc *out)
 bool gm_track_ref(enum gm_ns ns, uint64_t key)
 {
     uint64_t h = mix(key, ns);
-    struct shard *s = shard_of(h);
+    struct gm_track_shard *s = shard_of(h);
     gm_spin_lock(&s->lock);
     int64_t i = find_locked(s, h, ns, key);
     if (i >= 0 && s->slots[i].refs < UINT32_MAX)
@@ -220,7 +185,7 @@ bool gm_track_ref(enum gm_ns ns, uint64_t key)
 int gm_track_unref(enum gm_ns ns, uint64_t key, struct gm_alloc *out)
 {
     uint64_t h = mix(key, ns);
-    struct shard *s = shard_of(h);
+    struct gm_track_shard *s = shard_of(h);
     int rc = -1;
     gm_spin_lock(&s->lock);
     int64_t i = find_locked(s, h, ns, key);
@@ -249,7 +214,7 @@ uint64_t gm_track_count_aux(enum gm_ns ns, uint64_t aux)
 {
     uint64_t n = 0;
     for (unsigned i = 0; i < SHARDS; i++) {
-        struct shard *s = &shards[i];
+        struct gm_track_shard *s = &shards[i];
         gm_spin_lock(&s->lock);
         for (uint32_t j = 0; j < s->cap; j++)
             if (s->slots[j].ns == ns && s->slots[j].aux == aux)
@@ -262,7 +227,7 @@ uint64_t gm_track_count_aux(enum gm_ns ns, uint64_t aux)
 void gm_track_reset(void)
 {
     for (unsigned i = 0; i < SHARDS; i++) {
-        struct shard *s = &shards[i];
+        struct gm_track_shard *s = &shards[i];
         if (s->slots)
             munmap(s->slots, (size_t)s->cap * sizeof(struct gm_alloc));
         s->slots = NULL;
@@ -279,7 +244,7 @@ uint64_t gm_track_walk(void (*fn)(void *ctx, const struct gm_alloc *a),
     uint64_t n = 0;
     *truncated = false;
     for (unsigned i = 0; i < SHARDS && !*truncated; i++) {
-        struct shard *s = &shards[i];
+        struct gm_track_shard *s = &shards[i];
         gm_spin_lock(&s->lock);
         for (uint32_t j = 0; j < s->cap; j++) {
             if (s->slots[j].ns == 0)

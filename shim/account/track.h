@@ -5,7 +5,8 @@
  * Sharded open-addressing hash (256 shards, linear probing, backward-shift
  * deletion, power-of-two capacity grown by doubling at 70% load), each
  * shard behind its own spinlock, so threads touching different allocations
- * almost never meet. Storage comes from mmap, never malloc. Invariant: a
+ * almost never meet. Storage comes from mmap, never malloc. A slot is
+ * empty when its ns byte is 0 (its other bytes are then stale). Invariant: a
  * key appears at most once per namespace; an entry's size is exactly what
  * was charged to the budget for it, so removing it releases exactly that.
  */
@@ -16,6 +17,7 @@
 #include <stdint.h>
 
 #include "shim/base/compiler.h"
+#include "shim/base/spin.h"
 
 enum gm_ns {
     GM_NS_NONE = 0,
@@ -50,12 +52,101 @@ struct gm_alloc {
 };
 _Static_assert(sizeof(struct gm_alloc) == 40, "gm_alloc: 40 bytes");
 
+/* The table's shards, for the inline fast paths below only. */
+struct gm_track_shard {
+    gm_spin lock;
+    uint32_t count;
+    uint32_t cap;                 /* 0, or a power of two >= 64 */
+    uint32_t grow_at;             /* count that triggers growth: 0.7 cap */
+    struct gm_alloc *slots;
+    char pad[64 - sizeof(gm_spin) - 3 * sizeof(uint32_t) -
+             sizeof(struct gm_alloc *)];
+};
+#define GM_TRACK_SHARDS 256u
+extern struct gm_track_shard gm_track_shards[GM_TRACK_SHARDS]
+    __attribute__((visibility("hidden")));
+
+/* Multiplicative hash: the top byte picks the shard, the low bits (with
+ * the high half folded in, so aligned pointers spread) the slot. */
+static inline uint64_t gm_track_mix(uint64_t key, unsigned ns)
+{
+    uint64_t h = (key ^ ((uint64_t)ns << 59)) * 0x9e3779b97f4a7c15ull;
+    return h ^ (h >> 32);
+}
+
+/* The slow paths (shard busy, full, or the key already present; an
+ * erase that must shift entries back): out of line. */
+int gm_track_insert_slow(struct gm_track_shard *s, uint64_t h,
+                         const struct gm_alloc *a, struct gm_alloc *old)
+    __attribute__((noinline));
+bool gm_track_remove_slow(struct gm_track_shard *s, uint64_t h,
+                          enum gm_ns ns, uint64_t key, struct gm_alloc *out)
+    __attribute__((noinline));
+void gm_track_erase_shift(struct gm_track_shard *s, uint32_t i)
+    __attribute__((noinline));
+
 /* Insert a new entry. If the key is already present (a free we never saw),
  * the old entry is replaced and copied to *old, and 1 is returned; 0 when
- * the key was new; -1 when memory for the table could not be had. */
-int gm_track_insert(const struct gm_alloc *a, struct gm_alloc *old);
-/* Remove and return the entry; false when unknown. */
-bool gm_track_remove(enum gm_ns ns, uint64_t key, struct gm_alloc *out);
+ * the key was new; -1 when memory for the table could not be had.
+ * Inline: the shard is taken with one exchange, the entry written where
+ * the probe ends; anything else goes to the slow path. */
+static inline __attribute__((always_inline)) int
+gm_track_insert(const struct gm_alloc *a, struct gm_alloc *old)
+{
+    uint64_t h = gm_track_mix(a->key, a->ns);
+    struct gm_track_shard *s = &gm_track_shards[h >> 56];
+    if (GM_UNLIKELY(!gm_spin_trylock(&s->lock)))
+        return gm_track_insert_slow(s, h, a, old);
+    if (GM_LIKELY(s->count < s->grow_at)) {
+        uint32_t mask = s->cap - 1, i = (uint32_t)h & mask;
+        struct gm_alloc *e = &s->slots[i];
+        while (e->ns != 0 && !(e->ns == a->ns && e->key == a->key)) {
+            i = (i + 1) & mask;
+            e = &s->slots[i];
+        }
+        if (GM_LIKELY(e->ns == 0)) {
+            *e = *a;
+            s->count++;
+            gm_spin_unlock(&s->lock);
+            return 0;
+        }
+    }
+    gm_spin_unlock(&s->lock);
+    return gm_track_insert_slow(s, h, a, old);
+}
+
+/* Remove and return the entry; false when unknown. Inline as above: an
+ * entry whose next slot is empty (the common case at the table's load)
+ * is erased by clearing its namespace byte. */
+static inline __attribute__((always_inline)) bool
+gm_track_remove(enum gm_ns ns, uint64_t key, struct gm_alloc *out)
+{
+    uint64_t h = gm_track_mix(key, ns);
+    struct gm_track_shard *s = &gm_track_shards[h >> 56];
+    if (GM_UNLIKELY(!gm_spin_trylock(&s->lock)))
+        return gm_track_remove_slow(s, h, ns, key, out);
+    bool found = false;
+    if (GM_LIKELY(s->cap != 0)) {
+        uint32_t mask = s->cap - 1, i = (uint32_t)h & mask;
+        struct gm_alloc *e = &s->slots[i];
+        while (e->ns != 0 && !(e->ns == ns && e->key == key)) {
+            i = (i + 1) & mask;
+            e = &s->slots[i];
+        }
+        if (e->ns != 0) {
+            found = true;
+            *out = *e;
+            s->count--;
+            if (GM_LIKELY(s->slots[(i + 1) & mask].ns == 0))
+                e->ns = 0;
+            else
+                gm_track_erase_shift(s, i);
+        }
+    }
+    gm_spin_unlock(&s->lock);
+    return found;
+}
+
 /* Copy the entry out without removing it; false when unknown. */
 bool gm_track_find(enum gm_ns ns, uint64_t key, struct gm_alloc *out);
 /* Add a reference (VMM retain); false when unknown. */

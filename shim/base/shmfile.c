@@ -34,7 +34,8 @@ void *gm_shm_size_map(int fd, size_t len, int *err)
         e = posix_fallocate(fd, 0, (off_t)len);
     void *mem = NULL;
     if (e == 0) {
-        mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+                   fd, 0);
         if (mem == MAP_FAILED) {
             e = errno;
             mem = NULL;

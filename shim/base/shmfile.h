@@ -21,7 +21,9 @@ bool gm_shm_fsize_would_kill(size_t len);
 
 /* For fd, a file just created with O_CREAT|O_EXCL: take LOCK_EX (no wait:
  * the inode is new), set mode 0600, allocate len bytes and map them shared
- * read-write. Returns the mapping, or NULL with the errno value in *err
+ * read-write, its page-table entries filled in up front (MAP_POPULATE:
+ * the writers' first pass over the file, on the allocation path, takes no
+ * page faults). Returns the mapping, or NULL with the errno value in *err
  * (the caller unlinks and closes). The lock stays held. */
 void *gm_shm_size_map(int fd, size_t len, int *err);
 

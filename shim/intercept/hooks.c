@@ -181,9 +181,10 @@ alloc_async(enum kind k, int dev, struct gm_dev *d, const struct req *r,
         }
     }
     CUdeviceptr p = 0;
-    uint64_t t0 = gm_hook_ticks();
+    int clk = gm_hook_clock;
+    uint64_t t0 = gm_hook_ticks_in(clk);
     CUresult rc = call_real(k, r, &p);
-    uint64_t t1 = gm_hook_ticks();
+    uint64_t t1 = gm_hook_ticks_in(clk);
     if (rc != CUDA_SUCCESS) {
         gm_budget_release(&d->budget, prov);
         gm_grp_give(d, ghold);
@@ -212,7 +213,7 @@ alloc_async(enum kind k, int dev, struct gm_dev *d, const struct req *r,
         .api = (uint8_t)r->api, .flags = GM_AF_ASYNC | GM_AF_UNCHARGED,
         .refs = 1, .aux = (uint64_t)(uintptr_t)gm_pool_handle(pool),
     };
-    gm_acct_commit_inline(d, &a, t0, t1);
+    gm_acct_commit_inline(d, &a, clk != 0, t0, t1);
     return CUDA_SUCCESS;
 }
 
@@ -259,9 +260,10 @@ alloc_ptr(enum kind k, const struct req *r)
     case GM_ADMIT_OK:
         break;
     }
-    uint64_t t0 = gm_hook_ticks();
+    int clk = gm_hook_clock;
+    uint64_t t0 = gm_hook_ticks_in(clk);
     CUresult rc = call_real(k, r, &p);
-    uint64_t t1 = gm_hook_ticks();
+    uint64_t t1 = gm_hook_ticks_in(clk);
     if (rc != CUDA_SUCCESS) {
         gm_acct_rollback(d, r->size);
         return rc;
@@ -272,7 +274,7 @@ alloc_ptr(enum kind k, const struct req *r)
         .api = (uint8_t)r->api, .flags = k >= K_ASYNC ? GM_AF_ASYNC : 0,
         .refs = 1,
     };
-    gm_acct_commit_inline(d, &a, t0, t1);
+    gm_acct_commit_inline(d, &a, clk != 0, t0, t1);
     return rc;
 }
 
@@ -602,12 +604,13 @@ free_ptr(enum fkind k, unsigned api, CUdeviceptr p, CUstream s)
             return rc;
     }
     struct gm_alloc a;
+    int clk = gm_hook_clock;
     bool known = gm_track_remove(GM_NS_PTR, p, &a);
     if (known)
-        gm_acct_frag_remove(&a);
-    uint64_t t0 = gm_hook_ticks();
+        gm_acct_frag_remove_tel(&a, clk != 0);
+    uint64_t t0 = gm_hook_ticks_in(clk);
     CUresult rc = free_real(k, p, s);
-    uint64_t t1 = gm_hook_ticks();
+    uint64_t t1 = gm_hook_ticks_in(clk);
     if (GM_UNLIKELY(rc != CUDA_SUCCESS)) {
         if (known) {
             gm_acct_frag_add(&a);
@@ -616,7 +619,7 @@ free_ptr(enum fkind k, unsigned api, CUdeviceptr p, CUstream s)
         return rc;
     }
     if (known) {
-        gm_acct_released_inline(&a, api, t0, t1);
+        gm_acct_released_inline(&a, api, clk != 0, t0, t1);
         /* A pool gives memory back only at a synchronisation point:
          * refresh it then, not now. */
         if (a.aux != 0)

@@ -103,6 +103,7 @@ static void exit_report(void)
     if (p->report == GM_REPORT_NONE || gm_st.tel.hdr == NULL)
         return;
     static char buf[65536];
+    bool held = gm_tel_hold_writers(&gm_st.tel);
     size_t n = gm_report_from_segment(gm_st.tel.hdr,
                                       p->report == GM_REPORT_JSON, buf,
                                       sizeof buf);
@@ -110,6 +111,8 @@ static void exit_report(void)
         n = sizeof buf - 1;
     if (p->report != GM_REPORT_JSON)
         n = verdict_lines(gm_st.tel.hdr, buf, sizeof buf - 1, n);
+    if (held)
+        gm_tel_release_writers(&gm_st.tel);
     if (p->report == GM_REPORT_STDERR) {
         n += gm_grp_report(buf + n, sizeof buf - n);
         (void)gm_write_all(STDERR_FILENO, buf, n);

@@ -86,17 +86,19 @@ const char *gm_ev_kind_name(unsigned kind);
  * Memory-order contract (docs/abi.md has the full text):
  *  - Header fields other than those marked "atomic" are written once before
  *    `magic` is stored (release); a reader loads `magic` (acquire) first.
- *  - Device blocks: a multi-writer seqlock; writers never wait. A writer
- *    increments wbegin (atomic), updates fields with atomic read-modify-
- *    writes or release stores, then increments wdone (release). A reader
+ *  - One writer at a time: the writing process's threads update the
+ *    segment holding its writer lock (process memory), with plain stores.
+ *  - Device blocks: a seqlock; the writer never waits for a reader. It
+ *    increments wbegin, fences (release), stores the fields, then
+ *    increments wdone (release store). A reader
  *    loads wdone (acquire), wbegin, and when they are equal every field
  *    (acquire) and wbegin again; the copy is consistent when that equals
  *    the wdone it loaded first.
- *  - Ring records: a per-slot seqlock keyed by the event index. A producer
- *    claims index i with fetch_add on `ring_head`, swaps the slot's `seq`
- *    from an older published value to (i+1)|GM_ABI_SEQ_BUSY (or drops its
- *    record when the slot is busy or newer), stores the fields (release),
- *    then stores seq = i+1 (release). A reader accepts the slot as event i
+ *  - Ring records: a per-slot seqlock keyed by the event index. The
+ *    writer takes index i = ring_head (storing i+1), stores the slot's
+ *    seq = (i+1)|GM_ABI_SEQ_BUSY (or drops its record when the slot is
+ *    busy or newer), fences (release), stores the fields, then stores
+ *    seq = i+1 (release). A reader accepts the slot as event i
  *    only when seq == i+1 before and after copying the fields.
  *  - History buckets and marks: the same per-slot seqlock keyed by the
  *    bucket's (mark's) index; buckets have one writer at a time (the

@@ -6,7 +6,9 @@
 #include "shim/telemetry/forecast.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "policy/parse.h"
@@ -19,14 +21,23 @@ static _Atomic uint64_t warn_ns;
 static _Atomic int quiet;              /* the log level mutes warnings */
 static _Atomic uint64_t warned;        /* bit dev: given */
 static uint64_t last_check[GM_ABI_HIST_DEVICES]; /* roll-lock holder only */
+/* Warning lines formatted under the writer lock, written to stderr by
+ * gm_forecast_flush after it was released (a blocked stderr must not hold
+ * every writer): one per device, as the warning is given once. */
+static char pending[GM_ABI_HIST_DEVICES][320];
+static _Atomic size_t pending_len[GM_ABI_HIST_DEVICES];
+static _Atomic int any_pending;
 
 void gm_forecast_configure(uint64_t warn_before_ns, bool silent)
 {
     __atomic_store_n(&warn_ns, warn_before_ns, __ATOMIC_RELAXED);
     __atomic_store_n(&quiet, silent, __ATOMIC_RELAXED);
     __atomic_store_n(&warned, 0, __ATOMIC_RELAXED);
-    for (unsigned i = 0; i < GM_ABI_HIST_DEVICES; i++)
+    for (unsigned i = 0; i < GM_ABI_HIST_DEVICES; i++) {
         last_check[i] = 0;
+        atomic_store_explicit(&pending_len[i], 0, memory_order_relaxed);
+    }
+    atomic_store_explicit(&any_pending, 0, memory_order_relaxed);
 }
 
 bool gm_forecast_warned(unsigned dev)
@@ -95,10 +106,26 @@ static void warn_line(unsigned dev, const struct gm_trend *r, uint64_t limit)
                      "%llu s: used floor %s, growing %s/s\n", dev, lim, secs,
                      floor, rate);
     }
-    if (n > 0)
-        (void)gm_write_all(STDERR_FILENO, line,
-                           (size_t)n < sizeof line ? (size_t)n
-                                                   : sizeof line - 1);
+    if (n <= 0)
+        return;
+    size_t len = (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
+    memcpy(pending[dev], line, len);
+    /* Pairs with the acquire exchange in gm_forecast_flush. */
+    atomic_store_explicit(&pending_len[dev], len, memory_order_release);
+    atomic_store_explicit(&any_pending, 1, memory_order_release);
+    atomic_store_explicit(&gm_tel_deferred, 1, memory_order_release);
+}
+
+void gm_forecast_flush(void)
+{
+    if (!atomic_exchange_explicit(&any_pending, 0, memory_order_acquire))
+        return;
+    for (unsigned i = 0; i < GM_ABI_HIST_DEVICES; i++) {
+        size_t len = atomic_exchange_explicit(&pending_len[i], 0,
+                                              memory_order_acquire);
+        if (len > 0)
+            (void)gm_write_all(STDERR_FILENO, pending[i], len);
+    }
 }
 
 bool gm_forecast_trend(const struct gm_abi_header *h,

@@ -4,8 +4,9 @@
  * device), the leak verdict of shim/telemetry/trend.h over the device's
  * last closed tier-0 buckets (floor = used_min, peak = used_max); when it
  * says the device grows and the limit is forecast within the configured
- * time (GPUMEM_WARN_BEFORE), one line on stderr and one GM_EV_FORECAST
- * record, once per device per segment.
+ * time (GPUMEM_WARN_BEFORE), one line on stderr (written once the writer
+ * lock is released) and one GM_EV_FORECAST record, once per device per
+ * segment.
  *
  * Invariants: called only by the holder of the device's roll lock, so
  * per-device state has one writer; the once-flag is a process-local
@@ -37,6 +38,11 @@ bool gm_forecast_trend(const struct gm_abi_header *h,
 void gm_forecast_check(struct gm_abi_header *h, struct gm_abi_dev *d,
                        const struct gm_abi_hist *hs, unsigned dev,
                        uint64_t now) __attribute__((cold));
+/* The warning's stderr line is formatted under the writer lock and
+ * written after it: the formatting sets gm_tel_deferred (telwrite.h), and
+ * gm_forecast_flush, called once the lock is released, writes the lines
+ * pending. */
+void gm_forecast_flush(void) __attribute__((cold));
 /* Whether the warning was given for dev (tests, the exit report). */
 bool gm_forecast_warned(unsigned dev);
 

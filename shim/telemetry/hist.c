@@ -333,7 +333,8 @@ void gm_hist_flush(struct gm_abi_header *h)
         }
         if (spins >= FLUSH_SPINS)
             continue; /* a roller died inside: leave its device as is */
-        __atomic_fetch_add(&d->wbegin, 1, __ATOMIC_ACQ_REL);
+        TW_ST(&d->wbegin, TW_LD(&d->wbegin) + 1);
+        TW_FENCE_REL(); /* as in tw_stats_enter */
         uint64_t next = tw_get(&d->hist_next_ns);
         struct counts c = counts_now(d);
         if (next != 0 && next != HIST_CLOSED)

@@ -96,23 +96,27 @@ static void push_all(struct gm_abi_header *h, unsigned kind, uint64_t now,
 
 void gm_tel_step(struct gm_tel *t, uint64_t steps)
 {
-    struct gm_abi_header *h = tw_tel_hdr(t);
+    uint64_t now = gm_clock_realtime_ns();
+    struct gm_abi_header *h = tw_lock(t);
     if (h == NULL)
         return;
     /* Raised, not added: the caller's count includes steps made before
-     * the segment existed; concurrent callers store in any order. */
-    tw_raise_to(&h->steps, steps);
-    push_all(h, GM_EV_STEP, gm_clock_realtime_ns(), steps, 0, 0);
+     * the segment existed; concurrent callers come in any order. */
+    if (steps > TW_LD(&h->steps))
+        TW_ST_REL(&h->steps, steps); /* pairs with the readers' acquire */
+    push_all(h, GM_EV_STEP, now, steps, 0, 0);
+    tw_unlock(t);
 }
 
 void gm_tel_mark(struct gm_tel *t, const char *label)
 {
-    struct gm_abi_header *h = tw_tel_hdr(t);
-    if (h == NULL)
-        return;
     char clean[GM_ABI_MARK_LABEL] = { 0 };
     size_t len = gm_mark_label(label, clean, sizeof clean);
-    uint64_t now = gm_clock_realtime_ns(), step = TW_LD_RLX(&h->steps);
+    uint64_t now = gm_clock_realtime_ns();
+    struct gm_abi_header *h = tw_lock(t);
+    if (h == NULL)
+        return;
+    uint64_t step = TW_LD(&h->steps);
     uint64_t num = __atomic_fetch_add(&h->marks, 1, __ATOMIC_RELAXED);
     struct gm_abi_mark *m = &gm_hist_marks(h)[num % GM_ABI_MARKS];
     uint64_t want = num + 1, s = TW_LD_RLX(&m->seq);
@@ -137,6 +141,7 @@ void gm_tel_mark(struct gm_tel *t, const char *label)
         TW_ST_REL(&m->seq, want); /* pairs with gm_tel_read_mark */
     }
     push_all(h, GM_EV_MARK, now, step, num, len);
+    tw_unlock(t);
 }
 
 bool gm_tel_read_mark(const struct gm_abi_mark *src, uint64_t number,

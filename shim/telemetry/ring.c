@@ -1,22 +1,27 @@
 /*
  * shim/telemetry/ring.c — the telemetry segment: creation (shared file or private
- * fallback), the seqlocked per-device stats, the multi-producer event ring,
+ * fallback), the seqlocked per-device stats, the event ring,
  * and the read primitives shared with the exit report and tools/lib/reader.c.
  *
  * Invariants:
- *  - Every shared field is accessed with __atomic builtins. Nothing here
- *    locks or waits on the hot path.
- *  - Device blocks take any number of concurrent writers: a writer counts
- *    itself in wbegin (atomic increment), changes fields only with atomic
- *    read-modify-writes (sums, maxima) or release stores (figures), and
- *    counts itself in wdone last (release). A reader loads wdone (acquire),
- *    the fields (acquire), then wbegin; the copy is consistent when that
- *    wbegin equals the wdone it started from: every writer whose store it
- *    saw had already been counted in wbegin (its increment comes before
- *    its release stores), so none was inside while it copied.
- *  - Ring records: a producer that finds its slot busy or already holding
- *    a later event drops its record and counts it in ring_dropped, so a
- *    slot's seq only grows and never has two writers.
+ *  - Every writer holds the process's writer lock (struct gm_tel's wlock,
+ *    taken by tw_lock: one writer at a time), so it updates the shared
+ *    fields with plain loads and stores (atomics in a ThreadSanitizer
+ *    build: shim/telemetry/telwrite.h). It never waits on a reader. A
+ *    waiter never waits for itself (a signal handler's re-entry skips),
+ *    for a dead holder (replaced, its leftovers repaired) or longer than
+ *    GM_TEL_LOCK_WAIT_NS (then it skips its update).
+ *  - Device blocks are seqlocked for readers: the writer adds one to
+ *    wbegin, fences (release), changes fields, and adds one to wdone with
+ *    a release store. A reader loads wdone (acquire), the fields
+ *    (acquire), then wbegin; the copy is consistent when that wbegin
+ *    equals the wdone it started from: a writer whose store it saw had
+ *    already counted itself in wbegin, so none was inside while it copied.
+ *  - Ring records: the writer marks the slot busy (seq = index+1 | BUSY),
+ *    fences, writes the fields and publishes seq = index+1 (release). A
+ *    slot found busy or already holding a later event (bytes not written
+ *    by this process's writer) is not written: the record is counted in
+ *    ring_dropped.
  *  - Nothing here allocates with malloc, prints, or makes a syscall on the
  *    hot path; counters saturate, subtractions clamp.
  */
@@ -35,10 +40,12 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "shim/base/clock.h"
+#include "shim/base/safefile.h"
 #include "shim/base/shmfile.h"
 #include "shim/base/spin.h"
 #include "shim/telemetry/ident.h"
@@ -111,26 +118,137 @@ void gm_tw_mark_present(struct gm_abi_header *h, struct gm_abi_dev *d,
         ;
 }
 
+/* ---- writer: the lock's slow path ----------------------------------------- */
+
+/* Whether thread `tid` of this process is gone (tgkill's existence test:
+ * ESRCH; a thread id is not reused while the kernel still knows it). */
+static bool thread_gone(int tid)
+{
+    return syscall(SYS_tgkill, getpid(), tid, 0) != 0 && errno == ESRCH;
+}
+
+/* A holder died inside its update: close what it left open, so readers
+ * do not see its device block busy, nor its ring slot unpublished,
+ * forever. Runs holding the lock. Its half-written event stays half
+ * written (one event's fields); every later one is whole. */
+static void repair(struct gm_abi_header *h)
+{
+    struct gm_abi_dev *devs = (struct gm_abi_dev *)((char *)h + sizeof *h);
+    for (uint32_t i = 0; i < h->dev_slots; i++) {
+        if (TW_LD(&devs[i].wdone) != TW_LD(&devs[i].wbegin))
+            TW_ST_REL(&devs[i].wdone, TW_LD(&devs[i].wbegin));
+        /* Rolls run under the writer lock: nobody else can hold it. */
+        TW_ST_REL(&devs[i].hist_lock, 0);
+    }
+    uint64_t head = TW_LD(&h->ring_head);
+    if (head == 0)
+        return;
+    struct gm_abi_record *ring =
+        (struct gm_abi_record *)((char *)h + h->ring_offset);
+    struct gm_abi_record *r = &ring[(head - 1) & (h->ring_capacity - 1)];
+    /* Its record stays unpublished (readers count it lost); the slot is
+     * written again on the next lap. */
+    if (TW_LD(&r->seq) == (head | GM_ABI_SEQ_BUSY))
+        TW_ST_REL(&r->seq, head - 1);
+}
+
+/* Once per process, unless warnings are muted (as the forecast's line). */
+static void stuck_warning(const struct gm_tel *t, int holder)
+{
+    static _Atomic int said;
+    if (t->quiet || atomic_exchange(&said, 1))
+        return;
+    char line[200];
+    int n = snprintf(line, sizeof line,
+                     "gpumem: telemetry: thread %d has held the segment's "
+                     "writer lock for over %llu s; events are not recorded "
+                     "while it does (limits are still enforced)\n", holder,
+                     (unsigned long long)(GM_TEL_LOCK_WAIT_NS / 1000000000ull));
+    if (n > 0)
+        (void)gm_write_all(STDERR_FILENO, line,
+                           (size_t)n < sizeof line ? (size_t)n
+                                                   : sizeof line - 1);
+}
+
+int gm_tel_lock_slow(struct gm_tel *t, int me)
+{
+    unsigned spins = 0;
+    uint64_t since = 0;
+    for (;;) {
+        int cur = atomic_load_explicit(&t->wlock.v, memory_order_relaxed);
+        if (cur == 0) {
+            if (atomic_compare_exchange_weak_explicit(
+                    &t->wlock.v, &cur, me, memory_order_acquire,
+                    memory_order_relaxed))
+                return TW_TAKEN;
+            continue;
+        }
+        if (cur == me)
+            return TW_MINE;
+        /* The holder given up on still holds it: skip at once. */
+        if (atomic_load_explicit(&t->wstuck, memory_order_relaxed) == cur)
+            return TW_STUCK;
+        if (++spins < 100) {
+            gm_cpu_relax();
+            continue;
+        }
+        sched_yield();
+        if (spins % 256 != 0)
+            continue;
+        if (thread_gone(cur)) {
+            if (atomic_compare_exchange_strong_explicit(
+                    &t->wlock.v, &cur, me, memory_order_acquire,
+                    memory_order_relaxed)) {
+                struct gm_abi_header *h = tw_tel_hdr(t);
+                if (h != NULL)
+                    repair(h);
+                return TW_TAKEN;
+            }
+            continue;
+        }
+        uint64_t now = gm_clock_monotonic_ns();
+        if (since == 0) {
+            since = now;
+        } else if (now - since > GM_TEL_LOCK_WAIT_NS) {
+            atomic_store_explicit(&t->wstuck, cur, memory_order_relaxed);
+            stuck_warning(t, cur);
+            return TW_STUCK;
+        }
+    }
+}
+
+/* ---- writer: after the lock --------------------------------------------- */
+
+_Atomic int gm_tel_deferred;
+
+void gm_tel_deferred_run(void)
+{
+    if (atomic_exchange_explicit(&gm_tel_deferred, 0, memory_order_acquire))
+        gm_forecast_flush();
+}
+
 /* ---- writer: the hooks' API --------------------------------------------- */
 
 void gm_tel_device(struct gm_tel *t, unsigned dev, uint64_t physical,
                    uint64_t limit, const unsigned char *uuid)
 {
-    struct gm_abi_header *h = tw_tel_hdr(t);
+    uint64_t now = gm_clock_realtime_ns();
+    struct gm_abi_header *h = tw_lock(t);
     if (h == NULL)
         return;
-    struct gm_abi_dev *d = tw_stats_begin(h, dev, gm_clock_realtime_ns());
-    if (d == NULL)
-        return;
-    tw_put(&d->physical, physical);
-    tw_put(&d->limit, limit);
-    if (uuid != NULL) {
-        uint64_t w[2];
-        memcpy(w, uuid, sizeof w);
-        tw_put(&d->uuid[0], w[0]);
-        tw_put(&d->uuid[1], w[1]);
+    struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
+    if (d != NULL) {
+        tw_put(&d->physical, physical);
+        tw_put(&d->limit, limit);
+        if (uuid != NULL) {
+            uint64_t w[2];
+            memcpy(w, uuid, sizeof w);
+            tw_put(&d->uuid[0], w[0]);
+            tw_put(&d->uuid[1], w[1]);
+        }
+        tw_stats_end(d);
     }
-    tw_stats_end(d);
+    tw_unlock(t);
 }
 
 void gm_tel_alloc_frag(struct gm_tel *t, unsigned dev, unsigned api,
@@ -174,10 +292,10 @@ void gm_tel_free(struct gm_tel *t, unsigned dev, unsigned api, uint64_t addr,
 void gm_tel_refuse(struct gm_tel *t, unsigned dev, unsigned api,
                    uint64_t size, uint64_t used, uint64_t limit)
 {
-    struct gm_abi_header *h = tw_tel_hdr(t);
+    uint64_t now = gm_clock_realtime_ns();
+    struct gm_abi_header *h = tw_lock(t);
     if (h == NULL)
         return;
-    uint64_t now = gm_clock_realtime_ns();
     struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
     if (d != NULL) {
         tw_inc(&d->refusals);
@@ -185,15 +303,16 @@ void gm_tel_refuse(struct gm_tel *t, unsigned dev, unsigned api,
         tw_stats_end(d);
     }
     tw_ring_push(h, GM_EV_OOM, api, dev, now, 0, size, 0, used, limit);
+    tw_unlock(t);
 }
 
 void gm_tel_context(struct gm_tel *t, unsigned dev, uint64_t bytes,
                     uint64_t used_after, uint64_t peak)
 {
-    struct gm_abi_header *h = tw_tel_hdr(t);
+    uint64_t now = gm_clock_realtime_ns();
+    struct gm_abi_header *h = tw_lock(t);
     if (h == NULL)
         return;
-    uint64_t now = gm_clock_realtime_ns();
     struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
     if (d != NULL) {
         tw_add(&d->context_bytes, bytes);
@@ -202,14 +321,15 @@ void gm_tel_context(struct gm_tel *t, unsigned dev, uint64_t bytes,
     }
     tw_ring_push(h, GM_EV_CONTEXT, GM_API_NONE, dev, now, 0, bytes, 0,
               used_after, 0);
+    tw_unlock(t);
 }
 
 void gm_tel_limit(struct gm_tel *t, unsigned dev, uint64_t new_limit)
 {
-    struct gm_abi_header *h = tw_tel_hdr(t);
+    uint64_t now = gm_clock_realtime_ns(), old = 0, used = 0;
+    struct gm_abi_header *h = tw_lock(t);
     if (h == NULL)
         return;
-    uint64_t now = gm_clock_realtime_ns(), old = 0, used = 0;
     struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
     if (d != NULL) {
         old = tw_get(&d->limit);
@@ -219,46 +339,51 @@ void gm_tel_limit(struct gm_tel *t, unsigned dev, uint64_t new_limit)
     }
     tw_ring_push(h, GM_EV_LIMIT, GM_API_NONE, dev, now, 0, new_limit, 0, used,
               old);
+    tw_unlock(t);
 }
 
 void gm_tel_frag(struct gm_tel *t, unsigned dev, uint32_t frag_ppm)
 {
-    struct gm_abi_header *h = tw_tel_hdr(t);
-    if (h == NULL || dev >= h->dev_slots)
+    struct gm_abi_header *h = tw_lock(t);
+    if (h == NULL)
         return;
-    /* Not an event of its own: last_ns is left alone. */
-    struct gm_abi_dev *d =
-        (struct gm_abi_dev *)((char *)h + sizeof *h) + dev;
-    __atomic_fetch_add(&d->wbegin, 1, __ATOMIC_ACQ_REL);
-    tw_put_frag(d, frag_ppm);
-    tw_stats_end(d);
+    if (dev < h->dev_slots) {
+        /* Not an event of its own: last_ns is left alone. */
+        struct gm_abi_dev *d =
+            (struct gm_abi_dev *)((char *)h + sizeof *h) + dev;
+        TW_ST(&d->wbegin, TW_LD(&d->wbegin) + 1);
+        TW_FENCE_REL(); /* as in tw_stats_enter */
+        tw_put_frag(d, frag_ppm);
+        tw_stats_end(d);
+    }
+    tw_unlock(t);
 }
 
 void gm_tel_host(struct gm_tel *t, unsigned api, uint64_t addr, int64_t delta)
 {
-    struct gm_abi_header *h = tw_tel_hdr(t);
+    uint64_t now = gm_clock_realtime_ns();
+    struct gm_abi_header *h = tw_lock(t);
     if (h == NULL)
         return;
     uint64_t mag = delta < 0 ? (uint64_t)0 - (uint64_t)delta : (uint64_t)delta;
-    uint64_t cur = TW_LD_RLX(&h->host_pinned), next;
-    do {
-        if (delta < 0)
-            next = cur > mag ? cur - mag : 0;
-        else
-            next = cur + mag < cur ? UINT64_MAX : cur + mag;
-    } while (!__atomic_compare_exchange_n(&h->host_pinned, &cur, next, true,
-                                          __ATOMIC_RELEASE, __ATOMIC_RELAXED));
-    tw_ring_push(h, GM_EV_HOST, api, GM_ABI_NO_DEVICE, gm_clock_realtime_ns(), 0,
-              mag, (uint64_t)delta, next, addr);
+    uint64_t cur = TW_LD(&h->host_pinned), next;
+    if (delta < 0)
+        next = cur > mag ? cur - mag : 0;
+    else
+        next = cur + mag < cur ? UINT64_MAX : cur + mag;
+    TW_ST_REL(&h->host_pinned, next); /* pairs with the readers' acquire */
+    tw_ring_push(h, GM_EV_HOST, api, GM_ABI_NO_DEVICE, now, 0, mag,
+                 (uint64_t)delta, next, addr);
+    tw_unlock(t);
 }
 
 void gm_tel_event(struct gm_tel *t, unsigned kind, unsigned dev, unsigned api,
                   uint64_t size, uint64_t addr, uint64_t used_after)
 {
-    struct gm_abi_header *h = tw_tel_hdr(t);
+    uint64_t now = gm_clock_realtime_ns();
+    struct gm_abi_header *h = tw_lock(t);
     if (h == NULL)
         return;
-    uint64_t now = gm_clock_realtime_ns();
     struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
     if (d != NULL) {
         switch (kind) {
@@ -287,31 +412,35 @@ void gm_tel_event(struct gm_tel *t, unsigned kind, unsigned dev, unsigned api,
         tw_stats_end(d);
     }
     tw_ring_push(h, kind, api, dev, now, 0, size, addr, used_after, 0);
+    tw_unlock(t);
 }
 
 void gm_tel_pool(struct gm_tel *t, unsigned dev, uint64_t reserve_bytes)
 {
-    struct gm_abi_header *h = tw_tel_hdr(t);
+    uint64_t now = gm_clock_realtime_ns();
+    struct gm_abi_header *h = tw_lock(t);
     if (h == NULL)
         return;
-    struct gm_abi_dev *d = tw_stats_begin(h, dev, gm_clock_realtime_ns());
-    if (d == NULL)
-        return;
-    tw_put(&d->pool_reserve, reserve_bytes);
-    tw_stats_end(d);
+    struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
+    if (d != NULL) {
+        tw_put(&d->pool_reserve, reserve_bytes);
+        tw_stats_end(d);
+    }
+    tw_unlock(t);
 }
 
 void gm_tel_sync(struct gm_tel *t, unsigned dev, uint64_t used, uint64_t peak)
 {
-    struct gm_abi_header *h = tw_tel_hdr(t);
+    uint64_t now = gm_clock_realtime_ns();
+    struct gm_abi_header *h = tw_lock(t);
     if (h == NULL)
         return;
-    uint64_t now = gm_clock_realtime_ns();
     struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
-    if (d == NULL)
-        return;
-    tw_set_used_peak(d, used, peak, now);
-    tw_stats_end(d);
+    if (d != NULL) {
+        tw_set_used_peak(d, used, peak, now);
+        tw_stats_end(d);
+    }
+    tw_unlock(t);
 }
 
 /* ---- segment creation --------------------------------------------------- */
@@ -401,6 +530,9 @@ static void attach(struct gm_tel *t, void *mem, size_t len, bool shared)
 {
     t->map_len = len;
     t->shared = shared;
+    /* No writer can hold the lock yet: they take it only once hdr is set. */
+    atomic_store_explicit(&t->wlock.v, 0, memory_order_relaxed);
+    atomic_store_explicit(&t->wstuck, 0, memory_order_relaxed);
     __atomic_store_n(&t->hdr, (struct gm_abi_header *)mem, __ATOMIC_RELEASE);
 }
 
@@ -551,11 +683,12 @@ int gm_tel_open(struct gm_tel *t, const struct gm_tel_params *p, char *err,
     if (!shared) {
         t->path[0] = '\0';
         mem = mmap(NULL, len, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
         if (mem == MAP_FAILED)
             return -1;
     }
     init_image(mem, cap, slots, p);
+    t->quiet = p->forecast_silent;
     attach(t, mem, len, shared);
     return shared ? 0 : 1;
 }
@@ -572,6 +705,7 @@ int gm_tel_open_mem(struct gm_tel *t, void *mem, size_t len,
         return -1;
     memset(mem, 0, need);
     init_image(mem, cap, slots, p);
+    t->quiet = p->forecast_silent;
     attach(t, mem, 0, false);
     return 0;
 }
@@ -581,10 +715,24 @@ void gm_tel_close(struct gm_tel *t, bool keep)
     struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL)
         return;
+    /* Without the lock when it cannot be had (this thread holds it: exit
+     * from a signal handler; or its holder is stuck): the segment is
+     * still marked closed and removed. */
+    bool held = tw_take(t, (int)gm_thread_id()) == TW_TAKEN;
+    if (held && tw_tel_hdr(t) != h) {
+        tw_unlock(t); /* closed by another thread meanwhile */
+        return;
+    }
+    uint64_t now = gm_clock_realtime_ns();
     gm_hist_flush(h);
-    TW_ST_REL(&h->closed_ns, gm_clock_realtime_ns());
+    TW_ST_REL(&h->closed_ns, now);
     __atomic_fetch_or(&h->flags, GM_ABI_F_CLOSED | (keep ? GM_ABI_F_KEPT : 0u),
                       __ATOMIC_RELEASE);
+    __atomic_store_n(&t->hdr, NULL, __ATOMIC_RELEASE);
+    if (held)
+        tw_unlock(t);
+    /* The file's syscalls after the lock: a writer that loaded hdr before
+     * it was cleared writes into the mapping, which stays. */
     if (t->shared) {
         if (!keep)
             unlink(t->path);
@@ -595,7 +743,6 @@ void gm_tel_close(struct gm_tel *t, bool keep)
         }
     }
     t->fd = -1;
-    __atomic_store_n(&t->hdr, NULL, __ATOMIC_RELEASE);
 }
 
 void gm_tel_forget(struct gm_tel *t)
@@ -613,6 +760,10 @@ void gm_tel_forget(struct gm_tel *t)
     t->path[0] = '\0';
     t->map_len = 0;
     __atomic_store_n(&t->hdr, NULL, __ATOMIC_RELEASE);
+    /* A thread of the parent may have held the writer lock at the fork;
+     * the child has no such thread. */
+    atomic_store_explicit(&t->wlock.v, 0, memory_order_relaxed);
+    atomic_store_explicit(&t->wstuck, 0, memory_order_relaxed);
     gm_thread_id_reset();
     gm_forecast_configure(0, true); /* the child's segment sets its own */
 }
@@ -769,14 +920,25 @@ void gm_tel_read_oom(const struct gm_abi_header *h, uint32_t slots,
     }
 }
 
-int gm_tel_snapshot(const struct gm_tel *t, struct gm_snapshot *out)
+int gm_tel_snapshot(struct gm_tel *t, struct gm_snapshot *out)
 {
-    const struct gm_abi_header *h = tw_tel_hdr(t);
+    const struct gm_abi_header *h = tw_lock(t);
     if (h == NULL)
         return -1;
     int bad = gm_tel_read(h, h->dev_slots, h->ring_capacity, out);
     gm_tel_read_oom(h, h->dev_slots, h->ring_capacity, out);
+    tw_unlock(t);
     return bad;
+}
+
+bool gm_tel_hold_writers(struct gm_tel *t)
+{
+    return tw_take(t, (int)gm_thread_id()) == TW_TAKEN;
+}
+
+void gm_tel_release_writers(struct gm_tel *t)
+{
+    tw_unlock(t);
 }
 
 uint64_t gm_snapshot_events_lost(const struct gm_snapshot *s)

@@ -10,12 +10,21 @@
  * back to private anonymous memory of the same layout, so the exit report
  * still works; only other processes cannot see it.
  *
- * Thread safety: every function may be called concurrently from any thread
- * and none of them waits for another: device blocks are a multi-writer
- * seqlock (shim/telemetry/abi.h) and ring producers claim slots with an atomic; only
- * readers retry, while a writer is inside a block. Every function is a
+ * Thread safety: every function may be called concurrently from any
+ * thread. The process's writers take turns under one spinlock (t->wlock,
+ * held for a few dozen instructions, never across a syscall on the hot
+ * path), so each update is a plain store; the device blocks and ring
+ * records are seqlocked for readers in other processes (shim/telemetry/
+ * abi.h), who never block a writer: only they retry. Every function is a
  * no-op while t->hdr is NULL, and for a device ordinal >= the segment's
  * device slots the stats are skipped (the ring record is still written).
+ * The lock knows its holder: a writer called by a signal handler that
+ * interrupted a writer of the same thread skips its update instead of
+ * waiting for itself; a holder that died is replaced (its device blocks
+ * and ring slot repaired); a holder alive but stuck for
+ * GM_TEL_LOCK_WAIT_NS is given up on, with one warning, and the events
+ * its waiters could not record are lost to telemetry (never to the
+ * limits, which do not use this lock).
  */
 #ifndef GM_TELEMETRY_H
 #define GM_TELEMETRY_H
@@ -24,6 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shim/base/spin.h"
 #include "shim/telemetry/abi.h"
 
 struct gm_tel_params {
@@ -44,6 +54,13 @@ struct gm_tel_params {
 
 struct gm_tel {
     struct gm_abi_header *hdr;   /* NULL until opened */
+    gm_spin wlock;               /* the writer of the moment's thread id;
+                                    0 free (shim/telemetry/telwrite.h) */
+    _Atomic int wstuck;          /* the holder a waiter gave up on (it
+                                    kept the lock GM_TEL_LOCK_WAIT_NS):
+                                    while it holds it, waiters skip; 0
+                                    again at every release */
+    bool quiet;                  /* warnings muted (forecast_silent) */
     size_t map_len;
     bool shared;                 /* false: private fallback memory */
     char path[256];              /* segment path when shared */
@@ -197,7 +214,15 @@ struct gm_snapshot {
 
 /* Snapshot of the writer's own segment (the exit report). Returns the
  * number of devices not GM_SNAP_OK, -1 when t has no segment. */
-int gm_tel_snapshot(const struct gm_tel *t, struct gm_snapshot *out);
+int gm_tel_snapshot(struct gm_tel *t, struct gm_snapshot *out);
+/* Keep this process's writers out (the writer lock) while a reader of
+ * this process copies the segment (the exit report): then no store of
+ * theirs races with its loads. Returns whether the lock was taken: false
+ * when this thread holds it already (exit() from a signal handler that
+ * interrupted a writer) or its holder is stuck; the reader then copies
+ * without it, and gm_tel_release_writers must not be called. */
+bool gm_tel_hold_writers(struct gm_tel *t);
+void gm_tel_release_writers(struct gm_tel *t);
 
 /* Copy the header fields and the first min(dev_seen, slots) device blocks
  * of a segment whose geometry the caller trusts or has validated (`slots`

@@ -31,6 +31,93 @@
 #define TW_ST_RLX(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 #define TW_ST_REL(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 
+/* The fields below are written only with the writer lock held (one
+ * writer at a time in the process), so a writer reads them back and
+ * updates them with plain loads and stores: no read-modify-write needs a
+ * locked instruction. Readers in other processes copy them under the
+ * seqlock (wbegin/wdone, a record's seq) and retry on a change. Built
+ * for ThreadSanitizer, whose tests also read from threads of this
+ * process while it writes, the same accesses are atomic loads and stores:
+ * the order of the stores is the same in both builds, given by the
+ * release fences (release stores there) and release stores named below. */
+#if defined(__SANITIZE_THREAD__)
+/* ThreadSanitizer knows no fences: each store is a release store instead,
+ * ordered after every store before it (the wbegin increment, the busy
+ * mark), which is what the fence gives the plain stores. */
+#define TW_LD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define TW_ST(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define TW_FENCE_REL() ((void)0)
+#else
+#define TW_LD(p) (*(p))
+#define TW_ST(p, v) (*(p) = (v))
+#define TW_FENCE_REL() __atomic_thread_fence(__ATOMIC_RELEASE)
+#endif
+
+/* The writer lock (struct gm_tel's wlock) holds its holder's thread id,
+ * taken with one compare-and-swap from 0 (acquire; pairs with the release
+ * store of 0 in tw_unlock). The slow path, when it is held: */
+#define TW_TAKEN 1     /* taken after a wait (or from a holder that died) */
+#define TW_MINE 0      /* this thread holds it (a signal handler re-entered) */
+#define TW_STUCK -1    /* its holder kept it GM_TEL_LOCK_WAIT_NS: given up */
+#define GM_TEL_LOCK_WAIT_NS 2000000000ull
+int gm_tel_lock_slow(struct gm_tel *t, int me) __attribute__((cold, noinline));
+
+static inline __attribute__((always_inline)) int tw_take(struct gm_tel *t,
+                                                         int me)
+{
+    int free_ = 0;
+    if (__builtin_expect(atomic_compare_exchange_strong_explicit(
+                             &t->wlock.v, &free_, me, memory_order_acquire,
+                             memory_order_relaxed), 1))
+        return TW_TAKEN;
+    return gm_tel_lock_slow(t, me);
+}
+
+static inline __attribute__((always_inline)) void tw_release(struct gm_tel *t)
+{
+    atomic_store_explicit(&t->wlock.v, 0, memory_order_release);
+    /* A holder given up on is one no more once it lets go (its thread
+     * id may be another thread's later). */
+    atomic_store_explicit(&t->wstuck, 0, memory_order_relaxed);
+}
+
+/* Take the writer lock when the segment is open: returns its header, or
+ * NULL (then nothing is held: no segment, or it was closed while this
+ * writer waited, or the lock could not be had — see TW_MINE, TW_STUCK).
+ * The thread id is read before the lock (its first read makes a system
+ * call). */
+static inline __attribute__((always_inline)) struct gm_abi_header *
+tw_lock(struct gm_tel *t)
+{
+    /* Pairs with the release store of t->hdr in attach(). */
+    struct gm_abi_header *h = __atomic_load_n(&t->hdr, __ATOMIC_ACQUIRE);
+    if (h == NULL)
+        return NULL;
+    if (__builtin_expect(tw_take(t, (int)gm_thread_id()) != TW_TAKEN, 0))
+        return NULL;
+    /* gm_tel_close clears hdr under the lock: a writer that waited for it
+     * writes nothing into the closed segment. */
+    if (__builtin_expect(__atomic_load_n(&t->hdr, __ATOMIC_RELAXED) != h, 0)) {
+        tw_release(t);
+        return NULL;
+    }
+    return h;
+}
+
+/* Work a writer left for after the lock (a forecast warning's line:
+ * nothing that may block is done while holding it): set by the holder,
+ * done by gm_tel_deferred_run (shim/telemetry/ring.c) after the release. */
+extern _Atomic int gm_tel_deferred __attribute__((visibility("hidden")));
+void gm_tel_deferred_run(void) __attribute__((cold));
+
+static inline __attribute__((always_inline)) void tw_unlock(struct gm_tel *t)
+{
+    tw_release(t);
+    if (__builtin_expect(atomic_load_explicit(&gm_tel_deferred,
+                                              memory_order_relaxed), 0))
+        gm_tel_deferred_run();
+}
+
 /* First use of a device: present = 1, dev_seen = max(dev_seen, dev+1). */
 void gm_tw_mark_present(struct gm_abi_header *h, struct gm_abi_dev *d,
                         unsigned dev) __attribute__((cold));
@@ -50,57 +137,52 @@ static inline struct gm_abi_header *tw_tel_hdr(const struct gm_tel *t)
     return __atomic_load_n(&t->hdr, __ATOMIC_ACQUIRE);
 }
 
+/* The primitives below run with the writer lock held. */
 static inline uint64_t tw_get(const uint64_t *f)
 {
-    return TW_LD_RLX(f);
+    return TW_LD(f);
 }
 
 static inline void tw_put(uint64_t *f, uint64_t v)
 {
-    TW_ST_REL(f, v); /* ordered after this writer's wbegin increment */
+    TW_ST(f, v); /* ordered after wbegin by tw_stats_enter's fence */
 }
 
 /* Counts go up by one per event: 2^64 events cannot happen. */
 static inline void tw_inc(uint64_t *f)
 {
-    __atomic_fetch_add(f, 1, __ATOMIC_RELEASE);
+    TW_ST(f, TW_LD(f) + 1);
 }
 
 /* Cumulative byte sums saturate instead of wrapping (and stay there). */
 static inline void tw_add(uint64_t *f, uint64_t v)
 {
-    uint64_t o = __atomic_fetch_add(f, v, __ATOMIC_RELEASE);
-    if (__builtin_expect(o + v < o, 0))
-        TW_ST_REL(f, UINT64_MAX);
+    uint64_t o = TW_LD(f);
+    TW_ST(f, o + v < o ? UINT64_MAX : o + v);
 }
 
 /* Sums bounded by what exists (live bytes: memory held; latencies: 2^64
  * ns is 584 years) add plainly. */
 static inline void tw_add_bounded(uint64_t *f, uint64_t v)
 {
-    __atomic_fetch_add(f, v, __ATOMIC_RELEASE);
+    TW_ST(f, TW_LD(f) + v);
 }
 
-/* Subtract, clamping at 0: an underflow (a release published before its
- * allocation, which the callers' ordering rules out) is undone before
- * this writer leaves, so no consistent copy ever holds it. */
+/* Subtract, clamping at 0 (an underflow would be a release published
+ * before its allocation, which the callers' ordering rules out). */
 static inline void tw_sub(uint64_t *f, uint64_t v)
 {
-    uint64_t o = __atomic_fetch_sub(f, v, __ATOMIC_RELEASE);
-    if (__builtin_expect(o < v, 0))
-        __atomic_fetch_add(f, v - o, __ATOMIC_RELEASE);
+    uint64_t o = TW_LD(f);
+    TW_ST(f, o > v ? o - v : 0);
 }
 
 /* f = max(f, v); true when it rose. */
 static inline bool tw_raise_to(uint64_t *f, uint64_t v)
 {
-    uint64_t o = TW_LD_RLX(f);
-    while (v > o) {
-        if (__atomic_compare_exchange_n(f, &o, v, true, __ATOMIC_RELEASE,
-                                        __ATOMIC_RELAXED))
-            return true;
-    }
-    return false;
+    if (v <= TW_LD(f))
+        return false;
+    TW_ST(f, v);
+    return true;
 }
 
 static inline unsigned tw_log2_bucket(uint64_t v, unsigned n)
@@ -109,10 +191,9 @@ static inline unsigned tw_log2_bucket(uint64_t v, unsigned n)
     return b < n ? b : n - 1;
 }
 
-/* Enter a device block as one of possibly several concurrent writers
- * (never waits): count this writer in wbegin. Every field update that
- * follows is an atomic read-modify-write or a release store, so a reader
- * that sees any of them also sees this increment. */
+/* Enter a device block (writer lock held): count this writer in
+ * wbegin, then a release fence, so that a reader that sees any of the
+ * stores that follow also sees the increment. */
 static inline __attribute__((always_inline)) struct gm_abi_dev *
 tw_stats_enter(struct gm_abi_header *h, unsigned dev, uint64_t now,
                bool known)
@@ -121,7 +202,8 @@ tw_stats_enter(struct gm_abi_header *h, unsigned dev, uint64_t now,
         return NULL;
     struct gm_abi_dev *d =
         (struct gm_abi_dev *)((char *)h + sizeof *h) + dev;
-    __atomic_fetch_add(&d->wbegin, 1, __ATOMIC_ACQ_REL);
+    TW_ST(&d->wbegin, TW_LD(&d->wbegin) + 1);
+    TW_FENCE_REL(); /* pairs with the reader's acquire loads of fields */
     if (!known && __builtin_expect(tw_get(&d->present) == 0, 0))
         gm_tw_mark_present(h, d, dev);
     /* History: the one compare per event; the roll is cold. It runs
@@ -140,21 +222,18 @@ tw_stats_begin(struct gm_abi_header *h, unsigned dev, uint64_t now)
     return tw_stats_enter(h, dev, now, false);
 }
 
-/* Leave: count this writer in wdone (release: pairs with readers). */
+/* Leave: count this writer in wdone (release: pairs with the reader's
+ * acquire load of wdone, which it compares with wbegin). */
 static inline void tw_stats_end(struct gm_abi_dev *d)
 {
-    __atomic_fetch_add(&d->wdone, 1, __ATOMIC_RELEASE);
+    TW_ST_REL(&d->wdone, TW_LD(&d->wdone) + 1);
 }
 
 /* f = min(f, v). */
 static inline void tw_lower_to(uint64_t *f, uint64_t v)
 {
-    uint64_t o = TW_LD_RLX(f);
-    while (v < o) {
-        if (__atomic_compare_exchange_n(f, &o, v, true, __ATOMIC_RELEASE,
-                                        __ATOMIC_RELAXED))
-            return;
-    }
+    if (v < TW_LD(f))
+        TW_ST(f, v);
 }
 
 /* used = the figure given (concurrent writers may store theirs out of
@@ -187,30 +266,28 @@ tw_ring_push(struct gm_abi_header *h, unsigned kind, unsigned api,
 {
     struct gm_abi_record *ring =
         (struct gm_abi_record *)((char *)h + h->ring_offset);
-    uint64_t i = __atomic_fetch_add(&h->ring_head, 1, __ATOMIC_RELAXED);
+    uint64_t i = TW_LD(&h->ring_head);
+    TW_ST(&h->ring_head, i + 1);
     struct gm_abi_record *r = &ring[i & (h->ring_capacity - 1)];
-    uint64_t want = i + 1, s = TW_LD_RLX(&r->seq);
-    do {
-        if ((s & GM_ABI_SEQ_BUSY) || s >= want) {
-            /* Another producer is still writing this slot (it was lapped)
-             * or a later event already took it: never wait, drop. */
-            __atomic_fetch_add(&h->ring_dropped, 1, __ATOMIC_RELAXED);
-            return;
-        }
-    } while (!__atomic_compare_exchange_n(&r->seq, &s, want | GM_ABI_SEQ_BUSY,
-                                          true, __ATOMIC_RELAXED,
-                                          __ATOMIC_RELAXED));
-    /* Release stores: each is ordered after the busy mark above. */
-    TW_ST_REL(&r->ts_ns, now);
-    TW_ST_REL(&r->kind, (uint16_t)kind);
-    TW_ST_REL(&r->api, (uint16_t)api);
-    TW_ST_REL(&r->dev, dev);
-    TW_ST_REL(&r->tid, gm_thread_id());
-    TW_ST_REL(&r->lat_ns, lat > UINT32_MAX ? UINT32_MAX : (uint32_t)lat);
-    TW_ST_REL(&r->size, size);
-    TW_ST_REL(&r->addr, addr);
-    TW_ST_REL(&r->used_after, used);
-    TW_ST_REL(&r->extra, extra);
+    uint64_t want = i + 1, s = TW_LD(&r->seq);
+    if (__builtin_expect((s & GM_ABI_SEQ_BUSY) || s >= want, 0)) {
+        /* Not a slot this writer left: a writer of this process that died
+         * inside it, or another program's bytes. Never wait, drop. */
+        tw_inc(&h->ring_dropped);
+        return;
+    }
+    TW_ST(&r->seq, want | GM_ABI_SEQ_BUSY);
+    TW_FENCE_REL(); /* the busy mark before the fields, for readers */
+    TW_ST(&r->ts_ns, now);
+    TW_ST(&r->kind, (uint16_t)kind);
+    TW_ST(&r->api, (uint16_t)api);
+    TW_ST(&r->dev, dev);
+    TW_ST(&r->tid, gm_thread_id());
+    TW_ST(&r->lat_ns, lat > UINT32_MAX ? UINT32_MAX : (uint32_t)lat);
+    TW_ST(&r->size, size);
+    TW_ST(&r->addr, addr);
+    TW_ST(&r->used_after, used);
+    TW_ST(&r->extra, extra);
     TW_ST_REL(&r->seq, want); /* publish: pairs with gm_tel_read_record */
 }
 
@@ -227,7 +304,7 @@ static inline void tw_put_frag(struct gm_abi_dev *d, uint32_t frag_ppm)
 static inline __attribute__((always_inline)) void
 gm_tel_alloc_ev(struct gm_tel *t, const struct gm_tel_ev *e)
 {
-    struct gm_abi_header *h = tw_tel_hdr(t);
+    struct gm_abi_header *h = tw_lock(t);
     if (h == NULL)
         return;
     struct gm_abi_dev *d = tw_stats_enter(h, e->dev, e->ts_ns, e->known);
@@ -245,12 +322,13 @@ gm_tel_alloc_ev(struct gm_tel *t, const struct gm_tel_ev *e)
     }
     tw_ring_push(h, GM_EV_ALLOC, e->api, e->dev, e->ts_ns, e->lat_ns, e->size,
               e->addr, e->used, 0);
+    tw_unlock(t);
 }
 
 static inline __attribute__((always_inline)) void
 gm_tel_free_ev(struct gm_tel *t, const struct gm_tel_ev *e)
 {
-    struct gm_abi_header *h = tw_tel_hdr(t);
+    struct gm_abi_header *h = tw_lock(t);
     if (h == NULL)
         return;
     struct gm_abi_dev *d = tw_stats_enter(h, e->dev, e->ts_ns, e->known);
@@ -264,6 +342,7 @@ gm_tel_free_ev(struct gm_tel *t, const struct gm_tel_ev *e)
     }
     tw_ring_push(h, GM_EV_FREE, e->api, e->dev, e->ts_ns, e->lat_ns, e->size,
               e->addr, e->used, 0);
+    tw_unlock(t);
 }
 
 #endif

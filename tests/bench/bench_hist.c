@@ -58,7 +58,7 @@ int main(int argc, char **argv)
         return 1;
     }
     uint64_t base = t.hdr->hist_base_ns;
-    gm_tel_device(&t, 0, 80ull << 30, 0);
+    gm_tel_device(&t, 0, 80ull << 30, 0, NULL);
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
     pairs(&t, n, base);

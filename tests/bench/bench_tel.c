@@ -171,8 +171,8 @@ static int bench_producers(void)
                 err);
         return -1;
     }
-    gm_tel_device(&t, 0, 80ull << 30, 64ull << 30);
-    gm_tel_device(&t, 1, 80ull << 30, 64ull << 30);
+    gm_tel_device(&t, 0, 80ull << 30, 64ull << 30, NULL);
+    gm_tel_device(&t, 1, 80ull << 30, 64ull << 30, NULL);
     printf("Telemetry writer: gm_tel_alloc + gm_tel_free pairs, ~1 s per "
            "row, ring of %u records (%s segment)\n", GM_ABI_RING_DEFAULT,
            rc == 0 ? "shared" : "private fallback");
@@ -203,7 +203,7 @@ static void child_segment(void)
     char err[256];
     if (gm_tel_open(&t, &p, err, sizeof err) != 0)
         _exit(1);
-    gm_tel_device(&t, 0, 80ull << 30, 8ull << 30);
+    gm_tel_device(&t, 0, 80ull << 30, 8ull << 30, NULL);
     uint64_t used = 0;
     for (uint64_t i = 0; i < 8; i++) {
         used += (i + 1) << 20;

@@ -9,9 +9,10 @@
 #    Then what the history adds to the telemetry writer: bench_hist minus
 #    bench_histoff (the same event loop with the history's hot-path code
 #    compiled out), callgrind marginal per alloc+free event pair.
-# 2. Nanoseconds per pair, native, same loops, median of 5 runs; and by
-#    thread count (1/2/4/8 threads at once, median of 5 interleaved
-#    rounds of driver, telemetry and limits-only runs).
+# 2. Nanoseconds per pair, native, same loops, median of 9 interleaved
+#    rounds of driver, telemetry and limits-only runs (pinned to one CPU),
+#    with the ratio of telemetry to limits-only; and by thread count
+#    (1/2/4/8 threads at once, 5 rounds, not pinned).
 # 3. The data-structure and telemetry benchmarks in build/tests/bench/.
 # Prints tables; asserts nothing.
 set -u
@@ -56,6 +57,26 @@ nsper() { # via api preload [env...]
             env "$@" "$(prog "$via")" --via "$via" --api "$api" 200000 "$SIZE"
         fi
     done | sed 's/ ns.*//' | sort -n | sed -n 3p
+}
+
+# Driver alone, all telemetry, limits only: 9 interleaved rounds of
+# 200000 pairs (a round runs the three one after the other, so a slow
+# spell of the machine touches all three), the median of each, the
+# process pinned to the last CPU when taskset is there (one thread: the
+# scheduler's moves between cores are noise, not cost).
+PIN=
+command -v taskset >/dev/null 2>&1 &&
+    PIN="taskset -c $(($(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1) - 1))"
+ns3() { # via api -> "driver telemetry limits"
+    via=$1; api=$2
+    : >"$ABS/.ns.d"; : >"$ABS/.ns.s"; : >"$ABS/.ns.o"
+    for _r in 1 2 3 4 5 6 7 8 9; do
+        $PIN "$(prog "$via")" --via "$via" --api "$api" 200000 "$SIZE" | sed 's/ ns.*//' >>"$ABS/.ns.d"
+        GPUMEM_LIMIT=64G LD_PRELOAD="$SHIM" $PIN "$(prog "$via")" --via "$via" --api "$api" 200000 "$SIZE" | sed 's/ ns.*//' >>"$ABS/.ns.s"
+        GPUMEM_LIMIT=64G GPUMEM_TELEMETRY=0 LD_PRELOAD="$SHIM" $PIN "$(prog "$via")" --via "$via" --api "$api" 200000 "$SIZE" | sed 's/ ns.*//' >>"$ABS/.ns.o"
+    done
+    echo "$(sort -n "$ABS/.ns.d" | sed -n 5p) $(sort -n "$ABS/.ns.s" | sed -n 5p) $(sort -n "$ABS/.ns.o" | sed -n 5p)"
+    rm -f "$ABS/.ns.d" "$ABS/.ns.s" "$ABS/.ns.o"
 }
 
 if command -v valgrind >/dev/null 2>&1; then
@@ -109,15 +130,15 @@ else
     echo "valgrind not found: instruction counts skipped"
 fi
 
-echo "Nanoseconds per alloc+free pair of 1 MiB (native, median of 5 x 200000 pairs)"
-printf '%-8s %-7s %10s %12s %8s %12s %8s\n' path api driver telemetry added limits added
+echo "Nanoseconds per alloc+free pair of 1 MiB (native, median of 9 interleaved rounds of 200000 pairs${PIN:+, pinned: $PIN})"
+printf '%-8s %-7s %10s %12s %8s %12s %8s %8s\n' path api driver telemetry added limits added tel/lim
 for via in link dlsym gpa; do
     for api in alloc async; do
-        d=$(nsper "$via" "$api" 0); s=$(nsper "$via" "$api" 1 GPUMEM_LIMIT=64G)
-        o=$(nsper "$via" "$api" 1 GPUMEM_LIMIT=64G GPUMEM_TELEMETRY=0)
-        printf '%-8s %-7s %10s %12s %8s %12s %8s\n' "$via" "$api" "$d" "$s" \
+        set -- $(ns3 "$via" "$api"); d=$1; s=$2; o=$3
+        printf '%-8s %-7s %10s %12s %8s %12s %8s %8s\n' "$via" "$api" "$d" "$s" \
             "$(echo "$s - $d" | bc 2>/dev/null || echo "?")" "$o" \
-            "$(echo "$o - $d" | bc 2>/dev/null || echo "?")"
+            "$(echo "$o - $d" | bc 2>/dev/null || echo "?")" \
+            "$(echo "scale=2; $s / $o" | bc 2>/dev/null || echo "?")"
     done
 done
 echo

@@ -5,9 +5,13 @@
  * one GM_EV_FORECAST record, with the time and steps left within 10% of
  * the truth, once; a steady workload, a leak too slow to reach the limit
  * within the threshold, a device without a limit and a threshold of 0 get
- * none.
+ * none; a stderr that blocks the warning's line holds no other writer.
  */
 #include <check.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <time.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,6 +181,77 @@ START_TEST(test_silent_writes_the_record_only)
 }
 END_TEST
 
+/* The warning's line is written after the writer lock is released: with
+ * stderr a full pipe, the thread that gave the warning blocks in write,
+ * and another thread's event still goes through. */
+struct blocked_run {
+    struct run *r;
+    _Atomic int done;
+};
+
+static void *train_thread(void *arg)
+{
+    struct blocked_run *b = arg;
+    train(b->r, 240, 2, 512 * MiB, 16 * MiB);
+    atomic_store(&b->done, 1);
+    return NULL;
+}
+
+static void *one_event(void *arg)
+{
+    struct blocked_run *b = arg;
+    ev(b->r, true, b->r->base + 300 * SEC, 4096, 5 * GiB);
+    atomic_store(&b->done, 1);
+    return NULL;
+}
+
+static bool wait_flag(_Atomic int *f, unsigned ms)
+{
+    for (unsigned i = 0; i < ms && !atomic_load(f); i++)
+        nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+    return atomic_load(f);
+}
+
+START_TEST(test_blocked_stderr_holds_no_writer)
+{
+    struct run r;
+    start(&r, 60 * SEC, 8 * GiB);
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    /* Fill the pipe, so the next write to it blocks. */
+    fcntl(fds[1], F_SETFL, O_NONBLOCK);
+    static char junk[65536];
+    while (write(fds[1], junk, sizeof junk) > 0)
+        ;
+    fcntl(fds[1], F_SETFL, 0);
+    dup2(fds[1], 2);
+    struct blocked_run tr = { .r = &r }, one = { .r = &r };
+    pthread_t a, b;
+    ck_assert_int_eq(pthread_create(&a, NULL, train_thread, &tr), 0);
+    for (unsigned i = 0; i < 20000 && !gm_forecast_warned(0); i++)
+        nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+    ck_assert(gm_forecast_warned(0));
+    ck_assert(!wait_flag(&tr.done, 200)); /* blocked in the line's write */
+    ck_assert_int_eq(pthread_create(&b, NULL, one_event, &one), 0);
+    bool through = wait_flag(&one.done, 5000);
+    /* Unblock the warning's writer whatever happened, then check. */
+    fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    while (!atomic_load(&tr.done) || !atomic_load(&one.done))
+        if (read(fds[0], junk, sizeof junk) <= 0)
+            nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    ck_assert_msg(through, "an event waited on a blocked stderr write");
+    dup2(r.saved_err, 2);
+    close(r.saved_err);
+    fclose(r.err);
+    close(fds[0]);
+    close(fds[1]);
+    ck_assert_uint_eq(forecasts(&r, NULL), 1);
+    finish(&r);
+}
+END_TEST
+
 START_TEST(test_no_warning_cases)
 {
     struct { uint64_t warn, limit, leak; } c[] = {
@@ -206,6 +281,7 @@ static Suite *forecast_suite(void)
     tcase_add_test(tc, test_leak_warns_once_within_10_percent);
     tcase_add_test(tc, test_no_warning_cases);
     tcase_add_test(tc, test_silent_writes_the_record_only);
+    tcase_add_test(tc, test_blocked_stderr_holds_no_writer);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,268 @@
+/*
+ * tests/unit/test_wlock.c — the telemetry writer lock (shim/telemetry/
+ * telwrite.h, ring.c) in hostile cases: a writer re-entered on its own
+ * thread (a signal handler that interrupted it) skips instead of waiting
+ * for itself, and the exit paths still close the segment; a holder that
+ * died inside its update is replaced and what it left open repaired; a
+ * holder alive but stuck is given up on after GM_TEL_LOCK_WAIT_NS with
+ * one warning, and the lock is used again once it is let go; a writer
+ * that waited while the segment was closed writes nothing into it.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shim/base/clock.h"
+#include "shim/telemetry/telemetry.h"
+#include "shim/telemetry/telwrite.h"
+
+struct seg {
+    struct gm_tel t;
+    void *mem;
+};
+
+static void open_seg(struct seg *s)
+{
+    struct gm_tel_params p = { .ring_events = 1024, .dev_slots = 2,
+                               .policy_summary = "test" };
+    size_t len = gm_tel_layout_size(1024, 2);
+    s->mem = aligned_alloc(64, (len + 63) / 64 * 64);
+    ck_assert_ptr_nonnull(s->mem);
+    memset(&s->t, 0, sizeof s->t);
+    ck_assert_int_eq(gm_tel_open_mem(&s->t, s->mem, len, &p), 0);
+}
+
+static struct gm_abi_dev *dev0(struct seg *s)
+{
+    return (struct gm_abi_dev *)((char *)s->mem + sizeof(struct gm_abi_header));
+}
+
+static uint64_t allocs0(struct seg *s)
+{
+    return __atomic_load_n(&dev0(s)->allocs, __ATOMIC_ACQUIRE);
+}
+
+static void one_alloc(struct seg *s)
+{
+    gm_tel_alloc(&s->t, 0, GM_API_MEM_ALLOC, 0x1000, 4096, 100, 4096, 4096);
+}
+
+START_TEST(test_reentry_skips_and_close_still_closes)
+{
+    struct seg s;
+    open_seg(&s);
+    one_alloc(&s);
+    ck_assert_uint_eq(allocs0(&s), 1);
+    /* This thread is inside a writer, as a signal handler would find it. */
+    ck_assert_ptr_nonnull(tw_lock(&s.t));
+    one_alloc(&s);                       /* would wait for itself */
+    gm_tel_sync(&s.t, 0, 8192, 8192);
+    ck_assert_uint_eq(allocs0(&s), 1);   /* skipped, not recorded */
+    ck_assert(!gm_tel_hold_writers(&s.t));
+    /* Told apart from a stuck holder at once, not after the wait. */
+    ck_assert_int_eq(atomic_load(&s.t.wstuck), 0);
+    gm_tel_close(&s.t, true);            /* exit() from the handler */
+    struct gm_abi_header *h = s.mem;
+    ck_assert(__atomic_load_n(&h->flags, __ATOMIC_ACQUIRE) & GM_ABI_F_CLOSED);
+    ck_assert_ptr_null(s.t.hdr);
+    free(s.mem);
+}
+END_TEST
+
+/* Takes the lock, enters device 0's block, marks its ring slot busy, and
+ * exits with the lock held: a thread that died inside its update. */
+static void *die_inside(void *arg)
+{
+    struct seg *s = arg;
+    struct gm_abi_header *h = tw_lock(&s->t);
+    tw_stats_enter(h, 0, gm_clock_realtime_ns(), true);
+    struct gm_abi_record *ring =
+        (struct gm_abi_record *)((char *)h + h->ring_offset);
+    uint64_t i = h->ring_head++;
+    ring[i & (h->ring_capacity - 1)].seq = (i + 1) | GM_ABI_SEQ_BUSY;
+    return NULL;
+}
+
+START_TEST(test_dead_holder_replaced_and_repaired)
+{
+    struct seg s;
+    open_seg(&s);
+    one_alloc(&s);
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, die_inside, &s), 0);
+    pthread_join(th, NULL);
+    ck_assert_int_ne(atomic_load(&s.t.wlock.v), 0); /* still "held" */
+    one_alloc(&s);                                    /* does not hang */
+    ck_assert_uint_eq(allocs0(&s), 2);
+    struct gm_snapshot *snap = malloc(sizeof *snap);
+    ck_assert_ptr_nonnull(snap);
+    ck_assert_int_eq(gm_tel_snapshot(&s.t, snap), 0); /* no block busy */
+    ck_assert_uint_eq(snap->dev[0].allocs, 2);
+    /* The dead writer's slot (event 1) is no longer marked busy. */
+    struct gm_abi_header *h = s.mem;
+    struct gm_abi_record *ring =
+        (struct gm_abi_record *)((char *)h + h->ring_offset);
+    ck_assert_uint_eq(ring[1].seq & GM_ABI_SEQ_BUSY, 0);
+    ck_assert_uint_eq(ring[2].seq, 3); /* the next event, published */
+    free(snap);
+    gm_tel_close(&s.t, false);
+    free(s.mem);
+}
+END_TEST
+
+struct stuck {
+    struct seg *s;
+    int go[2];
+};
+
+/* Holds the lock until told to let it go. */
+static void *hold_until_told(void *arg)
+{
+    struct stuck *k = arg;
+    ck_assert_ptr_nonnull(tw_lock(&k->s->t));
+    char c;
+    ck_assert_int_eq(read(k->go[0], &c, 1), 1);
+    tw_unlock(&k->s->t);
+    return NULL;
+}
+
+/* Lets the holder go after 100 ms. */
+static void *tell_later(void *arg)
+{
+    struct stuck *k = arg;
+    nanosleep(&(struct timespec){ .tv_nsec = 100000000 }, NULL);
+    ck_assert_int_eq(write(k->go[1], "x", 1), 1);
+    return NULL;
+}
+
+START_TEST(test_stuck_holder_given_up_then_lock_reused)
+{
+    struct seg s;
+    open_seg(&s);
+    struct stuck k = { .s = &s };
+    ck_assert_int_eq(pipe(k.go), 0);
+    FILE *err = tmpfile();
+    ck_assert_ptr_nonnull(err);
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(fileno(err), 2);
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, hold_until_told, &k), 0);
+    while (atomic_load(&s.t.wlock.v) == 0)
+        sched_yield();
+    uint64_t t0 = gm_clock_monotonic_ns();
+    one_alloc(&s);                        /* gives up after the wait */
+    uint64_t waited = gm_clock_monotonic_ns() - t0;
+    uint64_t t1 = gm_clock_monotonic_ns();
+    one_alloc(&s);                        /* at once: known stuck */
+    uint64_t second = gm_clock_monotonic_ns() - t1;
+    ck_assert_uint_eq(allocs0(&s), 0);
+    ck_assert_uint_ge(waited, GM_TEL_LOCK_WAIT_NS);
+    ck_assert_uint_lt(second, GM_TEL_LOCK_WAIT_NS / 2);
+    ck_assert_int_eq(write(k.go[1], "x", 1), 1);
+    pthread_join(th, NULL);
+    one_alloc(&s);                        /* free again: recorded */
+    ck_assert_uint_eq(allocs0(&s), 1);
+    /* Another holder, briefly: a waiter waits for it again. */
+    ck_assert_int_eq(pthread_create(&th, NULL, hold_until_told, &k), 0);
+    while (atomic_load(&s.t.wlock.v) == 0)
+        sched_yield();
+    pthread_t rel;
+    ck_assert_int_eq(pthread_create(&rel, NULL, tell_later, &k), 0);
+    one_alloc(&s);
+    ck_assert_uint_eq(allocs0(&s), 2);
+    pthread_join(th, NULL);
+    pthread_join(rel, NULL);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char text[512] = { 0 };
+    rewind(err);
+    size_t n = fread(text, 1, sizeof text - 1, err);
+    text[n] = '\0';
+    fclose(err);
+    ck_assert_msg(strstr(text, "gpumem: telemetry: thread ") == text &&
+                      strstr(text, "held the segment's writer lock for "
+                                   "over 2 s") != NULL,
+                  "%s", text);
+    unsigned lines = 0;
+    for (size_t i = 0; i < n; i++)
+        lines += text[i] == '\n';
+    ck_assert_uint_eq(lines, 1); /* once, though two events gave up */
+    close(k.go[0]);
+    close(k.go[1]);
+    gm_tel_close(&s.t, false);
+    free(s.mem);
+}
+END_TEST
+
+static void *alloc_once(void *arg)
+{
+    one_alloc(arg);
+    return NULL;
+}
+
+/* A holder closes the segment (an exit path) while another writer waits
+ * for the lock: that writer, once it has the lock, writes nothing. */
+static void *close_while_held(void *arg)
+{
+    struct stuck *k = arg;
+    ck_assert_ptr_nonnull(tw_lock(&k->s->t));
+    char c;
+    ck_assert_int_eq(read(k->go[0], &c, 1), 1);
+    gm_tel_close(&k->s->t, true);
+    tw_unlock(&k->s->t);
+    return NULL;
+}
+
+START_TEST(test_waiter_writes_nothing_after_close)
+{
+    struct seg s;
+    open_seg(&s);
+    struct stuck k = { .s = &s };
+    ck_assert_int_eq(pipe(k.go), 0);
+    pthread_t holder, waiter;
+    ck_assert_int_eq(pthread_create(&holder, NULL, close_while_held, &k), 0);
+    while (atomic_load(&s.t.wlock.v) == 0)
+        sched_yield();
+    ck_assert_int_eq(pthread_create(&waiter, NULL, alloc_once, &s), 0);
+    nanosleep(&(struct timespec){ .tv_nsec = 100000000 }, NULL);
+    ck_assert_int_eq(write(k.go[1], "x", 1), 1);
+    pthread_join(holder, NULL);
+    pthread_join(waiter, NULL);
+    ck_assert_uint_eq(allocs0(&s), 0);
+    struct gm_abi_header *h = s.mem;
+    ck_assert_uint_eq(__atomic_load_n(&h->ring_head, __ATOMIC_ACQUIRE), 0);
+    close(k.go[0]);
+    close(k.go[1]);
+    free(s.mem);
+}
+END_TEST
+
+static Suite *wlock_suite(void)
+{
+    Suite *s = suite_create("wlock");
+    TCase *tc = tcase_create("wlock");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_reentry_skips_and_close_still_closes);
+    tcase_add_test(tc, test_dead_holder_replaced_and_repaired);
+    tcase_add_test(tc, test_stuck_holder_given_up_then_lock_reused);
+    tcase_add_test(tc, test_waiter_writes_nothing_after_close);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(wlock_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
