@@ -2,8 +2,9 @@
  * shim/account/account.c — commit / rollback / release out of line, and
  * a key the driver reused before we saw its free.
  *
- * The telemetry update and the fragmentation hand-off are lock-free; the
- * table insert takes its shard's lock (one of 256).
+ * The telemetry update takes the process's telemetry writer lock (one
+ * exchange), the fragmentation hand-off is lock-free, the table insert
+ * takes its shard's lock (one of 256).
  */
 #include "shim/account/account.h"
 

@@ -271,8 +271,9 @@ tw_ring_push(struct gm_abi_header *h, unsigned kind, unsigned api,
     struct gm_abi_record *r = &ring[i & (h->ring_capacity - 1)];
     uint64_t want = i + 1, s = TW_LD(&r->seq);
     if (__builtin_expect((s & GM_ABI_SEQ_BUSY) || s >= want, 0)) {
-        /* Not a slot this writer left: a writer of this process that died
-         * inside it, or another program's bytes. Never wait, drop. */
+        /* Not a slot this process's writer left (another program's
+         * bytes; a dead writer's slot is repaired when its lock is taken
+         * over). Never wait, drop. */
         tw_inc(&h->ring_dropped);
         return;
     }
