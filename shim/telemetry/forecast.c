@@ -26,7 +26,6 @@ static uint64_t last_check[GM_ABI_HIST_DEVICES]; /* roll-lock holder only */
  * every writer): one per device, as the warning is given once. */
 static char pending[GM_ABI_HIST_DEVICES][320];
 static _Atomic size_t pending_len[GM_ABI_HIST_DEVICES];
-static _Atomic int any_pending;
 
 void gm_forecast_configure(uint64_t warn_before_ns, bool silent)
 {
@@ -37,7 +36,6 @@ void gm_forecast_configure(uint64_t warn_before_ns, bool silent)
         last_check[i] = 0;
         atomic_store_explicit(&pending_len[i], 0, memory_order_relaxed);
     }
-    atomic_store_explicit(&any_pending, 0, memory_order_relaxed);
 }
 
 bool gm_forecast_warned(unsigned dev)
@@ -112,14 +110,11 @@ static void warn_line(unsigned dev, const struct gm_trend *r, uint64_t limit)
     memcpy(pending[dev], line, len);
     /* Pairs with the acquire exchange in gm_forecast_flush. */
     atomic_store_explicit(&pending_len[dev], len, memory_order_release);
-    atomic_store_explicit(&any_pending, 1, memory_order_release);
     atomic_store_explicit(&gm_tel_deferred, 1, memory_order_release);
 }
 
 void gm_forecast_flush(void)
 {
-    if (!atomic_exchange_explicit(&any_pending, 0, memory_order_acquire))
-        return;
     for (unsigned i = 0; i < GM_ABI_HIST_DEVICES; i++) {
         size_t len = atomic_exchange_explicit(&pending_len[i], 0,
                                               memory_order_acquire);

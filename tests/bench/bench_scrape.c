@@ -49,14 +49,7 @@ static char prefix[40];
 static void child_main(int wfd, pid_t parent, int idx)
 {
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
-    sigprocmask(SIG_BLOCK, &set, NULL);
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent)
-        _exit(0);
+    gm_kid_detach(parent, &set);
     struct gm_tel t;
     struct gm_tel_params p = { .prefix = prefix, .ring_events = 1024,
                                .policy_summary = "limit=8GiB mode=grow",

@@ -66,14 +66,7 @@ static void sleep_ms(long ms)
 static void child_main(int wfd, pid_t parent, int idx)
 {
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
-    sigprocmask(SIG_BLOCK, &set, NULL);
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent)
-        _exit(0);
+    gm_kid_detach(parent, &set);
     struct gm_tel t;
     struct gm_tel_params p = { .prefix = prefix, .ring_events = SEG_RING,
                                .policy_summary = "limit=8GiB mode=grow" };

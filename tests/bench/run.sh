@@ -59,23 +59,26 @@ nsper() { # via api preload [env...]
     done | sed 's/ ns.*//' | sort -n | sed -n 3p
 }
 
-# Driver alone, all telemetry, limits only: 9 interleaved rounds of
-# 200000 pairs (a round runs the three one after the other, so a slow
-# spell of the machine touches all three), the median of each, the
-# process pinned to the last CPU when taskset is there (one thread: the
-# scheduler's moves between cores are noise, not cost).
+# Driver alone, all telemetry, limits only, in R interleaved rounds (a
+# round runs the three one after the other, so a slow spell of the
+# machine touches all three): the median of each. One thread runs pinned
+# to the last CPU when taskset is there (the scheduler's moves between
+# cores are noise, not cost).
 PIN=
 command -v taskset >/dev/null 2>&1 &&
     PIN="taskset -c $(($(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1) - 1))"
-ns3() { # via api -> "driver telemetry limits"
-    via=$1; api=$2
+ns3() { # rounds pin(0|1) program loop-args... -> "driver telemetry limits"
+    rounds=$1; pin=; [ "$2" = 1 ] && pin=$PIN; exe=$3; shift 3
     : >"$ABS/.ns.d"; : >"$ABS/.ns.s"; : >"$ABS/.ns.o"
-    for _r in 1 2 3 4 5 6 7 8 9; do
-        $PIN "$(prog "$via")" --via "$via" --api "$api" 200000 "$SIZE" | sed 's/ ns.*//' >>"$ABS/.ns.d"
-        GPUMEM_LIMIT=64G LD_PRELOAD="$SHIM" $PIN "$(prog "$via")" --via "$via" --api "$api" 200000 "$SIZE" | sed 's/ ns.*//' >>"$ABS/.ns.s"
-        GPUMEM_LIMIT=64G GPUMEM_TELEMETRY=0 LD_PRELOAD="$SHIM" $PIN "$(prog "$via")" --via "$via" --api "$api" 200000 "$SIZE" | sed 's/ ns.*//' >>"$ABS/.ns.o"
+    _r=0
+    while [ $_r -lt "$rounds" ]; do
+        _r=$((_r + 1))
+        $pin "$exe" "$@" | sed 's/ ns.*//' >>"$ABS/.ns.d"
+        GPUMEM_LIMIT=64G LD_PRELOAD="$SHIM" $pin "$exe" "$@" | sed 's/ ns.*//' >>"$ABS/.ns.s"
+        GPUMEM_LIMIT=64G GPUMEM_TELEMETRY=0 LD_PRELOAD="$SHIM" $pin "$exe" "$@" | sed 's/ ns.*//' >>"$ABS/.ns.o"
     done
-    echo "$(sort -n "$ABS/.ns.d" | sed -n 5p) $(sort -n "$ABS/.ns.s" | sed -n 5p) $(sort -n "$ABS/.ns.o" | sed -n 5p)"
+    m=$(( (rounds + 1) / 2 ))
+    echo "$(sort -n "$ABS/.ns.d" | sed -n ${m}p) $(sort -n "$ABS/.ns.s" | sed -n ${m}p) $(sort -n "$ABS/.ns.o" | sed -n ${m}p)"
     rm -f "$ABS/.ns.d" "$ABS/.ns.s" "$ABS/.ns.o"
 }
 
@@ -134,7 +137,7 @@ echo "Nanoseconds per alloc+free pair of 1 MiB (native, median of 9 interleaved 
 printf '%-8s %-7s %10s %12s %8s %12s %8s %8s\n' path api driver telemetry added limits added tel/lim
 for via in link dlsym gpa; do
     for api in alloc async; do
-        set -- $(ns3 "$via" "$api"); d=$1; s=$2; o=$3
+        set -- $(ns3 9 1 "$(prog "$via")" --via "$via" --api "$api" 200000 "$SIZE"); d=$1; s=$2; o=$3
         printf '%-8s %-7s %10s %12s %8s %12s %8s %8s\n' "$via" "$api" "$d" "$s" \
             "$(echo "$s - $d" | bc 2>/dev/null || echo "?")" "$o" \
             "$(echo "$o - $d" | bc 2>/dev/null || echo "?")" \
@@ -145,18 +148,10 @@ echo
 echo "By threads, ns per pair of one thread (cuGetProcAddress path, 1 MiB, median of 5 interleaved rounds of 50000 pairs)"
 printf '%-8s %10s %12s %12s %10s\n' threads driver telemetry limits tel/lim
 for T in 1 2 4 8; do
-    : >"$ABS/.thr.d"; : >"$ABS/.thr.s"; : >"$ABS/.thr.o"
-    for _r in 1 2 3 4 5; do
-        "$(prog gpa)" --via gpa --threads "$T" 50000 "$SIZE" | sed 's/ ns.*//' >>"$ABS/.thr.d"
-        GPUMEM_LIMIT=64G LD_PRELOAD="$SHIM" "$(prog gpa)" --via gpa --threads "$T" 50000 "$SIZE" | sed 's/ ns.*//' >>"$ABS/.thr.s"
-        GPUMEM_LIMIT=64G GPUMEM_TELEMETRY=0 LD_PRELOAD="$SHIM" "$(prog gpa)" --via gpa --threads "$T" 50000 "$SIZE" | sed 's/ ns.*//' >>"$ABS/.thr.o"
-    done
-    d=$(sort -n "$ABS/.thr.d" | sed -n 3p); s=$(sort -n "$ABS/.thr.s" | sed -n 3p)
-    o=$(sort -n "$ABS/.thr.o" | sed -n 3p)
+    set -- $(ns3 5 0 "$(prog gpa)" --via gpa --threads "$T" 50000 "$SIZE"); d=$1; s=$2; o=$3
     printf '%-8s %10s %12s %12s %10s\n' "$T" "$d" "$s" "$o" \
         "$(echo "scale=2; $s / $o" | bc 2>/dev/null || echo "?")"
 done
-rm -f "$ABS/.thr.d" "$ABS/.thr.s" "$ABS/.thr.o"
 echo
 echo "By size, ns per pair (cuGetProcAddress path)"
 printf '%-10s %12s %12s %12s\n' size driver grow static

@@ -9,14 +9,13 @@
  *                        SIGALRM (one every 100 µs); exit 1 when the
  *                        driver cannot be set up or refuses.
  */
-#define __CUDA_API_VERSION_INTERNAL 1
-#include <cuda.h>
-#include <dlfcn.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+
+#include "tests/progs/drv.h"
 
 static volatile sig_atomic_t left;
 
@@ -30,25 +29,8 @@ static void on_alarm(int sig)
 int main(int argc, char **argv)
 {
     left = argc > 1 ? atoi(argv[1]) : 50;
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-    if (h == NULL)
-        return 1;
-    __typeof__(cuInit) *init = (__typeof__(cuInit) *)dlsym(h, "cuInit");
-    __typeof__(cuDeviceGet) *dev =
-        (__typeof__(cuDeviceGet) *)dlsym(h, "cuDeviceGet");
-    __typeof__(cuDevicePrimaryCtxRetain) *retain =
-        (__typeof__(cuDevicePrimaryCtxRetain) *)dlsym(
-            h, "cuDevicePrimaryCtxRetain");
-    __typeof__(cuCtxSetCurrent) *set =
-        (__typeof__(cuCtxSetCurrent) *)dlsym(h, "cuCtxSetCurrent");
-    __typeof__(cuMemAlloc_v2) *alloc =
-        (__typeof__(cuMemAlloc_v2) *)dlsym(h, "cuMemAlloc_v2");
-    __typeof__(cuMemFree_v2) *release =
-        (__typeof__(cuMemFree_v2) *)dlsym(h, "cuMemFree_v2");
-    CUdevice d;
-    CUcontext c;
-    if (!init || !dev || !retain || !set || !alloc || !release ||
-        init(0) || dev(&d, 0) || retain(&c, d) || set(c))
+    struct gm_prog_drv drv;
+    if (gm_prog_drv_open("sigexit", &drv) != 0)
         return 1;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -58,8 +40,8 @@ int main(int argc, char **argv)
     setitimer(ITIMER_REAL, &it, NULL);
     for (;;) {
         CUdeviceptr p;
-        if (alloc(&p, 1 << 20) != CUDA_SUCCESS)
+        if (drv.alloc(&p, 1 << 20) != CUDA_SUCCESS)
             return 1;
-        release(p);
+        drv.free(p);
     }
 }

@@ -15,14 +15,14 @@
  *   -> "pid N", then "refused TRANSIENT at step S" or "done S steps"
  *      (exit 0 either way)
  */
-#define __CUDA_API_VERSION_INTERNAL 1
-#include <cuda.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "tests/progs/drv.h"
 
 int main(int argc, char **argv)
 {
@@ -45,31 +45,11 @@ int main(int argc, char **argv)
         (void (*)(const char *))dlsym(RTLD_DEFAULT, "gpumem_mark");
     if (mark)
         mark("start"); /* before any CUDA call */
-    void *h = dlopen("libcuda.so.1", RTLD_NOW);
-    if (h == NULL) {
-        fprintf(stderr, "stepleak: %s\n", dlerror());
+    struct gm_prog_drv drv;
+    if (gm_prog_drv_open("stepleak", &drv) != 0)
         return 1;
-    }
-    __typeof__(cuInit) *init = (__typeof__(cuInit) *)dlsym(h, "cuInit");
-    __typeof__(cuDeviceGet) *dget =
-        (__typeof__(cuDeviceGet) *)dlsym(h, "cuDeviceGet");
-    __typeof__(cuDevicePrimaryCtxRetain) *retain =
-        (__typeof__(cuDevicePrimaryCtxRetain) *)dlsym(
-            h, "cuDevicePrimaryCtxRetain");
-    __typeof__(cuCtxSetCurrent) *set =
-        (__typeof__(cuCtxSetCurrent) *)dlsym(h, "cuCtxSetCurrent");
-    __typeof__(cuMemAlloc_v2) *alloc =
-        (__typeof__(cuMemAlloc_v2) *)dlsym(h, "cuMemAlloc_v2");
-    __typeof__(cuMemFree_v2) *mfree =
-        (__typeof__(cuMemFree_v2) *)dlsym(h, "cuMemFree_v2");
-    CUdevice dev;
-    CUcontext ctx;
-    if (!init || !dget || !retain || !set || !alloc || !mfree ||
-        init(0) != CUDA_SUCCESS || dget(&dev, 0) != CUDA_SUCCESS ||
-        retain(&ctx, dev) != CUDA_SUCCESS || set(ctx) != CUDA_SUCCESS) {
-        fprintf(stderr, "stepleak: driver setup failed\n");
-        return 1;
-    }
+    __typeof__(cuMemAlloc_v2) *alloc = drv.alloc;
+    __typeof__(cuMemFree_v2) *mfree = drv.free;
     CUdeviceptr w, p, held = 0;
     if (weights > 0 && alloc(&w, weights) != CUDA_SUCCESS) {
         printf("refused %llu at setup\n", weights);
