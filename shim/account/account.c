@@ -3,8 +3,8 @@
  * a key the driver reused before we saw its free.
  *
  * The telemetry update takes the process's telemetry writer lock (one
- * exchange), the fragmentation hand-off is lock-free, the table insert
- * takes its shard's lock (one of 256).
+ * compare-and-swap; the fragmentation log is updated under it), the
+ * table insert takes its shard's lock (one of 256).
  */
 #include "shim/account/account.h"
 
@@ -18,16 +18,10 @@ void gm_acct_rollback(struct gm_dev *d, uint64_t size)
     gm_release_wake();
 }
 
-void gm_acct_publish_frag(void *ctx, uint32_t ppm)
-{
-    gm_tel_frag(&gm_st.tel, (unsigned)(uintptr_t)ctx, ppm);
-}
-
 void gm_acct_frag_sync(unsigned dev)
 {
     if (dev < GM_MAX_DEVICES && gm_telemetry_on())
-        gm_fragq_sync(&gm_st.dev[dev].frag, gm_acct_publish_frag,
-                      (void *)(uintptr_t)dev);
+        gm_tel_frag_sync(&gm_st.tel, dev, &gm_st.dev[dev].frag);
 }
 
 void gm_acct_commit_entry(struct gm_dev *d, struct gm_alloc *a,
@@ -43,20 +37,14 @@ void gm_acct_released(const struct gm_alloc *a, unsigned api, uint64_t t0,
 }
 
 /* The driver reused a key whose free we never saw (e.g. memory freed by
- * destroying its context): drop the stale charge and its interval, then
- * log the new one again and store the entry with that add's mark (the
- * first add may have been applied over the old interval and the old
- * one's remove come after it). */
+ * destroying its context): drop the stale charge (its release event
+ * removes the old interval: the fragmentation tree counts both adds of
+ * the start, so the new one stays), then store the new entry. */
 void gm_acct_commit_collision(struct gm_alloc *a, const struct gm_alloc *old,
                               int r, uint64_t t1)
 {
     if (r == 1) {
-        if (a->ns == GM_NS_PTR && a->dev < GM_MAX_DEVICES &&
-            gm_telemetry_on())
-            gm_fragq_cancel(&gm_st.dev[a->dev].frag, a->fragmark, a->key);
-        gm_acct_frag_remove(old);
         gm_acct_released(old, old->api, t1, t1);
-        gm_acct_frag_add(a);
         gm_track_insert(a, NULL);
     } else {
         gm_log(GM_LOG_ERROR, "out of memory for the allocation table; "

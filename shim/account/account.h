@@ -38,39 +38,8 @@ static inline void gm_acct_commit(int dev, struct gm_dev *d, enum gm_ns ns,
     };
     gm_acct_commit_entry(d, &a, t0, t1);
 }
-/* Log the entry's interval with its device's fragmentation tracker: an
- * add (after the driver returned the memory; the entry keeps its mark),
- * or a remove (before the driver frees it), which cancels the add when it
- * is still logged. Only device pointers have one. */
-static inline __attribute__((always_inline)) void
-gm_acct_frag_add(struct gm_alloc *a)
-{
-    /* Handles and arrays have no address in the device's heap. */
-    if (a->ns == GM_NS_PTR && GM_LIKELY(a->dev < GM_MAX_DEVICES) &&
-        gm_telemetry_on())
-        a->fragmark = gm_fragq_mark(gm_fragq_post(
-            &gm_st.dev[a->dev].frag, a->key, a->size, gm_acct_publish_frag,
-            (void *)(uintptr_t)a->dev));
-}
-
-/* tel: gm_telemetry_on() as the caller read it. */
-static inline __attribute__((always_inline)) void
-gm_acct_frag_remove_tel(const struct gm_alloc *a, bool tel)
-{
-    if (!tel || a->ns != GM_NS_PTR || GM_UNLIKELY(a->dev >= GM_MAX_DEVICES))
-        return;
-    struct gm_fragq *q = &gm_st.dev[a->dev].frag;
-    if (!gm_fragq_cancel(q, a->fragmark, a->key))
-        gm_fragq_post(q, a->key, 0, gm_acct_publish_frag,
-                      (void *)(uintptr_t)a->dev);
-}
-static inline __attribute__((always_inline)) void
-gm_acct_frag_remove(const struct gm_alloc *a)
-{
-    gm_acct_frag_remove_tel(a, gm_telemetry_on());
-}
-/* Publish the release of an entry already removed from the table (and,
- * for a device pointer, already posted as removed). */
+/* Publish the release of an entry already removed from the table (its
+ * event removes a device pointer's interval from the fragmentation log). */
 void gm_acct_released(const struct gm_alloc *a, unsigned api, uint64_t t0,
                       uint64_t t1);
 

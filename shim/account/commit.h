@@ -2,10 +2,11 @@
  * shim/account/commit.h — the bodies of gm_acct_commit_entry and
  * gm_acct_released (shim/account/account.h), inline so that the common
  * allocation and free paths run without a call between wrapper and
- * bookkeeping. Rules as in account.h: the telemetry event is published
- * and the interval posted before the entry enters the table (a free can
- * only find the entry after that), and a release gives back exactly the
- * entry's charge and rings the release doorbell.
+ * bookkeeping. Rules as in account.h: the telemetry event (which logs a
+ * device pointer's interval with the device's fragmentation log, under
+ * the writer lock) is published before the entry enters the table (a
+ * free can only find the entry after that), and a release gives back
+ * exactly the entry's charge and rings the release doorbell.
  */
 #ifndef GM_COMMIT_H
 #define GM_COMMIT_H
@@ -15,14 +16,10 @@
 #include "shim/account/state.h"
 #include "shim/account/track.h"
 #include "shim/base/clock.h"
-#include "shim/telemetry/fragq.h"
 #include "shim/telemetry/telwrite.h"
 
-/* The fragmentation applier's figure goes to the device's stats (ctx:
- * the device). */
-void gm_acct_publish_frag(void *ctx, uint32_t ppm);
-/* Bring device dev's fragmentation figure up to date (cold: a new peak,
- * the telemetry's periodic and exit points; the device is set up). */
+/* Bring device dev's fragmentation figure up to date (cold: the exit;
+ * the device is set up). */
 void gm_acct_frag_sync(unsigned dev) __attribute__((cold));
 
 void gm_acct_commit_collision(struct gm_alloc *a,
@@ -33,6 +30,13 @@ void gm_acct_commit_collision(struct gm_alloc *a,
 static inline __attribute__((always_inline)) void gm_acct_commit_inline(
     struct gm_dev *d, struct gm_alloc *a, bool tel, uint64_t t0, uint64_t t1)
 {
+    /* The entry's fields before any atomic operation: the caller's
+     * constants (a device pointer, its device) stay known to the compiler
+     * instead of being read back from memory the atomics may have
+     * changed. */
+    const uint64_t key = a->key, size = a->size;
+    const unsigned dev = a->dev, api = a->api;
+    const bool ptr = a->ns == GM_NS_PTR;
     /* The admission only held the bytes: now that the driver has them,
      * they count toward the peak. */
     bool rose;
@@ -41,25 +45,23 @@ static inline __attribute__((always_inline)) void gm_acct_commit_inline(
     a->birth_step = (uint32_t)atomic_load_explicit(&gm_st.steps,
                                                    memory_order_relaxed);
     if (tel) {
-        /* The interval first: at a new peak the tracker is synced so the
-         * event below records the fragmentation of the peak itself. */
-        if (a->ns == GM_NS_PTR) {
-            a->fragmark = gm_fragq_mark(gm_fragq_post(
-                &d->frag, a->key, a->size, gm_acct_publish_frag,
-                (void *)(uintptr_t)a->dev));
-            if (GM_UNLIKELY(rose))
-                gm_acct_frag_sync(a->dev);
-        }
+        /* A device pointer's interval goes to the fragmentation log in
+         * the event (a new peak syncs it there). */
         struct gm_tel_ev e = {
             .ts_ns = gm_ticks_realtime(t1), .lat_ns = gm_ticks_ns(t1 - t0),
-            .addr = a->key, .size = a->size,
+            .addr = key, .size = size,
             .used = used, .peak = peak,
-            .dev = a->dev, .api = a->api, .frag_ppm = GM_TEL_FRAG_KEEP,
+            .dev = dev, .api = api, .frag_ppm = GM_TEL_FRAG_KEEP,
+            .fq = ptr ? &d->frag : NULL,
             .known = true, /* gm_dev_get ran gm_tel_device */
         };
-        gm_tel_alloc_ev(&gm_st.tel, &e);
+        uint32_t mark = gm_tel_alloc_ev(&gm_st.tel, &e);
+        if (ptr)
+            a->fragmark = mark;
         a->birth_t = (uint32_t)(e.ts_ns >> 24); /* OOM snapshot ages */
     }
+    /* Without telemetry (fixed for the process's life) the mark is never
+     * read: no free event logs a remove. */
     struct gm_alloc old;
     int r = gm_track_insert(a, &old);
     if (GM_UNLIKELY(r != 0))
@@ -85,6 +87,8 @@ static inline __attribute__((always_inline)) void gm_acct_released_inline(
             .ts_ns = gm_ticks_realtime(t1), .lat_ns = gm_ticks_ns(t1 - t0),
             .addr = a->key, .size = a->size, .used = used,
             .dev = a->dev, .api = api, .frag_ppm = GM_TEL_FRAG_KEEP,
+            .mark = a->fragmark,
+            .fq = a->ns == GM_NS_PTR ? &d->frag : NULL,
             .known = true, /* the entry's device was resolved */
         };
         gm_tel_free_ev(&gm_st.tel, &e);

@@ -96,6 +96,21 @@ static inline uint64_t gm_hook_ticks_in(int clk)
     return clk != 0 ? gm_clock_monotonic_ns() : 0;
 }
 
+/* Run the statement `call` timed in clock mode clk: t0 and t1 take tick
+ * readings just before and after it, or 0 without telemetry (one test of
+ * the mode for both readings). */
+#define GM_HOOK_TIMED(clk, t0, t1, call)                                  \
+    do {                                                                  \
+        if ((clk) == 0) {                                                 \
+            (t0) = (t1) = 0;                                              \
+            call;                                                         \
+        } else {                                                          \
+            (t0) = gm_hook_ticks_in(clk);                                 \
+            call;                                                         \
+            (t1) = gm_hook_ticks_in(clk);                                 \
+        }                                                                 \
+    } while (0)
+
 /* A tick reading when telemetry will use it, else 0. */
 static inline uint64_t gm_hook_ticks(void)
 {

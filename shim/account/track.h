@@ -44,7 +44,7 @@ struct gm_alloc {
     union {
         uint32_t refs;     /* VMM handles: reference count */
         uint32_t fragmark; /* device pointers: the fragmentation log's mark
-                              of its add (gm_fragq_mark; 0: none) */
+                              of its add (gm_tel_alloc_ev's; 0: none) */
     };
     uint32_t birth_t;  /* CLOCK_REALTIME >> 24 (16.8 ms units, modulo
                           2^32) when charged; 0 = unknown (OOM ages) */

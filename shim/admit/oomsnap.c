@@ -68,8 +68,8 @@ static void snapshot(struct gm_abi_header *h, struct gm_dev *d, unsigned dev,
         largest = gm_arena_largest_free(d->arena);
         ppm = gm_arena_frag_ppm(d->arena);
         snap.flags |= GM_ABI_OOMF_FRAG | GM_ABI_OOMF_ARENA;
-    } else if (gm_fragq_peek(&d->frag, &largest, &ppm, gm_acct_publish_frag,
-                             (void *)(uintptr_t)dev)) {
+    } else if (gm_tel_frag_peek(&gm_st.tel, dev, &d->frag, &largest,
+                                &ppm)) {
         snap.flags |= GM_ABI_OOMF_FRAG;
     }
     snap.largest_free = largest;

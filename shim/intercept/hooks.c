@@ -182,9 +182,9 @@ alloc_async(enum kind k, int dev, struct gm_dev *d, const struct req *r,
     }
     CUdeviceptr p = 0;
     int clk = gm_hook_clock;
-    uint64_t t0 = gm_hook_ticks_in(clk);
-    CUresult rc = call_real(k, r, &p);
-    uint64_t t1 = gm_hook_ticks_in(clk);
+    uint64_t t0, t1;
+    CUresult rc;
+    GM_HOOK_TIMED(clk, t0, t1, rc = call_real(k, r, &p));
     if (rc != CUDA_SUCCESS) {
         gm_budget_release(&d->budget, prov);
         gm_grp_give(d, ghold);
@@ -261,9 +261,9 @@ alloc_ptr(enum kind k, const struct req *r)
         break;
     }
     int clk = gm_hook_clock;
-    uint64_t t0 = gm_hook_ticks_in(clk);
-    CUresult rc = call_real(k, r, &p);
-    uint64_t t1 = gm_hook_ticks_in(clk);
+    uint64_t t0, t1;
+    CUresult rc;
+    GM_HOOK_TIMED(clk, t0, t1, rc = call_real(k, r, &p));
     if (rc != CUDA_SUCCESS) {
         gm_acct_rollback(d, r->size);
         return rc;
@@ -606,16 +606,12 @@ free_ptr(enum fkind k, unsigned api, CUdeviceptr p, CUstream s)
     struct gm_alloc a;
     int clk = gm_hook_clock;
     bool known = gm_track_remove(GM_NS_PTR, p, &a);
-    if (known)
-        gm_acct_frag_remove_tel(&a, clk != 0);
-    uint64_t t0 = gm_hook_ticks_in(clk);
-    CUresult rc = free_real(k, p, s);
-    uint64_t t1 = gm_hook_ticks_in(clk);
+    uint64_t t0, t1;
+    CUresult rc;
+    GM_HOOK_TIMED(clk, t0, t1, rc = free_real(k, p, s));
     if (GM_UNLIKELY(rc != CUDA_SUCCESS)) {
-        if (known) {
-            gm_acct_frag_add(&a);
+        if (known)
             gm_track_insert(&a, NULL);
-        }
         return rc;
     }
     if (known) {

@@ -41,6 +41,8 @@ struct gm_frag_node {
     struct gm_frag_node *parent;
     struct gm_frag_node *prev, *next;   /* in-order neighbours */
     uint32_t prio;
+    uint32_t holders;             /* adds of this start not yet removed
+                                     (gm_frag_insert_over): >= 1 */
 };
 
 static inline struct gm_frag_node *node_get(struct gm_frag *f)
@@ -167,6 +169,7 @@ int gm_frag_insert(struct gm_frag *f, uint64_t addr, uint64_t size)
     x->start = addr;
     x->end = addr + size;
     x->prio = prio;
+    x->holders = 1;
     x->parent = parent;
     x->prev = pred;
     x->next = succ;
@@ -220,6 +223,10 @@ int gm_frag_remove(struct gm_frag *f, uint64_t addr)
         x = x->c[addr > x->start];
     if (!x)
         return -ENOENT;
+    if (x->holders > 1) { /* another add of this start is still live */
+        x->holders--;
+        return 0;
+    }
     struct gm_frag_node *pred = x->prev, *succ = x->next;
     /* The successor is the leftmost node of x's right subtree when there is
      * one, an ancestor of x otherwise. */
@@ -266,6 +273,34 @@ int gm_frag_remove(struct gm_frag *f, uint64_t addr)
     return 0;
 }
 
+static struct gm_frag_node *find(const struct gm_frag *f, uint64_t addr)
+{
+    struct gm_frag_node *x = f->root;
+    while (x && x->start != addr)
+        x = x->c[addr > x->start];
+    return x;
+}
+
+int gm_frag_insert_over(struct gm_frag *f, uint64_t addr, uint64_t size)
+{
+    int r = gm_frag_insert(f, addr, size);
+    if (r != -EEXIST)
+        return r;
+    struct gm_frag_node *x = find(f, addr);
+    uint32_t held = x->holders;
+    if (x->end - x->start != size) {
+        /* The later add's extent replaces the earlier one's. */
+        x->holders = 1;
+        (void)gm_frag_remove(f, addr);
+        r = gm_frag_insert(f, addr, size);
+        if (r != 0)
+            return r; /* -ENOMEM cannot happen: a node was just put back */
+        x = find(f, addr);
+    }
+    x->holders = held == UINT32_MAX ? held : held + 1;
+    return 1;
+}
+
 uint64_t gm_frag_total_free(const struct gm_frag *f)
 {
     return f->total_gap;
@@ -305,7 +340,7 @@ static void check_node(const struct gm_frag_node *n, struct walk *w)
     if (n->prev != w->prev || (w->prev && w->prev->next != n))
         w->bad = 1;
     uint64_t want = w->prev ? gap_between(w->prev->end, n->start) : 0;
-    if (n->gap != want || n->end <= n->start)
+    if (n->gap != want || n->end <= n->start || n->holders == 0)
         w->bad = 1;
     if (n->maxgap != max_u64(n->gap, max_u64(mg(n->c[0]), mg(n->c[1]))))
         w->bad = 1;

@@ -23,13 +23,14 @@
  * so an unused tracker costs nothing.
  *
  * Thread safety: none inside. The caller serialises every call on one
- * tracker (the shim holds the device's frag lock); queries may run under
- * the same lock.
+ * tracker (the shim: its log, shim/telemetry/fragq.h, under the
+ * telemetry writer lock); queries may run under the same lock.
  *
  * Errors are negative errno values: -EINVAL (size 0, or addr + size past
  * 2^64), -EEXIST (an interval with this start is already live), -ENOENT
  * (remove of an unknown start), -ENOMEM (no memory for a node). A call
- * that fails changes nothing.
+ * that fails changes nothing. A start added more than once by
+ * gm_frag_insert_over stays until the same number of removes.
  */
 #ifndef GM_FRAG_H
 #define GM_FRAG_H
@@ -56,6 +57,14 @@ void gm_frag_destroy(struct gm_frag *f);
 
 int gm_frag_insert(struct gm_frag *f, uint64_t addr, uint64_t size);
 int gm_frag_remove(struct gm_frag *f, uint64_t addr);
+/* Insert, or, when an interval with this start is live, count one more
+ * holder of the start (the interval takes the new size): the start then
+ * leaves the set only after as many removes as adds. For a log whose adds
+ * and removes of one start may arrive out of order (the free of a block
+ * logged after the add of the block the driver gave the same start to):
+ * returns 0 (inserted), 1 (counted over a live start), or an error as
+ * gm_frag_insert. */
+int gm_frag_insert_over(struct gm_frag *f, uint64_t addr, uint64_t size);
 
 static inline uint32_t gm_frag_ppm(const struct gm_frag *f)
 {

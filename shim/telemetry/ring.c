@@ -342,21 +342,52 @@ void gm_tel_limit(struct gm_tel *t, unsigned dev, uint64_t new_limit)
     tw_unlock(t);
 }
 
+/* Writer lock held: frag_ppm into device dev's block (not an event of
+ * its own: last_ns is left alone); GM_TEL_FRAG_KEEP changes nothing. */
+static void frag_put_locked(struct gm_abi_header *h, unsigned dev,
+                            uint32_t frag_ppm)
+{
+    if (frag_ppm == GM_TEL_FRAG_KEEP || dev >= h->dev_slots)
+        return;
+    struct gm_abi_dev *d = (struct gm_abi_dev *)((char *)h + sizeof *h) + dev;
+    TW_ST(&d->wbegin, TW_LD(&d->wbegin) + 1);
+    TW_FENCE_REL(); /* as in tw_stats_enter */
+    tw_put_frag(d, frag_ppm);
+    tw_stats_end(d);
+}
+
 void gm_tel_frag(struct gm_tel *t, unsigned dev, uint32_t frag_ppm)
 {
     struct gm_abi_header *h = tw_lock(t);
     if (h == NULL)
         return;
-    if (dev < h->dev_slots) {
-        /* Not an event of its own: last_ns is left alone. */
-        struct gm_abi_dev *d =
-            (struct gm_abi_dev *)((char *)h + sizeof *h) + dev;
-        TW_ST(&d->wbegin, TW_LD(&d->wbegin) + 1);
-        TW_FENCE_REL(); /* as in tw_stats_enter */
-        tw_put_frag(d, frag_ppm);
-        tw_stats_end(d);
+    frag_put_locked(h, dev, frag_ppm);
+    tw_unlock(t);
+}
+
+void gm_tel_frag_sync(struct gm_tel *t, unsigned dev, struct gm_fragq *q)
+{
+    struct gm_abi_header *h = tw_lock(t);
+    if (h == NULL)
+        return;
+    frag_put_locked(h, dev, gm_fragq_apply(q, false));
+    tw_unlock(t);
+}
+
+bool gm_tel_frag_peek(struct gm_tel *t, unsigned dev, struct gm_fragq *q,
+                      uint64_t *largest, uint32_t *ppm)
+{
+    struct gm_abi_header *h = tw_lock(t);
+    if (h == NULL)
+        return false;
+    frag_put_locked(h, dev, gm_fragq_apply(q, false));
+    bool any = gm_frag_count(&q->set) > 0;
+    if (any) {
+        *largest = gm_frag_largest_free(&q->set);
+        *ppm = gm_frag_ppm(&q->set);
     }
     tw_unlock(t);
+    return any;
 }
 
 void gm_tel_host(struct gm_tel *t, unsigned api, uint64_t addr, int64_t delta)

@@ -35,6 +35,7 @@
 
 #include "shim/base/spin.h"
 #include "shim/telemetry/abi.h"
+#include "shim/telemetry/fragq.h"
 
 struct gm_tel_params {
     const char *prefix;          /* GPUMEM_SHM_PREFIX; NULL/"" = "gpumem" */
@@ -144,10 +145,15 @@ struct gm_tel_ev {
     uint64_t peak;          /* alloc: device peak (0 = use used) */
     uint32_t dev, api;
     uint32_t frag_ppm;      /* GM_TEL_FRAG_KEEP: leave the figure */
+    uint32_t mark;          /* free: the mark its add returned */
+    struct gm_fragq *fq;    /* the device's fragmentation log (device
+                               pointers only, else NULL): the event logs
+                               its interval there, under the writer lock */
     bool known;             /* the device's block is already marked present
                                (gm_tel_device ran for it) */
 };
-/* gm_tel_alloc_ev(t, e) and gm_tel_free_ev(t, e) are inline in
+/* gm_tel_alloc_ev(t, e) (returning the mark of its interval's add, 0
+ * when none was logged) and gm_tel_free_ev(t, e) are inline in
  * shim/telemetry/telwrite.h. */
 /* Context memory measured: context_bytes += bytes, used, peak. Record
  * GM_EV_CONTEXT {size = bytes, used_after}. */
@@ -159,6 +165,15 @@ void gm_tel_limit(struct gm_tel *t, unsigned dev, uint64_t new_limit);
 /* Fragmentation now (ppm, clamped to 1e6); also frag at peak while used ==
  * peak. No ring record. */
 void gm_tel_frag(struct gm_tel *t, unsigned dev, uint32_t frag_ppm);
+/* Under the writer lock: apply device dev's fragmentation log q and
+ * publish its figure when it changed (a sync point: the exit, gm_tel's
+ * periodic points). */
+void gm_tel_frag_sync(struct gm_tel *t, unsigned dev, struct gm_fragq *q);
+/* The same, then q's largest free gap and figure; false, nothing set,
+ * when q holds no interval or the lock could not be had (the OOM
+ * snapshot). */
+bool gm_tel_frag_peek(struct gm_tel *t, unsigned dev, struct gm_fragq *q,
+                      uint64_t *largest, uint32_t *ppm);
 /* Pinned host memory: delta may be negative. The process-wide total
  * (header host_pinned) is clamped at 0. Record GM_EV_HOST {dev =
  * GM_ABI_NO_DEVICE, size = |delta|, addr = delta as int64, used_after =

@@ -87,13 +87,13 @@ static inline __attribute__((always_inline)) void tw_release(struct gm_tel *t)
  * The thread id is read before the lock (its first read makes a system
  * call). */
 static inline __attribute__((always_inline)) struct gm_abi_header *
-tw_lock(struct gm_tel *t)
+tw_lock_as(struct gm_tel *t, int me)
 {
     /* Pairs with the release store of t->hdr in attach(). */
     struct gm_abi_header *h = __atomic_load_n(&t->hdr, __ATOMIC_ACQUIRE);
     if (h == NULL)
         return NULL;
-    if (__builtin_expect(tw_take(t, (int)gm_thread_id()) != TW_TAKEN, 0))
+    if (__builtin_expect(tw_take(t, me) != TW_TAKEN, 0))
         return NULL;
     /* gm_tel_close clears hdr under the lock: a writer that waited for it
      * writes nothing into the closed segment. */
@@ -102,6 +102,13 @@ tw_lock(struct gm_tel *t)
         return NULL;
     }
     return h;
+}
+
+/* The same for the calling thread, whose id is looked up here. */
+static inline __attribute__((always_inline)) struct gm_abi_header *
+tw_lock(struct gm_tel *t)
+{
+    return tw_lock_as(t, (int)gm_thread_id());
 }
 
 /* Work a writer left for after the lock (a forecast warning's line:
@@ -238,9 +245,10 @@ static inline void tw_lower_to(uint64_t *f, uint64_t v)
 
 /* used = the figure given (concurrent writers may store theirs out of
  * order; the next event or gm_tel_sync corrects it); peak never falls
- * below any used stored, since each writer raises it before leaving. */
-static inline void tw_set_used_peak(struct gm_abi_dev *d, uint64_t used,
-                                 uint64_t peak, uint64_t now)
+ * below any used stored, since each writer raises it before leaving.
+ * True when the peak rose. */
+static inline bool tw_set_used_peak(struct gm_abi_dev *d, uint64_t used,
+                                    uint64_t peak, uint64_t now)
 {
     tw_put(&d->used, used);
     /* The open history bucket's extremes (a compare each; the store only
@@ -251,18 +259,21 @@ static inline void tw_set_used_peak(struct gm_abi_dev *d, uint64_t used,
     }
     if (peak < used)
         peak = used;
-    if (tw_raise_to(&d->peak, peak)) {
-        tw_put(&d->peak_ns, now);
-        tw_put(&d->frag_peak_ppm, tw_get(&d->frag_ppm));
-    }
+    if (!tw_raise_to(&d->peak, peak))
+        return false;
+    tw_put(&d->peak_ns, now);
+    tw_put(&d->frag_peak_ppm, tw_get(&d->frag_ppm));
+    return true;
 }
 
 /* ---- writer: ring ------------------------------------------------------- */
 
+/* One record from thread tid (the lock holder's id, as tw_lock_as took
+ * it). */
 static inline __attribute__((always_inline)) void
-tw_ring_push(struct gm_abi_header *h, unsigned kind, unsigned api,
-          uint32_t dev, uint64_t now, uint64_t lat, uint64_t size,
-          uint64_t addr, uint64_t used, uint64_t extra)
+tw_ring_push_as(struct gm_abi_header *h, uint32_t tid, unsigned kind,
+                unsigned api, uint32_t dev, uint64_t now, uint64_t lat,
+                uint64_t size, uint64_t addr, uint64_t used, uint64_t extra)
 {
     struct gm_abi_record *ring =
         (struct gm_abi_record *)((char *)h + h->ring_offset);
@@ -283,13 +294,22 @@ tw_ring_push(struct gm_abi_header *h, unsigned kind, unsigned api,
     TW_ST(&r->kind, (uint16_t)kind);
     TW_ST(&r->api, (uint16_t)api);
     TW_ST(&r->dev, dev);
-    TW_ST(&r->tid, gm_thread_id());
+    TW_ST(&r->tid, tid);
     TW_ST(&r->lat_ns, lat > UINT32_MAX ? UINT32_MAX : (uint32_t)lat);
     TW_ST(&r->size, size);
     TW_ST(&r->addr, addr);
     TW_ST(&r->used_after, used);
     TW_ST(&r->extra, extra);
     TW_ST_REL(&r->seq, want); /* publish: pairs with gm_tel_read_record */
+}
+
+static inline __attribute__((always_inline)) void
+tw_ring_push(struct gm_abi_header *h, unsigned kind, unsigned api,
+          uint32_t dev, uint64_t now, uint64_t lat, uint64_t size,
+          uint64_t addr, uint64_t used, uint64_t extra)
+{
+    tw_ring_push_as(h, gm_thread_id(), kind, api, dev, now, lat, size, addr,
+                    used, extra);
 }
 
 static inline void tw_put_frag(struct gm_abi_dev *d, uint32_t frag_ppm)
@@ -302,12 +322,18 @@ static inline void tw_put_frag(struct gm_abi_dev *d, uint32_t frag_ppm)
         tw_put(&d->frag_peak_ppm, v);
 }
 
-static inline __attribute__((always_inline)) void
+_Static_assert(GM_FRAGQ_KEEP == GM_TEL_FRAG_KEEP, "one 'no new figure'");
+
+static inline __attribute__((always_inline)) uint32_t
 gm_tel_alloc_ev(struct gm_tel *t, const struct gm_tel_ev *e)
 {
-    struct gm_abi_header *h = tw_lock(t);
+    uint32_t me = gm_thread_id();
+    struct gm_abi_header *h = tw_lock_as(t, (int)me);
     if (h == NULL)
-        return;
+        return 0; /* the interval is not logged: its free removes nothing */
+    uint32_t ppm = e->frag_ppm, mark = 0;
+    if (e->fq != NULL)
+        mark = gm_fragq_add(e->fq, e->addr, e->size, &ppm);
     struct gm_abi_dev *d = tw_stats_enter(h, e->dev, e->ts_ns, e->known);
     if (d != NULL) {
         tw_inc(&d->allocs);
@@ -317,32 +343,44 @@ gm_tel_alloc_ev(struct gm_tel *t, const struct gm_tel_ev *e)
         tw_inc(&d->size_hist[tw_log2_bucket(e->size, GM_ABI_SIZE_BUCKETS)]);
         tw_inc(&d->lat_hist[tw_log2_bucket(e->lat_ns, GM_ABI_LAT_BUCKETS)]);
         tw_add_bounded(&d->lat_sum_ns, e->lat_ns);
-        tw_set_used_peak(d, e->used, e->peak, e->ts_ns);
-        tw_put_frag(d, e->frag_ppm);
+        /* A new peak is a sync point: its fragmentation is that of the
+         * heap at the peak itself. */
+        if (tw_set_used_peak(d, e->used, e->peak, e->ts_ns) &&
+            e->fq != NULL)
+            ppm = gm_fragq_apply(e->fq, true);
+        tw_put_frag(d, ppm);
         tw_stats_end(d);
     }
-    tw_ring_push(h, GM_EV_ALLOC, e->api, e->dev, e->ts_ns, e->lat_ns, e->size,
-              e->addr, e->used, 0);
+    tw_ring_push_as(h, me, GM_EV_ALLOC, e->api, e->dev, e->ts_ns, e->lat_ns,
+                    e->size, e->addr, e->used, 0);
     tw_unlock(t);
+    return mark;
 }
 
 static inline __attribute__((always_inline)) void
 gm_tel_free_ev(struct gm_tel *t, const struct gm_tel_ev *e)
 {
-    struct gm_abi_header *h = tw_lock(t);
-    if (h == NULL)
+    uint32_t me = gm_thread_id();
+    struct gm_abi_header *h = tw_lock_as(t, (int)me);
+    if (h == NULL) {
+        if (e->fq != NULL)
+            gm_fragq_lost_remove(e->fq, e->addr);
         return;
+    }
+    uint32_t ppm = e->frag_ppm;
+    if (e->fq != NULL)
+        gm_fragq_remove(e->fq, e->mark, e->addr, &ppm);
     struct gm_abi_dev *d = tw_stats_enter(h, e->dev, e->ts_ns, e->known);
     if (d != NULL) {
         tw_inc(&d->frees);
         tw_sub(&d->live_allocs, 1);
         tw_sub(&d->live_bytes, e->size);
         tw_set_used_peak(d, e->used, 0, e->ts_ns);
-        tw_put_frag(d, e->frag_ppm);
+        tw_put_frag(d, ppm);
         tw_stats_end(d);
     }
-    tw_ring_push(h, GM_EV_FREE, e->api, e->dev, e->ts_ns, e->lat_ns, e->size,
-              e->addr, e->used, 0);
+    tw_ring_push_as(h, me, GM_EV_FREE, e->api, e->dev, e->ts_ns, e->lat_ns,
+                    e->size, e->addr, e->used, 0);
     tw_unlock(t);
 }
 

@@ -199,6 +199,35 @@ START_TEST(test_bad_calls_change_nothing)
 }
 END_TEST
 
+/* A start added again before its remove (gm_frag_insert_over) takes the
+ * later extent and stays until as many removes as adds. */
+START_TEST(test_insert_over_counts_holders)
+{
+    struct gm_frag f;
+    gm_frag_init(&f);
+    ck_assert_int_eq(gm_frag_insert_over(&f, 0, 100), 0);
+    ck_assert_int_eq(gm_frag_insert_over(&f, 1000, 100), 0);
+    ck_assert_int_eq(gm_frag_insert(&f, 5000, 100), 0);
+    ck_assert_uint_eq(gm_frag_total_free(&f), 900 + 3900);
+    ck_assert_int_eq(gm_frag_insert_over(&f, 1000, 1000), 1); /* longer */
+    ck_assert_uint_eq(gm_frag_count(&f), 3);
+    ck_assert_uint_eq(gm_frag_total_free(&f), 900 + 3000);
+    ck_assert_int_eq(gm_frag_insert_over(&f, 1000, 1000), 1); /* same */
+    ck_assert_int_eq(gm_frag_check(&f), 0);
+    ck_assert_int_eq(gm_frag_remove(&f, 1000), 0);
+    ck_assert_int_eq(gm_frag_remove(&f, 1000), 0);
+    ck_assert_uint_eq(gm_frag_count(&f), 3); /* one add still holds it */
+    ck_assert_uint_eq(gm_frag_total_free(&f), 900 + 3000);
+    ck_assert_int_eq(gm_frag_remove(&f, 1000), 0);
+    ck_assert_uint_eq(gm_frag_count(&f), 2);
+    ck_assert_uint_eq(gm_frag_total_free(&f), 4900);
+    ck_assert_int_eq(gm_frag_remove(&f, 1000), -ENOENT);
+    ck_assert_int_eq(gm_frag_insert_over(&f, 2000, 0), -EINVAL);
+    ck_assert_int_eq(gm_frag_check(&f), 0);
+    gm_frag_destroy(&f);
+}
+END_TEST
+
 START_TEST(test_overlap_clamps)
 {
     struct gm_frag f;
@@ -401,6 +430,7 @@ static Suite *frag_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_known_pattern);
     tcase_add_test(tc, test_bad_calls_change_nothing);
+    tcase_add_test(tc, test_insert_over_counts_holders);
     tcase_add_test(tc, test_overlap_clamps);
     tcase_add_loop_test(tc, test_random_disjoint, 0, 4);
     tcase_add_loop_test(tc, test_random_overlapping, 0, 4);
