@@ -27,51 +27,13 @@
 #include "shim/telemetry/abi.h"
 
 #define POOLS 256u
-#define GM_POOL_SEEN 8u
-
-/* ---- blocks known to lie in memory the pool holds ------------------------
- * A pool grows only to serve a request, and the block served then lies in
- * the new memory; memory leaves a pool only at a trim, a destruction or a
- * synchronisation after a free (each bumps `gen`). So a block that the
- * pool served before, at the same address and at least this size, since
- * the last bump, is served again without growth: its settle needs no
- * query of the reserve. `seen` holds such blocks, one word each, packed
- * so that no reader can pair one block's address with another's size:
- * bits 0-47 the address, 48-53 floor(log2(size)), 54-63 gen mod 1024 (0
- * = empty). Addresses at or above 2^48 are never remembered. Every query
- * of the reserve also bumps `gen`, so entries date from the last query:
- * were the driver to release memory at a point the shim does not see,
- * the charge would miss a regrowth into that memory only until the next
- * query. */
-#define SEEN_ADDR ((1ull << 48) - 1)
-
-static inline unsigned seen_slot(uint64_t p)
-{
-    return (unsigned)((p * 0x9e3779b97f4a7c15ull) >> 61); /* 8 slots */
-}
-
-static inline uint64_t seen_word(uint64_t p, unsigned log2sz, uint64_t gen)
-{
-    return p | ((uint64_t)log2sz << 48) | ((gen & 1023u) << 54);
-}
-
-struct gm_pool {
-    _Atomic uint64_t key;      /* CUmemoryPool; 0 = free slot */
-    _Atomic uint64_t charged;  /* bytes of this pool in the budget */
-    _Atomic int dev;
-    _Atomic int imported;      /* 1: belongs to another process */
-    _Atomic int dead;          /* destroyed */
-    _Atomic uint64_t draining; /* destroyed with this many live blocks */
-    _Atomic uint64_t gen;      /* bumped whenever memory may have left */
-    _Atomic uint64_t seen[GM_POOL_SEEN]; /* blocks served since (below) */
-};
 #define pool gm_pool
 
 static struct pool pools[POOLS];
 _Atomic int gm_pools_dirty; /* an async free since the last refresh */
 static _Atomic uint64_t dev_reserve[GM_MAX_DEVICES]; /* sum of charged */
 /* Each device's current pool (its slot), once known. */
-static struct gm_pool *_Atomic current[GM_MAX_DEVICES];
+struct gm_pool *_Atomic gm_pool_current[GM_MAX_DEVICES];
 
 static gm_spin create_lock; /* new slots only; lookups take no lock */
 /* Pools destroyed while blocks of theirs were live: the driver keeps
@@ -79,29 +41,18 @@ static gm_spin create_lock; /* new slots only; lookups take no lock */
  * Non-zero makes every async free look its pool up (gm_pool_freed). */
 static _Atomic unsigned draining_pools;
 
-static inline bool seen_hit(struct pool *s, uint64_t p, uint64_t size)
-{
-    if (p == 0 || p > SEEN_ADDR)
-        return false;
-    uint64_t w = atomic_load_explicit(&s->seen[seen_slot(p)],
-                                      memory_order_relaxed);
-    uint64_t g = atomic_load_explicit(&s->gen, memory_order_relaxed);
-    return w != 0 && (w & SEEN_ADDR) == p && (w >> 54) == (g & 1023u) &&
-           size <= (1ull << ((w >> 48) & 63u));
-}
-
 /* Remember a block served under generation `gen` (read before the query
  * whose result it goes with, so an entry never outlives a bump that came
  * after its query). */
 static inline void seen_note(struct pool *s, uint64_t p, uint64_t size,
                              uint64_t gen)
 {
-    if (p == 0 || p > SEEN_ADDR || size == 0)
+    if (p == 0 || p > GM_POOL_SEEN_ADDR || size == 0)
         return;
     unsigned l = 63u - (unsigned)__builtin_clzll(size);
-    uint64_t w = seen_word(p, l, gen);
+    uint64_t w = gm_pool_seen_word(p, l, gen);
     if (w != 0)
-        atomic_store_explicit(&s->seen[seen_slot(p)], w,
+        atomic_store_explicit(&s->seen[gm_pool_seen_slot(p)], w,
                               memory_order_relaxed);
 }
 
@@ -180,7 +131,7 @@ struct gm_pool *gm_pool_for(int dev, CUmemoryPool pool)
         return NULL;
     if (pool != NULL)
         return accountable(pool, dev);
-    struct pool *s = atomic_load_explicit(&current[dev], memory_order_acquire);
+    struct pool *s = atomic_load_explicit(&gm_pool_current[dev], memory_order_acquire);
     if (GM_LIKELY(s != NULL))
         return atomic_load_explicit(&s->imported, memory_order_relaxed)
                    ? NULL : s;
@@ -195,7 +146,7 @@ struct gm_pool *gm_pool_for(int dev, CUmemoryPool pool)
         return NULL;
     s = slot(p, dev, 1);
     if (s != NULL)
-        atomic_store_explicit(&current[dev], s, memory_order_release);
+        atomic_store_explicit(&gm_pool_current[dev], s, memory_order_release);
     return s != NULL && !atomic_load_explicit(&s->imported,
                                               memory_order_relaxed)
                ? s : NULL;
@@ -275,7 +226,7 @@ uint64_t gm_pool_settle(int dev, struct gm_dev *d, struct gm_pool *s,
     }
     if (GM_UNLIKELY(atomic_load_explicit(&s->dead, memory_order_relaxed)))
         atomic_store(&s->dead, 0);
-    if (GM_LIKELY(seen_hit(s, (uint64_t)p, size))) /* served without growth */
+    if (GM_LIKELY(gm_pool_seen_hit(s, (uint64_t)p, size))) /* served without growth */
         return recharge(s, pd, atomic_load_explicit(&s->charged,
                                                     memory_order_relaxed),
                         held);
@@ -410,7 +361,7 @@ void gm_pools_reset(void)
     }
     for (unsigned i = 0; i < GM_MAX_DEVICES; i++) {
         atomic_store(&dev_reserve[i], 0);
-        atomic_store(&current[i], NULL);
+        atomic_store(&gm_pool_current[i], NULL);
     }
 }
 
@@ -455,7 +406,7 @@ void gm_pool_destroyed(CUmemoryPool pool)
     }
     for (unsigned i = 0; i < GM_MAX_DEVICES; i++) {
         struct pool *cur = s;
-        atomic_compare_exchange_strong(&current[i], &cur, NULL);
+        atomic_compare_exchange_strong(&gm_pool_current[i], &cur, NULL);
     }
 }
 
@@ -474,5 +425,5 @@ void gm_pool_trimmed(CUmemoryPool pool)
 void gm_pool_set_current(int dev, CUmemoryPool pool)
 {
     if (dev >= 0 && dev < GM_MAX_DEVICES)
-        atomic_store(&current[dev], slot(pool, dev, 1));
+        atomic_store(&gm_pool_current[dev], slot(pool, dev, 1));
 }

@@ -21,8 +21,68 @@
 
 #include "shim/driver/cuda_api.h"
 
-struct gm_dev;
-struct gm_pool;  /* a known pool: its handle, device and charge */
+#include "policy/budget.h"
+#include "shim/account/state.h"
+
+/* ---- blocks known to lie in memory the pool holds ------------------------
+ * A pool grows only to serve a request, and the block served then lies in
+ * the new memory; memory leaves a pool only at a trim, a destruction or a
+ * synchronisation after a free (each bumps `gen`). So a block that the
+ * pool served before, at the same address and at least this size, since
+ * the last bump, is served again without growth: its settle needs no
+ * query of the reserve. `seen` holds such blocks, one word each, packed
+ * so that no reader can pair one block's address with another's size:
+ * bits 0-47 the address, 48-53 floor(log2(size)), 54-63 gen mod 1024 (0
+ * = empty). Addresses at or above 2^48 are never remembered. Every query
+ * of the reserve also bumps `gen`, so entries date from the last query:
+ * were the driver to release memory at a point the shim does not see,
+ * the charge would miss a regrowth into that memory only until the next
+ * query. */
+#define GM_POOL_SEEN 8u
+#define GM_POOL_SEEN_ADDR ((1ull << 48) - 1)
+
+/* A known pool: its handle, device and charge. Defined here for the
+ * inline fast paths below only; shim/account/pools.c owns every field. */
+struct gm_pool {
+    _Atomic uint64_t key;      /* CUmemoryPool; 0 = free slot */
+    _Atomic uint64_t charged;  /* bytes of this pool in the budget */
+    _Atomic int dev;
+    _Atomic int imported;      /* 1: belongs to another process */
+    _Atomic int dead;          /* destroyed */
+    _Atomic uint64_t draining; /* destroyed with this many live blocks */
+    _Atomic uint64_t gen;      /* bumped whenever memory may have left */
+    _Atomic uint64_t seen[GM_POOL_SEEN]; /* blocks served since (above) */
+};
+
+/* Each device's current pool (its slot), once known. */
+extern struct gm_pool *_Atomic gm_pool_current[GM_MAX_DEVICES]
+    __attribute__((visibility("hidden")));
+
+static inline unsigned gm_pool_seen_slot(uint64_t p)
+{
+    return (unsigned)((p * 0x9e3779b97f4a7c15ull) >> 61); /* 8 slots */
+}
+
+static inline uint64_t gm_pool_seen_word(uint64_t p, unsigned log2sz,
+                                         uint64_t gen)
+{
+    return p | ((uint64_t)log2sz << 48) | ((gen & 1023u) << 54);
+}
+
+/* True when block [p, p + size) lies in memory the pool served it from
+ * since the last bump of its generation. */
+static inline bool gm_pool_seen_hit(struct gm_pool *s, uint64_t p,
+                                    uint64_t size)
+{
+    if (p == 0 || p > GM_POOL_SEEN_ADDR)
+        return false;
+    uint64_t w = atomic_load_explicit(&s->seen[gm_pool_seen_slot(p)],
+                                      memory_order_relaxed);
+    uint64_t g = atomic_load_explicit(&s->gen, memory_order_relaxed);
+    return w != 0 && (w & GM_POOL_SEEN_ADDR) == p &&
+           (w >> 54) == (g & 1023u) &&
+           size <= (1ull << ((w >> 48) & 63u));
+}
 
 /* The pool an async allocation on `dev` draws from: `pool` when given
  * (cuMemAllocFromPoolAsync), else the device's current pool. NULL when
@@ -30,6 +90,19 @@ struct gm_pool;  /* a known pool: its handle, device and charge */
  * imported from another process, or the pool table is full): the live
  * bytes are charged instead. */
 struct gm_pool *gm_pool_for(int dev, CUmemoryPool pool);
+/* The same, inline when the device's current pool is known. */
+static inline __attribute__((always_inline)) struct gm_pool *
+gm_pool_for_inline(int dev, CUmemoryPool pool)
+{
+    if (GM_LIKELY(pool == NULL && (unsigned)dev < GM_MAX_DEVICES)) {
+        struct gm_pool *s = atomic_load_explicit(&gm_pool_current[dev],
+                                                 memory_order_acquire);
+        if (GM_LIKELY(s != NULL))
+            return atomic_load_explicit(&s->imported, memory_order_relaxed)
+                       ? NULL : s;
+    }
+    return gm_pool_for(dev, pool);
+}
 CUmemoryPool gm_pool_handle(const struct gm_pool *s);
 /* Bytes the pool holds but has not handed out (RESERVED - USED). */
 uint64_t gm_pool_idle(struct gm_pool *s);
@@ -43,6 +116,22 @@ uint64_t gm_pool_refresh(int dev, struct gm_dev *d, struct gm_pool *s);
  * memory last left it (it cannot have grown for it: pools.c). */
 uint64_t gm_pool_settle(int dev, struct gm_dev *d, struct gm_pool *s,
                         uint64_t held, CUdeviceptr p, uint64_t size);
+/* The same, inline in its common case: a live pool of this device that
+ * served the block from memory it held (no growth, the charge stands):
+ * only the hold is given back. */
+static inline __attribute__((always_inline)) uint64_t
+gm_pool_settle_inline(int dev, struct gm_dev *d, struct gm_pool *s,
+                      uint64_t held, CUdeviceptr p, uint64_t size)
+{
+    if (GM_LIKELY(s != NULL &&
+                  !atomic_load_explicit(&s->imported, memory_order_relaxed) &&
+                  atomic_load_explicit(&s->dev, memory_order_relaxed) == dev &&
+                  !atomic_load_explicit(&s->dead, memory_order_relaxed) &&
+                  gm_pool_seen_hit(s, (uint64_t)p, size)))
+        return held ? gm_budget_release(&d->budget, held)
+                    : gm_budget_used(&d->budget);
+    return gm_pool_settle(dev, d, s, held, p, size);
+}
 /* Trim every pool of `dev` down to what it hands out (after synchronising
  * the device), refresh, and return the bytes given back (0 if none). */
 uint64_t gm_pool_trim_device(int dev, struct gm_dev *d);
