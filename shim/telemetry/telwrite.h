@@ -1,12 +1,15 @@
 /*
  * shim/telemetry/telwrite.h — the telemetry writer's primitives (device-block
  * updates, ring records) and the two hot-path events, inline so that an
- * allocation's telemetry compiles to straight-line atomic stores in its
- * caller. The protocol, invariants and memory order are described in
- * shim/telemetry/ring.c (which holds the rest of the writer) and shim/telemetry/abi.h.
+ * allocation's telemetry compiles to straight-line stores in its caller.
+ * The protocol, invariants and memory order are described in
+ * shim/telemetry/ring.c (which holds the rest of the writer) and
+ * shim/telemetry/abi.h.
  *
  * Every update of a device block happens between tw_stats_begin and
- * tw_stats_end, with the atomic helpers below only.
+ * tw_stats_end, with the helpers below only. The two events also keep a
+ * device pointer's fragmentation log (shim/telemetry/fragq.h), which the
+ * writer lock serialises as well.
  */
 #ifndef GM_TELWRITE_H
 #define GM_TELWRITE_H
