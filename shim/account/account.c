@@ -24,6 +24,25 @@ void gm_acct_frag_sync(unsigned dev)
         gm_tel_frag_sync(&gm_st.tel, dev, &gm_st.dev[dev].frag);
 }
 
+struct refill {
+    unsigned dev;
+    struct gm_fragq *q;
+};
+
+static void refill_one(void *ctx, const struct gm_alloc *a)
+{
+    const struct refill *r = ctx;
+    if (a->ns == GM_NS_PTR && a->dev == r->dev)
+        (void)gm_frag_insert_over(&r->q->set, a->key, a->size);
+}
+
+void gm_acct_frag_refill(void *ctx, struct gm_fragq *q)
+{
+    struct refill r = { (unsigned)(uintptr_t)ctx, q };
+    bool truncated;
+    (void)gm_track_walk(refill_one, &r, UINT64_MAX, &truncated);
+}
+
 void gm_acct_commit_entry(struct gm_dev *d, struct gm_alloc *a,
                           uint64_t t0, uint64_t t1)
 {

@@ -21,6 +21,9 @@
 /* Bring device dev's fragmentation figure up to date (cold: the exit;
  * the device is set up). */
 void gm_acct_frag_sync(unsigned dev) __attribute__((cold));
+/* The fragmentation log's refill (ctx: the device): every device pointer
+ * of the table on that device into q's emptied tree. */
+void gm_acct_frag_refill(void *ctx, struct gm_fragq *q) __attribute__((cold));
 
 void gm_acct_commit_collision(struct gm_alloc *a,
                               const struct gm_alloc *old, int r, uint64_t t1)

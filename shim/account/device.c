@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "policy/parse.h"
+#include "shim/account/commit.h"
 #include "shim/account/grouphook.h"
 #include "shim/driver/nvml.h"
 #include "shim/driver/real.h"
@@ -31,6 +32,7 @@ static bool resolve_device(int dev, struct gm_dev *d)
         total = 0;
     d->physical = total;
     gm_fragq_init(&d->frag);
+    gm_fragq_set_refill(&d->frag, gm_acct_frag_refill, (void *)(uintptr_t)dev);
     gm_grp_device(dev, d);
     bool clamped = false;
     uint64_t limit = gm_policy_limit_for_ex(&gm_st.policy, (unsigned)dev,

@@ -4,7 +4,8 @@
  * writer lock (protocol and invariants in shim/telemetry/fragq.h).
  *
  * Everything but gm_fragq_lost_remove runs under the telemetry writer
- * lock. A kept remove is claimed with a compare-and-swap of an empty slot
+ * lock (gm_fragq_epoch too: bumped by the writer that replaced a dead
+ * one, read by the logs' holders). A kept remove is claimed with a compare-and-swap of an empty slot
  * to its start and taken back by the applier with an exchange to 0;
  * `lost_any` is raised (release) after the slot is written and lowered
  * by the applier before it looks at the slots, so a remove kept while an
@@ -14,10 +15,43 @@
 
 #include <string.h>
 
+uint64_t gm_fragq_epoch;
+
 void gm_fragq_init(struct gm_fragq *q)
 {
     memset(q, 0, sizeof *q);
     gm_frag_init(&q->set);
+    q->epoch = gm_fragq_epoch;
+}
+
+void gm_fragq_set_refill(struct gm_fragq *q, gm_fragq_refill_fn fn,
+                         void *ctx)
+{
+    q->refill = fn;
+    q->refill_ctx = ctx;
+}
+
+/* The log cannot be trusted: start over from the owner's table. Logged
+ * adds are dropped (head = tail): a block already in the table comes
+ * back through the refill, and its free, finding its mark out of the log,
+ * removes it from the tree. */
+static void rebuild(struct gm_fragq *q)
+{
+    gm_frag_destroy(&q->set);
+    q->head = q->tail;
+    for (unsigned i = 0; i < GM_FRAGQ_LOST; i++)
+        __atomic_store_n(&q->lost[i], 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&q->lost_any, 0, __ATOMIC_SEQ_CST);
+    q->over_seen = __atomic_load_n(&q->lost_over, __ATOMIC_RELAXED);
+    q->epoch = gm_fragq_epoch;
+    if (q->refill != NULL)
+        q->refill(q->refill_ctx, q);
+}
+
+static inline bool trusted(const struct gm_fragq *q)
+{
+    return q->epoch == gm_fragq_epoch &&
+           __atomic_load_n(&q->lost_over, __ATOMIC_RELAXED) == q->over_seen;
 }
 
 void gm_fragq_destroy(struct gm_fragq *q)
@@ -53,6 +87,8 @@ static void apply_lost(struct gm_fragq *q)
 
 uint32_t gm_fragq_apply(struct gm_fragq *q, bool force)
 {
+    if (!trusted(q))
+        rebuild(q);
     apply_adds(q);
     apply_lost(q);
     q->since = 0;
@@ -65,10 +101,23 @@ uint32_t gm_fragq_apply(struct gm_fragq *q, bool force)
 
 uint32_t gm_fragq_remove_applied(struct gm_fragq *q, uint64_t addr)
 {
+    if (q->epoch != gm_fragq_epoch) /* a tree a dead writer left */
+        return gm_fragq_apply(q, false);
     (void)gm_frag_remove(&q->set, addr);
     if (++q->since >= GM_FRAGQ_BATCH)
         return gm_fragq_apply(q, false);
     return GM_FRAGQ_KEEP;
+}
+
+uint64_t gm_fragq_skip_zero(struct gm_fragq *q, uint32_t *ppm)
+{
+    uint32_t f = gm_fragq_apply(q, false); /* head = tail: room for two */
+    if (f != GM_FRAGQ_KEEP)
+        *ppm = f;
+    uint64_t t = q->tail;
+    q->ops[t & GM_FRAGQ_MASK] = (struct gm_fragq_op){ 0, 0 };
+    q->tail = t + 1;
+    return t + 1;
 }
 
 bool gm_fragq_lost_remove(struct gm_fragq *q, uint64_t addr)

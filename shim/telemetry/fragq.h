@@ -30,6 +30,12 @@
  * Freshness: the figure is the tracker's at the last apply: at most
  * GM_FRAGQ_BATCH - 1 operations are not in it (docs/metrics.md).
  *
+ * Rebuilding: when a remove was lost beyond the kept slots (lost_over
+ * rose) or a writer died holding the lock (gm_fragq_epoch moved), the
+ * next apply, or remove from the tree, empties the tree, drops the
+ * logged adds and refills it from the owner's table (gm_fragq_set_refill):
+ * a start whose remove never came would otherwise stay counted for good.
+ *
  * Invariants: head <= tail <= head + GM_FRAGQ_BATCH (an add that fills
  * the log applies it); the adds not applied are tickets head .. tail - 1,
  * ticket t in slot t mod GM_FRAGQ_BATCH; `since` counts the operations
@@ -53,11 +59,25 @@ struct gm_fragq_op {
     uint64_t size;              /* 0: cancelled */
 };
 
+/* Refills an emptied tracker with every interval live now (the owner's
+ * table of allocations): gm_frag_insert_over(&q->set, ...) for each. */
+struct gm_fragq;
+typedef void (*gm_fragq_refill_fn)(void *ctx, struct gm_fragq *q);
+
+/* Bumped (under the writer lock) when a writer that died holding the lock
+ * was replaced: it may have left a tree half changed, so every log
+ * rebuilds its tree before touching it again. */
+extern uint64_t gm_fragq_epoch __attribute__((visibility("hidden")));
+
 struct gm_fragq {
     uint64_t tail;              /* adds logged */
     uint64_t head;              /* adds applied or skipped */
     uint32_t since;             /* operations since the last apply */
     uint32_t published;         /* the last figure handed back (ppm) */
+    uint64_t epoch;             /* gm_fragq_epoch when the tree was built */
+    uint64_t over_seen;         /* lost_over at the last rebuild */
+    gm_fragq_refill_fn refill;  /* NULL: a rebuild leaves the tree empty */
+    void *refill_ctx;
     /* Removes whose event could not take the writer lock (a signal
      * handler that interrupted the lock's holder, a holder given up on):
      * start addresses, 0 = empty, claimed with a compare-and-swap;
@@ -71,6 +91,12 @@ struct gm_fragq {
 
 /* Empty log and tracker. */
 void gm_fragq_init(struct gm_fragq *q);
+/* What rebuilds the tree when the log cannot be trusted (a remove that
+ * found every lost slot taken, a writer that died inside an update):
+ * the tree is emptied, the logged adds dropped (their blocks are in the
+ * owner's table, or will be freed) and fn called. */
+void gm_fragq_set_refill(struct gm_fragq *q, gm_fragq_refill_fn fn,
+                         void *ctx);
 /* Release the tracker's memory; the log is reusable after _init. */
 void gm_fragq_destroy(struct gm_fragq *q);
 
@@ -89,35 +115,43 @@ uint32_t gm_fragq_remove_applied(struct gm_fragq *q, uint64_t addr);
 bool gm_fragq_lost_remove(struct gm_fragq *q, uint64_t addr)
     __attribute__((cold));
 
-/* Log the add of [addr, addr + size); returns its mark. *ppm: the new
- * figure when this add completed a batch, else left alone. The add whose
- * mark would be 0 (every 2^32nd) is applied at once: a remove with mark 0
- * goes to the tree. */
+/* The ticket whose mark would be 0 (every 2^32nd): logged as a cancelled
+ * add, after an apply that leaves room for it; returns the next ticket. */
+uint64_t gm_fragq_skip_zero(struct gm_fragq *q, uint32_t *ppm)
+    __attribute__((cold));
+
+/* Log the add of [addr, addr + size); returns its mark, never 0 (0 is an
+ * interval not logged: its free touches nothing). *ppm: the new figure
+ * when this add completed a batch, else left alone. */
 static inline __attribute__((always_inline)) uint32_t
 gm_fragq_add(struct gm_fragq *q, uint64_t addr, uint64_t size, uint32_t *ppm)
 {
     uint64_t t = q->tail;
+    if (__builtin_expect((uint32_t)(t + 1) == 0, 0))
+        t = gm_fragq_skip_zero(q, ppm);
     struct gm_fragq_op *op = &q->ops[t & GM_FRAGQ_MASK];
     op->addr = addr;
     op->size = size;
     q->tail = t + 1;
-    uint32_t mark = (uint32_t)(t + 1);
-    if (__builtin_expect(++q->since >= GM_FRAGQ_BATCH || mark == 0, 0))
-        *ppm = gm_fragq_apply(q, false);
-    return mark;
+    if (__builtin_expect(++q->since >= GM_FRAGQ_BATCH, 0)) {
+        uint32_t f = gm_fragq_apply(q, false);
+        if (f != GM_FRAGQ_KEEP)
+            *ppm = f;
+    }
+    return (uint32_t)(t + 1);
 }
 
-/* The free of the block at addr whose add returned `mark`: cancel the add
- * while it is logged, else remove the start from the tree. *ppm as in
- * gm_fragq_add. The mark is known modulo 2^32 only: the slot's start
- * must match too. */
+/* The free of the block at addr whose add returned `mark` (not 0): cancel
+ * the add while it is logged, else remove the start from the tree. *ppm
+ * as in gm_fragq_add. The mark is known modulo 2^32 only: the slot's
+ * start must match too. */
 static inline __attribute__((always_inline)) void
 gm_fragq_remove(struct gm_fragq *q, uint32_t mark, uint64_t addr,
                 uint32_t *ppm)
 {
     /* Logged adds have marks head + 1 .. tail: back = tail - mark. */
     uint32_t back = (uint32_t)q->tail - mark;
-    if (__builtin_expect(mark != 0 && back < q->tail - q->head, 1)) {
+    if (__builtin_expect(back < q->tail - q->head, 1)) {
         struct gm_fragq_op *op = &q->ops[(mark - 1u) & GM_FRAGQ_MASK];
         if (__builtin_expect(op->addr == addr && op->size != 0, 1)) {
             op->size = 0;

@@ -158,6 +158,18 @@ size_t gm_hist_stitch(const struct gm_abi_bucket tiers[GM_ABI_HIST_TIERS]
     return n;
 }
 
+size_t gm_hist_append_open(struct gm_hist_point *out, size_t n, size_t max,
+                           const struct gm_hist_point *open)
+{
+    while (n > 0 && ((out[n - 1].tier == 0 &&
+                      out[n - 1].index >= open->index) ||
+                     out[n - 1].end_ns > open->start_ns))
+        n--;
+    if (n < max)
+        out[n++] = *open;
+    return n;
+}
+
 bool gm_hist_open_point(const struct gm_abi_dev *d, uint64_t base_ns,
                         uint64_t steps, struct gm_hist_point *out)
 {

@@ -86,6 +86,15 @@ size_t gm_hist_stitch(const struct gm_abi_bucket tiers[GM_ABI_HIST_TIERS]
                       const struct gm_hist_point *open, uint64_t base_ns,
                       struct gm_hist_point *out, size_t max);
 
+/* Append the open bucket's point `open` to a series of n points stitched
+ * from a copy of the tiers taken after it: points the copy holds from the
+ * open bucket's time on (the bucket itself, closed since, and any closed
+ * and folded into a coarser tier by later rolls) are dropped, so the
+ * series stays in time order without overlaps. Returns the new count (at
+ * most max). */
+size_t gm_hist_append_open(struct gm_hist_point *out, size_t n, size_t max,
+                           const struct gm_hist_point *open);
+
 /* The open bucket of a consistent device-block copy as a point (false
  * when none is open). steps: the header's step count. */
 bool gm_hist_open_point(const struct gm_abi_dev *d, uint64_t base_ns,

@@ -133,6 +133,9 @@ static bool thread_gone(int tid)
  * written (one event's fields); every later one is whole. */
 static void repair(struct gm_abi_header *h)
 {
+    /* The fragmentation logs' trees may be half changed: rebuilt before
+     * their next use (shim/telemetry/fragq.h). */
+    gm_fragq_epoch++;
     struct gm_abi_dev *devs = (struct gm_abi_dev *)((char *)h + sizeof *h);
     for (uint32_t i = 0; i < h->dev_slots; i++) {
         if (TW_LD(&devs[i].wdone) != TW_LD(&devs[i].wbegin))

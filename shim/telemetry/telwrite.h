@@ -365,13 +365,15 @@ gm_tel_free_ev(struct gm_tel *t, const struct gm_tel_ev *e)
 {
     uint32_t me = gm_thread_id();
     struct gm_abi_header *h = tw_lock_as(t, (int)me);
+    /* Mark 0: the interval was never logged, there is nothing to remove. */
+    bool logged = e->fq != NULL && e->mark != 0;
     if (h == NULL) {
-        if (e->fq != NULL)
+        if (logged)
             gm_fragq_lost_remove(e->fq, e->addr);
         return;
     }
     uint32_t ppm = e->frag_ppm;
-    if (e->fq != NULL)
+    if (logged)
         gm_fragq_remove(e->fq, e->mark, e->addr, &ppm);
     struct gm_abi_dev *d = tw_stats_enter(h, e->dev, e->ts_ns, e->known);
     if (d != NULL) {

@@ -70,8 +70,11 @@ START_TEST(test_batch_boundary_applies)
     EXPECT_EQ(ppm, (uint32_t)((gaps - 1) * 1000000u / gaps));
     /* Removes of applied adds count toward the next batch too. */
     ppm = GM_FRAGQ_KEEP;
-    for (unsigned i = 0; i + 1 < GM_FRAGQ_BATCH; i++)
-        gm_fragq_remove(q, 0, (uint64_t)i * 4096 + 0, &ppm);
+    for (unsigned i = 0; i + 1 < GM_FRAGQ_BATCH; i++) {
+        uint32_t f = gm_fragq_remove_applied(q, (uint64_t)i * 4096);
+        if (f != GM_FRAGQ_KEEP)
+            ppm = f;
+    }
     EXPECT_EQ(ppm, GM_FRAGQ_KEEP); /* 255 operations: not yet */
     gm_fragq_add(q, 1u << 30, 1024, &ppm);
     EXPECT_EQ(ppm, 0); /* two intervals, one gap */
@@ -94,8 +97,8 @@ START_TEST(test_cancel_while_logged_remove_after)
     m = gm_fragq_add(q, 4096, 100, &ppm);
     gm_fragq_remove(q, m, 8192, &ppm);
     EXPECT_EQ(q->ops[(m - 1) & GM_FRAGQ_MASK].size, 100);
-    /* No mark (nothing was logged): the tree. */
-    gm_fragq_remove(q, 0, 4096, &ppm);
+    /* A mark outside the log (an add long applied): the tree. */
+    gm_fragq_remove(q, m - 1, 4096, &ppm);
     EXPECT_EQ(q->ops[(m - 1) & GM_FRAGQ_MASK].size, 100);
     gm_fragq_apply(q, false);
     EXPECT_EQ(gm_frag_count(&q->set), 1);
@@ -191,22 +194,100 @@ START_TEST(test_random_streams_are_exact)
 }
 END_TEST
 
-/* Every 2^32nd add would have mark 0: it is applied at once, so its
- * remove (mark 0 goes to the tree) finds it. */
-START_TEST(test_mark_wrap)
+/* Every 2^32nd ticket would give mark 0, which means "not logged": it
+ * is skipped (a cancelled slot), and the marks on both sides cancel their
+ * own adds. */
+START_TEST(test_mark_never_zero)
 {
     struct gm_fragq *q = new_q();
     uint32_t ppm = GM_FRAGQ_KEEP;
-    q->head = q->tail = 0xfffffffeull;
+    q->head = q->tail = 0xfffffffdull;
     uint32_t m1 = gm_fragq_add(q, 4096, 100, &ppm);
-    EXPECT_EQ(m1, 0xffffffffu);
-    EXPECT_EQ(gm_frag_count(&q->set), 0);
+    EXPECT_EQ(m1, 0xfffffffeu);
     uint32_t m2 = gm_fragq_add(q, 8192, 100, &ppm);
-    EXPECT_EQ(m2, 0);
-    EXPECT_EQ(gm_frag_count(&q->set), 2); /* applied at once */
-    gm_fragq_remove(q, m2, 8192, &ppm);
+    EXPECT_EQ(m2, 0xffffffffu);
+    uint32_t m3 = gm_fragq_add(q, 16384, 100, &ppm);
+    EXPECT_EQ(m3, 1u); /* 0 skipped */
+    EXPECT_EQ(gm_frag_count(&q->set), 2); /* the skip applied m1 and m2 */
+    gm_fragq_remove(q, m3, 16384, &ppm);  /* still logged: cancelled */
+    gm_fragq_remove(q, m2, 8192, &ppm);   /* applied: the tree */
     gm_fragq_remove(q, m1, 4096, &ppm);
+    gm_fragq_apply(q, false);
     EXPECT_EQ(gm_frag_count(&q->set), 0);
+    EXPECT_EQ(gm_frag_check(&q->set), 0);
+    free_q(q);
+}
+END_TEST
+
+/* The owner's table, for the refill: the live starts. */
+struct table {
+    uint64_t addr[8], size[8];
+    unsigned n, calls;
+};
+
+static void refill(void *ctx, struct gm_fragq *q)
+{
+    struct table *t = ctx;
+    t->calls++;
+    for (unsigned i = 0; i < t->n; i++)
+        gm_frag_insert_over(&q->set, t->addr[i], t->size[i]);
+}
+
+/* A remove lost past the kept slots would leave its start counted for
+ * good (each later block at that start adds and removes one holder): the
+ * next apply rebuilds the tree from the owner's table instead. */
+START_TEST(test_overflowed_remove_rebuilds)
+{
+    struct gm_fragq *q = new_q();
+    struct table t = { .addr = { 4096, 65536 }, .size = { 1024, 1024 },
+                       .n = 2 };
+    gm_fragq_set_refill(q, refill, &t);
+    uint32_t ppm = GM_FRAGQ_KEEP;
+    for (unsigned i = 0; i < GM_FRAGQ_LOST + 1; i++)
+        gm_fragq_add(q, (uint64_t)(i + 2) * 1048576, 1024, &ppm);
+    gm_fragq_add(q, 4096, 1024, &ppm);
+    gm_fragq_add(q, 65536, 1024, &ppm);
+    gm_fragq_apply(q, false);
+    EXPECT_EQ(gm_frag_count(&q->set), GM_FRAGQ_LOST + 3);
+    for (unsigned i = 0; i < GM_FRAGQ_LOST + 1; i++)
+        gm_fragq_lost_remove(q, (uint64_t)(i + 2) * 1048576);
+    EXPECT_EQ(q->lost_over, 1);
+    EXPECT_EQ(t.calls, 0);
+    /* A block logged now, not yet in the table: dropped by the rebuild
+     * (its free, finding its mark out of the log, asks the tree). */
+    uint32_t m = gm_fragq_add(q, 1u << 30, 1024, &ppm);
+    gm_fragq_apply(q, false);
+    EXPECT_EQ(t.calls, 1);
+    EXPECT_EQ(gm_frag_count(&q->set), 2); /* the table's two */
+    EXPECT_EQ(gm_frag_check(&q->set), 0);
+    gm_fragq_remove(q, m, 1u << 30, &ppm);
+    EXPECT_EQ(gm_frag_count(&q->set), 2);
+    gm_fragq_apply(q, false);
+    EXPECT_EQ(t.calls, 1); /* once */
+    free_q(q);
+}
+END_TEST
+
+/* A writer that died holding the lock may have left a tree half changed:
+ * after the epoch moved, the next use of the tree rebuilds it first. */
+START_TEST(test_epoch_rebuilds_before_use)
+{
+    struct gm_fragq *q = new_q();
+    struct table t = { .addr = { 4096 }, .size = { 1024 }, .n = 1 };
+    gm_fragq_set_refill(q, refill, &t);
+    uint32_t ppm = GM_FRAGQ_KEEP;
+    uint32_t m = gm_fragq_add(q, 4096, 1024, &ppm);
+    gm_fragq_add(q, 8192, 1024, &ppm);
+    gm_fragq_apply(q, false);
+    EXPECT_EQ(gm_frag_count(&q->set), 2);
+    gm_fragq_epoch++;
+    /* A remove from the tree rebuilds instead (the table no longer holds
+     * the block freed: it is not in the new tree). */
+    t.n = 0;
+    gm_fragq_remove(q, m, 4096, &ppm);
+    EXPECT_EQ(t.calls, 1);
+    EXPECT_EQ(gm_frag_count(&q->set), 0);
+    EXPECT_EQ(q->epoch, gm_fragq_epoch);
     free_q(q);
 }
 END_TEST
@@ -221,12 +302,22 @@ START_TEST(test_lost_removes_kept_then_applied)
     EXPECT_EQ(gm_fragq_lost_remove(q, 0), false); /* never a live start */
     for (unsigned i = 0; i < GM_FRAGQ_LOST; i++)
         EXPECT_EQ(gm_fragq_lost_remove(q, (uint64_t)(i + 1) * 4096), true);
-    EXPECT_EQ(gm_fragq_lost_remove(q, (GM_FRAGQ_LOST + 1) * 4096ull), false);
     EXPECT_EQ(gm_frag_count(&q->set), GM_FRAGQ_LOST + 2);
-    EXPECT_EQ(q->lost_over, 1); /* the ninth found every slot taken */
     gm_fragq_apply(q, false);
     EXPECT_EQ(gm_frag_count(&q->set), 2);
     EXPECT_EQ(gm_frag_check(&q->set), 0);
+    /* The ninth at once finds every slot taken: counted, and the next
+     * apply rebuilds from the owner's table (here the last start). */
+    for (unsigned i = 0; i < GM_FRAGQ_LOST; i++)
+        EXPECT_EQ(gm_fragq_lost_remove(q, (uint64_t)(i + 1) * 4096), true);
+    EXPECT_EQ(gm_fragq_lost_remove(q, (GM_FRAGQ_LOST + 1) * 4096ull), false);
+    EXPECT_EQ(q->lost_over, 1);
+    struct table t = { .addr = { (GM_FRAGQ_LOST + 2) * 4096ull },
+                       .size = { 1024 }, .n = 1 };
+    gm_fragq_set_refill(q, refill, &t);
+    gm_fragq_apply(q, false);
+    EXPECT_EQ(t.calls, 1);
+    EXPECT_EQ(gm_frag_count(&q->set), 1);
     free_q(q);
 }
 END_TEST
@@ -320,7 +411,9 @@ static Suite *fragq_suite(void)
     tcase_add_test(tc, test_cancel_while_logged_remove_after);
     tcase_add_test(tc, test_reused_start_in_every_order);
     tcase_add_test(tc, test_random_streams_are_exact);
-    tcase_add_test(tc, test_mark_wrap);
+    tcase_add_test(tc, test_mark_never_zero);
+    tcase_add_test(tc, test_overflowed_remove_rebuilds);
+    tcase_add_test(tc, test_epoch_rebuilds_before_use);
     tcase_add_test(tc, test_lost_removes_kept_then_applied);
     tcase_add_test(tc, test_threads_and_lost_removes);
     suite_add_tcase(s, tc);

@@ -471,6 +471,38 @@ START_TEST(test_marks_table_wraps)
 }
 END_TEST
 
+/* The open bucket is read before the tiers; rolls in between may close
+ * it and fold buckets past it into a coarser tier. Appending it drops
+ * every point the later copy holds from its time on, of any tier. */
+START_TEST(test_open_bucket_appended_after_a_later_copy)
+{
+    const uint64_t s = 1000000000ull; /* tier 0: 1 s buckets here */
+    struct gm_hist_point pts[8] = {
+        { .index = 0, .start_ns = 0, .end_ns = 60 * s, .tier = 1 },
+        { .index = 60, .start_ns = 60 * s, .end_ns = 61 * s, .tier = 0 },
+        /* What the copy found newer than the open bucket [61 s, 62 s):
+         * its own slot closed, and a minute folded past it. */
+        { .index = 61, .start_ns = 61 * s, .end_ns = 62 * s, .tier = 0 },
+        { .index = 1, .start_ns = 60 * s, .end_ns = 120 * s, .tier = 1 },
+        { .index = 120, .start_ns = 120 * s, .end_ns = 121 * s, .tier = 0 },
+    };
+    struct gm_hist_point open = { .index = 61, .start_ns = 61 * s,
+                                  .end_ns = 62 * s, .tier = 0, .open = 1 };
+    size_t n = gm_hist_append_open(pts, 5, 8, &open);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_uint_eq(pts[2].open, 1);
+    for (size_t i = 1; i < n; i++)
+        ck_assert_uint_ge(pts[i].start_ns, pts[i - 1].end_ns);
+    /* A consistent copy keeps everything before the open bucket. */
+    struct gm_hist_point ok[4] = {
+        { .index = 0, .start_ns = 0, .end_ns = 60 * s, .tier = 1 },
+        { .index = 60, .start_ns = 60 * s, .end_ns = 61 * s, .tier = 0 },
+    };
+    ck_assert_uint_eq(gm_hist_append_open(ok, 2, 4, &open), 3);
+    ck_assert_uint_eq(gm_hist_append_open(ok, 3, 3, &open), 3); /* full */
+}
+END_TEST
+
 /* ---- concurrent writers ----------------------------------------------- */
 
 #define WRITERS 3
@@ -558,6 +590,7 @@ static Suite *hist_suite(void)
     TCase *tc = tcase_create("hist");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_bucket_boundaries);
+    tcase_add_test(tc, test_open_bucket_appended_after_a_later_copy);
     tcase_add_test(tc, test_tier_fold_boundaries);
     tcase_add_test(tc, test_clock_36_hours);
     tcase_add_test(tc, test_clock_40_hours_forgets_oldest);

@@ -149,24 +149,30 @@ START_TEST(test_free_without_the_lock_is_kept)
     struct seg s;
     open_seg(&s);
     struct heap m = { 0, 0 };
-    uint32_t a = alloc_ev(&s, &m, 0, 1024);
-    alloc_ev(&s, &m, 8192, 1024);
+    alloc_ev(&s, &m, 0, 1024);
+    uint32_t mid = alloc_ev(&s, &m, 8192, 1024);
     alloc_ev(&s, &m, 65536, 1024);
     ck_assert_uint_eq(gm_frag_count(&s.q->set), 3);
-    (void)a;
     /* This thread holds the lock, as a signal handler would find it, and
      * frees the middle block: the event is skipped, its remove kept. */
     ck_assert_ptr_nonnull(tw_lock(&s.t));
-    free_ev(&s, &m, 8192, 1024, 0);
+    free_ev(&s, &m, 8192, 1024, mid);
     tw_unlock(&s.t);
     ck_assert_uint_eq(gm_frag_count(&s.q->set), 3);
     gm_tel_frag_sync(&s.t, 0, s.q);
     ck_assert_uint_eq(gm_frag_count(&s.q->set), 2);
     ck_assert_uint_eq(frag0(&s), 0); /* one gap left */
-    /* An allocation that cannot take the lock logs nothing: mark 0. */
+    /* An allocation that cannot take the lock logs nothing: mark 0, and
+     * its free touches nothing, not even a block the driver gave the same
+     * start later. */
     ck_assert_ptr_nonnull(tw_lock(&s.t));
     ck_assert_uint_eq(alloc_ev(&s, &m, 1u << 20, 1024), 0);
     tw_unlock(&s.t);
+    alloc_ev(&s, &m, 1u << 21, 1024); /* a new peak: applied */
+    ck_assert_uint_eq(gm_frag_count(&s.q->set), 3);
+    free_ev(&s, &m, 1u << 21, 1024, 0); /* an unlogged block's free */
+    gm_tel_frag_sync(&s.t, 0, s.q);
+    ck_assert_uint_eq(gm_frag_count(&s.q->set), 3);
     close_seg(&s);
 }
 END_TEST

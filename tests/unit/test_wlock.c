@@ -98,8 +98,11 @@ START_TEST(test_dead_holder_replaced_and_repaired)
     ck_assert_int_eq(pthread_create(&th, NULL, die_inside, &s), 0);
     pthread_join(th, NULL);
     ck_assert_int_ne(atomic_load(&s.t.wlock.v), 0); /* still "held" */
+    uint64_t epoch = gm_fragq_epoch;
     one_alloc(&s);                                    /* does not hang */
     ck_assert_uint_eq(allocs0(&s), 2);
+    /* The fragmentation logs are told to rebuild their trees. */
+    ck_assert_uint_eq(gm_fragq_epoch, epoch + 1);
     struct gm_snapshot *snap = malloc(sizeof *snap);
     ck_assert_ptr_nonnull(snap);
     ck_assert_int_eq(gm_tel_snapshot(&s.t, snap), 0); /* no block busy */

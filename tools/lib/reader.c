@@ -1209,13 +1209,8 @@ int gm_seg_history(const struct gm_seg *s, unsigned dev,
         gm_hist_open_point(&snap->dev[dev], a.base_ns, a.steps, &open))
         op = &open;
     size_t n = gm_hist_stitch(a.tiers, NULL, a.base_ns, out, max);
-    if (op != NULL) {
-        /* The open bucket was copied first; drop what it replaces. */
-        while (n > 0 && out[n - 1].tier == 0 && out[n - 1].index >= op->index)
-            n--;
-        if (n < max)
-            out[n++] = *op;
-    }
+    if (op != NULL) /* copied first: gm_hist_append_open drops the newer */
+        n = gm_hist_append_open(out, n, max, op);
     rc = (int)n;
 out:
     free(snap);
