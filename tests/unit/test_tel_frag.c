@@ -17,6 +17,8 @@
 #include "shim/telemetry/telemetry.h"
 #include "shim/telemetry/telwrite.h"
 
+#include "tests/unit/tel_mem.h"
+
 struct seg {
     struct gm_tel t;
     void *mem;
@@ -25,13 +27,7 @@ struct seg {
 
 static void open_seg(struct seg *s)
 {
-    struct gm_tel_params p = { .ring_events = 1024, .dev_slots = 2,
-                               .policy_summary = "test" };
-    size_t len = gm_tel_layout_size(1024, 2);
-    s->mem = aligned_alloc(64, (len + 63) / 64 * 64);
-    ck_assert_ptr_nonnull(s->mem);
-    memset(&s->t, 0, sizeof s->t);
-    ck_assert_int_eq(gm_tel_open_mem(&s->t, s->mem, len, &p), 0);
+    s->mem = gm_test_tel_mem(&s->t, 1024, 2);
     s->q = aligned_alloc(64, (sizeof *s->q + 63) / 64 * 64);
     ck_assert_ptr_nonnull(s->q);
     gm_fragq_init(s->q);
