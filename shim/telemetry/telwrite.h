@@ -92,18 +92,16 @@ static inline __attribute__((always_inline)) void tw_release(struct gm_tel *t)
 static inline __attribute__((always_inline)) struct gm_abi_header *
 tw_lock_as(struct gm_tel *t, int me)
 {
-    /* Pairs with the release store of t->hdr in attach(). */
-    struct gm_abi_header *h = __atomic_load_n(&t->hdr, __ATOMIC_ACQUIRE);
-    if (h == NULL)
-        return NULL;
     if (__builtin_expect(tw_take(t, me) != TW_TAKEN, 0))
         return NULL;
-    /* gm_tel_close clears hdr under the lock: a writer that waited for it
-     * writes nothing into the closed segment. */
-    if (__builtin_expect(__atomic_load_n(&t->hdr, __ATOMIC_RELAXED) != h, 0)) {
+    /* Read under the lock (acquire: pairs with the release store of
+     * t->hdr in attach()). gm_tel_close clears it under the lock, so a
+     * writer that took the lock after it writes nothing into the closed
+     * segment; without a segment (none opened, or closed) a writer only
+     * takes and gives back the lock. */
+    struct gm_abi_header *h = __atomic_load_n(&t->hdr, __ATOMIC_ACQUIRE);
+    if (__builtin_expect(h == NULL, 0))
         tw_release(t);
-        return NULL;
-    }
     return h;
 }
 
