@@ -33,63 +33,30 @@ static int cmp_d(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static double loop_ticks(void)
-{
-    uint64_t s = 0;
-    double t = wall_ns();
-    for (unsigned i = 0; i < OPS; i++)
-        s += gm_ticks();
-    t = wall_ns() - t;
-    sink = s;
-    return t;
-}
-
-static double loop_mono(void)
-{
-    uint64_t s = 0;
-    double t = wall_ns();
-    for (unsigned i = 0; i < OPS; i++)
-        s += gm_clock_monotonic_ns();
-    t = wall_ns() - t;
-    sink = s;
-    return t;
-}
-
-static double loop_ns(void)
-{
-    uint64_t s = 0, d = sink | 12345;
-    double t = wall_ns();
-    for (unsigned i = 0; i < OPS; i++)
-        s += gm_ticks_ns(d + i);
-    t = wall_ns() - t;
-    sink = s;
-    return t;
-}
-
-static double loop_realtime(void)
-{
-    uint64_t s = 0, base = gm_ticks();
-    (void)gm_ticks_realtime(base); /* set this thread's reference point */
-    double t = wall_ns();
-    for (unsigned i = 0; i < OPS; i++)
-        s += gm_ticks_realtime(base + (i & 1023));
-    t = wall_ns() - t;
-    sink = s;
-    return t;
-}
-
-static double loop_empty(void)
-{
-    uint64_t s = 0;
-    double t = wall_ns();
-    for (unsigned i = 0; i < OPS; i++) {
-        s += i;
-        __asm__ volatile("" : "+r"(s));
+/* A timed loop named loop_NAME: OPS iterations of s += (EXPR), with the
+ * loop index i and the values d and base at hand; returns its ns. The
+ * empty asm keeps the compiler from folding the loop away. */
+#define CLOCK_LOOP(name, expr)                                            \
+    static double loop_##name(void)                                       \
+    {                                                                     \
+        uint64_t s = 0, d = sink | 12345, base = gm_ticks();              \
+        (void)gm_ticks_realtime(base); /* this thread's reference point */ \
+        (void)d;                                                          \
+        double t = wall_ns();                                             \
+        for (unsigned i = 0; i < OPS; i++) {                              \
+            s += (expr);                                                  \
+            __asm__ volatile("" : "+r"(s));                               \
+        }                                                                 \
+        t = wall_ns() - t;                                                \
+        sink = s;                                                         \
+        return t;                                                         \
     }
-    t = wall_ns() - t;
-    sink = s;
-    return t;
-}
+
+CLOCK_LOOP(empty, (uint64_t)i)
+CLOCK_LOOP(ticks, gm_ticks())
+CLOCK_LOOP(mono, gm_clock_monotonic_ns())
+CLOCK_LOOP(ns, gm_ticks_ns(d + i))
+CLOCK_LOOP(realtime, gm_ticks_realtime(base + (i & 1023)))
 
 static double median(double (*f)(void))
 {
