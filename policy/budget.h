@@ -34,20 +34,17 @@ static inline void gm_budget_raise_peak(struct gm_budget *b, uint64_t v)
         ;
 }
 
-/* At a commit: peak = max(peak, used now); returns used now, stores
- * the resulting peak in *peak_out and whether this call raised it in
- * *rose (one load of each in the common case where the peak does not
- * move). */
+/* At a commit: peak = max(peak, used now); returns used now and stores
+ * the resulting peak in *peak_out (one load of each in the common case
+ * where the peak does not move). */
 static inline uint64_t gm_budget_note_peak(struct gm_budget *b,
-                                           uint64_t *peak_out, bool *rose)
+                                           uint64_t *peak_out)
 {
     uint64_t u = atomic_load_explicit(&b->used, memory_order_relaxed);
     uint64_t p = atomic_load_explicit(&b->peak, memory_order_relaxed);
-    *rose = false;
     if (GM_UNLIKELY(u > p)) {
         gm_budget_raise_peak(b, u);
         p = atomic_load_explicit(&b->peak, memory_order_relaxed);
-        *rose = true;
     }
     *peak_out = p;
     return u;

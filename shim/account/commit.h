@@ -42,8 +42,7 @@ static inline __attribute__((always_inline)) void gm_acct_commit_inline(
     const bool ptr = a->ns == GM_NS_PTR;
     /* The admission only held the bytes: now that the driver has them,
      * they count toward the peak. */
-    bool rose;
-    uint64_t peak, used = gm_budget_note_peak(&d->budget, &peak, &rose);
+    uint64_t peak, used = gm_budget_note_peak(&d->budget, &peak);
     gm_grp_committed(d);
     a->birth_step = (uint32_t)atomic_load_explicit(&gm_st.steps,
                                                    memory_order_relaxed);

@@ -125,16 +125,14 @@ CUmemoryPool gm_pool_handle(const struct gm_pool *s)
         &s->key, memory_order_relaxed);
 }
 
-struct gm_pool *gm_pool_for(int dev, CUmemoryPool pool)
+struct gm_pool *gm_pool_for_slow(int dev, CUmemoryPool pool)
 {
     if (dev < 0 || dev >= GM_MAX_DEVICES)
         return NULL;
     if (pool != NULL)
         return accountable(pool, dev);
-    struct pool *s = atomic_load_explicit(&gm_pool_current[dev], memory_order_acquire);
-    if (GM_LIKELY(s != NULL))
-        return atomic_load_explicit(&s->imported, memory_order_relaxed)
-                   ? NULL : s;
+    /* The device's current pool is not known yet: ask the driver. */
+    struct pool *s;
     if (gm_real.cuDeviceGetMemPool == NULL ||
         gm_real.cuMemPoolGetAttribute == NULL)
         return NULL;
@@ -207,8 +205,8 @@ static inline uint64_t recharge(struct pool *s, struct gm_dev *d, uint64_t now,
     return used;
 }
 
-uint64_t gm_pool_settle(int dev, struct gm_dev *d, struct gm_pool *s,
-                        uint64_t held, CUdeviceptr p, uint64_t size)
+uint64_t gm_pool_settle_slow(int dev, struct gm_dev *d, struct gm_pool *s,
+                             uint64_t held, CUdeviceptr p, uint64_t size)
 {
     if (s == NULL ||
         atomic_load_explicit(&s->imported, memory_order_relaxed))
@@ -245,7 +243,7 @@ uint64_t gm_pool_settle(int dev, struct gm_dev *d, struct gm_pool *s,
 
 uint64_t gm_pool_refresh(int dev, struct gm_dev *d, struct gm_pool *s)
 {
-    return gm_pool_settle(dev, d, s, 0, 0, 0);
+    return gm_pool_settle_slow(dev, d, s, 0, 0, 0);
 }
 
 static uint64_t refresh_handle(int dev, struct gm_dev *d, CUmemoryPool pool)

@@ -89,10 +89,11 @@ static inline bool gm_pool_seen_hit(struct gm_pool *s, uint64_t p,
  * its reserve cannot be accounted (the driver cannot say, the pool was
  * imported from another process, or the pool table is full): the live
  * bytes are charged instead. */
-struct gm_pool *gm_pool_for(int dev, CUmemoryPool pool);
-/* The same, inline when the device's current pool is known. */
+struct gm_pool *gm_pool_for_slow(int dev, CUmemoryPool pool);
+/* Inline when the device's current pool is known (the common case);
+ * a given pool, or the first lookup of a device's, out of line. */
 static inline __attribute__((always_inline)) struct gm_pool *
-gm_pool_for_inline(int dev, CUmemoryPool pool)
+gm_pool_for(int dev, CUmemoryPool pool)
 {
     if (GM_LIKELY(pool == NULL && (unsigned)dev < GM_MAX_DEVICES)) {
         struct gm_pool *s = atomic_load_explicit(&gm_pool_current[dev],
@@ -101,7 +102,7 @@ gm_pool_for_inline(int dev, CUmemoryPool pool)
             return atomic_load_explicit(&s->imported, memory_order_relaxed)
                        ? NULL : s;
     }
-    return gm_pool_for(dev, pool);
+    return gm_pool_for_slow(dev, pool);
 }
 CUmemoryPool gm_pool_handle(const struct gm_pool *s);
 /* Bytes the pool holds but has not handed out (RESERVED - USED). */
@@ -114,14 +115,15 @@ uint64_t gm_pool_refresh(int dev, struct gm_dev *d, struct gm_pool *s);
  * replaced by the pool's growth in one step, so the peak never counts
  * both. The reserve is not queried when the pool served that block since
  * memory last left it (it cannot have grown for it: pools.c). */
-uint64_t gm_pool_settle(int dev, struct gm_dev *d, struct gm_pool *s,
-                        uint64_t held, CUdeviceptr p, uint64_t size);
-/* The same, inline in its common case: a live pool of this device that
- * served the block from memory it held (no growth, the charge stands):
- * only the hold is given back. */
+uint64_t gm_pool_settle_slow(int dev, struct gm_dev *d, struct gm_pool *s,
+                             uint64_t held, CUdeviceptr p, uint64_t size);
+/* Inline in its common case: a live pool of this device that served the
+ * block from memory it held (no growth, the charge stands): only the
+ * hold is given back. Every other case (another device's pool, a
+ * destroyed one, a block not seen, a query of the reserve) out of line. */
 static inline __attribute__((always_inline)) uint64_t
-gm_pool_settle_inline(int dev, struct gm_dev *d, struct gm_pool *s,
-                      uint64_t held, CUdeviceptr p, uint64_t size)
+gm_pool_settle(int dev, struct gm_dev *d, struct gm_pool *s, uint64_t held,
+               CUdeviceptr p, uint64_t size)
 {
     if (GM_LIKELY(s != NULL &&
                   !atomic_load_explicit(&s->imported, memory_order_relaxed) &&
@@ -130,7 +132,7 @@ gm_pool_settle_inline(int dev, struct gm_dev *d, struct gm_pool *s,
                   gm_pool_seen_hit(s, (uint64_t)p, size)))
         return held ? gm_budget_release(&d->budget, held)
                     : gm_budget_used(&d->budget);
-    return gm_pool_settle(dev, d, s, held, p, size);
+    return gm_pool_settle_slow(dev, d, s, held, p, size);
 }
 /* Trim every pool of `dev` down to what it hands out (after synchronising
  * the device), refresh, and return the bytes given back (0 if none). */

@@ -192,7 +192,7 @@ alloc_async(enum kind k, int dev, struct gm_dev *d, const struct req *r,
     }
     /* The pool's growth replaces the holds (on the group through the
      * settle, shim/account/pools.c). */
-    gm_pool_settle_inline(dev, d, pool, prov, p, r->size);
+    gm_pool_settle(dev, d, pool, prov, p, r->size);
     bool group_over = false;
     if (GM_UNLIKELY(d->gdev1 != 0)) { /* one test for both group steps */
         if (ghold)
@@ -230,8 +230,8 @@ alloc_ptr(enum kind k, const struct req *r)
         return rc;
     }
     if (k >= K_ASYNC) {
-        struct gm_pool *pool = gm_pool_for_inline(dev, k >= K_POOL ? r->pool
-                                                                    : NULL);
+        struct gm_pool *pool = gm_pool_for(dev, k >= K_POOL ? r->pool
+                                                             : NULL);
         if (pool != NULL)
             return alloc_async(k, dev, d, r, pool);
     }

@@ -5,8 +5,9 @@
  *
  * Everything but gm_fragq_lost_remove runs under the telemetry writer
  * lock (gm_fragq_epoch too: bumped by the writer that replaced a dead
- * one, read by the logs' holders). A kept remove is claimed with a compare-and-swap of an empty slot
- * to its start and taken back by the applier with an exchange to 0;
+ * one, read by the logs' holders). A kept remove is claimed with a
+ * compare-and-swap of an empty slot to its start and taken back by the
+ * applier with an exchange to 0;
  * `lost_any` is raised (release) after the slot is written and lowered
  * by the applier before it looks at the slots, so a remove kept while an
  * apply runs is seen by that apply or the next.
@@ -111,7 +112,7 @@ uint32_t gm_fragq_remove_applied(struct gm_fragq *q, uint64_t addr)
 
 uint64_t gm_fragq_skip_zero(struct gm_fragq *q, uint32_t *ppm)
 {
-    uint32_t f = gm_fragq_apply(q, false); /* head = tail: room for two */
+    uint32_t f = gm_fragq_apply(q, false); /* head = tail: the log empty */
     if (f != GM_FRAGQ_KEEP)
         *ppm = f;
     uint64_t t = q->tail;

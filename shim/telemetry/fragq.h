@@ -52,7 +52,7 @@
 #define GM_FRAGQ_BATCH 256u   /* a power of two */
 #define GM_FRAGQ_MASK (GM_FRAGQ_BATCH - 1u)
 #define GM_FRAGQ_LOST 8u      /* removes kept for a later apply */
-#define GM_FRAGQ_KEEP 0xffffffffu /* no new figure (GM_TEL_FRAG_KEEP) */
+#define GM_FRAGQ_KEEP 0xffffffffu /* no new figure (also GM_TEL_FRAG_KEEP) */
 
 struct gm_fragq_op {
     uint64_t addr;

@@ -121,18 +121,18 @@ void gm_tel_alloc(struct gm_tel *t, unsigned dev, unsigned api, uint64_t addr,
  * used_after. Record GM_EV_FREE {size, addr, lat_ns, used_after}. */
 void gm_tel_free(struct gm_tel *t, unsigned dev, unsigned api, uint64_t addr,
                  uint64_t size, uint64_t lat_ns, uint64_t used_after);
-/* Request refused: refusals++, used = used. Record GM_EV_OOM {size,
- * used_after = used, extra = limit}. */
-/* The same, also setting the fragmentation figure in the same stats
- * update (one seqlock section instead of two); GM_TEL_FRAG_KEEP leaves it
- * unchanged. */
-#define GM_TEL_FRAG_KEEP UINT32_MAX
+/* The same two, also setting the fragmentation figure in the same stats
+ * update (one seqlock section instead of two); GM_TEL_FRAG_KEEP (the
+ * fragmentation log's "no new figure") leaves it unchanged. */
+#define GM_TEL_FRAG_KEEP GM_FRAGQ_KEEP
 void gm_tel_alloc_frag(struct gm_tel *t, unsigned dev, unsigned api,
                        uint64_t addr, uint64_t size, uint64_t lat_ns,
                        uint64_t used_after, uint64_t peak, uint32_t frag_ppm);
 void gm_tel_free_frag(struct gm_tel *t, unsigned dev, unsigned api,
                       uint64_t addr, uint64_t size, uint64_t lat_ns,
                       uint64_t used_after, uint32_t frag_ppm);
+/* Request refused: refusals++, used = used. Record GM_EV_OOM {size,
+ * used_after = used, extra = limit}. */
 void gm_tel_refuse(struct gm_tel *t, unsigned dev, unsigned api,
                    uint64_t size, uint64_t used, uint64_t limit);
 /* The hot path's form of the two above: one prepared event, time-stamp

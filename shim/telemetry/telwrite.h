@@ -323,8 +323,6 @@ static inline void tw_put_frag(struct gm_abi_dev *d, uint32_t frag_ppm)
         tw_put(&d->frag_peak_ppm, v);
 }
 
-_Static_assert(GM_FRAGQ_KEEP == GM_TEL_FRAG_KEEP, "one 'no new figure'");
-
 static inline __attribute__((always_inline)) uint32_t
 gm_tel_alloc_ev(struct gm_tel *t, const struct gm_tel_ev *e)
 {

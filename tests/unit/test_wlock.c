@@ -11,6 +11,7 @@
 #include <check.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +119,7 @@ END_TEST
 struct stuck {
     struct seg *s;
     int go[2];
+    bool close_first; /* close the segment (an exit path) before letting go */
 };
 
 /* Holds the lock until told to let it go. */
@@ -127,6 +129,8 @@ static void *hold_until_told(void *arg)
     ck_assert_ptr_nonnull(tw_lock(&k->s->t));
     char c;
     ck_assert_int_eq(read(k->go[0], &c, 1), 1);
+    if (k->close_first)
+        gm_tel_close(&k->s->t, true);
     tw_unlock(&k->s->t);
     return NULL;
 }
@@ -209,25 +213,14 @@ static void *alloc_once(void *arg)
 
 /* A holder closes the segment (an exit path) while another writer waits
  * for the lock: that writer, once it has the lock, writes nothing. */
-static void *close_while_held(void *arg)
-{
-    struct stuck *k = arg;
-    ck_assert_ptr_nonnull(tw_lock(&k->s->t));
-    char c;
-    ck_assert_int_eq(read(k->go[0], &c, 1), 1);
-    gm_tel_close(&k->s->t, true);
-    tw_unlock(&k->s->t);
-    return NULL;
-}
-
 START_TEST(test_waiter_writes_nothing_after_close)
 {
     struct seg s;
     open_seg(&s);
-    struct stuck k = { .s = &s };
+    struct stuck k = { .s = &s, .close_first = true };
     ck_assert_int_eq(pipe(k.go), 0);
     pthread_t holder, waiter;
-    ck_assert_int_eq(pthread_create(&holder, NULL, close_while_held, &k), 0);
+    ck_assert_int_eq(pthread_create(&holder, NULL, hold_until_told, &k), 0);
     while (atomic_load(&s.t.wlock.v) == 0)
         sched_yield();
     ck_assert_int_eq(pthread_create(&waiter, NULL, alloc_once, &s), 0);
