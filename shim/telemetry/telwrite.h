@@ -29,6 +29,20 @@
 #define GM_TW_HISTORY 1
 #endif
 
+/* Likewise for the parts of the two hot-path events, compiled out only
+ * to measure what each costs: tests/bench/floor.sh builds the shim with
+ * GM_TW_FIGURES 0 (no device-block update, no fragmentation log: the
+ * event takes the lock, stamps and writes its record) and with
+ * GM_TW_RECORD 0 as well (the lock and the clocks alone). Such a build
+ * keeps no figures; floor.sh builds it in a directory of its own and
+ * nothing installs it. */
+#ifndef GM_TW_FIGURES
+#define GM_TW_FIGURES 1
+#endif
+#ifndef GM_TW_RECORD
+#define GM_TW_RECORD 1
+#endif
+
 #define TW_LD_RLX(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #define TW_LD_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define TW_ST_RLX(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
@@ -331,9 +345,10 @@ gm_tel_alloc_ev(struct gm_tel *t, const struct gm_tel_ev *e)
     if (h == NULL)
         return 0; /* the interval is not logged: its free removes nothing */
     uint32_t ppm = e->frag_ppm, mark = 0;
-    if (e->fq != NULL)
+    if (GM_TW_FIGURES && e->fq != NULL)
         mark = gm_fragq_add(e->fq, e->addr, e->size, &ppm);
-    struct gm_abi_dev *d = tw_stats_enter(h, e->dev, e->ts_ns, e->known);
+    struct gm_abi_dev *d =
+        GM_TW_FIGURES ? tw_stats_enter(h, e->dev, e->ts_ns, e->known) : NULL;
     if (d != NULL) {
         tw_inc(&d->allocs);
         tw_add(&d->total_bytes, e->size);
@@ -350,8 +365,9 @@ gm_tel_alloc_ev(struct gm_tel *t, const struct gm_tel_ev *e)
         tw_put_frag(d, ppm);
         tw_stats_end(d);
     }
-    tw_ring_push_as(h, me, GM_EV_ALLOC, e->api, e->dev, e->ts_ns, e->lat_ns,
-                    e->size, e->addr, e->used, 0);
+    if (GM_TW_RECORD)
+        tw_ring_push_as(h, me, GM_EV_ALLOC, e->api, e->dev, e->ts_ns,
+                        e->lat_ns, e->size, e->addr, e->used, 0);
     tw_unlock(t);
     return mark;
 }
@@ -362,7 +378,7 @@ gm_tel_free_ev(struct gm_tel *t, const struct gm_tel_ev *e)
     uint32_t me = gm_thread_id();
     struct gm_abi_header *h = tw_lock_as(t, (int)me);
     /* Mark 0: the interval was never logged, there is nothing to remove. */
-    bool logged = e->fq != NULL && e->mark != 0;
+    bool logged = GM_TW_FIGURES && e->fq != NULL && e->mark != 0;
     if (h == NULL) {
         if (logged)
             gm_fragq_lost_remove(e->fq, e->addr);
@@ -371,7 +387,8 @@ gm_tel_free_ev(struct gm_tel *t, const struct gm_tel_ev *e)
     uint32_t ppm = e->frag_ppm;
     if (logged)
         gm_fragq_remove(e->fq, e->mark, e->addr, &ppm);
-    struct gm_abi_dev *d = tw_stats_enter(h, e->dev, e->ts_ns, e->known);
+    struct gm_abi_dev *d =
+        GM_TW_FIGURES ? tw_stats_enter(h, e->dev, e->ts_ns, e->known) : NULL;
     if (d != NULL) {
         tw_inc(&d->frees);
         tw_sub(&d->live_allocs, 1);
@@ -380,8 +397,9 @@ gm_tel_free_ev(struct gm_tel *t, const struct gm_tel_ev *e)
         tw_put_frag(d, ppm);
         tw_stats_end(d);
     }
-    tw_ring_push_as(h, me, GM_EV_FREE, e->api, e->dev, e->ts_ns, e->lat_ns,
-                    e->size, e->addr, e->used, 0);
+    if (GM_TW_RECORD)
+        tw_ring_push_as(h, me, GM_EV_FREE, e->api, e->dev, e->ts_ns,
+                        e->lat_ns, e->size, e->addr, e->used, 0);
     tw_unlock(t);
 }
 

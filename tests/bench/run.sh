@@ -8,7 +8,9 @@
 #    Also with K other allocations live (0 / 1k / 10k / 100k).
 #    Then what the history adds to the telemetry writer: bench_hist minus
 #    bench_histoff (the same event loop with the history's hot-path code
-#    compiled out), callgrind marginal per alloc+free event pair.
+#    compiled out), callgrind marginal per alloc+free event pair. And
+#    what each part of an event costs: tests/bench/floor.sh (the shim
+#    built without the event's figures, and without its record too).
 # 2. Nanoseconds per pair, native, same loops, median of 9 interleaved
 #    rounds of driver, telemetry and limits-only runs (pinned to one CPU),
 #    with the ratio of telemetry to limits-only; and by thread count
@@ -128,6 +130,9 @@ if command -v valgrind >/dev/null 2>&1; then
     echo "History: instructions per alloc+free event pair in the telemetry writer (callgrind, marginal over $H1..$H2 pairs)"
     printf '%-16s %-16s %8s\n' "history on" "compiled out" added
     printf '%-16s %-16s %8s\n' "$on" "$off" $((on - off))
+    echo
+    echo "What an event's parts cost (tests/bench/floor.sh: the shim built without them)"
+    BUILD="$B" sh "$(dirname "$0")/floor.sh"
     echo
 else
     echo "valgrind not found: instruction counts skipped"
