@@ -1,7 +1,7 @@
 /*
  * shim/account/device.c — resolving a device's record at its first use
  * (limit, physical total, group registration, telemetry block) and
- * measuring the memory of its first context. Invariants in device.h;
+ * charging the memory of each context made on it, until its end. Invariants in device.h;
  * driver calls made here run with the nesting guard raised.
  */
 #include "shim/account/device.h"
@@ -11,7 +11,9 @@
 
 #include "policy/parse.h"
 #include "shim/account/commit.h"
+#include "shim/account/contexts.h"
 #include "shim/account/grouphook.h"
+#include "shim/account/release.h"
 #include "shim/driver/nvml.h"
 #include "shim/driver/real.h"
 
@@ -100,23 +102,38 @@ static uint64_t driver_in_use(CUcontext ctx)
     return rc == CUDA_SUCCESS && t >= f ? (uint64_t)(t - f) : 0;
 }
 
-void gm_dev_context_before(int dev, struct gm_ctx_probe *before)
+void gm_dev_context_before(int dev, bool primary, struct gm_ctx_probe *before)
 {
     before->ok = false;
+    before->measure = false;
+    before->primary = primary;
     struct gm_dev *d = gm_dev_get(dev);
-    if (d == NULL || atomic_load(&d->ctx_measured))
+    if (d == NULL)
         return;
+    /* A retain of a primary context that is already charged (or being
+     * measured by another thread) makes nothing new. */
+    if (primary && !gm_ctx_claim_primary(dev))
+        return;
+    before->measure = true;
     gm_depth++;
     before->ok = gm_nvml_sample(dev, &before->s);
     gm_depth--;
 }
 
+void gm_dev_context_failed(int dev, const struct gm_ctx_probe *before)
+{
+    if (before->measure && before->primary)
+        gm_ctx_unclaim_primary(dev);
+}
+
 /* What the new context took: this process's own NVML figure where NVML
  * lists it (exact on a shared device), else the device's in-use
- * difference around the creation, else the driver's total - free through
- * the new context (an over-estimate on a shared device). */
+ * difference around the creation. Without NVML: for the device's first
+ * context the driver's total - free through it (an over-estimate on a
+ * shared device), for a later one the first one's size (the driver's
+ * in-use figure then holds the earlier contexts and allocations too). */
 static uint64_t context_bytes(int dev, CUcontext ctx,
-                              const struct gm_ctx_probe *before)
+                              const struct gm_ctx_probe *before, bool first)
 {
     struct gm_nvml_sample after;
     if (before->ok && gm_nvml_sample(dev, &after)) {
@@ -127,31 +144,82 @@ static uint64_t context_bytes(int dev, CUcontext ctx,
         return after.device_used > before->s.device_used
                    ? after.device_used - before->s.device_used : 0;
     }
-    return driver_in_use(ctx);
+    return first ? driver_in_use(ctx) : gm_ctx_first_bytes(dev);
+}
+
+/* Give back a listed context's charge (its end was seen, or the driver
+ * handed its handle out again unseen). */
+static void context_release(const struct gm_ctx_ent *e)
+{
+    struct gm_dev *d = gm_dev_get(e->dev);
+    if (d == NULL)
+        return;
+    uint64_t used = gm_budget_release(&d->budget, e->bytes);
+    if (e->grouped)
+        gm_grp_give(d, e->bytes);
+    gm_release_wake();
+    gm_tel_context_end(&gm_st.tel, (unsigned)e->dev, e->bytes, used);
+    if (gm_log_enabled(GM_LOG_INFO)) {
+        char b[32];
+        gm_format_size(e->bytes, b, sizeof b);
+        gm_log(GM_LOG_INFO, "device %d: a context ended, %s given back",
+               e->dev, b);
+    }
 }
 
 bool gm_dev_context_created(int dev, CUcontext ctx,
                             const struct gm_ctx_probe *before)
 {
     struct gm_dev *d = gm_dev_get(dev);
-    if (d == NULL || atomic_exchange(&d->ctx_measured, 1) != 0)
+    if (d == NULL || !before->measure)
         return false;
-    atomic_fetch_or(&gm_ctx_devices, 1ull << dev);
+    bool first = atomic_exchange(&d->ctx_measured, 1) == 0;
+    if (first)
+        atomic_fetch_or(&gm_ctx_devices, 1ull << dev);
+    struct gm_ctx_ent stale;
+    if (gm_ctx_take((uintptr_t)ctx, &stale))
+        context_release(&stale); /* its end went unseen */
     gm_depth++;
-    uint64_t bytes = context_bytes(dev, ctx, before);
+    uint64_t bytes = context_bytes(dev, ctx, before, first);
     gm_depth--;
+    if (first)
+        gm_ctx_set_first_bytes(dev, bytes);
     uint64_t used = gm_budget_force(&d->budget, bytes);
-    if (!gm_grp_take(d, bytes))
+    bool grouped = gm_grp_take(d, bytes);
+    if (!grouped)
         gm_log(GM_LOG_WARN, "device %d: group '%s' is full; this context's "
                "memory is not counted in it", dev, gm_st.policy.group);
     else
         gm_grp_committed(d);
     gm_tel_context(&gm_st.tel, (unsigned)dev, bytes, used,
                    gm_budget_peak(&d->budget));
+    struct gm_ctx_ent e = { (uintptr_t)ctx, bytes, dev, before->primary,
+                            grouped };
+    if (!gm_ctx_add(&e)) {
+        static atomic_flag warned = ATOMIC_FLAG_INIT;
+        if (!atomic_flag_test_and_set(&warned))
+            gm_log(GM_LOG_WARN, "more than %d live contexts: the memory of "
+                   "the ones past them stays charged after they end",
+                   GM_CTX_MAX);
+    }
     if (gm_log_enabled(GM_LOG_INFO)) {
         char b[32];
         gm_format_size(bytes, b, sizeof b);
         gm_log(GM_LOG_INFO, "device %d: context takes %s (charged)", dev, b);
     }
-    return true;
+    return first;
+}
+
+void gm_dev_context_ended(CUcontext ctx)
+{
+    struct gm_ctx_ent e;
+    if (gm_ctx_take((uintptr_t)ctx, &e))
+        context_release(&e);
+}
+
+void gm_dev_primary_ended(int dev)
+{
+    struct gm_ctx_ent e;
+    if (gm_ctx_take_primary(dev, &e))
+        context_release(&e);
 }

@@ -1,13 +1,14 @@
 /*
  * shim/account/device.h — a device's record with its limit resolved, and
- * the memory of its first context.
+ * the memory of the contexts made on it.
  *
  * Invariants: a device's limit and physical total are set once, at its
  * first use (physical total from the real cuDeviceTotalMem_v2), under
  * gm_st.dev_lock and before `ready` becomes 2 (release store; gm_dev_get
  * acquires). The device is registered with the process's group at the same
- * moment, so gdev1 is fixed before anything is charged. Context memory is
- * measured and charged once per device (ctx_measured 0 -> 1 by exchange).
+ * moment, so gdev1 is fixed before anything is charged. Each context's
+ * memory is charged once, from its creation to its end; the device's
+ * first context is told apart by ctx_measured (0 -> 1 by exchange).
  */
 #ifndef GM_DEVICE_H
 #define GM_DEVICE_H
@@ -29,21 +30,28 @@ static inline struct gm_dev *gm_dev_get(int dev)
         return &gm_st.dev[dev];
     return gm_dev_get_slow(dev);
 }
-/* Context memory, measured once per device: call _before just before the
- * real context creator (it samples NVML where available) and _created
- * after it succeeded, with the new context. The growth of this process's
- * own NVML entry (or of the device's NVML in-use figure when NVML does
- * not list the process, or, without NVML, the device's in-use memory seen
- * through the new context) is recorded and charged to the device's
- * limit. _created returns true for the device's first context (the one
- * that was measured). */
+/* Context memory, measured for each context made on the device: call
+ * _before just before the real context creator (it samples NVML where
+ * available) and _created after it succeeded, with the new context, or
+ * _failed when it did not. The growth of this process's own NVML entry
+ * (or of the device's NVML in-use figure when NVML does not list the
+ * process; without NVML, see device.c) is charged to the device's limit
+ * and the context listed (shim/account/contexts.h) until _ended (a
+ * destroyed context) or _primary_ended (the primary context's last
+ * release or a reset) gives it back. A retain of a primary context that
+ * is already charged measures nothing. _created returns true for the
+ * device's first context (static mode takes its arena then). */
 struct gm_ctx_probe {
     bool ok;                    /* NVML answered before the creation */
+    bool measure;               /* a new context is expected */
+    bool primary;               /* by cuDevicePrimaryCtxRetain */
     struct gm_nvml_sample s;
 };
-void gm_dev_context_before(int dev, struct gm_ctx_probe *before);
+void gm_dev_context_before(int dev, bool primary, struct gm_ctx_probe *before);
 bool gm_dev_context_created(int dev, CUcontext ctx,
                             const struct gm_ctx_probe *before);
-
+void gm_dev_context_failed(int dev, const struct gm_ctx_probe *before);
+void gm_dev_context_ended(CUcontext ctx);
+void gm_dev_primary_ended(int dev);
 
 #endif

@@ -55,6 +55,12 @@
     X(cuCtxCreate_v2, cuCtxCreate, 3020, 0)                             \
     X(cuCtxCreate, cuCtxCreate, 0, 0)                                   \
     X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, 0, 0)         \
+    X(cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease, 11000, 0) \
+    X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease, 0, 0)       \
+    X(cuDevicePrimaryCtxReset_v2, cuDevicePrimaryCtxReset, 11000, 0)    \
+    X(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset, 0, 0)           \
+    X(cuCtxDestroy_v2, cuCtxDestroy, 4000, 0)                           \
+    X(cuCtxDestroy, cuCtxDestroy, 0, 0)                                 \
     X(cuMemPoolCreate, cuMemPoolCreate, 0, 0)                           \
     X(cuMemPoolDestroy, cuMemPoolDestroy, 0, 0)                         \
     X(cuMemPoolTrimTo, cuMemPoolTrimTo, 0, 0)                           \
@@ -72,6 +78,7 @@
 /* Driver functions the shim calls itself but does not wrap. */
 #define GM_PLAIN(X)                                                     \
     X(cuCtxGetDevice)                                                   \
+    X(cuDevicePrimaryCtxGetState)                                       \
     X(cuCtxPushCurrent_v2)                                              \
     X(cuCtxPopCurrent_v2)                                               \
     X(cuDeviceGetUuid_v2)                                               \

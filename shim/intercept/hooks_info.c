@@ -5,9 +5,13 @@
  * cuDeviceTotalMem reports min(limit, physical); without one both pass
  * through. Output pointers are handed to the driver as given (a NULL one
  * gets the driver's own answer) and adjusted only on success.
- * Context creators measure and charge the first context on each device.
+ * Context creators measure and charge each new context; a context's end
+ * (destroy, the primary context's last release, a reset) gives its charge
+ * back.
  */
 #include "shim/intercept/lifecycle.h"
+#include "policy/parse.h"
+#include "shim/admit/oomsnap.h"
 #include "shim/intercept/hooks_info.h"
 #include "shim/telemetry/abi.h"
 #include "shim/account/account.h"
@@ -129,35 +133,74 @@ GM_EXPORT CUresult CUDAAPI cuDeviceTotalMem(unsigned int *bytes, CUdevice dev)
 /* ---- contexts ------------------------------------------------------------ */
 
 /* Before/after a context creator on `dev`. */
-static struct gm_ctx_probe ctx_before(bool on, CUdevice dev)
+static struct gm_ctx_probe ctx_before(bool on, CUdevice dev, bool primary)
 {
-    struct gm_ctx_probe before = { .ok = false };
+    struct gm_ctx_probe before = { .ok = false, .measure = false };
     if (on)
-        gm_dev_context_before((int)dev, &before);
+        gm_dev_context_before((int)dev, primary, &before);
     return before;
 }
 
-static void ctx_after(bool on, CUresult rc, CUdevice dev, CUcontext *pctx,
-                      const struct gm_ctx_probe *before)
+/* A created context (not a primary one: frameworks make theirs while
+ * starting, and a refusal there would stop them) that takes the device
+ * past its limit is destroyed again and refused, unless on_oom=warn. */
+static CUresult ctx_refuse_past_limit(CUdevice dev, CUcontext *pctx)
 {
-    /* The first context on a device is measured, then (static mode) the
-     * arena is taken from what is left. */
-    if (on && rc == CUDA_SUCCESS && pctx != NULL &&
-        gm_dev_context_created((int)dev, *pctx, before))
-        gm_static_setup((int)dev, gm_dev_get((int)dev), *pctx);
+    struct gm_dev *d = gm_dev_get((int)dev);
+    uint64_t limit = d ? gm_budget_limit(&d->budget) : 0;
+    uint64_t used = d ? gm_budget_used(&d->budget) : 0;
+    if (limit == 0 || used <= limit || gm_st.policy.on_oom == GM_OOM_WARN ||
+        gm_real.cuCtxDestroy_v2 == NULL)
+        return CUDA_SUCCESS;
+    CUcontext c = *pctx;
+    gm_depth++;
+    CUresult rc = gm_real.cuCtxDestroy_v2(c);
+    gm_depth--;
+    if (rc != CUDA_SUCCESS)
+        return CUDA_SUCCESS; /* it lives on, and stays charged */
+    gm_dev_context_ended(c);
+    uint64_t after = gm_budget_used(&d->budget);
+    uint64_t bytes = used > after ? used - after : 0;
+    gm_admit_refused(d, (unsigned)dev, GM_API_CTX_CREATE, bytes, after, limit);
+    char b[32], u[32], l[32];
+    gm_format_size(bytes, b, sizeof b);
+    gm_format_size(after, u, sizeof u);
+    gm_format_size(limit, l, sizeof l);
+    gm_log(GM_LOG_WARN, "device %d: cuCtxCreate refused: its context (%s) "
+           "would take %s used past the %s limit", (int)dev, b, u, l);
+    *pctx = NULL;
+    return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-/* A context creator: measure the first context on `dev` around the call. */
-#define CTX_WRAPPER(name, params, args, dev)                         \
+static CUresult ctx_after(bool on, CUresult rc, CUdevice dev,
+                          CUcontext *pctx, const struct gm_ctx_probe *before)
+{
+    if (!on)
+        return rc;
+    if (rc != CUDA_SUCCESS || pctx == NULL) {
+        gm_dev_context_failed((int)dev, before);
+        return rc;
+    }
+    /* Every new context is measured and charged; at the first on a
+     * device (static mode) the arena is taken from what is left. */
+    if (gm_dev_context_created((int)dev, *pctx, before))
+        gm_static_setup((int)dev, gm_dev_get((int)dev), *pctx);
+    else if (before->measure && !before->primary)
+        return ctx_refuse_past_limit(dev, pctx);
+    return rc;
+}
+
+/* A context creator: measure the new context on `dev` around the call. */
+#define CTX_WRAPPER(name, params, args, dev, primary)                    \
     GM_EXPORT CUresult CUDAAPI name params                               \
     {                                                                     \
         GM_NEED_REAL(name);                                               \
         bool on = gm_active();                                            \
-        struct gm_ctx_probe before = ctx_before(on, dev);                 \
+        struct gm_ctx_probe before = ctx_before(on, dev, primary);        \
         gm_depth++;                                                       \
         CUresult rc = gm_real.name args;                                  \
         gm_depth--;                                                       \
-        ctx_after(on, rc, dev, pctx, &before);                            \
+        rc = ctx_after(on, rc, dev, pctx, &before);                       \
         if (on)                                                           \
             GM_REC(GM_RO_CTX, 0, (int)(dev), 0,                           \
                    rc == CUDA_SUCCESS && pctx ? (uintptr_t)*pctx : 0, 0, \
@@ -166,18 +209,70 @@ static void ctx_after(bool on, CUresult rc, CUdevice dev, CUcontext *pctx,
     }
 
 CTX_WRAPPER(cuDevicePrimaryCtxRetain, (CUcontext *pctx, CUdevice dev),
-            (pctx, dev), dev)
+            (pctx, dev), dev, true)
 CTX_WRAPPER(cuCtxCreate,
             (CUcontext *pctx, unsigned int flags, CUdevice dev),
-            (pctx, flags, dev), dev)
+            (pctx, flags, dev), dev, false)
 CTX_WRAPPER(cuCtxCreate_v2,
             (CUcontext *pctx, unsigned int flags, CUdevice dev),
-            (pctx, flags, dev), dev)
+            (pctx, flags, dev), dev, false)
 CTX_WRAPPER(cuCtxCreate_v3,
             (CUcontext *pctx, CUexecAffinityParam *params, int numParams,
              unsigned int flags, CUdevice dev),
-            (pctx, params, numParams, flags, dev), dev)
+            (pctx, params, numParams, flags, dev), dev, false)
 CTX_WRAPPER(cuCtxCreate_v4,
             (CUcontext *pctx, CUctxCreateParams *params, unsigned int flags,
              CUdevice dev),
-            (pctx, params, flags, dev), dev)
+            (pctx, params, flags, dev), dev, false)
+
+/* A context's end gives its charge back: a destroyed context at once; the
+ * primary context when a release leaves it inactive (its last reference)
+ * or a reset ends it. The memory allocated in it is given back as the
+ * driver hands its addresses out again (docs/design.md). */
+#define CTX_DESTROY_WRAPPER(name)                                         \
+    GM_EXPORT CUresult CUDAAPI name(CUcontext ctx)                        \
+    {                                                                     \
+        GM_NEED_REAL(name);                                               \
+        bool on = gm_active();                                            \
+        gm_depth++;                                                       \
+        CUresult rc = gm_real.name(ctx);                                  \
+        gm_depth--;                                                       \
+        if (on && rc == CUDA_SUCCESS)                                     \
+            gm_dev_context_ended(ctx);                                    \
+        return rc;                                                        \
+    }
+
+CTX_DESTROY_WRAPPER(cuCtxDestroy)
+CTX_DESTROY_WRAPPER(cuCtxDestroy_v2)
+
+/* After a successful release: has the primary context ended? Asked of
+ * the driver (nothing ends when it cannot say). */
+static bool primary_inactive(CUdevice dev)
+{
+    unsigned int flags = 0;
+    int active = 1;
+    if (gm_real.cuDevicePrimaryCtxGetState == NULL)
+        return false;
+    gm_depth++;
+    CUresult rc = gm_real.cuDevicePrimaryCtxGetState(dev, &flags, &active);
+    gm_depth--;
+    return rc == CUDA_SUCCESS && active == 0;
+}
+
+#define PRIMARY_END_WRAPPER(name, reset)                                  \
+    GM_EXPORT CUresult CUDAAPI name(CUdevice dev)                         \
+    {                                                                     \
+        GM_NEED_REAL(name);                                               \
+        bool on = gm_active();                                            \
+        gm_depth++;                                                       \
+        CUresult rc = gm_real.name(dev);                                  \
+        gm_depth--;                                                       \
+        if (on && rc == CUDA_SUCCESS && ((reset) || primary_inactive(dev))) \
+            gm_dev_primary_ended((int)dev);                               \
+        return rc;                                                        \
+    }
+
+PRIMARY_END_WRAPPER(cuDevicePrimaryCtxRelease, false)
+PRIMARY_END_WRAPPER(cuDevicePrimaryCtxRelease_v2, false)
+PRIMARY_END_WRAPPER(cuDevicePrimaryCtxReset, true)
+PRIMARY_END_WRAPPER(cuDevicePrimaryCtxReset_v2, true)

@@ -31,6 +31,7 @@
 #include "shim/telemetry/trend.h"
 #include "shim/account/state.h"
 #include "shim/account/commit.h"
+#include "shim/account/contexts.h"
 #include "shim/account/grouphook.h"
 #include "shim/account/release.h"
 #include "shim/account/pools.h"
@@ -174,6 +175,7 @@ static void fork_child(void)
     gm_release_reset();
     gm_static_reset();
     gm_dev_reset();
+    gm_ctx_reset();
     gm_pools_reset();
     atomic_store(&gm_staged_armed, 0);
     pthread_mutex_init(&gm_st.dev_lock, NULL);

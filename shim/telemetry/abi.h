@@ -58,6 +58,7 @@ enum gm_ev_kind {
     GM_EV_STEP = 14,   /* gpumem_step(): size = step count after it */
     GM_EV_MARK = 15,   /* gpumem_mark(): addr = mark number (label table) */
     GM_EV_FORECAST = 16, /* the limit is forecast within GPUMEM_WARN_BEFORE */
+    GM_EV_CONTEXT_END = 17, /* a charged context ended; size = its bytes */
     GM_EV_COUNT
 };
 
@@ -109,7 +110,7 @@ const char *gm_ev_kind_name(unsigned kind);
 
 /* "GPUMEMSG" read as a little-endian 64-bit integer. */
 #define GM_ABI_MAGIC 0x47534d454d555047ull
-#define GM_ABI_VERSION 3u
+#define GM_ABI_VERSION 4u
 
 #define GM_ABI_MAX_DEVICES 64u      /* device blocks at most */
 #define GM_ABI_RECORD_SIZE 64u
@@ -239,7 +240,7 @@ struct gm_abi_dev {
     uint64_t used;               /*   40  bytes charged now */
     uint64_t peak;               /*   48  high-water mark of used */
     uint64_t peak_ns;            /*   56  CLOCK_REALTIME ns, peak last rose */
-    uint64_t context_bytes;      /*   64  context memory measured and charged */
+    uint64_t context_bytes;      /*   64  context memory charged now (live contexts) */
     uint64_t pool_reserve;       /*   72  bytes held by stream-ordered pools */
     uint64_t allocs;             /*   80  allocations charged */
     uint64_t frees;              /*   88  releases */
@@ -261,7 +262,8 @@ struct gm_abi_dev {
     uint64_t lat_sum_ns;         /*  216  sum of allocation latencies */
     uint64_t uuid[2];            /*  224  device UUID (cuDeviceGetUuid_v2's 16
                                            bytes, in order); 0: unknown */
-    uint64_t reserved0[2];       /*  240  zero */
+    uint64_t context_peak;       /*  240  most context memory charged at once */
+    uint64_t reserved0;          /*  248  zero */
     uint64_t size_hist[GM_ABI_SIZE_BUCKETS]; /* 256 allocation sizes, log2 */
     uint64_t lat_hist[GM_ABI_LAT_BUCKETS];   /* 640 allocation latency, log2 */
     /* The open history bucket (v3; seqlocked with the block): */

@@ -16,7 +16,7 @@ const char *gm_ev_kind_name(unsigned kind)
         [GM_EV_WAIT_END] = "wait_end", [GM_EV_TRIM] = "trim",
         [GM_EV_RECLAIM] = "reclaim", [GM_EV_HOST] = "host",
         [GM_EV_STEP] = "step", [GM_EV_MARK] = "mark",
-        [GM_EV_FORECAST] = "forecast",
+        [GM_EV_FORECAST] = "forecast", [GM_EV_CONTEXT_END] = "context_end",
     };
     return kind < GM_EV_COUNT && names[kind] ? names[kind] : "?";
 }

@@ -111,8 +111,16 @@ size_t gm_format_latency(uint64_t ns, char *buf, size_t cap)
 bool gm_report_dev_used(const struct gm_abi_dev *d)
 {
     return d->present && (d->allocs || d->frees || d->refusals ||
-                          d->context_bytes || d->spills || d->over_limit ||
-                          d->peak);
+                          d->context_bytes || d->context_peak || d->spills ||
+                          d->over_limit || d->peak);
+}
+
+/* A report is of the whole run: its context figure is the most context
+ * memory charged at once (contexts may have ended before the report). */
+static uint64_t report_context(const struct gm_abi_dev *d)
+{
+    return d->context_peak > d->context_bytes ? d->context_peak
+                                              : d->context_bytes;
 }
 
 /* Whole seconds and thousandths between the process start and `ns`. */
@@ -235,7 +243,7 @@ static void text_device(struct out *o, const struct gm_snapshot *s,
     char peak[32], lim[32], ctx[32], live[32], p50[32], p99[32];
     gm_format_size(d->peak, peak, sizeof peak);
     gm_format_size(d->limit, lim, sizeof lim);
-    gm_format_size(d->context_bytes, ctx, sizeof ctx);
+    gm_format_size(report_context(d), ctx, sizeof ctx);
     gm_format_size(d->live_bytes, live, sizeof live);
 
     emit(o, "gpumem: device %u: peak %s", i, peak);
@@ -425,7 +433,7 @@ static void json_device(struct out *o, const struct gm_snapshot *s,
     } else {
         emit(o, "\"peak_at_s\":null,");
     }
-    json_u64(o, "context_bytes", d->context_bytes, true);
+    json_u64(o, "context_bytes", report_context(d), true);
     json_u64(o, "pool_reserve_bytes", d->pool_reserve, true);
     json_u64(o, "allocs", d->allocs, true);
     json_u64(o, "frees", d->frees, true);

@@ -62,7 +62,8 @@
     X(live_bytes) X(frag_ppm) X(frag_peak_ppm) X(waits) X(trims)            \
     X(trimmed_bytes) X(reclaims) X(reclaimed_bytes) X(last_ns) X(lat_sum_ns) \
     X(hist_next_ns) X(hist_open) X(hist_min) X(hist_max) X(hist_allocs0)    \
-    X(hist_frees0) X(hist_refusals0) X(hist_lock) X(uuid[0]) X(uuid[1])
+    X(hist_frees0) X(hist_refusals0) X(hist_lock) X(uuid[0]) X(uuid[1])     \
+    X(context_peak)
 
 /* ---- geometry ----------------------------------------------------------- */
 
@@ -319,11 +320,30 @@ void gm_tel_context(struct gm_tel *t, unsigned dev, uint64_t bytes,
     struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
     if (d != NULL) {
         tw_add(&d->context_bytes, bytes);
+        tw_raise_to(&d->context_peak, tw_get(&d->context_bytes));
         tw_set_used_peak(d, used_after, peak, now);
         tw_stats_end(d);
     }
     tw_ring_push(h, GM_EV_CONTEXT, GM_API_NONE, dev, now, 0, bytes, 0,
               used_after, 0);
+    tw_unlock(t);
+}
+
+void gm_tel_context_end(struct gm_tel *t, unsigned dev, uint64_t bytes,
+                        uint64_t used_after)
+{
+    uint64_t now = gm_clock_realtime_ns();
+    struct gm_abi_header *h = tw_lock(t);
+    if (h == NULL)
+        return;
+    struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
+    if (d != NULL) {
+        tw_sub(&d->context_bytes, bytes);
+        tw_set_used_peak(d, used_after, 0, now);
+        tw_stats_end(d);
+    }
+    tw_ring_push(h, GM_EV_CONTEXT_END, GM_API_NONE, dev, now, 0, bytes, 0,
+                 used_after, 0);
     tw_unlock(t);
 }
 

@@ -155,10 +155,15 @@ struct gm_tel_ev {
 /* gm_tel_alloc_ev(t, e) (returning the mark of its interval's add, 0
  * when none was logged) and gm_tel_free_ev(t, e) are inline in
  * shim/telemetry/telwrite.h. */
-/* Context memory measured: context_bytes += bytes, used, peak. Record
+/* Context memory measured: context_bytes += bytes (context_peak follows
+ * it up), used, peak. Record
  * GM_EV_CONTEXT {size = bytes, used_after}. */
 void gm_tel_context(struct gm_tel *t, unsigned dev, uint64_t bytes,
                     uint64_t used_after, uint64_t peak);
+/* A charged context ended: context_bytes -= bytes (clamped at 0), used.
+ * Record GM_EV_CONTEXT_END {size = bytes, used_after}. */
+void gm_tel_context_end(struct gm_tel *t, unsigned dev, uint64_t bytes,
+                        uint64_t used_after);
 /* Limit changed. Record GM_EV_LIMIT {size = new, extra = old limit,
  * used_after = used}. */
 void gm_tel_limit(struct gm_tel *t, unsigned dev, uint64_t new_limit);

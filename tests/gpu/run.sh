@@ -223,7 +223,7 @@ build_one() {
 }
 
 C_CASES="rt_malloc_shared rt_malloc_static rt_entry rt_async rt_managed rt_pitch rt_3d
-rt_array rt_threads drv_direct drv_dlopen drv_vmm"
+rt_array rt_threads drv_direct drv_dlopen drv_vmm drv_contexts"
 
 build_all() {
     drv="-L$CUDA_HOME/lib64/stubs"
@@ -240,6 +240,7 @@ build_all() {
     build_one drv_direct drv_direct.cu "$drv" -lcuda
     build_one drv_dlopen drv_dlopen.cu -ldl
     build_one drv_vmm drv_vmm.cu "$drv" -lcuda
+    build_one drv_contexts drv_contexts.cu "$drv" -lcuda
     build_one bench_alloc bench_alloc.cu "$drv" -lcuda
     wait
     bad=0

@@ -128,7 +128,8 @@ static void model_from_ring(const struct gm_seg *s, uint64_t base,
             open = true;
         }
         bool sets_used = r->kind == GM_EV_ALLOC || r->kind == GM_EV_FREE ||
-                         r->kind == GM_EV_OOM || r->kind == GM_EV_CONTEXT;
+                         r->kind == GM_EV_OOM || r->kind == GM_EV_CONTEXT ||
+                         r->kind == GM_EV_CONTEXT_END;
         if (sets_used) {
             used = r->used_after;
             if (used < b->used_min)

@@ -97,6 +97,33 @@ START_TEST(context_charged_and_virtualised)
 }
 END_TEST
 
+static unsigned long long json_num(const char *json, const char *key);
+
+/* Every context counts against the limit while it lives (apicheck's
+ * contexts scenario), through each lookup path; the exit report's context
+ * figure is the most context memory held at once. */
+START_TEST(every_context_charged_until_its_end)
+{
+    char rep[256], env_rep[300];
+    snprintf(rep, sizeof rep, "/tmp/gm-ctx-%d-%d.json", (int)getpid(), _i);
+    snprintf(env_rep, sizeof env_rep, "GPUMEM_REPORT=json:%s", rep);
+    const char *env[] = { "GPUMEM_LIMIT=1G", "SIMCUDA_CONTEXT=200M", env_rep,
+                          NULL };
+    RUN_OK(env, apicheck(vias[_i]), "--via", vias[_i], "contexts");
+    ck_assert_msg(strstr(out, "ok contexts") != NULL, "%s", out);
+    static char json[65536];
+    FILE *f = fopen(rep, "r");
+    ck_assert_msg(f != NULL, "no report at %s", rep);
+    size_t n = fread(json, 1, sizeof json - 1, f);
+    fclose(f);
+    unlink(rep);
+    json[n] = '\0';
+    ck_assert_uint_eq(json_num(json, "context_bytes"), 400ull << 20);
+    /* The byte past the limit and the context past it. */
+    ck_assert_uint_eq(json_num(json, "refused"), 2);
+}
+END_TEST
+
 /* Static mode: free memory is what the arena can still hand out, not 0
  * because the arena is charged whole. */
 START_TEST(static_mode_free_is_the_arena_room)
@@ -821,6 +848,7 @@ static Suite *suite(void)
     tcase_add_test(a, no_limit_passes_through);
     tcase_add_loop_test(a, invalid_requests_get_the_drivers_answer, 0, 3);
     tcase_add_loop_test(a, static_mode_free_is_the_arena_room, 0, 3);
+    tcase_add_loop_test(a, every_context_charged_until_its_end, 0, 3);
     tcase_add_test(a, percent_limit_resolves_against_physical);
     tcase_add_test(a, share_limit_uses_local_ranks);
     tcase_add_test(a, limit_above_physical_clamps);

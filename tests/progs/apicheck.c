@@ -42,7 +42,8 @@
     X(cuMemFreeHost) X(cuMemAllocHost_v2) X(cuMemPoolGetAttribute)      \
     X(cuMemPoolSetAttribute) X(cuDeviceGetMemPool) X(cuMemPoolTrimTo)     \
     X(cuStreamSynchronize_ptsz) X(cuMemAllocAsync_ptsz) X(cuMemFreeAsync_ptsz) \
-    X(cuMemGetAddressRange_v2)
+    X(cuMemGetAddressRange_v2) X(cuDevicePrimaryCtxRelease_v2)          \
+    X(cuDevicePrimaryCtxReset_v2)
 
 static struct {
 #define FIELD(n) __typeof__(n) *n;
@@ -112,6 +113,12 @@ static void resolve(void)
     } while (0);
     FNS(BYGPA)
 #undef BYGPA
+    /* At 13000 the family cuCtxCreate is _v4 (another signature): ask
+     * for the version whose variant is _v2, as a program built for it
+     * would. */
+    void *q = NULL;
+    CU(gpa("cuCtxCreate", &q, 3020, 0, NULL));
+    F.cuCtxCreate_v2 = (__typeof__(F.cuCtxCreate_v2))q;
 }
 
 static CUdevice dev0;
@@ -502,6 +509,56 @@ static void s_pool_queries(void)
 
 /* Requests no driver can serve: the answers are printed for the caller to
  * compare with the driver's own. */
+/* Every context is charged while it lives: a created one next to the
+ * primary one, the primary one again after its last release. A created
+ * context that would pass the limit is refused. Run with a limit and
+ * SIMCUDA_CONTEXT; the report's context figure is the most at once. */
+static void s_contexts(void)
+{
+    uint64_t limit = total_now(), ctx = limit - free_now();
+    CHECK(ctx > 0 && 3 * ctx < limit, "context %llu of %llu",
+          (unsigned long long)ctx, (unsigned long long)limit);
+    CUcontext c = NULL;
+    CU(F.cuCtxCreate_v2(&c, 0, dev0)); /* current now */
+    CHECK(limit - free_now() == 2 * ctx, "two contexts: used %llu",
+          (unsigned long long)(limit - free_now()));
+    CUdeviceptr p = 0, q = 0;
+    CU(F.cuMemAlloc_v2(&p, free_now()));
+    CHECK(F.cuMemAlloc_v2(&q, 1) == CUDA_ERROR_OUT_OF_MEMORY,
+          "one byte past the limit with two contexts");
+    CU(F.cuMemFree_v2(p));
+    /* The primary context's last release ends it; a retain makes it again. */
+    CU(F.cuDevicePrimaryCtxRelease_v2(dev0));
+    CHECK(limit - free_now() == ctx, "primary released: used %llu",
+          (unsigned long long)(limit - free_now()));
+    CU(F.cuDevicePrimaryCtxRetain(&ctx0, dev0));
+    CHECK(limit - free_now() == 2 * ctx, "primary made again: used %llu",
+          (unsigned long long)(limit - free_now()));
+    CU(F.cuCtxDestroy_v2(c));
+    CU(F.cuCtxSetCurrent(ctx0));
+    CHECK(limit - free_now() == ctx, "created one destroyed: used %llu",
+          (unsigned long long)(limit - free_now()));
+    /* A reset ends the primary context too (its reference stays). */
+    CU(F.cuDevicePrimaryCtxReset_v2(dev0));
+    CU(F.cuDevicePrimaryCtxRetain(&ctx0, dev0));
+    CU(F.cuDevicePrimaryCtxRelease_v2(dev0));
+    CU(F.cuCtxSetCurrent(ctx0));
+    CHECK(limit - free_now() == ctx, "after a reset: used %llu",
+          (unsigned long long)(limit - free_now()));
+    /* Room for less than a context: a new one is refused, nothing moves. */
+    uint64_t fill = limit - 2 * ctx + (1u << 20);
+    CU(F.cuMemAlloc_v2(&p, fill));
+    c = (CUcontext)(uintptr_t)1;
+    CHECK(F.cuCtxCreate_v2(&c, 0, dev0) == CUDA_ERROR_OUT_OF_MEMORY,
+          "a context past the limit was made");
+    CHECK(c == NULL, "refused, yet a context came back");
+    CU(F.cuCtxSetCurrent(ctx0));
+    CHECK(limit - free_now() == ctx + fill, "after the refusal: used %llu",
+          (unsigned long long)(limit - free_now()));
+    CU(F.cuMemFree_v2(p));
+    printf("ok contexts\n");
+}
+
 static void s_invalid(void)
 {
     CUmemAllocationProp prop = dev0_alloc_prop();
@@ -1096,6 +1153,8 @@ int main(int argc, char **argv)
         s_pool_peak(a1);
     else if (strcmp(sc, "group-pool") == 0)
         s_group_pool(a1);
+    else if (strcmp(sc, "contexts") == 0)
+        s_contexts();
     else if (strcmp(sc, "invalid") == 0)
         s_invalid();
     else if (strcmp(sc, "pool-destroy-live") == 0)

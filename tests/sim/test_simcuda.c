@@ -319,10 +319,13 @@ START_TEST(context_memory)
     ck_assert_uint_eq(free_now(), GiB - 100 * MiB);
     ck_assert_int_eq(cuDevicePrimaryCtxRetain(&p2, 0), CUDA_SUCCESS);
     ck_assert_ptr_eq(p1, p2);
+    ck_assert_uint_eq(free_now(), GiB - 100 * MiB);     /* a retain costs nothing */
     ck_assert_int_eq(cuCtxCreate_v2(&c, 0, 0), CUDA_SUCCESS);
-    ck_assert_uint_eq(free_now(), GiB - 100 * MiB);     /* only the first one costs */
+    ck_assert_uint_eq(free_now(), GiB - 200 * MiB);     /* each context costs */
     ck_assert_int_eq(stats(0).contexts, 2);
+    ck_assert_uint_eq(stats(0).context, 200 * MiB);
     ck_assert_int_eq(cuCtxDestroy_v2(c), CUDA_SUCCESS);
+    ck_assert_uint_eq(stats(0).used, 100 * MiB);
     ck_assert_int_eq(cuDevicePrimaryCtxRelease_v2(0), CUDA_SUCCESS);
     ck_assert_uint_eq(stats(0).used, 100 * MiB);
     ck_assert_int_eq(cuDevicePrimaryCtxRelease_v2(0), CUDA_SUCCESS);

@@ -418,7 +418,12 @@ static void trace_event(struct gm_snapshot *s, unsigned kind, unsigned dev,
         sub_clamp(&d->live_bytes, size);
         break;
     case GM_EV_OOM: d->refusals++; break;
-    case GM_EV_CONTEXT: d->context_bytes += size; break;
+    case GM_EV_CONTEXT:
+        d->context_bytes += size;
+        if (d->context_bytes > d->context_peak)
+            d->context_peak = d->context_bytes;
+        break;
+    case GM_EV_CONTEXT_END: sub_clamp(&d->context_bytes, size); break;
     case GM_EV_SPILL: d->spills++; d->spilled_bytes += size; break;
     case GM_EV_OVER_LIMIT: d->over_limit++; break;
     case GM_EV_WAIT_BEGIN: d->waits++; break;

@@ -4,9 +4,9 @@
  * cuCtxDestroy, the per-thread context stack (set/get/push/pop), the device
  * of a context, synchronisation, and cuStreamCreate/Destroy/Synchronize.
  *
- * Context memory: the first live context of a device (an active primary
+ * Context memory: every live context of a device (an active primary
  * context counts as one, every created context as one) charges
- * SIMCUDA_CONTEXT bytes; the last one to go returns them. Ending a context
+ * SIMCUDA_CONTEXT bytes, returned when it ends. Ending a context
  * (cuCtxDestroy, the primary context's last release, a reset) frees the
  * allocations, arrays and streams made in it, as the real driver does. A
  * reset ends the primary context but keeps its reference count (so later
@@ -103,29 +103,29 @@ CUresult gm_sim_stream_dev(CUstream s, int *dev)
                ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
-/* First context on the device charges context memory. Device locked. */
+/* Every context charges its context memory, as on a real driver. Device
+ * locked. */
 static CUresult ctx_open(struct gm_sim_dev *d)
 {
-    if (d->nctx == 0) {
-        if (!gm_sim_charge(d, gm_sim.cfg.context))
-            return CUDA_ERROR_OUT_OF_MEMORY;
-        d->ctx_bytes = gm_sim.cfg.context;
-    }
+    if (!gm_sim_charge(d, gm_sim.cfg.context))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    d->ctx_bytes += gm_sim.cfg.context;
     d->nctx++;
     gm_sim_publish(d);
     return CUDA_SUCCESS;
 }
 
-/* A context goes away: its resources, then (last one) context memory.
- * Device locked. */
+/* A context goes away: its resources, then its context memory. Device
+ * locked. */
 static void ctx_close(struct gm_sim_dev *d, const void *ctx)
 {
     gm_sim_mem_drop_ctx(d, ctx);
     gm_sim_objs_drop_ctx(d, ctx);
-    if (--d->nctx == 0) {
-        gm_sim_uncharge(d, d->ctx_bytes);
-        d->ctx_bytes = 0;
-    }
+    uint64_t b = d->ctx_bytes < gm_sim.cfg.context ? d->ctx_bytes
+                                                  : gm_sim.cfg.context;
+    gm_sim_uncharge(d, b);
+    d->ctx_bytes -= b;
+    d->nctx--;
     gm_sim_publish(d);
 }
 
