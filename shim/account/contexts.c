@@ -1,7 +1,8 @@
 /*
  * shim/account/contexts.c — the list of charged contexts (contexts.h):
- * a fixed array searched linearly under one mutex, plus one claim flag
- * per device for its primary context.
+ * a fixed array of created contexts searched linearly and one slot per
+ * device for its primary context, under one mutex; and one lock per device
+ * for the wrappers of its primary context.
  */
 #include "shim/account/contexts.h"
 
@@ -11,37 +12,57 @@
 #include "shim/account/state.h"
 
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct gm_ctx_ent ents[GM_CTX_MAX];
+static struct gm_ctx_ent ents[GM_CTX_MAX];    /* created contexts */
 static bool used[GM_CTX_MAX];
-static bool claimed[GM_MAX_DEVICES];  /* primary being measured */
+static struct gm_ctx_ent prims[GM_MAX_DEVICES]; /* primary ones: always fit */
+static bool prim_used[GM_MAX_DEVICES];
+static pthread_mutex_t primary_locks[GM_MAX_DEVICES];
+static pthread_once_t primary_once = PTHREAD_ONCE_INIT;
 static uint64_t first_bytes[GM_MAX_DEVICES];
+
+static bool dev_ok(int dev)
+{
+    return dev >= 0 && dev < GM_MAX_DEVICES;
+}
 
 bool gm_ctx_add(const struct gm_ctx_ent *e)
 {
     bool ok = false;
     pthread_mutex_lock(&ctx_lock);
-    for (unsigned i = 0; i < GM_CTX_MAX && !ok; i++) {
-        if (!used[i]) {
-            ents[i] = *e;
-            used[i] = true;
+    if (e->primary) {
+        if (dev_ok(e->dev) && !prim_used[e->dev]) {
+            prims[e->dev] = *e;
+            prim_used[e->dev] = true;
             ok = true;
         }
+    } else {
+        for (unsigned i = 0; i < GM_CTX_MAX && !ok; i++) {
+            if (!used[i]) {
+                ents[i] = *e;
+                used[i] = true;
+                ok = true;
+            }
+        }
     }
-    if (e->primary && e->dev >= 0 && e->dev < GM_MAX_DEVICES)
-        claimed[e->dev] = false; /* listed now, or not at all */
     pthread_mutex_unlock(&ctx_lock);
     return ok;
 }
 
-static bool take_where(bool (*match)(const struct gm_ctx_ent *, uintptr_t),
-                       uintptr_t key, struct gm_ctx_ent *out)
+bool gm_ctx_take(uintptr_t ctx, struct gm_ctx_ent *out)
 {
     bool found = false;
     pthread_mutex_lock(&ctx_lock);
     for (unsigned i = 0; i < GM_CTX_MAX && !found; i++) {
-        if (used[i] && match(&ents[i], key)) {
+        if (used[i] && ents[i].ctx == ctx) {
             *out = ents[i];
             used[i] = false;
+            found = true;
+        }
+    }
+    for (unsigned i = 0; i < GM_MAX_DEVICES && !found; i++) {
+        if (prim_used[i] && prims[i].ctx == ctx) {
+            *out = prims[i];
+            prim_used[i] = false;
             found = true;
         }
     }
@@ -49,54 +70,49 @@ static bool take_where(bool (*match)(const struct gm_ctx_ent *, uintptr_t),
     return found;
 }
 
-static bool by_handle(const struct gm_ctx_ent *e, uintptr_t ctx)
-{
-    return e->ctx == ctx;
-}
-
-static bool by_primary(const struct gm_ctx_ent *e, uintptr_t dev)
-{
-    return e->primary && (uintptr_t)e->dev == dev;
-}
-
-bool gm_ctx_take(uintptr_t ctx, struct gm_ctx_ent *out)
-{
-    return take_where(by_handle, ctx, out);
-}
-
 bool gm_ctx_take_primary(int dev, struct gm_ctx_ent *out)
 {
-    if (dev < 0 || dev >= GM_MAX_DEVICES)
+    if (!dev_ok(dev))
         return false;
     pthread_mutex_lock(&ctx_lock);
-    claimed[dev] = false;
+    bool found = prim_used[dev];
+    if (found) {
+        *out = prims[dev];
+        prim_used[dev] = false;
+    }
     pthread_mutex_unlock(&ctx_lock);
-    return take_where(by_primary, (uintptr_t)dev, out);
+    return found;
 }
 
-bool gm_ctx_claim_primary(int dev)
+bool gm_ctx_has_primary(int dev)
 {
-    if (dev < 0 || dev >= GM_MAX_DEVICES)
+    if (!dev_ok(dev))
         return false;
-    bool ok;
     pthread_mutex_lock(&ctx_lock);
-    ok = !claimed[dev];
-    for (unsigned i = 0; i < GM_CTX_MAX && ok; i++)
-        if (used[i] && ents[i].primary && ents[i].dev == dev)
-            ok = false;
-    if (ok)
-        claimed[dev] = true;
+    bool found = prim_used[dev];
     pthread_mutex_unlock(&ctx_lock);
-    return ok;
+    return found;
 }
 
-void gm_ctx_unclaim_primary(int dev)
+static void primary_init(void)
 {
-    if (dev < 0 || dev >= GM_MAX_DEVICES)
+    for (unsigned i = 0; i < GM_MAX_DEVICES; i++)
+        pthread_mutex_init(&primary_locks[i], NULL);
+}
+
+void gm_ctx_primary_lock(int dev)
+{
+    if (!dev_ok(dev))
         return;
-    pthread_mutex_lock(&ctx_lock);
-    claimed[dev] = false;
-    pthread_mutex_unlock(&ctx_lock);
+    pthread_once(&primary_once, primary_init);
+    pthread_mutex_lock(&primary_locks[dev]);
+}
+
+void gm_ctx_primary_unlock(int dev)
+{
+    if (!dev_ok(dev))
+        return;
+    pthread_mutex_unlock(&primary_locks[dev]);
 }
 
 uint64_t gm_ctx_first_bytes(int dev)
@@ -122,6 +138,11 @@ void gm_ctx_reset(void)
 {
     pthread_mutex_init(&ctx_lock, NULL);
     memset(used, 0, sizeof used);
-    memset(claimed, 0, sizeof claimed);
+    memset(prim_used, 0, sizeof prim_used);
     memset(first_bytes, 0, sizeof first_bytes);
+    /* A lock a parent's thread held at the fork is held in the child by
+     * no one: fresh ones (pthread_once already ran in the parent, or
+     * runs here). */
+    pthread_once(&primary_once, primary_init);
+    primary_init();
 }

@@ -6,10 +6,12 @@
  * Invariants: a context is listed exactly while its charge stands, from
  * its measured creation until its end is seen (cuCtxDestroy, the primary
  * context's last release, a reset); at most one primary context per
- * device is listed or claimed. The table is fixed (GM_CTX_MAX entries)
- * and behind one mutex: contexts are made and ended rarely, never on the
- * allocation path. A context that does not fit is charged all the same
- * and stays charged after its end (the limit errs on the safe side).
+ * device is listed (its wrappers run under the device's primary lock).
+ * The table is fixed (GM_CTX_MAX created contexts, and one primary
+ * context per device, which always fits) and behind one mutex: contexts
+ * are made and ended rarely, never on the allocation path. A created
+ * context that does not fit is charged all the same and stays charged
+ * after its end (the limit errs on the safe side).
  */
 #ifndef GM_CONTEXTS_H
 #define GM_CONTEXTS_H
@@ -27,18 +29,20 @@ struct gm_ctx_ent {
     bool grouped;       /* the group took the bytes too */
 };
 
-/* List a charged context; false when the table is full. */
+/* List a charged context; false when the table is full (created ones). */
 bool gm_ctx_add(const struct gm_ctx_ent *e);
 /* Take a context out of the list (copied to *out); false when unlisted. */
 bool gm_ctx_take(uintptr_t ctx, struct gm_ctx_ent *out);
-/* The same for the device's primary context (claims included: a claim
- * taken this way is dropped and returns false). */
+/* The same for the device's listed primary context. */
 bool gm_ctx_take_primary(int dev, struct gm_ctx_ent *out);
-/* Claim the measurement of device dev's primary context: true when it is
- * neither listed nor claimed by another thread (then the caller measures
- * and lists it, or gives the claim back with gm_ctx_unclaim_primary). */
-bool gm_ctx_claim_primary(int dev);
-void gm_ctx_unclaim_primary(int dev);
+/* True when the device's primary context is listed. */
+bool gm_ctx_has_primary(int dev);
+/* The device's primary-context lock: held by a wrapper from its look at
+ * the list, across the real retain, release or reset, to its change of
+ * the list, so that a retain and a release (or two retains) of one
+ * primary context cannot interleave there. No-op for a bad ordinal. */
+void gm_ctx_primary_lock(int dev);
+void gm_ctx_primary_unlock(int dev);
 /* The bytes of the first context measured on dev (0: none yet): the
  * estimate for a later context where nothing can measure it. */
 uint64_t gm_ctx_first_bytes(int dev);

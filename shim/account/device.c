@@ -110,9 +110,9 @@ void gm_dev_context_before(int dev, bool primary, struct gm_ctx_probe *before)
     struct gm_dev *d = gm_dev_get(dev);
     if (d == NULL)
         return;
-    /* A retain of a primary context that is already charged (or being
-     * measured by another thread) makes nothing new. */
-    if (primary && !gm_ctx_claim_primary(dev))
+    /* A retain of a primary context that is already charged makes
+     * nothing new (the caller holds the device's primary lock). */
+    if (primary && gm_ctx_has_primary(dev))
         return;
     before->measure = true;
     gm_depth++;
@@ -120,31 +120,33 @@ void gm_dev_context_before(int dev, bool primary, struct gm_ctx_probe *before)
     gm_depth--;
 }
 
-void gm_dev_context_failed(int dev, const struct gm_ctx_probe *before)
-{
-    if (before->measure && before->primary)
-        gm_ctx_unclaim_primary(dev);
-}
-
 /* What the new context took: this process's own NVML figure where NVML
- * lists it (exact on a shared device), else the device's in-use
- * difference around the creation. Without NVML: for the device's first
- * context the driver's total - free through it (an over-estimate on a
- * shared device), for a later one the first one's size (the driver's
- * in-use figure then holds the earlier contexts and allocations too). */
+ * lists it (exact on a shared device, but for what the process allocated
+ * or freed meanwhile), else the device's in-use difference around the
+ * creation. Without NVML: for the device's first context the driver's
+ * total - free through it (an over-estimate on a shared device), for a
+ * later one the first one's size (the driver's in-use figure then holds
+ * the earlier contexts and allocations too). A later context is never
+ * taken to be smaller than the first: contexts of one device cost about
+ * the same, and a free that ran during the measurement must not hide it. */
 static uint64_t context_bytes(int dev, CUcontext ctx,
                               const struct gm_ctx_probe *before, bool first)
 {
     struct gm_nvml_sample after;
+    uint64_t b;
     if (before->ok && gm_nvml_sample(dev, &after)) {
         if (after.own_listed) {
             uint64_t was = before->s.own_listed ? before->s.own_used : 0;
-            return after.own_used > was ? after.own_used - was : 0;
+            b = after.own_used > was ? after.own_used - was : 0;
+        } else {
+            b = after.device_used > before->s.device_used
+                    ? after.device_used - before->s.device_used : 0;
         }
-        return after.device_used > before->s.device_used
-                   ? after.device_used - before->s.device_used : 0;
+    } else {
+        b = first ? driver_in_use(ctx) : 0;
     }
-    return first ? driver_in_use(ctx) : gm_ctx_first_bytes(dev);
+    uint64_t floor = first ? 0 : gm_ctx_first_bytes(dev);
+    return b > floor ? b : floor;
 }
 
 /* Give back a listed context's charge (its end was seen, or the driver
@@ -167,30 +169,62 @@ static void context_release(const struct gm_ctx_ent *e)
     }
 }
 
-bool gm_dev_context_created(int dev, CUcontext ctx,
-                            const struct gm_ctx_probe *before)
+/* Charge a created context within the limit and the group, or refuse it
+ * (nothing charged). */
+static enum gm_ctx_verdict charge_within(struct gm_dev *d, uint64_t bytes,
+                                         uint64_t *used)
+{
+    if (!gm_budget_reserve(&d->budget, bytes, used))
+        return GM_CTX_REFUSED_LIMIT;
+    if (!gm_grp_take(d, bytes)) {
+        *used = gm_budget_release(&d->budget, bytes);
+        gm_release_wake();
+        return GM_CTX_REFUSED_GROUP;
+    }
+    gm_grp_committed(d);
+    return GM_CTX_KEPT;
+}
+
+enum gm_ctx_verdict gm_dev_context_created(int dev, CUcontext ctx,
+                                           const struct gm_ctx_probe *before,
+                                           bool may_refuse, uint64_t *bytes_out)
 {
     struct gm_dev *d = gm_dev_get(dev);
+    *bytes_out = 0;
     if (d == NULL || !before->measure)
-        return false;
-    bool first = atomic_exchange(&d->ctx_measured, 1) == 0;
-    if (first)
-        atomic_fetch_or(&gm_ctx_devices, 1ull << dev);
+        return GM_CTX_NOTHING;
     struct gm_ctx_ent stale;
     if (gm_ctx_take((uintptr_t)ctx, &stale))
         context_release(&stale); /* its end went unseen */
+    bool first = atomic_load(&d->ctx_measured) == 0;
     gm_depth++;
     uint64_t bytes = context_bytes(dev, ctx, before, first);
     gm_depth--;
-    if (first)
+    *bytes_out = bytes;
+    uint64_t used = 0;
+    bool grouped = true;
+    if (may_refuse && !before->primary && gm_st.policy.on_oom != GM_OOM_WARN) {
+        enum gm_ctx_verdict v = charge_within(d, bytes, &used);
+        if (v != GM_CTX_KEPT) {
+            if (first && gm_ctx_first_bytes(dev) == 0)
+                gm_ctx_set_first_bytes(dev, bytes); /* for the next one */
+            return v;
+        }
+    } else {
+        used = gm_budget_force(&d->budget, bytes);
+        grouped = gm_grp_take(d, bytes);
+        if (!grouped)
+            gm_log(GM_LOG_WARN, "device %d: group '%s' is full; this "
+                   "context's memory is not counted in it", dev,
+                   gm_st.policy.group);
+        else
+            gm_grp_committed(d);
+    }
+    first = atomic_exchange(&d->ctx_measured, 1) == 0;
+    if (first) {
+        atomic_fetch_or(&gm_ctx_devices, 1ull << dev);
         gm_ctx_set_first_bytes(dev, bytes);
-    uint64_t used = gm_budget_force(&d->budget, bytes);
-    bool grouped = gm_grp_take(d, bytes);
-    if (!grouped)
-        gm_log(GM_LOG_WARN, "device %d: group '%s' is full; this context's "
-               "memory is not counted in it", dev, gm_st.policy.group);
-    else
-        gm_grp_committed(d);
+    }
     gm_tel_context(&gm_st.tel, (unsigned)dev, bytes, used,
                    gm_budget_peak(&d->budget));
     struct gm_ctx_ent e = { (uintptr_t)ctx, bytes, dev, before->primary,
@@ -207,19 +241,25 @@ bool gm_dev_context_created(int dev, CUcontext ctx,
         gm_format_size(bytes, b, sizeof b);
         gm_log(GM_LOG_INFO, "device %d: context takes %s (charged)", dev, b);
     }
-    return first;
+    return first ? GM_CTX_KEPT_FIRST : GM_CTX_KEPT;
 }
 
-void gm_dev_context_ended(CUcontext ctx)
+bool gm_dev_context_ended(CUcontext ctx, int *dev)
 {
     struct gm_ctx_ent e;
-    if (gm_ctx_take((uintptr_t)ctx, &e))
-        context_release(&e);
+    if (!gm_ctx_take((uintptr_t)ctx, &e))
+        return false;
+    context_release(&e);
+    *dev = e.dev;
+    return true;
 }
 
-void gm_dev_primary_ended(int dev)
+bool gm_dev_primary_ended(int dev, CUcontext *ctx)
 {
     struct gm_ctx_ent e;
-    if (gm_ctx_take_primary(dev, &e))
-        context_release(&e);
+    if (!gm_ctx_take_primary(dev, &e))
+        return false;
+    context_release(&e);
+    *ctx = (CUcontext)e.ctx;
+    return true;
 }

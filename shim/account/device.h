@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "shim/account/state.h"
+#include "shim/account/contexts.h"
 #include "shim/driver/nvml.h"
 
 /* The device's record with its limit resolved; NULL for a bad ordinal. */
@@ -32,26 +33,35 @@ static inline struct gm_dev *gm_dev_get(int dev)
 }
 /* Context memory, measured for each context made on the device: call
  * _before just before the real context creator (it samples NVML where
- * available) and _created after it succeeded, with the new context, or
- * _failed when it did not. The growth of this process's own NVML entry
- * (or of the device's NVML in-use figure when NVML does not list the
- * process; without NVML, see device.c) is charged to the device's limit
- * and the context listed (shim/account/contexts.h) until _ended (a
- * destroyed context) or _primary_ended (the primary context's last
- * release or a reset) gives it back. A retain of a primary context that
- * is already charged measures nothing. _created returns true for the
- * device's first context (static mode takes its arena then). */
+ * available; a primary retain runs under gm_ctx_primary_lock) and
+ * _created after it succeeded, with the new context. The growth of this
+ * process's own NVML entry (or of the device's NVML in-use figure when
+ * NVML does not list the process; without NVML, see device.c) is charged
+ * to the device's limit and the context listed (shim/account/contexts.h)
+ * until _ended (a destroyed context) or _primary_ended (the primary
+ * context's last release or a reset) gives it back; those return the
+ * ended context's device or handle. A retain of a primary context that is
+ * already charged measures nothing. With may_refuse, a created (not a
+ * primary) context that does not fit under the limit or in the group is
+ * not charged (unless on_oom=warn): the caller destroys it. */
 struct gm_ctx_probe {
     bool ok;                    /* NVML answered before the creation */
     bool measure;               /* a new context is expected */
     bool primary;               /* by cuDevicePrimaryCtxRetain */
     struct gm_nvml_sample s;
 };
+enum gm_ctx_verdict {
+    GM_CTX_NOTHING,             /* nothing new was made */
+    GM_CTX_KEPT,                /* charged and listed */
+    GM_CTX_KEPT_FIRST,          /* ... the device's first context */
+    GM_CTX_REFUSED_LIMIT,       /* not charged: past the limit */
+    GM_CTX_REFUSED_GROUP,       /* not charged: the group is full */
+};
 void gm_dev_context_before(int dev, bool primary, struct gm_ctx_probe *before);
-bool gm_dev_context_created(int dev, CUcontext ctx,
-                            const struct gm_ctx_probe *before);
-void gm_dev_context_failed(int dev, const struct gm_ctx_probe *before);
-void gm_dev_context_ended(CUcontext ctx);
-void gm_dev_primary_ended(int dev);
+enum gm_ctx_verdict gm_dev_context_created(int dev, CUcontext ctx,
+                                           const struct gm_ctx_probe *before,
+                                           bool may_refuse, uint64_t *bytes);
+bool gm_dev_context_ended(CUcontext ctx, int *dev);
+bool gm_dev_primary_ended(int dev, CUcontext *ctx);
 
 #endif

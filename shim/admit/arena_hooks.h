@@ -19,6 +19,11 @@ extern _Atomic uint64_t gm_arena_bits __attribute__((visibility("hidden")));
 
 /* At the first context on `dev` in static mode: reserve the arena. */
 void gm_static_setup(int dev, struct gm_dev *d, CUcontext ctx);
+/* Context `ctx` on `dev` ended: if the device's arena was made in it, the
+ * driver freed it with the context; the arena is retired (its charge
+ * given back, nothing served from it any more) and the device allocates
+ * on demand from then on. */
+void gm_static_retire(int dev, CUcontext ctx);
 /* Serve an allocation from the device's arena. Returns false when the
  * device has no arena (the caller goes to the driver); true with *rc set
  * (CUDA_SUCCESS and *p, or CUDA_ERROR_OUT_OF_MEMORY) otherwise. */

@@ -8,11 +8,15 @@
  *
  * Invariants: an arena is initialised completely before its pointer is
  * published in gm_dev.arena (release store; readers acquire); it lives
- * until the process exits. Arena pieces are not charged again: the whole
+ * until the process exits or the context it was made in ends (then it is
+ * unpublished once, by compare-and-swap, its charge given back, and its
+ * record kept for threads still inside it; no arena is made again on that
+ * device). Arena pieces are not charged again: the whole
  * arena already is. Telemetry records each piece as an allocation so the
  * counts, sizes and leak check work as in grow mode, with `used` standing
  * at context + arena.
  */
+#include <string.h>
 #include <errno.h>
 
 #include "shim/admit/oomsnap.h"
@@ -25,6 +29,8 @@
 #include "shim/account/state.h"
 
 static struct gm_arena arenas[GM_MAX_DEVICES];
+static CUcontext arena_ctx[GM_MAX_DEVICES];   /* where each arena was made */
+static uint64_t arena_charge[GM_MAX_DEVICES];  /* what it was charged */
 _Atomic uint64_t gm_arena_bits;  /* devices that have an arena */
 
 static uint64_t arena_size(struct gm_dev *d)
@@ -80,8 +86,30 @@ void gm_static_setup(int dev, struct gm_dev *d, CUcontext ctx)
     gm_tel_event(&gm_st.tel, GM_EV_MODE, (unsigned)dev, GM_API_MEM_ALLOC,
                  size, base, used);
     gm_log(GM_LOG_INFO, "device %d: static arena of %s reserved", dev, s);
+    arena_ctx[dev] = ctx;
+    arena_charge[dev] = size;
     __atomic_store_n(&d->arena, &arenas[dev], __ATOMIC_RELEASE);
     atomic_fetch_or(&gm_arena_bits, 1ull << dev);
+}
+
+void gm_static_retire(int dev, CUcontext ctx)
+{
+    if (dev < 0 || dev >= GM_MAX_DEVICES || ctx == NULL)
+        return;
+    struct gm_dev *d = &gm_st.dev[dev];
+    struct gm_arena *a = __atomic_load_n(&d->arena, __ATOMIC_ACQUIRE);
+    if (a == NULL || arena_ctx[dev] != ctx ||
+        !__atomic_compare_exchange_n(&d->arena, &a, NULL, false,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return;
+    /* Frees of its pointers go to the driver from now on (which says the
+     * memory is gone); the arena's own record stays, unused, for any
+     * thread still inside it. */
+    atomic_fetch_and(&gm_arena_bits, ~(1ull << dev));
+    arena_ctx[dev] = NULL;
+    gm_acct_rollback(d, arena_charge[dev]);
+    gm_log(GM_LOG_WARN, "device %d: the static arena ended with its context; "
+           "allocating on demand from now on", dev);
 }
 
 bool gm_arena_try_alloc(int dev, struct gm_dev *d, uint64_t size,
@@ -149,4 +177,5 @@ uint64_t gm_static_free(struct gm_dev *d)
 void gm_static_reset(void)
 {
     atomic_store(&gm_arena_bits, 0);
+    memset(arena_ctx, 0, sizeof arena_ctx);
 }

@@ -141,33 +141,39 @@ static struct gm_ctx_probe ctx_before(bool on, CUdevice dev, bool primary)
     return before;
 }
 
-/* A created context (not a primary one: frameworks make theirs while
- * starting, and a refusal there would stop them) that takes the device
- * past its limit is destroyed again and refused, unless on_oom=warn. */
-static CUresult ctx_refuse_past_limit(CUdevice dev, CUcontext *pctx)
+/* A created context that did not fit (device.c charged nothing) is
+ * destroyed again and the call refused. Should the destroy fail, the
+ * context lives on and is charged past the limit instead. */
+static CUresult ctx_refuse(CUdevice dev, CUcontext *pctx,
+                           const struct gm_ctx_probe *before,
+                           enum gm_ctx_verdict v, uint64_t bytes)
 {
     struct gm_dev *d = gm_dev_get((int)dev);
-    uint64_t limit = d ? gm_budget_limit(&d->budget) : 0;
-    uint64_t used = d ? gm_budget_used(&d->budget) : 0;
-    if (limit == 0 || used <= limit || gm_st.policy.on_oom == GM_OOM_WARN ||
-        gm_real.cuCtxDestroy_v2 == NULL)
-        return CUDA_SUCCESS;
     CUcontext c = *pctx;
+    CUresult rc = CUDA_ERROR_NOT_FOUND;
     gm_depth++;
-    CUresult rc = gm_real.cuCtxDestroy_v2(c);
+    if (gm_real.cuCtxDestroy_v2 != NULL)
+        rc = gm_real.cuCtxDestroy_v2(c);
     gm_depth--;
-    if (rc != CUDA_SUCCESS)
-        return CUDA_SUCCESS; /* it lives on, and stays charged */
-    gm_dev_context_ended(c);
-    uint64_t after = gm_budget_used(&d->budget);
-    uint64_t bytes = used > after ? used - after : 0;
-    gm_admit_refused(d, (unsigned)dev, GM_API_CTX_CREATE, bytes, after, limit);
+    if (rc != CUDA_SUCCESS) {
+        uint64_t b;
+        (void)gm_dev_context_created((int)dev, c, before, false, &b);
+        return CUDA_SUCCESS;
+    }
+    uint64_t used = gm_budget_used(&d->budget);
+    uint64_t limit = gm_budget_limit(&d->budget);
+    gm_admit_refused(d, (unsigned)dev, GM_API_CTX_CREATE, bytes, used, limit);
     char b[32], u[32], l[32];
     gm_format_size(bytes, b, sizeof b);
-    gm_format_size(after, u, sizeof u);
+    gm_format_size(used, u, sizeof u);
     gm_format_size(limit, l, sizeof l);
-    gm_log(GM_LOG_WARN, "device %d: cuCtxCreate refused: its context (%s) "
-           "would take %s used past the %s limit", (int)dev, b, u, l);
+    if (v == GM_CTX_REFUSED_GROUP)
+        gm_log(GM_LOG_WARN, "device %d: cuCtxCreate refused: its context "
+               "(%s) does not fit in group '%s'", (int)dev, b,
+               gm_st.policy.group);
+    else
+        gm_log(GM_LOG_WARN, "device %d: cuCtxCreate refused: its context "
+               "(%s) does not fit: %s used of %s limit", (int)dev, b, u, l);
     *pctx = NULL;
     return CUDA_ERROR_OUT_OF_MEMORY;
 }
@@ -175,32 +181,38 @@ static CUresult ctx_refuse_past_limit(CUdevice dev, CUcontext *pctx)
 static CUresult ctx_after(bool on, CUresult rc, CUdevice dev,
                           CUcontext *pctx, const struct gm_ctx_probe *before)
 {
-    if (!on)
+    if (!on || rc != CUDA_SUCCESS || pctx == NULL)
         return rc;
-    if (rc != CUDA_SUCCESS || pctx == NULL) {
-        gm_dev_context_failed((int)dev, before);
-        return rc;
-    }
     /* Every new context is measured and charged; at the first on a
-     * device (static mode) the arena is taken from what is left. */
-    if (gm_dev_context_created((int)dev, *pctx, before))
+     * device (static mode) the arena is taken from what is left. A
+     * created one that does not fit is refused; a primary one, which a
+     * framework makes while starting and cannot go on without, is kept. */
+    uint64_t bytes;
+    enum gm_ctx_verdict v =
+        gm_dev_context_created((int)dev, *pctx, before, true, &bytes);
+    if (v == GM_CTX_KEPT_FIRST)
         gm_static_setup((int)dev, gm_dev_get((int)dev), *pctx);
-    else if (before->measure && !before->primary)
-        return ctx_refuse_past_limit(dev, pctx);
+    else if (v == GM_CTX_REFUSED_LIMIT || v == GM_CTX_REFUSED_GROUP)
+        return ctx_refuse(dev, pctx, before, v, bytes);
     return rc;
 }
 
-/* A context creator: measure the new context on `dev` around the call. */
+/* A context creator: measure the new context on `dev` around the call; a
+ * primary retain under the device's primary lock (shim/account/contexts.h). */
 #define CTX_WRAPPER(name, params, args, dev, primary)                    \
     GM_EXPORT CUresult CUDAAPI name params                               \
     {                                                                     \
         GM_NEED_REAL(name);                                               \
         bool on = gm_active();                                            \
+        if (on && (primary))                                              \
+            gm_ctx_primary_lock((int)(dev));                              \
         struct gm_ctx_probe before = ctx_before(on, dev, primary);        \
         gm_depth++;                                                       \
         CUresult rc = gm_real.name args;                                  \
         gm_depth--;                                                       \
         rc = ctx_after(on, rc, dev, pctx, &before);                       \
+        if (on && (primary))                                              \
+            gm_ctx_primary_unlock((int)(dev));                            \
         if (on)                                                           \
             GM_REC(GM_RO_CTX, 0, (int)(dev), 0,                           \
                    rc == CUDA_SUCCESS && pctx ? (uintptr_t)*pctx : 0, 0, \
@@ -227,8 +239,9 @@ CTX_WRAPPER(cuCtxCreate_v4,
 
 /* A context's end gives its charge back: a destroyed context at once; the
  * primary context when a release leaves it inactive (its last reference)
- * or a reset ends it. The memory allocated in it is given back as the
- * driver hands its addresses out again (docs/design.md). */
+ * or a reset ends it. A static arena made in it ends with it. The memory
+ * allocated in it is given back as the driver hands its addresses out
+ * again (docs/design.md). */
 #define CTX_DESTROY_WRAPPER(name)                                         \
     GM_EXPORT CUresult CUDAAPI name(CUcontext ctx)                        \
     {                                                                     \
@@ -237,8 +250,9 @@ CTX_WRAPPER(cuCtxCreate_v4,
         gm_depth++;                                                       \
         CUresult rc = gm_real.name(ctx);                                  \
         gm_depth--;                                                       \
-        if (on && rc == CUDA_SUCCESS)                                     \
-            gm_dev_context_ended(ctx);                                    \
+        int dev;                                                          \
+        if (on && rc == CUDA_SUCCESS && gm_dev_context_ended(ctx, &dev))  \
+            gm_static_retire(dev, ctx);                                   \
         return rc;                                                        \
     }
 
@@ -259,16 +273,25 @@ static bool primary_inactive(CUdevice dev)
     return rc == CUDA_SUCCESS && active == 0;
 }
 
+/* Release and reset run under the device's primary lock, so that no
+ * retain can make the primary context again between the driver's answer
+ * and the list's change. */
 #define PRIMARY_END_WRAPPER(name, reset)                                  \
     GM_EXPORT CUresult CUDAAPI name(CUdevice dev)                         \
     {                                                                     \
         GM_NEED_REAL(name);                                               \
         bool on = gm_active();                                            \
+        if (on)                                                           \
+            gm_ctx_primary_lock((int)dev);                                \
         gm_depth++;                                                       \
         CUresult rc = gm_real.name(dev);                                  \
         gm_depth--;                                                       \
-        if (on && rc == CUDA_SUCCESS && ((reset) || primary_inactive(dev))) \
-            gm_dev_primary_ended((int)dev);                               \
+        CUcontext c;                                                      \
+        if (on && rc == CUDA_SUCCESS && ((reset) || primary_inactive(dev)) && \
+            gm_dev_primary_ended((int)dev, &c))                           \
+            gm_static_retire((int)dev, c);                                \
+        if (on)                                                           \
+            gm_ctx_primary_unlock((int)dev);                              \
         return rc;                                                        \
     }
 

@@ -433,7 +433,8 @@ static void json_device(struct out *o, const struct gm_snapshot *s,
     } else {
         emit(o, "\"peak_at_s\":null,");
     }
-    json_u64(o, "context_bytes", report_context(d), true);
+    json_u64(o, "context_bytes", d->context_bytes, true);
+    json_u64(o, "context_peak_bytes", report_context(d), true);
     json_u64(o, "pool_reserve_bytes", d->pool_reserve, true);
     json_u64(o, "allocs", d->allocs, true);
     json_u64(o, "frees", d->frees, true);

@@ -88,3 +88,18 @@ def objects_with(obj, key, value):
         for v in obj:
             out.extend(objects_with(v, key, value))
     return out
+
+
+def dicts_under(obj, key):
+    """Every dict found as the value of `key` at any depth."""
+    out = []
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if k == key and isinstance(v, dict):
+                out.append(v)
+            else:
+                out.extend(dicts_under(v, key))
+    elif isinstance(obj, list):
+        for v in obj:
+            out.extend(dicts_under(v, key))
+    return out

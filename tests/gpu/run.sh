@@ -297,6 +297,8 @@ py_cases() {
         skipped=$((skipped + 1))
         echo "SKIP gpumem_ps: $BUILD/gpumem has no ps command yet ('gpumem help ps' fails)"
     fi
+    run_py "torch_leak" "" torch_check.py leak --gpumem "$BUILD/gpumem"
+    run_py "torch_steady" "" torch_check.py steady --gpumem "$BUILD/gpumem"
     run_py "jax_prealloc" "" jax_check.py prealloc
     run_py "cupy_oom" "" cupy_check.py oom
 }

@@ -13,6 +13,12 @@ Cases (run.sh runs each without the shim first, then with it):
         allocated (the context), within 2 MiB.
   nccl  a 1-rank all_reduce through torch.distributed (NCCL backend) works
         under the shim, and NCCL's own device memory is counted.
+  leak  a loop that keeps one more 64 MiB tensor every step (gpumem_step()
+        after each): `gpumem ps --json` gives the verdict "grows" at
+        64 MiB per step within 5%, and its forecast (step_now + steps) is
+        within 10% of the step at which torch.OutOfMemoryError comes.
+  steady the suite's transformer (torch_bench.py's model) trained for 40
+        marked steps (gpumem_step() after each) gets no verdict of growth.
   nvml  with 1 GiB held: pynvml (if importable) in the job reports the
         limit as total, cuMemGetInfo's free as free, total - free as used,
         and the job's charge as its own process entry; nvidia-smi started
@@ -188,6 +194,110 @@ def case_ps(c, tool):
     del b, d
 
 
+def leak_of(c, tool):
+    """The "leak" object of this process's device 0 in gpumem ps --json."""
+    doc = gpumem_ps(c, tool)
+    if doc is None:
+        return None
+    mine = gpucase.objects_with(doc, "pid", os.getpid())
+    found = gpucase.dicts_under(mine, "leak")
+    if not c.check(bool(found), "gpumem ps --json has a leak verdict for this process"):
+        c.note(json.dumps(mine)[:1500])
+        return None
+    return found[0]
+
+
+def marker(c):
+    """gpumem_step() of the preloaded shim, or None without the shim."""
+    if not c.limit:
+        return None
+    import ctypes
+    try:
+        return ctypes.CDLL(None).gpumem_step
+    except AttributeError:
+        c.check(False, "the preloaded shim exports gpumem_step")
+        c.finish()
+
+
+def transformer(torch):
+    """torch_bench.py's model, with one training step."""
+    from torch import nn
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(d_model=512, nhead=8, dim_feedforward=2048,
+                                       dropout=0.0, batch_first=True)
+    model = nn.Sequential(nn.TransformerEncoder(layer, num_layers=6,
+                                                enable_nested_tensor=False),
+                          nn.Linear(512, 512)).to("cuda")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    x = torch.randn(32, 256, 512, device="cuda")
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        model(x).float().pow(2).mean().backward()
+        opt.step()
+    return step
+
+
+def case_leak(c, tool):
+    torch = start(c)
+    mark = marker(c)
+    torch.cuda.mem_get_info(0)  # the context
+    leak, held, asked, oom_step = 64 * MIB, [], None, None
+    for k in range(1, 100000):
+        try:
+            tmp = tensor(torch, 32 * MIB)  # a step's temporary, cached after
+            held.append(tensor(torch, leak))
+            del tmp
+            torch.cuda.synchronize()
+        except torch.OutOfMemoryError:
+            oom_step = k
+            break
+        if mark:
+            mark()
+        if not c.limit and k == 20:
+            break
+        if c.limit and k == 24:
+            asked = leak_of(c, tool)
+            if asked is None:
+                return
+    if not c.limit:
+        c.check(len(held) == 20, f"20 leaking steps ran ({len(held)})")
+        return
+    c.note(f"leak verdict at step 24: {json.dumps(asked)}")
+    c.check(asked.get("verdict") == "grows", f"verdict grows (got {asked.get('verdict')})")
+    bps = asked.get("bytes_per_step") or 0
+    c.check(abs(bps - leak) <= 0.05 * leak,
+            f"bytes_per_step {bps} is 64 MiB within 5%")
+    if not c.check(oom_step is not None, "the loop ends in torch.OutOfMemoryError"):
+        return
+    steps, now = asked.get("steps"), asked.get("step_now")
+    if c.check(isinstance(steps, int) and isinstance(now, int),
+               f"a forecast in steps (steps {steps}, step_now {now})"):
+        want = now + steps
+        c.check(abs(want - oom_step) <= 0.1 * oom_step,
+                f"forecast refusal at step {want}, torch.OutOfMemoryError at step "
+                f"{oom_step} (within 10%)")
+
+
+def case_steady(c, tool):
+    torch = start(c)
+    mark = marker(c)
+    train = transformer(torch)
+    for _ in range(40):
+        train()
+        torch.cuda.synchronize()
+        if mark:
+            mark()
+    if not c.limit:
+        c.check(torch.cuda.max_memory_reserved() > 0, "the transformer trained")
+        return
+    after = leak_of(c, tool)
+    if after is not None:
+        c.note(f"verdict after 40 steps: {json.dumps(after)}")
+        c.check(after.get("verdict") != "grows",
+                f"no growth verdict for the transformer (got {after.get('verdict')})")
+
+
 def case_nccl(c):
     torch = start(c)
     import torch.distributed as dist
@@ -286,7 +396,7 @@ def case_nvml(c):
 
 
 def main():
-    args = gpucase.parse(__doc__, ["oom", "ps", "nccl", "nvml"])
+    args = gpucase.parse(__doc__, ["oom", "ps", "nccl", "nvml", "leak", "steady"])
     c = gpucase.Case(f"torch_{args.case}", args.expect_limit)
     if args.case == "oom":
         case_oom(c)
@@ -296,6 +406,10 @@ def main():
         case_ps(c, args.gpumem)
     elif args.case == "nvml":
         case_nvml(c)
+    elif args.case in ("leak", "steady"):
+        if not args.gpumem:
+            c.skip("no --gpumem PATH given")
+        (case_leak if args.case == "leak" else case_steady)(c, args.gpumem)
     else:
         case_nccl(c)
     c.finish()

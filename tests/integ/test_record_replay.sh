@@ -215,7 +215,7 @@ grep -q 'LOST' "$T/big.err" || bad "a file size limit: no loss reported ($(cat "
 
 # ---- fit ----------------------------------------------------------------
 ctx=$(GPUMEM_REPORT=json:$T/c.json "$G" run --limit none -- "$B/gpumem-trainsim" --steps 1 \
-      --eval-every 0 --quiet >/dev/null 2>&1; num context_bytes < "$T/c.json")
+      --eval-every 0 --quiet >/dev/null 2>&1; num context_peak_bytes < "$T/c.json")
 LIM=$((1024 * 1048576))
 # trainsim's own model: the largest batch whose planned peak + context fits
 lo=1; hi=400

@@ -118,9 +118,53 @@ START_TEST(every_context_charged_until_its_end)
     fclose(f);
     unlink(rep);
     json[n] = '\0';
-    ck_assert_uint_eq(json_num(json, "context_bytes"), 400ull << 20);
+    ck_assert_uint_eq(json_num(json, "context_peak_bytes"), 400ull << 20);
+    ck_assert_uint_eq(json_num(json, "context_bytes"), 200ull << 20);
     /* The byte past the limit and the context past it. */
     ck_assert_uint_eq(json_num(json, "refused"), 2);
+}
+END_TEST
+
+/* The context an arena was made in ends: the arena is retired, the
+ * primary context made again is charged, allocations go to the driver. */
+START_TEST(static_arena_ends_with_its_context)
+{
+    const char *env[] = { "GPUMEM_LIMIT=1G", "GPUMEM_MODE=static",
+                          "SIMCUDA_CONTEXT=200M", NULL };
+    RUN_OK(env, apicheck(vias[_i]), "--via", vias[_i], "static-ctx");
+    ck_assert_msg(strstr(out, "ok static-ctx") != NULL, "%s", out);
+}
+END_TEST
+
+/* A created context is refused past the limit even as a device's first. */
+START_TEST(first_created_context_past_the_limit_refused)
+{
+    const char *env[] = { "GPUMEM_LIMIT=100M", "SIMCUDA_CONTEXT=200M", NULL };
+    RUN_OK(env, apicheck(vias[_i]), "--via", vias[_i], "first-create");
+    ck_assert_msg(strstr(out, "cuCtxCreate refused") != NULL, "%s", out);
+}
+END_TEST
+
+/* A created context that the process's limit has room for but its group
+ * has not is refused too. */
+START_TEST(created_context_past_the_group_refused)
+{
+    const char *env[] = { "GPUMEM_LIMIT=1G", "SIMCUDA_CONTEXT=200M",
+                          "GPUMEM_GROUP=ctxgroup", "GPUMEM_GROUP_LIMIT=300M",
+                          NULL };
+    RUN_OK(env, apicheck("dlsym"), "--via", "dlsym", "ctx-group");
+    ck_assert_msg(strstr(out, "does not fit in group 'ctxgroup'") != NULL, "%s",
+                  out);
+}
+END_TEST
+
+/* Four threads retaining and releasing the primary context: charged
+ * whenever one holds it, nothing left when none does. */
+START_TEST(primary_retain_release_race)
+{
+    const char *env[] = { "GPUMEM_LIMIT=1G", "SIMCUDA_CONTEXT=200M", NULL };
+    RUN_OK(env, apicheck("dlsym"), "--via", "dlsym", "primary-race");
+    ck_assert_msg(strstr(out, "ok primary-race") != NULL, "%s", out);
 }
 END_TEST
 
@@ -455,7 +499,8 @@ START_TEST(exit_report_exact)
     ck_assert_uint_eq(json_num(rep, "allocs"), 516);
     ck_assert_uint_eq(json_num(rep, "frees"), 516);
     ck_assert_uint_eq(json_num(rep, "refused"), 0);
-    ck_assert_uint_eq(json_num(rep, "context_bytes"), 300ull << 20);
+    ck_assert_uint_eq(json_num(rep, "context_peak_bytes"), 300ull << 20);
+    ck_assert_uint_eq(json_num(rep, "context_bytes"), 0); /* released */
     ck_assert_uint_eq(json_num(rep, "peak_bytes"), 255852544ull + (300ull << 20));
     ck_assert_uint_eq(json_num(rep, "limit_bytes"), 2ull << 30);
     ck_assert_uint_eq(json_num(rep, "live_allocs"), 0);
@@ -849,6 +894,10 @@ static Suite *suite(void)
     tcase_add_loop_test(a, invalid_requests_get_the_drivers_answer, 0, 3);
     tcase_add_loop_test(a, static_mode_free_is_the_arena_room, 0, 3);
     tcase_add_loop_test(a, every_context_charged_until_its_end, 0, 3);
+    tcase_add_loop_test(a, static_arena_ends_with_its_context, 0, 3);
+    tcase_add_loop_test(a, first_created_context_past_the_limit_refused, 0, 3);
+    tcase_add_test(a, primary_retain_release_race);
+    tcase_add_test(a, created_context_past_the_group_refused);
     tcase_add_test(a, percent_limit_resolves_against_physical);
     tcase_add_test(a, share_limit_uses_local_ranks);
     tcase_add_test(a, limit_above_physical_clamps);

@@ -559,6 +559,101 @@ static void s_contexts(void)
     printf("ok contexts\n");
 }
 
+/* gpumem_used(0) of the preloaded shim: what it charges device 0 now. */
+static long long shim_used(void)
+{
+    long long (*f)(int) = (long long (*)(int))dlsym(RTLD_DEFAULT, "gpumem_used");
+    CHECK(f != NULL, "gpumem_used is not exported (run under the shim)");
+    return f(0);
+}
+
+/* Static mode: the arena ends with the primary context it was made in
+ * (its charge given back); the primary context made again is charged and
+ * allocations go to the driver. */
+static void s_static_ctx(void)
+{
+    CUdeviceptr p = 0, q = 0, base = 0;
+    CU(F.cuMemAlloc_v2(&p, 64u << 20)); /* from the arena */
+    CU(F.cuDevicePrimaryCtxRelease_v2(dev0));
+    CHECK(shim_used() == 0, "after the context's end: used %lld", shim_used());
+    CU(F.cuDevicePrimaryCtxRetain(&ctx0, dev0));
+    CU(F.cuCtxSetCurrent(ctx0));
+    long long ctx = shim_used();
+    CHECK(ctx > 0, "the primary context made again is charged (%lld)", ctx);
+    CU(F.cuMemAlloc_v2(&q, 64u << 20));
+    CHECK(shim_used() == ctx + (64ll << 20), "a driver allocation: used %lld",
+          shim_used());
+    size_t sz = 0;
+    CU(F.cuMemGetAddressRange_v2(&base, &sz, q));
+    CHECK(base == q && sz == (64u << 20), "q is the driver's own block");
+    CU(F.cuMemFree_v2(q));
+    CHECK(shim_used() == ctx, "after its free: used %lld", shim_used());
+    (void)p; /* freed with the arena's context */
+    printf("ok static-ctx\n");
+}
+
+/* A created context as the device's first one, past the limit: refused. */
+static void s_first_create(void)
+{
+    resolve();
+    CU(F.cuInit(0));
+    CU(F.cuDeviceGet(&dev0, 0));
+    CUcontext c = (CUcontext)(uintptr_t)1;
+    CUresult rc = F.cuCtxCreate_v2(&c, 0, dev0);
+    CHECK(rc == CUDA_ERROR_OUT_OF_MEMORY && c == NULL,
+          "the first context past the limit: rc %d", (int)rc);
+    CHECK(shim_used() == 0, "nothing charged: used %lld", shim_used());
+    printf("ok first-create\n");
+}
+
+/* In a group with room for one context only: a second is refused, and
+ * nothing of it stays charged. */
+static void s_ctx_group(void)
+{
+    long long before = shim_used();
+    CUcontext c = (CUcontext)(uintptr_t)1;
+    CUresult rc = F.cuCtxCreate_v2(&c, 0, dev0);
+    CHECK(rc == CUDA_ERROR_OUT_OF_MEMORY && c == NULL,
+          "a context past the group's limit: rc %d", (int)rc);
+    CU(F.cuCtxSetCurrent(ctx0));
+    CHECK(shim_used() == before, "used %lld, was %lld", shim_used(), before);
+    printf("ok ctx-group\n");
+}
+
+/* Threads retaining and releasing the primary context at once: while a
+ * thread holds a reference, the context is charged. */
+static long long churn_ctx;
+
+static void *primary_churn(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 300; i++) {
+        CUcontext c;
+        CU(F.cuDevicePrimaryCtxRetain(&c, dev0));
+        long long u = shim_used();
+        CHECK(u >= churn_ctx, "a held primary context uncharged: used %lld", u);
+        CU(F.cuDevicePrimaryCtxRelease_v2(dev0));
+    }
+    return NULL;
+}
+
+static void s_primary_race(void)
+{
+    churn_ctx = shim_used();
+    CHECK(churn_ctx > 0, "the primary context is charged (%lld)", churn_ctx);
+    CU(F.cuDevicePrimaryCtxRelease_v2(dev0));
+    CHECK(shim_used() == 0, "released: used %lld", shim_used());
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        CHECK(pthread_create(&t[i], NULL, primary_churn, NULL) == 0, "thread");
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    CHECK(shim_used() == 0, "all released: used %lld", shim_used());
+    CU(F.cuDevicePrimaryCtxRetain(&ctx0, dev0));
+    CHECK(shim_used() == churn_ctx, "retained once: used %lld", shim_used());
+    printf("ok primary-race\n");
+}
+
 static void s_invalid(void)
 {
     CUmemAllocationProp prop = dev0_alloc_prop();
@@ -1115,6 +1210,10 @@ int main(int argc, char **argv)
         s_gpa(argc - i, argv + i);
         return 0;
     }
+    if (strcmp(sc, "first-create") == 0) {
+        s_first_create();
+        return failures ? 1 : 0;
+    }
     setup();
     uint64_t a1 = i < argc ? strtoull(argv[i], NULL, 0) : 0;
     uint64_t a2 = i + 1 < argc ? strtoull(argv[i + 1], NULL, 0) : 0;
@@ -1155,6 +1254,12 @@ int main(int argc, char **argv)
         s_group_pool(a1);
     else if (strcmp(sc, "contexts") == 0)
         s_contexts();
+    else if (strcmp(sc, "ctx-group") == 0)
+        s_ctx_group();
+    else if (strcmp(sc, "static-ctx") == 0)
+        s_static_ctx();
+    else if (strcmp(sc, "primary-race") == 0)
+        s_primary_race();
     else if (strcmp(sc, "invalid") == 0)
         s_invalid();
     else if (strcmp(sc, "pool-destroy-live") == 0)
