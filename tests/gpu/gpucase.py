@@ -50,9 +50,12 @@ class Case:
         sys.exit(0)
 
 
-def parse(description, cases):
-    """Arguments common to every Python case: the case and the limit."""
+def parse(description, cases, extra=()):
+    """Arguments common to every Python case: the case and the limit; extra:
+    (option, default) pairs of string options of the script's own."""
     ap = argparse.ArgumentParser(description=description)
+    for opt, default in extra:
+        ap.add_argument(opt, default=default)
     ap.add_argument("case", choices=cases)
     ap.add_argument("--expect-limit", type=int, default=0,
                     help="the GPUMEM_LIMIT in bytes the shim runs with (0: no shim)")

@@ -299,6 +299,12 @@ py_cases() {
     fi
     run_py "torch_leak" "" torch_check.py leak --gpumem "$BUILD/gpumem"
     run_py "torch_steady" "" torch_check.py steady --gpumem "$BUILD/gpumem"
+    run_py "torch_exporter" "" torch_check.py exporter --gpumem "$BUILD/gpumem"
+    for conf in "" expandable_segments:True backend:cudaMallocAsync; do
+        run_py "plan_replay${conf:+[$conf]}" "" plan_check.py replay --conf "$conf" \
+            --gpumem "$BUILD/gpumem"
+    done
+    run_py "plan_fit" "" plan_check.py fit --gpumem "$BUILD/gpumem"
     run_py "jax_prealloc" "" jax_check.py prealloc
     run_py "cupy_oom" "" cupy_check.py oom
 }

@@ -19,6 +19,9 @@ Cases (run.sh runs each without the shim first, then with it):
         within 10% of the step at which torch.OutOfMemoryError comes.
   steady the suite's transformer (torch_bench.py's model) trained for 40
         marked steps (gpumem_step() after each) gets no verdict of growth.
+  exporter two PyTorch jobs under the limit hold 512 MiB and 1 GiB:
+        `gpumem exporter --once` gives each of them (by pid, device 0) the
+        gpumem_used_bytes that `gpumem ps --json` shows as its used_bytes.
   nvml  with 1 GiB held: pynvml (if importable) in the job reports the
         limit as total, cuMemGetInfo's free as free, total - free as used,
         and the job's charge as its own process entry; nvidia-smi started
@@ -28,6 +31,7 @@ Cases (run.sh runs each without the shim first, then with it):
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -298,6 +302,72 @@ def case_steady(c, tool):
                 f"no growth verdict for the transformer (got {after.get('verdict')})")
 
 
+HOLDER = """
+import sys, torch
+torch.cuda.set_device(0)
+t = torch.empty(int(sys.argv[1]), dtype=torch.uint8, device="cuda")
+t.fill_(1)
+torch.cuda.synchronize()
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def exported_used(text):
+    """gpumem_used_bytes by (pid, device) from the exporter's text."""
+    out = {}
+    for line in text.splitlines():
+        if not line.startswith("gpumem_used_bytes{"):
+            continue
+        labels, _, value = line.rpartition("} ")
+        pid = re.search(r'[{,]pid="(\d+)"', labels)
+        dev = re.search(r',device="(\d+)"', labels)
+        if pid and dev:
+            out[(int(pid.group(1)), int(dev.group(1)))] = int(float(value))
+    return out
+
+
+def case_exporter(c, tool):
+    start(c)
+    kids = []
+    try:
+        for size in (512 * MIB, 1024 * MIB):
+            k = subprocess.Popen([sys.executable, "-c", HOLDER, str(size)],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 text=True)
+            kids.append(k)
+            if not c.check(k.stdout.readline().strip() == "ready",
+                           f"job {k.pid} holds {size >> 20} MiB"):
+                return
+        if not c.limit:
+            return
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+        exp = subprocess.run([tool, "exporter", "--once"], env=env,
+                             capture_output=True, text=True, timeout=30)
+        if not c.check(exp.returncode == 0, f"gpumem exporter --once exits 0 "
+                                            f"({exp.returncode}: {exp.stderr[:200]})"):
+            return
+        got = exported_used(exp.stdout)
+        doc = gpumem_ps(c, tool)
+        if doc is None:
+            return
+        for k in kids:
+            mine = gpucase.objects_with(doc, "pid", k.pid)
+            used = gpucase.numbers_under(mine, lambda key: key == "used_bytes")
+            if not c.check(bool(used), f"gpumem ps --json has job {k.pid}"):
+                continue
+            e = got.get((k.pid, 0))
+            c.check(e == max(used), f"job {k.pid}: exporter's gpumem_used_bytes {e} "
+                                    f"= ps --json used_bytes {max(used)}")
+    finally:
+        for k in kids:
+            try:
+                k.stdin.close()
+                k.wait(timeout=30)
+            except Exception:
+                k.kill()
+
+
 def case_nccl(c):
     torch = start(c)
     import torch.distributed as dist
@@ -396,7 +466,8 @@ def case_nvml(c):
 
 
 def main():
-    args = gpucase.parse(__doc__, ["oom", "ps", "nccl", "nvml", "leak", "steady"])
+    args = gpucase.parse(__doc__, ["oom", "ps", "nccl", "nvml", "leak", "steady",
+                                     "exporter"])
     c = gpucase.Case(f"torch_{args.case}", args.expect_limit)
     if args.case == "oom":
         case_oom(c)
@@ -406,10 +477,11 @@ def main():
         case_ps(c, args.gpumem)
     elif args.case == "nvml":
         case_nvml(c)
-    elif args.case in ("leak", "steady"):
+    elif args.case in ("leak", "steady", "exporter"):
         if not args.gpumem:
             c.skip("no --gpumem PATH given")
-        (case_leak if args.case == "leak" else case_steady)(c, args.gpumem)
+        {"leak": case_leak, "steady": case_steady,
+         "exporter": case_exporter}[args.case](c, args.gpumem)
     else:
         case_nccl(c)
     c.finish()
