@@ -15,15 +15,18 @@
  * what gpumem charges it. The NVML device is matched to a CUDA device by
  * UUID. In a process whose CUDA is not initialised (nvidia-smi, a
  * monitoring agent, a program before its first CUDA call) the view
- * comes from the environment alone: nothing is initialised, no driver
- * loaded, no segment or thread created; the CUDA ordinal comes from
- * CUDA_VISIBLE_DEVICES and nothing is charged. Without a limit, with
+ * comes from the environment and the job's segments: nothing is
+ * initialised, no driver loaded, no segment or thread created; the CUDA
+ * ordinal comes from CUDA_VISIBLE_DEVICES, nothing is charged, and used
+ * is what the job's live processes are charged on the card
+ * (shim/telemetry/jobuse.h, read at each query). Without a limit, with
  * GPUMEM_NVML_VIEW=0, inside our own calls (the nesting guard) or when
  * the shim is disabled, everything passes through.
  */
 #include "shim/intercept/lifecycle.h"
 #include "shim/intercept/hooks_info.h"
 #include "shim/intercept/hooks_nvml.h"
+#include "shim/telemetry/jobuse.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -238,6 +241,20 @@ static int solo_ordinal(gm_nvml_dev h)
     return -1;
 }
 
+/* What the job's live processes are charged on NVML device h
+ * (shim/telemetry/jobuse.h): their segments in this process's segment
+ * directory, of its user and, under Slurm, of its job. */
+static uint64_t job_charge(gm_nvml_dev h)
+{
+    char text[GM_NVML_UUID_BUFFER];
+    unsigned char uuid[16];
+    if (lib_uuid(h, text, sizeof text) != GM_NVML_SUCCESS ||
+        !gm_uuid_parse(text, uuid))
+        return 0;
+    return gm_job_used(solo_policy.shm_dir, solo_policy.shm_prefix, getuid(),
+                       getenv("SLURM_JOB_ID"), uuid, NULL);
+}
+
 static bool view_solo(gm_nvml_dev h, uint64_t total, uint64_t free,
                       struct nv_view *v)
 {
@@ -251,7 +268,11 @@ static bool view_solo(gm_nvml_dev h, uint64_t total, uint64_t free,
     if (limit == 0)
         return false;
     v->total = limit < total ? limit : total;
-    v->free = free < v->total ? free : v->total;
+    /* Used is what the job's processes are charged on this card (their
+     * segments), so the room left is what the job can still take. */
+    uint64_t job = job_charge(h);
+    uint64_t room = v->total > job ? v->total - job : 0;
+    v->free = free < room ? free : room;
     v->charged = 0;
     return true;
 }

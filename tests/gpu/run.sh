@@ -287,7 +287,7 @@ py_cases() {
     run_py "torch_oom[expandable_segments]" "expandable_segments:True" torch_check.py oom
     run_py "torch_oom[cudaMallocAsync]" "backend:cudaMallocAsync" torch_check.py oom
     run_py "torch_nccl" "" torch_check.py nccl
-    run_py "torch_nvml" "" torch_check.py nvml
+    run_py "torch_nvml" "" torch_check.py nvml --gpumem "$BUILD/gpumem"
     if "$BUILD/gpumem" help ps >/dev/null 2>&1 || "$BUILD/gpumem" ps --help >/dev/null 2>&1
     then
         run_py "gpumem_ps" "" torch_check.py ps --gpumem "$BUILD/gpumem"

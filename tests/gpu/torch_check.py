@@ -26,8 +26,9 @@ Cases (run.sh runs each without the shim first, then with it):
         limit as total, cuMemGetInfo's free as free, total - free as used,
         and the job's charge as its own process entry; nvidia-smi started
         from the job (an NVML-only process under the same preload and
-        limit) reports the limit as memory.total and no more than it as
-        memory.used.
+        limit) reports the limit as memory.total and as memory.used what
+        `gpumem ps` shows the job holds (within 2 MiB; with --gpumem), and
+        without a limit the same as nvidia-smi without the preload.
 """
 import json
 import os
@@ -438,14 +439,21 @@ def check_pynvml(c, torch, uuid):
         pynvml.nvmlShutdown()
 
 
-def check_smi(c, uuid):
-    if not c.limit:
-        return
+def smi(uuid, env):
+    """nvidia-smi's (memory.total, memory.used) in MiB, or an exception."""
     cmd = ["nvidia-smi", "--query-gpu=memory.total,memory.used",
            "--format=csv,noheader,nounits"] + (["-i", uuid] if uuid else ["-i", "0"])
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True,
+                         timeout=60).stdout
+    total, used = (int(x) for x in out.strip().splitlines()[0].split(","))
+    return total, used
+
+
+def check_smi(c, uuid, tool):
+    if not c.limit:
+        return
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout
-        total, used = (int(x) for x in out.strip().splitlines()[0].split(","))
+        total, used = smi(uuid, dict(os.environ))
     except Exception as e:
         c.check(False, f"nvidia-smi under the preload answers ({e})")
         return
@@ -453,15 +461,33 @@ def check_smi(c, uuid):
     c.check(total == mib, f"nvidia-smi memory.total is the limit {mib} MiB (got {total})")
     c.check(1024 <= used <= mib,
             f"nvidia-smi memory.used {used} MiB holds the job's GiB, at most the limit")
+    if tool:
+        doc = gpumem_ps(c, tool)
+        mine = gpucase.objects_with(doc, "pid", os.getpid()) if doc else []
+        job = gpucase.numbers_under(mine, lambda k: k == "used_bytes")
+        if c.check(bool(job), "gpumem ps --json shows this job"):
+            c.check(abs(used - (max(job) >> 20)) <= 2,
+                    f"nvidia-smi memory.used {used} MiB = gpumem ps {max(job) >> 20} "
+                    f"MiB within 2 MiB")
+    # Under the preload without a limit: what nvidia-smi shows without it.
+    plain = {k: v for k, v in os.environ.items()
+             if k != "LD_PRELOAD" and not k.startswith("GPUMEM_")}
+    nolimit = dict(plain, LD_PRELOAD=os.environ.get("LD_PRELOAD", ""))
+    try:
+        a, b = smi(uuid, plain), smi(uuid, nolimit)
+        c.check(a == b, f"without a limit nvidia-smi under the preload {b} = "
+                        f"without it {a}")
+    except Exception as e:
+        c.check(False, f"nvidia-smi without a limit answers ({e})")
 
 
-def case_nvml(c):
+def case_nvml(c, tool):
     torch = start(c)
     b = tensor(torch, 1 << 30)
     torch.cuda.synchronize()
     uuid = device_uuid(torch)
     check_pynvml(c, torch, uuid)
-    check_smi(c, uuid)
+    check_smi(c, uuid, tool)
     del b
 
 
@@ -476,7 +502,7 @@ def main():
             c.skip("no --gpumem PATH given")
         case_ps(c, args.gpumem)
     elif args.case == "nvml":
-        case_nvml(c)
+        case_nvml(c, args.gpumem)
     elif args.case in ("leak", "steady", "exporter"):
         if not args.gpumem:
             c.skip("no --gpumem PATH given")

@@ -249,8 +249,9 @@ END_TEST
 static pid_t holder_pid;
 static int holder_in = -1;
 
-/* Another simulated process holding `size` bytes on the device. */
-static void holder_start(const char *size)
+/* Another simulated process holding `size` bytes on the device; with a
+ * limit (not NULL), under the shim with that GPUMEM_LIMIT. */
+static void holder_start_as(const char *size, const char *limit)
 {
     int in[2], o[2];
     ck_assert_int_eq(pipe(in), 0);
@@ -269,6 +270,12 @@ static void holder_start(const char *size)
         setenv("LD_LIBRARY_PATH", sim, 1);
         unsetenv("LD_PRELOAD");
         unsetenv("SIMCUDA_CONTEXT");
+        if (limit != NULL) {
+            char so[2300];
+            snprintf(so, sizeof so, "%s/libgpumem.so", abs);
+            setenv("LD_PRELOAD", so, 1);
+            setenv("GPUMEM_LIMIT", limit, 1);
+        }
         const char *p = gm_bpath("tests/progs/nvmlview");
         execl(p, p, "hold", size, (char *)NULL);
         _exit(127);
@@ -280,6 +287,11 @@ static void holder_start(const char *size)
     ssize_t r = read(o[0], line, sizeof line - 1);
     close(o[0]);
     ck_assert_msg(r > 0 && strncmp(line, "holding", 7) == 0, "holder: '%s'", line);
+}
+
+static void holder_start(const char *size)
+{
+    holder_start_as(size, NULL);
 }
 
 static void holder_stop(void)
@@ -331,6 +343,32 @@ START_TEST(context_measured_through_nvml_not_the_fallback)
 }
 END_TEST
 
+/* An NVML-only process under a limit (nvidia-smi in a limited job) shows
+ * as used what the job's processes are charged on the card: here one
+ * process under the shim holding 1 GiB and its context (300 MiB), the
+ * figure `gpumem ps` shows for it. Without the job's process, nothing. */
+START_TEST(nvml_only_shows_the_jobs_charge)
+{
+    holder_start_as("1073741824", "4G");
+    const char *env[] = { "GPUMEM_LIMIT=4G", NULL };
+    RUN(out, 1, env, prog(vias[_i]), "--via", vias[_i], "info");
+    const char *ps[] = { gm_bpath("gpumem"), "ps", NULL };
+    static char pso[8192];
+    int rc = gm_run(NULL, 0, ps, pso, sizeof pso);
+    holder_stop();
+    ck_assert_int_eq(rc, 0);
+    const unsigned long long used = (1ull << 30) + 300 * MIB;
+    char want[256];
+    snprintf(want, sizeof want, "total=%llu free=%llu used=%llu v2 total=%llu "
+             "free=%llu used=%llu reserved=0", 4ull << 30, (4ull << 30) - used,
+             used, 4ull << 30, (4ull << 30) - used, used);
+    has(out, want);
+    has(pso, "1.3G");
+    RUN(out, 1, env, prog(vias[_i]), "--via", vias[_i], "info");
+    has(out, "total=4294967296 free=4294967296 used=0 ");
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("nvml");
@@ -346,6 +384,7 @@ static Suite *suite(void)
     tcase_add_loop_test(t, nvml_only_with_limits_sees_them, 0, 2);
     tcase_add_loop_test(t, errors_are_nvmls_own, 0, 3);
     tcase_add_test(t, context_measured_through_nvml_not_the_fallback);
+    tcase_add_loop_test(t, nvml_only_shows_the_jobs_charge, 0, 2);
     suite_add_tcase(s, t);
     return s;
 }

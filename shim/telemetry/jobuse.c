@@ -1,0 +1,172 @@
+/*
+ * shim/telemetry/jobuse.c — the job's charge on a device, from the
+ * segments of its live processes (jobuse.h): a directory scan, a pread of
+ * each header and device block, a retry while a writer is inside a block.
+ */
+#include "shim/telemetry/jobuse.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shim/base/clock.h"
+#include "shim/telemetry/abi.h"
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+bool gm_uuid_parse(const char *text, unsigned char out[16])
+{
+    if (text == NULL)
+        return false;
+    if (strncmp(text, "GPU-", 4) == 0)
+        text += 4;
+    unsigned n = 0;
+    for (const char *p = text; *p != '\0'; p++) {
+        if (*p == '-')
+            continue;
+        int h = hexval(*p), l = p[1] != '\0' ? hexval(p[1]) : -1;
+        if (h < 0 || l < 0 || n == 16)
+            return false;
+        out[n++] = (unsigned char)(h << 4 | l);
+        p++;
+    }
+    return n == 16;
+}
+
+static bool full_pread(int fd, void *buf, size_t len, off_t at)
+{
+    size_t got = 0;
+    while (got < len) {
+        ssize_t r = pread(fd, (char *)buf + got, len - got, at + (off_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return false;
+        got += (size_t)r;
+    }
+    return true;
+}
+
+/* "<prefix>.<digits>" or "<prefix>.<digits>.ns<digits>": the pid, and
+ * whether the writer is in another pid namespace; 0 for other names. */
+static int name_pid(const char *name, const char *prefix, bool *other_ns)
+{
+    size_t pl = strlen(prefix);
+    if (strncmp(name, prefix, pl) != 0 || name[pl] != '.')
+        return 0;
+    const char *p = name + pl + 1;
+    char *end;
+    errno = 0;
+    long pid = strtol(p, &end, 10);
+    if (end == p || errno != 0 || pid <= 0 || pid > 0x3fffffff)
+        return 0;
+    *other_ns = false;
+    if (*end == '\0')
+        return (int)pid;
+    if (strncmp(end, ".ns", 3) != 0 || end[3] < '0' || end[3] > '9')
+        return 0;
+    for (const char *q = end + 3; *q != '\0'; q++)
+        if (*q < '0' || *q > '9')
+            return 0;
+    *other_ns = true;
+    return (int)pid;
+}
+
+static bool header_ok(const struct gm_abi_header *h, const struct stat *st)
+{
+    return h->magic == GM_ABI_MAGIC && h->abi_version == GM_ABI_VERSION &&
+           h->header_size == sizeof *h &&
+           h->dev_size == sizeof(struct gm_abi_dev) && h->dev_slots >= 1 &&
+           h->dev_slots <= GM_ABI_MAX_DEVICES && h->dev_offset == sizeof *h &&
+           (uint64_t)st->st_size >= h->dev_offset +
+                                        (uint64_t)h->dev_slots * h->dev_size &&
+           h->closed_ns == 0;
+}
+
+/* One device block as a writer left it (its last copy when one stays
+ * inside); false when the file cannot be read. */
+static bool read_dev(int fd, off_t at, struct gm_abi_dev *d)
+{
+    for (unsigned i = 0; i < GM_JOBUSE_TRIES; i++) {
+        if (!full_pread(fd, d, sizeof *d, at))
+            return false;
+        if (d->wbegin == d->wdone)
+            return true;
+        usleep(100);
+    }
+    return true;
+}
+
+/* The segment's charge on the device with `uuid`; false when it is not
+ * one of the job's. */
+static bool segment_used(int dirfd, const char *name, int pid, bool other_ns,
+                         uid_t uid, const char *job_id,
+                         const unsigned char uuid[16], uint64_t *used)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return false;
+    struct stat st;
+    struct gm_abi_header h;
+    bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == uid &&
+              (size_t)st.st_size >= sizeof h && full_pread(fd, &h, sizeof h, 0) &&
+              header_ok(&h, &st) && h.ident.uid == (uint32_t)uid &&
+              (other_ns || ((int)h.pid == pid &&
+                            gm_proc_alive(pid, h.start_ticks)));
+    if (ok && job_id != NULL && job_id[0] != '\0')
+        ok = strncmp(h.ident.job_id, job_id, sizeof h.ident.job_id) == 0;
+    *used = 0;
+    uint32_t n = h.dev_seen < h.dev_slots ? (uint32_t)h.dev_seen : h.dev_slots;
+    for (uint32_t i = 0; ok && i < n; i++) {
+        struct gm_abi_dev d;
+        if (!read_dev(fd, (off_t)(h.dev_offset + (uint64_t)i * h.dev_size), &d))
+            break;
+        if (d.present && memcmp(d.uuid, uuid, 16) == 0)
+            *used += d.used;
+    }
+    close(fd);
+    return ok;
+}
+
+uint64_t gm_job_used(const char *dir, const char *prefix, uid_t uid,
+                     const char *job_id, const unsigned char uuid[16],
+                     unsigned *procs)
+{
+    uint64_t sum = 0;
+    unsigned n = 0, seen = 0;
+    DIR *dp = opendir(dir);
+    if (dp != NULL) {
+        struct dirent *e;
+        while ((e = readdir(dp)) != NULL && seen < GM_JOBUSE_MAX) {
+            bool other_ns;
+            int pid = name_pid(e->d_name, prefix, &other_ns);
+            if (pid == 0)
+                continue;
+            seen++;
+            uint64_t u;
+            if (segment_used(dirfd(dp), e->d_name, pid, other_ns, uid, job_id,
+                             uuid, &u) && u != 0) {
+                sum = u > UINT64_MAX - sum ? UINT64_MAX : sum + u;
+                n++;
+            }
+        }
+        closedir(dp);
+    }
+    if (procs != NULL)
+        *procs = n;
+    return sum;
+}
