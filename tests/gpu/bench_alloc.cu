@@ -7,7 +7,13 @@
  *   pair,SIZE,N,NS_PER_PAIR   and   getinfo,0,N,NS_PER_CALL
  * N is calibrated so each figure takes about 0.1 s. With --static, it first
  * checks that allocations really come from one arena (cuMemGetAddressRange
- * of a small allocation spans more than it) and exits 3 if not.
+ * of a small allocation spans more than it) and exits 3 if not. With
+ * --async it times cuMemAllocAsync + cuMemFreeAsync pairs instead, on one
+ * stream from the device's default pool kept warm (release threshold
+ * UINT64_MAX: freed memory stays in the pool, so a pair is a pool hit
+ * after the first), at 256 B, 64 KiB, 2 MiB and 64 MiB, the stream
+ * synchronised once at the end of each loop:
+ *   apair,SIZE,N,NS_PER_PAIR
  */
 #include <cuda.h>
 #include <stdio.h>
@@ -42,6 +48,51 @@ static double pairs(size_t bytes, long n)
             die("cuMemFree", rc);
     }
     return (now_ns() - t0) / (double)n;
+}
+
+static long calibrate(double ns_each, double target_ns);
+
+/* Time n stream-ordered pairs on stream s; ns per pair. */
+static double apairs(size_t bytes, long n, CUstream s)
+{
+    double t0 = now_ns();
+    for (long i = 0; i < n; i++) {
+        CUdeviceptr p = 0;
+        CUresult rc = cuMemAllocAsync(&p, bytes, s);
+        if (rc != CUDA_SUCCESS)
+            die("cuMemAllocAsync", rc);
+        rc = cuMemFreeAsync(p, s);
+        if (rc != CUDA_SUCCESS)
+            die("cuMemFreeAsync", rc);
+    }
+    CUresult rc = cuStreamSynchronize(s);
+    if (rc != CUDA_SUCCESS)
+        die("cuStreamSynchronize", rc);
+    return (now_ns() - t0) / (double)n;
+}
+
+static int run_async(CUdevice dev, double target)
+{
+    static const size_t asizes[] = {256, 64u << 10, 2u << 20, 64u << 20};
+    CUmemoryPool pool;
+    CUstream s;
+    CUresult rc = cuDeviceGetDefaultMemPool(&pool, dev);
+    if (rc != CUDA_SUCCESS)
+        die("cuDeviceGetDefaultMemPool", rc);
+    cuuint64_t keep = ~(cuuint64_t)0;
+    if ((rc = cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep)) !=
+        CUDA_SUCCESS)
+        die("cuMemPoolSetAttribute", rc);
+    if ((rc = cuStreamCreate(&s, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS)
+        die("cuStreamCreate", rc);
+    for (size_t i = 0; i < sizeof asizes / sizeof asizes[0]; i++) {
+        apairs(asizes[i], 3, s); /* the pool grows once; hits from here */
+        long n = calibrate(apairs(asizes[i], 5, s), target);
+        printf("apair,%zu,%ld,%.1f\n", asizes[i], n, apairs(asizes[i], n, s));
+        fflush(stdout);
+    }
+    cuStreamDestroy(s);
+    return 0;
 }
 
 static double getinfo(long n)
@@ -86,6 +137,7 @@ int main(int argc, char **argv)
     static const size_t sizes[] = {256, 64u << 10, 2u << 20, 64u << 20, 1u << 30};
     const double target = 1e8; /* 0.1 s per figure */
     int want_static = argc > 1 && strcmp(argv[1], "--static") == 0;
+    int want_async = argc > 1 && strcmp(argv[1], "--async") == 0;
     CUdevice dev;
     CUcontext ctx;
     CUresult rc = cuInit(0);
@@ -97,6 +149,8 @@ int main(int argc, char **argv)
         die("cuDevicePrimaryCtxRetain", rc);
     if ((rc = cuCtxSetCurrent(ctx)) != CUDA_SUCCESS)
         die("cuCtxSetCurrent", rc);
+    if (want_async)
+        return run_async(dev, target);
     if (want_static && !is_arena()) {
         fprintf(stderr, "bench_alloc: allocations do not come from a static arena\n");
         return 3;

@@ -13,7 +13,7 @@
 # $BUILD/gpu), CUDA_HOME (/usr/local/cuda), PYTHON (python3), OUT_DIR (bench
 # results, default $BUILD/gpu/results), GPU_CASE_TIMEOUT (60 s per C case),
 # GPU_PY_TIMEOUT (120 s per Python case), GPU_BUDGET (seconds for the whole
-# mode: later cases are skipped past it; 240 check, 150 bench).
+# mode: later cases are skipped past it; 240).
 #
 # Output: one line per case, "PASS|FAIL|SKIP name: detail", a failing case's
 # log indented below it, and "N passed, N failed, N skipped". Exit 0 when
@@ -38,7 +38,7 @@ NVCC=$CUDA_HOME/bin/nvcc
 here=$(cd "$(dirname "$0")" && pwd)
 case_timeout=${GPU_CASE_TIMEOUT:-60}
 py_timeout=${GPU_PY_TIMEOUT:-120}
-if [ "$mode" = bench ]; then budget=${GPU_BUDGET:-150}; else budget=${GPU_BUDGET:-240}; fi
+budget=${GPU_BUDGET:-240}
 
 # Limits: C cases run under 2 GiB, Python cases under 4 GiB.
 c_limit=2G
@@ -322,19 +322,25 @@ bench_run() {
     limit) set -- env LD_PRELOAD="$SO" GPUMEM_LIMIT=16G "$gdir/bench_alloc" ;;
     static) set -- env LD_PRELOAD="$SO" GPUMEM_MODE=static GPUMEM_LIMIT=8G \
         "$gdir/bench_alloc" --static ;;
+    async_driver) set -- "$gdir/bench_alloc" --async ;;
+    async_telemetry) set -- env LD_PRELOAD="$SO" GPUMEM_LIMIT=16G \
+        "$gdir/bench_alloc" --async ;;
+    async_limits) set -- env LD_PRELOAD="$SO" GPUMEM_LIMIT=16G GPUMEM_TELEMETRY=0 \
+        "$gdir/bench_alloc" --async ;;
     esac
     limited 60 "$@" >"$log" 2>&1
     rc=$?
     if [ "$rc" -eq 0 ]; then
-        grep -E '^(pair|getinfo),' "$log" | sed "s/^/$v,$r,/" >>"$OUT_DIR/alloc_raw.csv"
+        grep -E '^(pair|apair|getinfo),' "$log" | sed "s/^/$v,$r,/" >>"$OUT_DIR/alloc_raw.csv"
     fi
     return "$rc"
 }
 
-# Median per (kind, size, variant) of the raw CSV; a table on stdout and
-# alloc_summary.csv.
+# bench_summary KIND "VARIANTS" "SIZES" GETINFO OUT: median per (kind,
+# size, variant) of the raw CSV, the first variant the baseline; a table
+# on stdout and OUT (CSV). GETINFO 1 adds the cuMemGetInfo row.
 bench_summary() {
-    awk -F, -v out="$OUT_DIR/alloc_summary.csv" '
+    awk -F, -v kind0="$1" -v vlist="$2" -v slist="$3" -v gi="$4" -v out="$5" '
     function med(k,    n, a, i, j, t) {
         if (!(k in vals)) return ""
         n = split(vals[k], a, " ")
@@ -353,16 +359,16 @@ bench_summary() {
     }
     { k = $3 "," $4 "," $1; vals[k] = (k in vals) ? vals[k] " " $6 : $6 }
     END {
-        nv = split("driver passthru limit static", V, " ")
-        ns = split("256 65536 2097152 67108864 1073741824", S, " ")
+        nv = split(vlist, V, " ")
+        ns = split(slist, S, " ")
         print "kind,size,variant,median_ns,runs" > out
         printf "%-13s", "size"
         for (j = 1; j <= nv; j++) printf " %21s", V[j]
         printf "\n"
-        for (i = 1; i <= ns + 1; i++) {
-            if (i <= ns) { kind = "pair"; size = S[i]; label = human(S[i]) }
+        for (i = 1; i <= ns + gi; i++) {
+            if (i <= ns) { kind = kind0; size = S[i]; label = human(S[i]) }
             else { kind = "getinfo"; size = 0; label = "cuMemGetInfo" }
-            base = med(kind "," size ",driver")
+            base = med(kind "," size "," V[1])
             printf "%-13s", label
             for (j = 1; j <= nv; j++) {
                 k = kind "," size "," V[j]
@@ -378,13 +384,11 @@ bench_summary() {
     }' "$OUT_DIR/alloc_raw.csv"
 }
 
+# Median step time per label CONF/VARIANT (driver, shim), each shim one
+# against the driver of its configuration.
 torch_summary() {
     awk -F, '
     { v[$1] = ($1 in v) ? v[$1] " " $3 : $3; res[$1] = $6 }
-    function show(l, d) {
-        printf "torch step  %-8s median of %d runs: %.3f ms%s, max reserved %.0f MiB\n", \
-            l, runs[l], m[l], d, res[l] / 1048576
-    }
     END {
         for (l in v) {
             n = split(v[l], a, " ")
@@ -395,14 +399,15 @@ torch_summary() {
             m[l] = n % 2 ? a[(n + 1) / 2] + 0 : (a[n / 2] + a[n / 2 + 1]) / 2
             runs[l] = n
         }
-        if ("driver" in m) show("driver", "")
         for (l in m) {
-            if (l == "driver") continue
-            d = ("driver" in m) ? \
-                sprintf(" (%+.2f%% vs driver)", (m[l] - m["driver"]) * 100 / m["driver"]) : ""
-            show(l, d)
+            split(l, p, "/")
+            base = p[1] "/driver"
+            d = (p[2] != "driver" && (base in m)) ? \
+                sprintf(" (%+.2f%% vs driver)", (m[l] - m[base]) * 100 / m[base]) : ""
+            printf "torch step  %-24s median of %d runs: %.3f ms%s, max reserved %.0f MiB\n", \
+                l, runs[l], m[l], d, res[l] / 1048576
         }
-    }' "$OUT_DIR/torch_raw.csv"
+    }' "$OUT_DIR/torch_raw.csv" | sort
 }
 
 bench() {
@@ -415,14 +420,15 @@ bench() {
     rm -f "$OUT_DIR/alloc_raw.csv" "$OUT_DIR/torch_raw.csv"
     static_ok=1
     rounds=7
-    echo "alloc+free pairs: $rounds rounds of driver/passthru/limit/static, interleaved"
+    echo "alloc+free pairs: $rounds rounds of driver/passthru/limit/static and"
+    echo "async driver/telemetry/limits-only, interleaved"
     r=1
     while [ "$r" -le "$rounds" ]; do
         if [ "$(elapsed)" -ge "$budget" ]; then
             echo "note: time budget spent after $((r - 1)) rounds"
             break
         fi
-        for v in driver passthru limit static; do
+        for v in driver passthru limit static async_driver async_telemetry async_limits; do
             [ "$v" = static ] && [ "$static_ok" -eq 0 ] && continue
             if ! bench_run "$v" "$r"; then
                 if [ "$v" = static ]; then
@@ -439,7 +445,11 @@ bench() {
     done
     if [ -s "$OUT_DIR/alloc_raw.csv" ]; then
         echo "alloc+free pair and cuMemGetInfo, median per process run (+/- vs driver alone):"
-        bench_summary
+        bench_summary pair "driver passthru limit static" \
+            "256 65536 2097152 67108864 1073741824" 1 "$OUT_DIR/alloc_summary.csv"
+        echo "cuMemAllocAsync+cuMemFreeAsync pair on a warm pool (+/- vs driver alone; target under 5%):"
+        bench_summary apair "async_driver async_telemetry async_limits" \
+            "256 65536 2097152 67108864" 0 "$OUT_DIR/async_summary.csv"
         passed=$((passed + 1))
     fi
 
@@ -448,21 +458,29 @@ bench() {
         skipped=$((skipped + 1))
         echo "SKIP torch step: torch does not import or sees no GPU"
     else
-        echo "torch training step: 2 rounds of driver/shim (limit 16G), interleaved"
+        echo "torch training step: 2 rounds of driver/shim (limit 16G), interleaved, for the"
+        echo "default allocator, backend:cudaMallocAsync (target under 1%) and caching off (under 3%)"
         r=1
         while [ "$r" -le 2 ] && [ "$(elapsed)" -lt "$budget" ]; do
-            for v in driver shim; do
-                log=$gdir/log/torch_step_$v.log
-                if [ "$v" = driver ]; then set -- "$PYTHON"; else
-                    set -- env LD_PRELOAD="$SO" GPUMEM_LIMIT=16G "$PYTHON"
-                fi
-                if ! limited "$py_timeout" "$@" "$here/torch_bench.py" \
-                    --out "$OUT_DIR/torch_raw.csv" --label "$v" --repeat "$r" \
-                    >"$log" 2>&1; then
-                    failed=$((failed + 1))
-                    echo "FAIL torch step $v (round $r):"
-                    show_log "$log" 20
-                fi
+            for conf in default async nocache; do
+                case $conf in
+                default) cenv= ;;
+                async) cenv=PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync ;;
+                nocache) cenv=PYTORCH_NO_CUDA_MEMORY_CACHING=1 ;;
+                esac
+                for v in driver shim; do
+                    log=$gdir/log/torch_step_${conf}_$v.log
+                    if [ "$v" = driver ]; then set -- env $cenv "$PYTHON"; else
+                        set -- env $cenv LD_PRELOAD="$SO" GPUMEM_LIMIT=16G "$PYTHON"
+                    fi
+                    if ! limited "$py_timeout" "$@" "$here/torch_bench.py" \
+                        --out "$OUT_DIR/torch_raw.csv" --label "$conf/$v" --repeat "$r" \
+                        >"$log" 2>&1; then
+                        failed=$((failed + 1))
+                        echo "FAIL torch step $conf/$v (round $r):"
+                        show_log "$log" 20
+                    fi
+                done
             done
             r=$((r + 1))
         done
@@ -471,7 +489,7 @@ bench() {
             passed=$((passed + 1))
         fi
     fi
-    echo "raw numbers: $OUT_DIR (alloc_raw.csv, alloc_summary.csv, torch_raw.csv, machine.txt)"
+    echo "raw numbers: $OUT_DIR (alloc_raw.csv, alloc_summary.csv, async_summary.csv, torch_raw.csv, machine.txt)"
 }
 
 # ---- main ------------------------------------------------------------------
