@@ -300,6 +300,7 @@ py_cases() {
     run_py "torch_leak" "" torch_check.py leak --gpumem "$BUILD/gpumem"
     run_py "torch_steady" "" torch_check.py steady --gpumem "$BUILD/gpumem"
     run_py "torch_exporter" "" torch_check.py exporter --gpumem "$BUILD/gpumem"
+    run_py "torch_visible" "" torch_check.py visible
     for conf in "" expandable_segments:True backend:cudaMallocAsync; do
         run_py "plan_replay${conf:+[$conf]}" "" plan_check.py replay --conf "$conf" \
             --gpumem "$BUILD/gpumem"

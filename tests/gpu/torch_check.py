@@ -22,6 +22,10 @@ Cases (run.sh runs each without the shim first, then with it):
   exporter two PyTorch jobs under the limit hold 512 MiB and 1 GiB:
         `gpumem exporter --once` gives each of them (by pid, device 0) the
         gpumem_used_bytes that `gpumem ps --json` shows as its used_bytes.
+  visible on a machine with two GPUs or more (skipped otherwise): under
+        CUDA_VISIBLE_DEVICES=1,0 with GPUMEM_LIMIT_0=1G and
+        GPUMEM_LIMIT_1=2G, CUDA device 0 (the physical GPU 1, by UUID)
+        shows 1 GiB and device 1 (the physical GPU 0) shows 2 GiB.
   nvml  with 1 GiB held: pynvml (if importable) in the job reports the
         limit as total, cuMemGetInfo's free as free, total - free as used,
         and the job's charge as its own process entry; nvidia-smi started
@@ -369,6 +373,48 @@ def case_exporter(c, tool):
                 k.kill()
 
 
+VISIBLE = """
+import json, torch
+out = []
+for i in range(torch.cuda.device_count()):
+    free, total = torch.cuda.mem_get_info(i)
+    out.append([str(torch.cuda.get_device_properties(i).uuid), total])
+print(json.dumps(out), flush=True)
+"""
+
+
+def physical_uuids():
+    out = subprocess.run(["nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader"],
+                         capture_output=True, text=True, timeout=60).stdout
+    return [u.strip() for u in out.splitlines() if u.strip()]
+
+
+def case_visible(c):
+    start(c)
+    phys = physical_uuids()
+    if len(phys) < 2:
+        c.skip(f"needs two GPUs ({len(phys)} here)")
+    if not c.limit:
+        c.check(True, f"{len(phys)} GPUs")
+        return
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUMEM_LIMIT")}
+    env.update(CUDA_VISIBLE_DEVICES="1,0", GPUMEM_LIMIT_0="1G", GPUMEM_LIMIT_1="2G")
+    r = subprocess.run([sys.executable, "-c", VISIBLE], env=env, capture_output=True,
+                       text=True, timeout=120)
+    if not c.check(r.returncode == 0, f"the reordered job runs ({r.stderr[-300:]})"):
+        return
+    devs = json.loads(r.stdout.strip().splitlines()[-1])
+    if not c.check(len(devs) == 2, f"two CUDA devices ({len(devs)})"):
+        return
+    for ordinal, (want_phys, limit) in enumerate(((1, 1 << 30), (0, 2 << 30))):
+        uuid, total = devs[ordinal]
+        uuid = uuid if uuid.startswith("GPU-") else "GPU-" + uuid
+        c.check(uuid == phys[want_phys], f"CUDA device {ordinal} is the physical GPU "
+                                         f"{want_phys} ({uuid})")
+        c.check(total == limit, f"CUDA device {ordinal} shows its limit {limit} "
+                                f"(got {total})")
+
+
 def case_nccl(c):
     torch = start(c)
     import torch.distributed as dist
@@ -493,7 +539,7 @@ def case_nvml(c, tool):
 
 def main():
     args = gpucase.parse(__doc__, ["oom", "ps", "nccl", "nvml", "leak", "steady",
-                                     "exporter"])
+                                     "exporter", "visible"])
     c = gpucase.Case(f"torch_{args.case}", args.expect_limit)
     if args.case == "oom":
         case_oom(c)
@@ -503,6 +549,8 @@ def main():
         case_ps(c, args.gpumem)
     elif args.case == "nvml":
         case_nvml(c, args.gpumem)
+    elif args.case == "visible":
+        case_visible(c)
     elif args.case in ("leak", "steady", "exporter"):
         if not args.gpumem:
             c.skip("no --gpumem PATH given")
