@@ -11,11 +11,13 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "shim/base/clock.h"
 #include "shim/telemetry/abi.h"
+#include "shim/telemetry/ident.h"
 
 static int hexval(char c)
 {
@@ -62,8 +64,9 @@ static bool full_pread(int fd, void *buf, size_t len, off_t at)
 }
 
 /* "<prefix>.<digits>" or "<prefix>.<digits>.ns<digits>": the pid, and
- * whether the writer is in another pid namespace; 0 for other names. */
-static int name_pid(const char *name, const char *prefix, bool *other_ns)
+ * the writer's pid namespace (0 for the initial one); 0 for other names. */
+static int name_pid(const char *name, const char *prefix,
+                    unsigned long long *ns)
 {
     size_t pl = strlen(prefix);
     if (strncmp(name, prefix, pl) != 0 || name[pl] != '.')
@@ -74,16 +77,40 @@ static int name_pid(const char *name, const char *prefix, bool *other_ns)
     long pid = strtol(p, &end, 10);
     if (end == p || errno != 0 || pid <= 0 || pid > 0x3fffffff)
         return 0;
-    *other_ns = false;
+    *ns = 0;
     if (*end == '\0')
         return (int)pid;
     if (strncmp(end, ".ns", 3) != 0 || end[3] < '0' || end[3] > '9')
         return 0;
-    for (const char *q = end + 3; *q != '\0'; q++)
-        if (*q < '0' || *q > '9')
-            return 0;
-    *other_ns = true;
+    errno = 0;
+    *ns = strtoull(end + 3, &end, 10);
+    if (*end != '\0' || errno != 0 || *ns == 0)
+        return 0;
     return (int)pid;
+}
+
+/* The caller's pid namespace (0: unknown, or the initial one). */
+static unsigned long long own_pidns(void)
+{
+    char link[64];
+    ssize_t k = readlink("/proc/self/ns/pid", link, sizeof link - 1);
+    if (k <= 0)
+        return 0;
+    link[k] = '\0';
+    unsigned long long ns = gm_ident_parse_nslink(link);
+    return ns == GM_PIDNS_INIT ? 0 : ns;
+}
+
+/* A writer holds its segment's lock (LOCK_EX, from before its magic is
+ * stored until it closes; an exec drops it with the descriptor): a
+ * shared lock that can be had means nobody writes there any more. */
+static bool writer_holds(int fd)
+{
+    if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+        flock(fd, LOCK_UN);
+        return false;
+    }
+    return errno == EWOULDBLOCK;
 }
 
 static bool header_ok(const struct gm_abi_header *h, const struct stat *st)
@@ -112,11 +139,13 @@ static bool read_dev(int fd, off_t at, struct gm_abi_dev *d)
 }
 
 /* The segment's charge on the device with `uuid`; false when it is not
- * one of the job's. */
-static bool segment_used(int dirfd, const char *name, int pid, bool other_ns,
+ * one of the job's. `local`: its writer is in the caller's pid namespace
+ * (its pid and start time can be checked). */
+static bool segment_used(int dirfd, const char *name, int pid, bool local,
                          uid_t uid, const char *job_id,
                          const unsigned char uuid[16], uint64_t *used)
 {
+    *used = 0;
     int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return false;
@@ -125,21 +154,29 @@ static bool segment_used(int dirfd, const char *name, int pid, bool other_ns,
     bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == uid &&
               (size_t)st.st_size >= sizeof h && full_pread(fd, &h, sizeof h, 0) &&
               header_ok(&h, &st) && h.ident.uid == (uint32_t)uid &&
-              (other_ns || ((int)h.pid == pid &&
-                            gm_proc_alive(pid, h.start_ticks)));
+              writer_holds(fd) &&
+              (!local || ((int)h.pid == pid && gm_proc_alive(pid, h.start_ticks)));
     if (ok && job_id != NULL && job_id[0] != '\0')
         ok = strncmp(h.ident.job_id, job_id, sizeof h.ident.job_id) == 0;
-    *used = 0;
     uint32_t n = h.dev_seen < h.dev_slots ? (uint32_t)h.dev_seen : h.dev_slots;
     for (uint32_t i = 0; ok && i < n; i++) {
         struct gm_abi_dev d;
         if (!read_dev(fd, (off_t)(h.dev_offset + (uint64_t)i * h.dev_size), &d))
             break;
         if (d.present && memcmp(d.uuid, uuid, 16) == 0)
-            *used += d.used;
+            *used = d.used > UINT64_MAX - *used ? UINT64_MAX : *used + d.used;
     }
     close(fd);
     return ok;
+}
+
+/* A name worth opening: a regular file of the caller's (another user's
+ * files never count toward GM_JOBUSE_MAX). */
+static bool own_file(int dirfd, const char *name, uid_t uid)
+{
+    struct stat st;
+    return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+           S_ISREG(st.st_mode) && st.st_uid == uid;
 }
 
 uint64_t gm_job_used(const char *dir, const char *prefix, uid_t uid,
@@ -151,15 +188,16 @@ uint64_t gm_job_used(const char *dir, const char *prefix, uid_t uid,
     DIR *dp = opendir(dir);
     if (dp != NULL) {
         struct dirent *e;
+        unsigned long long mine = own_pidns();
         while ((e = readdir(dp)) != NULL && seen < GM_JOBUSE_MAX) {
-            bool other_ns;
-            int pid = name_pid(e->d_name, prefix, &other_ns);
-            if (pid == 0)
+            unsigned long long ns;
+            int pid = name_pid(e->d_name, prefix, &ns);
+            if (pid == 0 || !own_file(dirfd(dp), e->d_name, uid))
                 continue;
             seen++;
             uint64_t u;
-            if (segment_used(dirfd(dp), e->d_name, pid, other_ns, uid, job_id,
-                             uuid, &u) && u != 0) {
+            if (segment_used(dirfd(dp), e->d_name, pid, ns == mine, uid,
+                             job_id, uuid, &u) && u != 0) {
                 sum = u > UINT64_MAX - sum ? UINT64_MAX : sum + u;
                 n++;
             }

@@ -6,14 +6,16 @@
  *
  * The job: the segments "<prefix>.<pid>" and "<prefix>.<pid>.ns<inode>" of
  * `dir` that are regular files owned by `uid`, of this ABI version, still
- * open (closed_ns 0) and, for a writer of this pid namespace, alive with
- * the start time it recorded; when `job_id` is not empty (SLURM_JOB_ID),
- * only those whose recorded Slurm job is the same. Their device blocks
- * with the UUID asked are summed (`used`).
+ * open (closed_ns 0), whose writer still holds the segment's lock (a dead
+ * or exec'd writer does not) and, for a writer of the caller's pid
+ * namespace, is alive with the start time it recorded; when `job_id` is
+ * not empty (SLURM_JOB_ID), only those whose recorded Slurm job is the
+ * same. Their device blocks with the UUID asked are summed (`used`).
  * Invariants: files are read with pread only, never mapped, so a
  * truncated or foreign file is skipped and never faults; a device block
  * is re-read until no writer is inside it, at most GM_JOBUSE_TRIES times
- * (then its last copy counts); at most GM_JOBUSE_MAX segments are read.
+ * (then its last copy counts); at most GM_JOBUSE_MAX of the caller's
+ * files are opened (another user's files never count toward it).
  */
 #ifndef GM_JOBUSE_H
 #define GM_JOBUSE_H

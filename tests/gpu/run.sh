@@ -13,7 +13,8 @@
 # $BUILD/gpu), CUDA_HOME (/usr/local/cuda), PYTHON (python3), OUT_DIR (bench
 # results, default $BUILD/gpu/results), GPU_CASE_TIMEOUT (60 s per C case),
 # GPU_PY_TIMEOUT (120 s per Python case), GPU_BUDGET (seconds for the whole
-# mode: later cases are skipped past it; 240).
+# mode: later cases are skipped past it; 300 check, 180 bench: the two
+# together fit a device session of about 8 minutes).
 #
 # Output: one line per case, "PASS|FAIL|SKIP name: detail", a failing case's
 # log indented below it, and "N passed, N failed, N skipped". Exit 0 when
@@ -38,7 +39,7 @@ NVCC=$CUDA_HOME/bin/nvcc
 here=$(cd "$(dirname "$0")" && pwd)
 case_timeout=${GPU_CASE_TIMEOUT:-60}
 py_timeout=${GPU_PY_TIMEOUT:-120}
-budget=${GPU_BUDGET:-240}
+if [ "$mode" = bench ]; then budget=${GPU_BUDGET:-180}; else budget=${GPU_BUDGET:-300}; fi
 
 # Limits: C cases run under 2 GiB, Python cases under 4 GiB.
 c_limit=2G
@@ -283,20 +284,9 @@ py_cases() {
         echo "SKIP python: $PYTHON not found"
         return 0
     fi
-    run_py "torch_oom" "" torch_check.py oom
-    run_py "torch_oom[expandable_segments]" "expandable_segments:True" torch_check.py oom
-    run_py "torch_oom[cudaMallocAsync]" "backend:cudaMallocAsync" torch_check.py oom
-    run_py "torch_nccl" "" torch_check.py nccl
+    # This round's cases first (they have not run on hardware yet), then
+    # the ones of the first round.
     run_py "torch_nvml" "" torch_check.py nvml --gpumem "$BUILD/gpumem"
-    if "$BUILD/gpumem" help ps >/dev/null 2>&1 || "$BUILD/gpumem" ps --help >/dev/null 2>&1
-    then
-        run_py "gpumem_ps" "" torch_check.py ps --gpumem "$BUILD/gpumem"
-        run_py "gpumem_ps[cudaMallocAsync]" "backend:cudaMallocAsync" \
-            torch_check.py ps --gpumem "$BUILD/gpumem"
-    else
-        skipped=$((skipped + 1))
-        echo "SKIP gpumem_ps: $BUILD/gpumem has no ps command yet ('gpumem help ps' fails)"
-    fi
     run_py "torch_leak" "" torch_check.py leak --gpumem "$BUILD/gpumem"
     run_py "torch_steady" "" torch_check.py steady --gpumem "$BUILD/gpumem"
     run_py "torch_exporter" "" torch_check.py exporter --gpumem "$BUILD/gpumem"
@@ -306,6 +296,19 @@ py_cases() {
             --gpumem "$BUILD/gpumem"
     done
     run_py "plan_fit" "" plan_check.py fit --gpumem "$BUILD/gpumem"
+    run_py "torch_oom" "" torch_check.py oom
+    run_py "torch_oom[expandable_segments]" "expandable_segments:True" torch_check.py oom
+    run_py "torch_oom[cudaMallocAsync]" "backend:cudaMallocAsync" torch_check.py oom
+    run_py "torch_nccl" "" torch_check.py nccl
+    if "$BUILD/gpumem" help ps >/dev/null 2>&1 || "$BUILD/gpumem" ps --help >/dev/null 2>&1
+    then
+        run_py "gpumem_ps" "" torch_check.py ps --gpumem "$BUILD/gpumem"
+        run_py "gpumem_ps[cudaMallocAsync]" "backend:cudaMallocAsync" \
+            torch_check.py ps --gpumem "$BUILD/gpumem"
+    else
+        skipped=$((skipped + 1))
+        echo "SKIP gpumem_ps: $BUILD/gpumem has no ps command yet ('gpumem help ps' fails)"
+    fi
     run_py "jax_prealloc" "" jax_check.py prealloc
     run_py "cupy_oom" "" cupy_check.py oom
 }

@@ -509,20 +509,21 @@ def check_smi(c, uuid, tool):
             f"nvidia-smi memory.used {used} MiB holds the job's GiB, at most the limit")
     if tool:
         doc = gpumem_ps(c, tool)
-        mine = gpucase.objects_with(doc, "pid", os.getpid()) if doc else []
-        job = gpucase.numbers_under(mine, lambda k: k == "used_bytes")
-        if c.check(bool(job), "gpumem ps --json shows this job"):
-            c.check(abs(used - (max(job) >> 20)) <= 2,
-                    f"nvidia-smi memory.used {used} MiB = gpumem ps {max(job) >> 20} "
-                    f"MiB within 2 MiB")
+        devs = gpucase.objects_with(doc, "uuid", uuid) if doc and uuid else []
+        job = sum(d.get("used_bytes", 0) for d in devs)
+        if c.check(bool(devs), "gpumem ps --json shows the job on this card"):
+            c.check(abs(used - (job >> 20)) <= 2,
+                    f"nvidia-smi memory.used {used} MiB = gpumem ps's {job >> 20} MiB "
+                    f"on the card within 2 MiB")
     # Under the preload without a limit: what nvidia-smi shows without it.
     plain = {k: v for k, v in os.environ.items()
              if k != "LD_PRELOAD" and not k.startswith("GPUMEM_")}
     nolimit = dict(plain, LD_PRELOAD=os.environ.get("LD_PRELOAD", ""))
     try:
         a, b = smi(uuid, plain), smi(uuid, nolimit)
-        c.check(a == b, f"without a limit nvidia-smi under the preload {b} = "
-                        f"without it {a}")
+        c.check(a[0] == b[0] and abs(a[1] - b[1]) <= 4,
+                f"without a limit nvidia-smi under the preload {b} = without it {a} "
+                f"(used within 4 MiB)")
     except Exception as e:
         c.check(False, f"nvidia-smi without a limit answers ({e})")
 

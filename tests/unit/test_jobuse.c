@@ -2,9 +2,10 @@
  * tests/unit/test_jobuse.c — the job's charge on a device from its
  * processes' segments (shim/telemetry/jobuse.c): UUID text, and a
  * directory of hand-made segments, each case a file that must count or
- * must not (another UUID, closed, a dead writer, a planted symbolic link,
- * a truncated file, another ABI version, another Slurm job, a writer that
- * stays inside its block).
+ * must not (another UUID, closed, a dead writer, one that let go of its
+ * lock, a planted symbolic link, a truncated file, another ABI version,
+ * another Slurm job, a writer that stays inside its block). The test
+ * holds each segment's lock as its writer would.
  */
 #include <check.h>
 #include <fcntl.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -66,14 +68,30 @@ static void make(struct seg *s, const unsigned char uuid[16], uint64_t used)
     memcpy(s->d[0].uuid, uuid, 16);
 }
 
-static void put(const char *name, const struct seg *s, size_t len)
+static int held[16];
+static int nheld;
+
+/* Write a segment file; `lock`: hold its lock from here on, as a live
+ * writer does. */
+static void put_as(const char *name, const struct seg *s, size_t len, bool lock)
 {
     char path[160];
     snprintf(path, sizeof path, "%s/%s", dir, name);
+    unlink(path);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(write(fd, s, len), (ssize_t)len);
-    close(fd);
+    if (lock && nheld < 16) {
+        ck_assert_int_eq(flock(fd, LOCK_EX), 0);
+        held[nheld++] = fd;
+    } else {
+        close(fd);
+    }
+}
+
+static void put(const char *name, const struct seg *s, size_t len)
+{
+    put_as(name, s, len, true);
 }
 
 static uint64_t used_of(const unsigned char uuid[16], const char *job,
@@ -84,12 +102,15 @@ static uint64_t used_of(const unsigned char uuid[16], const char *job,
 
 static void setup(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/gmjob.XXXXXX");
+    /* tmpfs, as a segment directory is (it lists the newest names first). */
+    snprintf(dir, sizeof dir, "/dev/shm/gmjob.XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(dir));
 }
 
 static void teardown(void)
 {
+    while (nheld > 0)
+        close(held[--nheld]);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     ck_assert_int_eq(system(cmd), 0);
@@ -147,6 +168,13 @@ START_TEST(foreign_and_dead_segments_do_not)
     s.h.ident.uid = (uint32_t)getuid() + 1;  /* recorded by another user */
     put(name, &s, sizeof s);
     ck_assert_uint_eq(used_of(U1, NULL, NULL), 0);
+    make(&s, U1, 24);
+    put_as(name, &s, sizeof s, false);       /* nobody holds its lock */
+    ck_assert_uint_eq(used_of(U1, NULL, NULL), 0);
+    make(&s, U1, 48);                        /* a dead writer elsewhere */
+    s.h.pid = 7;
+    put_as("gmj.7.ns4026532000", &s, sizeof s, false);
+    ck_assert_uint_eq(used_of(U1, NULL, NULL), 0);
     /* A symbolic link planted under a segment's name. */
     make(&s, U1, 32);
     put("real", &s, sizeof s);
@@ -182,6 +210,30 @@ START_TEST(slurm_job_and_busy_writer)
 }
 END_TEST
 
+/* Another user's files do not count toward the bound on files read: a
+ * flood of them does not hide the job's segment (needs root to make
+ * files of another owner). */
+START_TEST(another_users_flood_hides_nothing)
+{
+    if (getuid() != 0)
+        return;
+    struct seg s;
+    char name[64], path[160];
+    make(&s, U1, 256);
+    snprintf(name, sizeof name, "gmj.%d", (int)getpid());
+    put(name, &s, sizeof s);
+    /* Made after it: tmpfs lists the newest names first. */
+    for (unsigned i = 1; i <= GM_JOBUSE_MAX + 8; i++) {
+        snprintf(path, sizeof path, "%s/gmj.%u", dir, 1000000 + i);
+        int fd = open(path, O_WRONLY | O_CREAT, 0600);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(fchown(fd, 12345, 12345), 0);
+        close(fd);
+    }
+    ck_assert_uint_eq(used_of(U1, NULL, NULL), 256);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("jobuse");
@@ -191,6 +243,8 @@ int main(void)
     tcase_add_test(t, live_segments_of_the_uuid_count);
     tcase_add_test(t, foreign_and_dead_segments_do_not);
     tcase_add_test(t, slurm_job_and_busy_writer);
+    tcase_add_test(t, another_users_flood_hides_nothing);
+    tcase_set_timeout(t, 30);
     suite_add_tcase(su, t);
     SRunner *r = srunner_create(su);
     srunner_run_all(r, CK_NORMAL);
