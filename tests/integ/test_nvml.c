@@ -247,7 +247,7 @@ END_TEST
 /* ---- context measurement ------------------------------------------------ */
 
 static pid_t holder_pid;
-static int holder_in = -1;
+static int holder_in = -1, holder_out = -1;
 
 /* Another simulated process holding `size` bytes on the device; with a
  * limit (not NULL), under the shim with that GPUMEM_LIMIT. */
@@ -283,9 +283,12 @@ static void holder_start_as(const char *size, const char *limit)
     close(in[0]);
     close(o[1]);
     holder_in = in[1];
+    /* The read end stays open until the holder is gone: its line may come
+     * in more than one write, and a write to a closed pipe would kill it
+     * (SIGPIPE) while it should hold. */
+    holder_out = o[0];
     char line[64] = { 0 };
     ssize_t r = read(o[0], line, sizeof line - 1);
-    close(o[0]);
     ck_assert_msg(r > 0 && strncmp(line, "holding", 7) == 0, "holder: '%s'", line);
 }
 
@@ -299,6 +302,10 @@ static void holder_stop(void)
     close(holder_in);
     int st;
     waitpid(holder_pid, &st, 0);
+    close(holder_out);
+    /* A holder that died (a signal) before it was told to go would have
+     * held nothing for part of the test. */
+    ck_assert_msg(WIFEXITED(st), "the holder died: status 0x%x", st);
 }
 
 static unsigned long long field(const char *buf, const char *key)
