@@ -89,7 +89,7 @@ static int name_pid(const char *name, const char *prefix,
     return (int)pid;
 }
 
-/* The caller's pid namespace (0: unknown, or the initial one). */
+/* The inode of the caller's pid namespace (0: unknown). */
 static unsigned long long own_pidns(void)
 {
     char link[64];
@@ -97,8 +97,7 @@ static unsigned long long own_pidns(void)
     if (k <= 0)
         return 0;
     link[k] = '\0';
-    unsigned long long ns = gm_ident_parse_nslink(link);
-    return ns == GM_PIDNS_INIT ? 0 : ns;
+    return gm_ident_parse_nslink(link);
 }
 
 /* A writer holds its segment's lock (LOCK_EX, from before its magic is
@@ -142,8 +141,9 @@ static bool read_dev(int fd, off_t at, struct gm_abi_dev *d)
  * one of the job's. `local`: its writer is in the caller's pid namespace
  * (its pid and start time can be checked). */
 static bool segment_used(int dirfd, const char *name, int pid, bool local,
-                         uid_t uid, const char *job_id,
-                         const unsigned char uuid[16], uint64_t *used)
+                         unsigned long long pidns, uid_t uid,
+                         const char *job_id, const unsigned char uuid[16],
+                         uint64_t *used)
 {
     *used = 0;
     int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -158,6 +158,10 @@ static bool segment_used(int dirfd, const char *name, int pid, bool local,
               (!local || ((int)h.pid == pid && gm_proc_alive(pid, h.start_ticks)));
     if (ok && job_id != NULL && job_id[0] != '\0')
         ok = strncmp(h.ident.job_id, job_id, sizeof h.ident.job_id) == 0;
+    /* One job, one pid namespace (a container's processes, not the
+     * host's that share its directory); unknown on either side: kept. */
+    if (ok && pidns != 0 && h.ident.pidns != 0)
+        ok = h.ident.pidns == pidns;
     uint32_t n = h.dev_seen < h.dev_slots ? (uint32_t)h.dev_seen : h.dev_slots;
     for (uint32_t i = 0; ok && i < n; i++) {
         struct gm_abi_dev d;
@@ -189,6 +193,7 @@ uint64_t gm_job_used(const char *dir, const char *prefix, uid_t uid,
     if (dp != NULL) {
         struct dirent *e;
         unsigned long long mine = own_pidns();
+        unsigned long long named = mine == GM_PIDNS_INIT ? 0 : mine;
         while ((e = readdir(dp)) != NULL && seen < GM_JOBUSE_MAX) {
             unsigned long long ns;
             int pid = name_pid(e->d_name, prefix, &ns);
@@ -196,8 +201,8 @@ uint64_t gm_job_used(const char *dir, const char *prefix, uid_t uid,
                 continue;
             seen++;
             uint64_t u;
-            if (segment_used(dirfd(dp), e->d_name, pid, ns == mine, uid,
-                             job_id, uuid, &u) && u != 0) {
+            if (segment_used(dirfd(dp), e->d_name, pid, ns == named, mine,
+                             uid, job_id, uuid, &u) && u != 0) {
                 sum = u > UINT64_MAX - sum ? UINT64_MAX : sum + u;
                 n++;
             }

@@ -8,7 +8,9 @@
  * `dir` that are regular files owned by `uid`, of this ABI version, still
  * open (closed_ns 0), whose writer still holds the segment's lock (a dead
  * or exec'd writer does not) and, for a writer of the caller's pid
- * namespace, is alive with the start time it recorded; when `job_id` is
+ * namespace, is alive with the start time it recorded; of the caller's
+ * pid namespace as recorded (a container's processes, not the host's
+ * sharing its directory; unknown on either side counts); when `job_id` is
  * not empty (SLURM_JOB_ID), only those whose recorded Slurm job is the
  * same. Their device blocks with the UUID asked are summed (`used`).
  * Invariants: files are read with pread only, never mapped, so a

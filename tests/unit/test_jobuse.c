@@ -168,6 +168,10 @@ START_TEST(foreign_and_dead_segments_do_not)
     s.h.ident.uid = (uint32_t)getuid() + 1;  /* recorded by another user */
     put(name, &s, sizeof s);
     ck_assert_uint_eq(used_of(U1, NULL, NULL), 0);
+    make(&s, U1, 12);
+    s.h.ident.pidns = 4026532999ull;         /* another pid namespace's */
+    put(name, &s, sizeof s);
+    ck_assert_uint_eq(used_of(U1, NULL, NULL), 0);
     make(&s, U1, 24);
     put_as(name, &s, sizeof s, false);       /* nobody holds its lock */
     ck_assert_uint_eq(used_of(U1, NULL, NULL), 0);
