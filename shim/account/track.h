@@ -3,7 +3,7 @@
  * -> what was charged for it (size, device, API, reference count).
  *
  * Sharded open-addressing hash (256 shards, linear probing, backward-shift
- * deletion, power-of-two capacity grown by doubling at 70% load), each
+ * deletion, power-of-two capacity grown by doubling at 50% load), each
  * shard behind its own spinlock, so threads touching different allocations
  * almost never meet. Storage comes from mmap, never malloc. A slot is
  * empty when its ns byte is 0 (its other bytes are then stale). Invariant: a
@@ -57,7 +57,7 @@ struct gm_track_shard {
     gm_spin lock;
     uint32_t count;
     uint32_t cap;                 /* 0, or a power of two >= 64 */
-    uint32_t grow_at;             /* count that triggers growth: 0.7 cap */
+    uint32_t grow_at;             /* count that triggers growth: cap / 2 */
     struct gm_alloc *slots;
     char pad[64 - sizeof(gm_spin) - 3 * sizeof(uint32_t) -
              sizeof(struct gm_alloc *)];
