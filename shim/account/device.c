@@ -244,14 +244,21 @@ enum gm_ctx_verdict gm_dev_context_created(int dev, CUcontext ctx,
     return first ? GM_CTX_KEPT_FIRST : GM_CTX_KEPT;
 }
 
-bool gm_dev_context_ended(CUcontext ctx, int *dev)
+bool gm_dev_context_unlist(CUcontext ctx, struct gm_ctx_ent *e)
 {
-    struct gm_ctx_ent e;
-    if (!gm_ctx_take((uintptr_t)ctx, &e))
-        return false;
-    context_release(&e);
-    *dev = e.dev;
-    return true;
+    return gm_ctx_take((uintptr_t)ctx, e);
+}
+
+void gm_dev_context_relist(const struct gm_ctx_ent *e)
+{
+    if (!gm_ctx_add(e))
+        gm_log(GM_LOG_WARN, "the context list is full: a context whose "
+               "destroy failed stays charged after its end");
+}
+
+void gm_dev_context_ended(const struct gm_ctx_ent *e)
+{
+    context_release(e);
 }
 
 bool gm_dev_primary_ended(int dev, CUcontext *ctx)

@@ -38,9 +38,9 @@ static inline struct gm_dev *gm_dev_get(int dev)
  * process's own NVML entry (or of the device's NVML in-use figure when
  * NVML does not list the process; without NVML, see device.c) is charged
  * to the device's limit and the context listed (shim/account/contexts.h)
- * until _ended (a destroyed context) or _primary_ended (the primary
- * context's last release or a reset) gives it back; those return the
- * ended context's device or handle. A retain of a primary context that is
+ * until _ended (a destroyed context, unlisted before the destroy) or
+ * _primary_ended (the primary context's last release or a reset, which
+ * returns its handle) gives it back. A retain of a primary context that is
  * already charged measures nothing. With may_refuse, a created (not a
  * primary) context that does not fit under the limit or in the group is
  * not charged (unless on_oom=warn): the caller destroys it. */
@@ -61,7 +61,13 @@ void gm_dev_context_before(int dev, bool primary, struct gm_ctx_probe *before);
 enum gm_ctx_verdict gm_dev_context_created(int dev, CUcontext ctx,
                                            const struct gm_ctx_probe *before,
                                            bool may_refuse, uint64_t *bytes);
-bool gm_dev_context_ended(CUcontext ctx, int *dev);
+/* A destroy takes the context out of the list before the driver's call
+ * (so a context the driver makes meanwhile with the same handle is not
+ * taken for it), then gives its charge back, or lists it again when the
+ * destroy failed. */
+bool gm_dev_context_unlist(CUcontext ctx, struct gm_ctx_ent *e);
+void gm_dev_context_ended(const struct gm_ctx_ent *e);
+void gm_dev_context_relist(const struct gm_ctx_ent *e);
 bool gm_dev_primary_ended(int dev, CUcontext *ctx);
 
 #endif

@@ -95,6 +95,13 @@ static void own_entry(gm_nvml_dev h, struct gm_nvml_sample *s)
     }
 }
 
+void gm_nvml_load(void)
+{
+    pthread_mutex_lock(&nvml_lock);
+    (void)nvml_open();
+    pthread_mutex_unlock(&nvml_lock);
+}
+
 bool gm_nvml_sample(int dev, struct gm_nvml_sample *s)
 {
     char uuid[64];

@@ -24,6 +24,11 @@ struct gm_nvml_sample {
  * say. Caller holds the nesting guard. */
 bool gm_nvml_sample(int dev, struct gm_nvml_sample *s);
 
+/* Load NVML now (once; nothing when it is loaded or cannot be): a caller
+ * about to take a lock of its own loads it first, so that dlopen (and the
+ * loader's lock) is never taken under that lock. */
+void gm_nvml_load(void);
+
 /* CUDA device `dev`'s UUID as NVML writes it ("GPU-xxxxxxxx-xxxx-..."),
  * through the real driver: 0; -2 when there is no such device (or no
  * cuDeviceGetUuid_v2), -1 when the driver cannot say. */

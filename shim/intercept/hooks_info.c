@@ -15,6 +15,7 @@
 #include "shim/intercept/hooks_info.h"
 #include "shim/telemetry/abi.h"
 #include "shim/account/account.h"
+#include "shim/driver/nvml.h"
 #include "shim/driver/real.h"
 #include "shim/admit/arena_hooks.h"
 #include "shim/admit/staged.h"
@@ -157,7 +158,9 @@ static CUresult ctx_refuse(CUdevice dev, CUcontext *pctx,
     gm_depth--;
     if (rc != CUDA_SUCCESS) {
         uint64_t b;
-        (void)gm_dev_context_created((int)dev, c, before, false, &b);
+        if (gm_dev_context_created((int)dev, c, before, false, &b) ==
+            GM_CTX_KEPT_FIRST)
+            gm_static_setup((int)dev, d, c);
         return CUDA_SUCCESS;
     }
     uint64_t used = gm_budget_used(&d->budget);
@@ -197,6 +200,17 @@ static CUresult ctx_after(bool on, CUresult rc, CUdevice dev,
     return rc;
 }
 
+/* The device's primary lock, NVML loaded first (dlopen takes the
+ * loader's lock, which a library's constructor may hold while it retains
+ * a primary context: never under ours). */
+static void primary_lock(int dev)
+{
+    gm_depth++;
+    gm_nvml_load();
+    gm_depth--;
+    gm_ctx_primary_lock(dev);
+}
+
 /* A context creator: measure the new context on `dev` around the call; a
  * primary retain under the device's primary lock (shim/account/contexts.h). */
 #define CTX_WRAPPER(name, params, args, dev, primary)                    \
@@ -205,7 +219,7 @@ static CUresult ctx_after(bool on, CUresult rc, CUdevice dev,
         GM_NEED_REAL(name);                                               \
         bool on = gm_active();                                            \
         if (on && (primary))                                              \
-            gm_ctx_primary_lock((int)(dev));                              \
+            primary_lock((int)(dev));                                     \
         struct gm_ctx_probe before = ctx_before(on, dev, primary);        \
         gm_depth++;                                                       \
         CUresult rc = gm_real.name args;                                  \
@@ -246,13 +260,17 @@ CTX_WRAPPER(cuCtxCreate_v4,
     GM_EXPORT CUresult CUDAAPI name(CUcontext ctx)                        \
     {                                                                     \
         GM_NEED_REAL(name);                                               \
-        bool on = gm_active();                                            \
+        struct gm_ctx_ent e;                                              \
+        bool listed = gm_active() && gm_dev_context_unlist(ctx, &e);      \
         gm_depth++;                                                       \
         CUresult rc = gm_real.name(ctx);                                  \
         gm_depth--;                                                       \
-        int dev;                                                          \
-        if (on && rc == CUDA_SUCCESS && gm_dev_context_ended(ctx, &dev))  \
-            gm_static_retire(dev, ctx);                                   \
+        if (listed && rc == CUDA_SUCCESS) {                               \
+            gm_dev_context_ended(&e);                                     \
+            gm_static_retire(e.dev, ctx);                                 \
+        } else if (listed) {                                              \
+            gm_dev_context_relist(&e);                                    \
+        }                                                                 \
         return rc;                                                        \
     }
 
@@ -282,7 +300,7 @@ static bool primary_inactive(CUdevice dev)
         GM_NEED_REAL(name);                                               \
         bool on = gm_active();                                            \
         if (on)                                                           \
-            gm_ctx_primary_lock((int)dev);                                \
+            primary_lock((int)dev);                                       \
         gm_depth++;                                                       \
         CUresult rc = gm_real.name(dev);                                  \
         gm_depth--;                                                       \

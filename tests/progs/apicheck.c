@@ -538,6 +538,12 @@ static void s_contexts(void)
     CU(F.cuCtxSetCurrent(ctx0));
     CHECK(limit - free_now() == ctx, "created one destroyed: used %llu",
           (unsigned long long)(limit - free_now()));
+    /* A destroy the driver refuses (a primary context is released, not
+     * destroyed) leaves the context listed and charged: the reset below
+     * still gives its charge back. */
+    CHECK(F.cuCtxDestroy_v2(ctx0) != CUDA_SUCCESS, "the primary destroyed");
+    CHECK(limit - free_now() == ctx, "after a refused destroy: used %llu",
+          (unsigned long long)(limit - free_now()));
     /* A reset ends the primary context too (its reference stays). */
     CU(F.cuDevicePrimaryCtxReset_v2(dev0));
     CU(F.cuDevicePrimaryCtxRetain(&ctx0, dev0));
