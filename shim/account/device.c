@@ -160,7 +160,8 @@ static void context_release(const struct gm_ctx_ent *e)
     if (e->grouped)
         gm_grp_give(d, e->bytes);
     gm_release_wake();
-    gm_tel_context_end(&gm_st.tel, (unsigned)e->dev, e->bytes, used);
+    gm_tel_event(&gm_st.tel, GM_EV_CONTEXT_END, (unsigned)e->dev, GM_API_NONE,
+                 e->bytes, 0, used);
     if (gm_log_enabled(GM_LOG_INFO)) {
         char b[32];
         gm_format_size(e->bytes, b, sizeof b);

@@ -13,6 +13,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+bool gm_pread_all(int fd, void *buf, size_t n, uint64_t off)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(fd, (char *)buf + got, n - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return false;
+        got += (size_t)r;
+    }
+    return true;
+}
+
 int gm_write_all(int fd, const void *buf, size_t n)
 {
     const char *p = buf;

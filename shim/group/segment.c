@@ -32,6 +32,7 @@
 #include "policy/parse.h"
 #include "shim/base/clock.h"
 #include "shim/base/msg.h"
+#include "shim/base/safefile.h"
 #include "shim/base/shmfile.h"
 
 bool gm_grpi_name_ok(const char *s, size_t max)
@@ -477,20 +478,6 @@ int gm_group_list(const char *dir, const char *prefix,
     return count;
 }
 
-static bool pread_all(int fd, void *buf, size_t len, off_t off)
-{
-    size_t got = 0;
-    while (got < len) {
-        ssize_t n = pread(fd, (char *)buf + got, len - got, off + (off_t)got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return false;
-        got += (size_t)n;
-    }
-    return true;
-}
-
 /* Reads the whole file between two reads of `gen` (syscalls order the
  * copies); *consistent when both are equal and even. */
 static int take_copy(int fd, struct gm_group_seg *c, bool *consistent)
@@ -499,9 +486,9 @@ static int take_copy(int fd, struct gm_group_seg *c, bool *consistent)
     *consistent = false;
     for (int t = 0; t < SNAP_TRIES; t++) {
         uint64_t g1, g2;
-        if (!pread_all(fd, &g1, sizeof g1, gen_off) ||
-            !pread_all(fd, c, sizeof *c, 0) ||
-            !pread_all(fd, &g2, sizeof g2, gen_off))
+        if (!gm_pread_all(fd, &g1, sizeof g1, gen_off) ||
+            !gm_pread_all(fd, c, sizeof *c, 0) ||
+            !gm_pread_all(fd, &g2, sizeof g2, gen_off))
             return -1;
         if (g1 == g2 && (g1 & 1u) == 0) {
             *consistent = true;

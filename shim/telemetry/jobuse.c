@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "shim/base/clock.h"
+#include "shim/base/safefile.h"
 #include "shim/telemetry/abi.h"
 #include "shim/telemetry/ident.h"
 
@@ -47,20 +48,6 @@ bool gm_uuid_parse(const char *text, unsigned char out[16])
         p++;
     }
     return n == 16;
-}
-
-static bool full_pread(int fd, void *buf, size_t len, off_t at)
-{
-    size_t got = 0;
-    while (got < len) {
-        ssize_t r = pread(fd, (char *)buf + got, len - got, at + (off_t)got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return false;
-        got += (size_t)r;
-    }
-    return true;
 }
 
 /* "<prefix>.<digits>" or "<prefix>.<digits>.ns<digits>": the pid, and
@@ -125,10 +112,10 @@ static bool header_ok(const struct gm_abi_header *h, const struct stat *st)
 
 /* One device block as a writer left it (its last copy when one stays
  * inside); false when the file cannot be read. */
-static bool read_dev(int fd, off_t at, struct gm_abi_dev *d)
+static bool read_dev(int fd, uint64_t at, struct gm_abi_dev *d)
 {
     for (unsigned i = 0; i < GM_JOBUSE_TRIES; i++) {
-        if (!full_pread(fd, d, sizeof *d, at))
+        if (!gm_pread_all(fd, d, sizeof *d, at))
             return false;
         if (d->wbegin == d->wdone)
             return true;
@@ -152,7 +139,7 @@ static bool segment_used(int dirfd, const char *name, int pid, bool local,
     struct stat st;
     struct gm_abi_header h;
     bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == uid &&
-              (size_t)st.st_size >= sizeof h && full_pread(fd, &h, sizeof h, 0) &&
+              (size_t)st.st_size >= sizeof h && gm_pread_all(fd, &h, sizeof h, 0) &&
               header_ok(&h, &st) && h.ident.uid == (uint32_t)uid &&
               writer_holds(fd) &&
               (!local || ((int)h.pid == pid && gm_proc_alive(pid, h.start_ticks)));
@@ -165,7 +152,7 @@ static bool segment_used(int dirfd, const char *name, int pid, bool local,
     uint32_t n = h.dev_seen < h.dev_slots ? (uint32_t)h.dev_seen : h.dev_slots;
     for (uint32_t i = 0; ok && i < n; i++) {
         struct gm_abi_dev d;
-        if (!read_dev(fd, (off_t)(h.dev_offset + (uint64_t)i * h.dev_size), &d))
+        if (!read_dev(fd, h.dev_offset + (uint64_t)i * h.dev_size, &d))
             break;
         if (d.present && memcmp(d.uuid, uuid, 16) == 0)
             *used = d.used > UINT64_MAX - *used ? UINT64_MAX : *used + d.used;

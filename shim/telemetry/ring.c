@@ -329,24 +329,6 @@ void gm_tel_context(struct gm_tel *t, unsigned dev, uint64_t bytes,
     tw_unlock(t);
 }
 
-void gm_tel_context_end(struct gm_tel *t, unsigned dev, uint64_t bytes,
-                        uint64_t used_after)
-{
-    uint64_t now = gm_clock_realtime_ns();
-    struct gm_abi_header *h = tw_lock(t);
-    if (h == NULL)
-        return;
-    struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
-    if (d != NULL) {
-        tw_sub(&d->context_bytes, bytes);
-        tw_set_used_peak(d, used_after, 0, now);
-        tw_stats_end(d);
-    }
-    tw_ring_push(h, GM_EV_CONTEXT_END, GM_API_NONE, dev, now, 0, bytes, 0,
-                 used_after, 0);
-    tw_unlock(t);
-}
-
 void gm_tel_limit(struct gm_tel *t, unsigned dev, uint64_t new_limit)
 {
     uint64_t now = gm_clock_realtime_ns(), old = 0, used = 0;
@@ -458,6 +440,9 @@ void gm_tel_event(struct gm_tel *t, unsigned kind, unsigned dev, unsigned api,
         case GM_EV_RECLAIM:
             tw_inc(&d->reclaims);
             tw_add(&d->reclaimed_bytes, size);
+            break;
+        case GM_EV_CONTEXT_END:
+            tw_sub(&d->context_bytes, size);
             break;
         default:
             break;

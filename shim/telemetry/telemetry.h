@@ -160,10 +160,6 @@ struct gm_tel_ev {
  * GM_EV_CONTEXT {size = bytes, used_after}. */
 void gm_tel_context(struct gm_tel *t, unsigned dev, uint64_t bytes,
                     uint64_t used_after, uint64_t peak);
-/* A charged context ended: context_bytes -= bytes (clamped at 0), used.
- * Record GM_EV_CONTEXT_END {size = bytes, used_after}. */
-void gm_tel_context_end(struct gm_tel *t, unsigned dev, uint64_t bytes,
-                        uint64_t used_after);
 /* Limit changed. Record GM_EV_LIMIT {size = new, extra = old limit,
  * used_after = used}. */
 void gm_tel_limit(struct gm_tel *t, unsigned dev, uint64_t new_limit);
@@ -188,7 +184,8 @@ void gm_tel_host(struct gm_tel *t, unsigned api, uint64_t addr, int64_t delta);
  * record {size, addr, used_after}; stats: SPILL spills++ and spilled_bytes
  * += size; OVER_LIMIT over_limit++; WAIT_BEGIN waits++; TRIM trims++ and
  * trimmed_bytes += size; RECLAIM reclaims++ and reclaimed_bytes += size;
- * any kind with a device in range also sets used = used_after. */
+ * CONTEXT_END (a charged context ended) context_bytes -= size, clamped at
+ * 0; any kind with a device in range also sets used = used_after. */
 void gm_tel_event(struct gm_tel *t, unsigned kind, unsigned dev, unsigned api,
                   uint64_t size, uint64_t addr, uint64_t used_after);
 /* Bytes the device's stream-ordered pools hold (absolute). No record. */

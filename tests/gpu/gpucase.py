@@ -106,3 +106,24 @@ def dicts_under(obj, key):
         for v in obj:
             out.extend(dicts_under(v, key))
     return out
+
+
+def transformer(torch, batch=32):
+    """The suite's transformer: 6 encoder layers, d=512, 8 heads, AdamW, a
+    batch of `batch` sequences of 256 tokens on CUDA device 0. Returns one
+    training step (a function of no arguments)."""
+    from torch import nn
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(d_model=512, nhead=8, dim_feedforward=2048,
+                                       dropout=0.0, batch_first=True)
+    model = nn.Sequential(nn.TransformerEncoder(layer, num_layers=6,
+                                                enable_nested_tensor=False),
+                          nn.Linear(512, 512)).to("cuda")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    x = torch.randn(batch, 256, 512, device="cuda")
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        model(x).float().pow(2).mean().backward()
+        opt.step()
+    return step

@@ -5,9 +5,13 @@ and without the shim. Appends one CSV line to --out:
   label,repeat,median_ms,mean_ms,min_ms,max_reserved_bytes
 """
 import argparse
+import os
 import statistics
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpucase  # noqa: E402
 
 
 def main():
@@ -20,28 +24,13 @@ def main():
     args = ap.parse_args()
     try:
         import torch
-        from torch import nn
     except Exception as e:
         print(f"SKIP torch_step: torch does not import: {e}")
         sys.exit(77)
     if not torch.cuda.is_available():
         print("SKIP torch_step: torch sees no CUDA device")
         sys.exit(77)
-    torch.manual_seed(0)
-    dev = torch.device("cuda", 0)
-    layer = nn.TransformerEncoderLayer(d_model=512, nhead=8, dim_feedforward=2048,
-                                       dropout=0.0, batch_first=True)
-    model = nn.Sequential(nn.TransformerEncoder(layer, num_layers=6,
-                                                enable_nested_tensor=False),
-                          nn.Linear(512, 512)).to(dev)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    x = torch.randn(32, 256, 512, device=dev)
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss = model(x).float().pow(2).mean()
-        loss.backward()
-        opt.step()
+    step = gpucase.transformer(torch)
 
     for _ in range(args.warmup):
         step()

@@ -17,7 +17,7 @@ Cases (run.sh runs each without the shim first, then with it):
         after each): `gpumem ps --json` gives the verdict "grows" at
         64 MiB per step within 5%, and its forecast (step_now + steps) is
         within 10% of the step at which torch.OutOfMemoryError comes.
-  steady the suite's transformer (torch_bench.py's model) trained for 40
+  steady the suite's transformer (gpucase.transformer) trained for 40
         marked steps (gpumem_step() after each) gets no verdict of growth.
   exporter two PyTorch jobs under the limit hold 512 MiB and 1 GiB:
         `gpumem exporter --once` gives each of them (by pid, device 0) the
@@ -228,25 +228,6 @@ def marker(c):
         c.finish()
 
 
-def transformer(torch):
-    """torch_bench.py's model, with one training step."""
-    from torch import nn
-    torch.manual_seed(0)
-    layer = nn.TransformerEncoderLayer(d_model=512, nhead=8, dim_feedforward=2048,
-                                       dropout=0.0, batch_first=True)
-    model = nn.Sequential(nn.TransformerEncoder(layer, num_layers=6,
-                                                enable_nested_tensor=False),
-                          nn.Linear(512, 512)).to("cuda")
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    x = torch.randn(32, 256, 512, device="cuda")
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        model(x).float().pow(2).mean().backward()
-        opt.step()
-    return step
-
-
 def case_leak(c, tool):
     torch = start(c)
     mark = marker(c)
@@ -291,7 +272,7 @@ def case_leak(c, tool):
 def case_steady(c, tool):
     torch = start(c)
     mark = marker(c)
-    train = transformer(torch)
+    train = gpucase.transformer(torch)
     for _ in range(40):
         train()
         torch.cuda.synchronize()

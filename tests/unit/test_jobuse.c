@@ -219,8 +219,11 @@ END_TEST
  * files of another owner). */
 START_TEST(another_users_flood_hides_nothing)
 {
-    if (getuid() != 0)
+    if (getuid() != 0) {
+        fprintf(stderr, "another_users_flood_hides_nothing: not root, "
+                "not run (it makes files of another owner)\n");
         return;
+    }
     struct seg s;
     char name[64], path[160];
     make(&s, U1, 256);

@@ -9,6 +9,7 @@
  * mapped file runs under guarded(), which turns the SIGBUS of a file
  * truncated after mapping into an error return.
  */
+#include "shim/base/safefile.h"
 #include "shim/base/msg.h"
 #include "tools/lib/reader.h"
 #include "shim/telemetry/marks.h"
@@ -240,22 +241,6 @@ int gm_seg_open_mem(struct gm_seg *s, const void *p, size_t n, char *err,
     return 0;
 }
 
-/* n bytes at offset off, whole; false on error or a short read (a file
- * truncated since it was opened). */
-static bool pread_all(int fd, void *buf, size_t n, uint64_t off)
-{
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = pread(fd, (char *)buf + got, n - got, (off_t)(off + got));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return false;
-        got += (size_t)r;
-    }
-    return true;
-}
-
 /* "<digits>" without a leading zero, 1..max; false otherwise. n bytes. */
 static bool parse_num(const char *q, size_t n, unsigned long long max,
                       unsigned long long *out)
@@ -330,7 +315,7 @@ int gm_seg_open_path(struct gm_seg *s, const char *path, char *err,
     const size_t hs = sizeof(struct gm_abi_header);
     size_t hn = len < sizeof s->head ? len : sizeof s->head;
     char why[160] = "";
-    if (!pread_all(fd, s->head, hn, 0)) {
+    if (!gm_pread_all(fd, s->head, hn, 0)) {
         gm_msgf(err, errcap, "%s: truncated while reading", path);
         close(fd);
         seg_reset(s);
@@ -575,9 +560,9 @@ static void read_oom_file(const struct gm_seg *s, struct gm_snapshot *out)
                            (uint64_t)GM_ABI_MARKS * sizeof(struct gm_abi_mark) +
                            (uint64_t)i * sizeof(struct gm_abi_hist));
         uint64_t state = 0;
-        if (!pread_all(s->fd, &state, sizeof state, at) ||
+        if (!gm_pread_all(s->fd, &state, sizeof state, at) ||
             state != GM_ABI_OOM_DONE ||
-            !pread_all(s->fd, &out->oom[i], sizeof out->oom[i], at) ||
+            !gm_pread_all(s->fd, &out->oom[i], sizeof out->oom[i], at) ||
             out->oom[i].state != GM_ABI_OOM_DONE) {
             memset(&out->oom[i], 0, sizeof out->oom[i]);
             continue;
@@ -602,7 +587,7 @@ static int snapshot_file(const struct gm_seg *s, struct gm_snapshot *out)
     unsigned char *a = small[0], *b = small[1], *c = small[2];
     int rc = -1;
     uint32_t first = slots < 2 ? slots : 2;
-    if (!pread_all(s->fd, a, hs + first * ds, 0))
+    if (!gm_pread_all(s->fd, a, hs + first * ds, 0))
         return -1;
     uint64_t seen = ((const struct gm_abi_header *)a)->dev_seen;
     uint32_t n = seen < slots ? (uint32_t)seen : slots;
@@ -614,7 +599,7 @@ static int snapshot_file(const struct gm_seg *s, struct gm_snapshot *out)
         if (a == NULL || b == NULL || c == NULL)
             goto out;
         memcpy(a, small[0], hs + first * ds);
-        if (!pread_all(s->fd, a + hs + first * ds, (n - first) * ds,
+        if (!gm_pread_all(s->fd, a + hs + first * ds, (n - first) * ds,
                        hs + first * ds))
             goto out;
     }
@@ -630,12 +615,12 @@ static int snapshot_file(const struct gm_seg *s, struct gm_snapshot *out)
     for (unsigned att = 0; att < SNAP_ATTEMPTS && pending != 0; att++) {
         if (att > 0)
             snap_backoff(att);
-        if (!pread_all(s->fd, c + hs, devs, hs)) /* copy B */
+        if (!gm_pread_all(s->fd, c + hs, devs, hs)) /* copy B */
             goto out;
         for (uint32_t i = 0; i < n; i++)
             if (pending >> i & 1)
                 db[i] = dc[i];
-        if (!pread_all(s->fd, c + hs, devs, hs)) /* copy C */
+        if (!gm_pread_all(s->fd, c + hs, devs, hs)) /* copy C */
             goto out;
         for (uint32_t i = 0; i < n; i++) {
             if (!(pending >> i & 1))
@@ -896,7 +881,7 @@ enum gm_seg_state gm_seg_state(const struct gm_seg *s)
     if (s->base == NULL) {
         uint32_t v = 0;
         f = s->fd >= 0 &&
-                    pread_all(s->fd, &v, sizeof v,
+                    gm_pread_all(s->fd, &v, sizeof v,
                               offsetof(struct gm_abi_header, flags))
                 ? (int)(v & 0x7fffffffu) : GUARD_FAULT;
     } else {
@@ -1278,7 +1263,7 @@ uint64_t gm_seg_steps(const struct gm_seg *s)
     if (s->base == NULL) {
         uint64_t v = 0;
         if (s->fd >= 0 &&
-            pread_all(s->fd, &v, sizeof v,
+            gm_pread_all(s->fd, &v, sizeof v,
                       offsetof(struct gm_abi_header, steps)))
             return v;
         return 0;
