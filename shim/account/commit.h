@@ -92,6 +92,7 @@ static inline __attribute__((always_inline)) void gm_acct_released_inline(
             .mark = a->fragmark,
             .fq = a->ns == GM_NS_PTR ? &d->frag : NULL,
             .known = true, /* the entry's device was resolved */
+            .ended = api == GM_API_CTX_END,
         };
         gm_tel_free_ev(&gm_st.tel, &e);
     }

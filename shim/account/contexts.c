@@ -19,6 +19,7 @@ static bool prim_used[GM_MAX_DEVICES];
 static pthread_mutex_t primary_locks[GM_MAX_DEVICES];
 static pthread_once_t primary_once = PTHREAD_ONCE_INIT;
 static uint64_t first_bytes[GM_MAX_DEVICES];
+static bool unlisted[GM_MAX_DEVICES];   /* a context of it did not fit */
 
 static bool dev_ok(int dev)
 {
@@ -43,9 +44,34 @@ bool gm_ctx_add(const struct gm_ctx_ent *e)
                 ok = true;
             }
         }
+        if (!ok && dev_ok(e->dev))
+            unlisted[e->dev] = true;
     }
     pthread_mutex_unlock(&ctx_lock);
     return ok;
+}
+
+int gm_ctx_listed_on(int dev, uintptr_t *one)
+{
+    *one = 0;
+    if (!dev_ok(dev))
+        return -1;
+    pthread_mutex_lock(&ctx_lock);
+    int n = 0;
+    if (prim_used[dev]) {
+        *one = prims[dev].ctx;
+        n++;
+    }
+    for (unsigned i = 0; i < GM_CTX_MAX; i++) {
+        if (used[i] && ents[i].dev == dev) {
+            *one = ents[i].ctx;
+            n++;
+        }
+    }
+    if (unlisted[dev])
+        n = -1;
+    pthread_mutex_unlock(&ctx_lock);
+    return n;
 }
 
 bool gm_ctx_take(uintptr_t ctx, struct gm_ctx_ent *out)
@@ -140,6 +166,7 @@ void gm_ctx_reset(void)
     memset(used, 0, sizeof used);
     memset(prim_used, 0, sizeof prim_used);
     memset(first_bytes, 0, sizeof first_bytes);
+    memset(unlisted, 0, sizeof unlisted);
     /* A lock a parent's thread held at the fork is held in the child by
      * no one: fresh ones (pthread_once already ran in the parent, or
      * runs here). */

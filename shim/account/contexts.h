@@ -11,7 +11,8 @@
  * context per device, which always fits) and behind one mutex: contexts
  * are made and ended rarely, never on the allocation path. A created
  * context that does not fit is charged all the same and stays charged
- * after its end (the limit errs on the safe side).
+ * after its end (the limit errs on the safe side); its device is marked
+ * for good as one where the list may not know every context.
  */
 #ifndef GM_CONTEXTS_H
 #define GM_CONTEXTS_H
@@ -33,6 +34,10 @@ struct gm_ctx_ent {
 bool gm_ctx_add(const struct gm_ctx_ent *e);
 /* Take a context out of the list (copied to *out); false when unlisted. */
 bool gm_ctx_take(uintptr_t ctx, struct gm_ctx_ent *out);
+/* How many contexts of dev are listed (its primary one included), one of
+ * them in *one (0 when none); -1 when a context of dev could not be
+ * listed (the list may not know them all). */
+int gm_ctx_listed_on(int dev, uintptr_t *one);
 /* The same for the device's listed primary context. */
 bool gm_ctx_take_primary(int dev, struct gm_ctx_ent *out);
 /* True when the device's primary context is listed. */

@@ -172,6 +172,21 @@ bool gm_track_find(enum gm_ns ns, uint64_t key, struct gm_alloc *out)
     return i >= 0;
 }
 
+bool gm_track_take_same(const struct gm_alloc *want, struct gm_alloc *out)
+{
+    uint64_t h = mix(want->key, (enum gm_ns)want->ns);
+    struct gm_track_shard *s = shard_of(h);
+    gm_spin_lock(&s->lock);
+    int64_t i = find_locked(s, h, (enum gm_ns)want->ns, want->key);
+    bool same = i >= 0 && memcmp(&s->slots[i], want, sizeof *want) == 0;
+    if (same) {
+        *out = s->slots[i];
+        erase(s, (uint32_t)i);
+    }
+    gm_spin_unlock(&s->lock);
+    return same;
+}
+
 bool gm_track_ref(enum gm_ns ns, uint64_t key)
 {
     uint64_t h = mix(key, ns);

@@ -154,6 +154,10 @@ gm_track_remove(enum gm_ns ns, uint64_t key, struct gm_alloc *out)
 
 /* Copy the entry out without removing it; false when unknown. */
 bool gm_track_find(enum gm_ns ns, uint64_t key, struct gm_alloc *out);
+/* Remove the entry of want's namespace and key only when every field of
+ * it is still want's (copied to *out); false when it is absent or another
+ * entry has taken the key since want was copied. */
+bool gm_track_take_same(const struct gm_alloc *want, struct gm_alloc *out);
 /* Add a reference (VMM retain); false when unknown. */
 bool gm_track_ref(enum gm_ns ns, uint64_t key);
 /* Drop a reference. Returns 1 and removes the entry (copied to *out) when

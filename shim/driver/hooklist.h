@@ -85,6 +85,7 @@
     X(cuArrayGetMemoryRequirements)                                     \
     X(cuMipmappedArrayGetMemoryRequirements)                            \
     X(cuMemPoolGetAttribute)                                            \
-    X(cuDeviceGetMemPool)
+    X(cuDeviceGetMemPool)                                               \
+    X(cuPointerGetAttribute)
 
 #endif

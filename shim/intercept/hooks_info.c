@@ -7,7 +7,8 @@
  * gets the driver's own answer) and adjusted only on success.
  * Context creators measure and charge each new context; a context's end
  * (destroy, the primary context's last release, a reset) gives its charge
- * back.
+ * back, and that of the memory the driver freed with it
+ * (shim/account/ctxend.h), recorded as frees the program did not call.
  */
 #include "shim/intercept/lifecycle.h"
 #include "policy/parse.h"
@@ -15,6 +16,7 @@
 #include "shim/intercept/hooks_info.h"
 #include "shim/telemetry/abi.h"
 #include "shim/account/account.h"
+#include "shim/account/ctxend.h"
 #include "shim/driver/nvml.h"
 #include "shim/driver/real.h"
 #include "shim/admit/arena_hooks.h"
@@ -251,11 +253,38 @@ CTX_WRAPPER(cuCtxCreate_v4,
              CUdevice dev),
             (pctx, params, flags, dev), dev, false)
 
+/* A freed block of an ended context into the recording, as the free or
+ * array destroy the program did not call. */
+static void rec_ctx_freed(void *arg, const struct gm_alloc *a)
+{
+    (void)arg;
+    if (a->ns == GM_NS_PTR)
+        GM_REC(GM_RO_FREE, GM_RECF_CTXEND, a->dev, 0, a->key, 0, 0,
+               CUDA_SUCCESS);
+    else
+        GM_REC(GM_RO_ARRAY_DESTROY,
+               GM_RECF_CTXEND | (a->ns == GM_NS_MIPMAP ? GM_RECF_MIPMAP : 0),
+               a->dev, 0, a->key, 0, 0, CUDA_SUCCESS);
+}
+
+/* What the end of a context on dev freed with it: released, recorded,
+ * and said once. */
+static void ctx_memory_ended(int dev)
+{
+    struct gm_ctxend_sum s = gm_ctxend_release(dev, rec_ctx_freed, NULL);
+    if (s.entries == 0)
+        return;
+    char b[32];
+    gm_format_size(s.bytes, b, sizeof b);
+    gm_log(GM_LOG_INFO, "device %d: a context's end freed %llu allocation%s "
+           "(%s) the program had not freed; their charge is given back",
+           dev, (unsigned long long)s.entries, s.entries == 1 ? "" : "s", b);
+}
+
 /* A context's end gives its charge back: a destroyed context at once; the
  * primary context when a release leaves it inactive (its last reference)
- * or a reset ends it. A static arena made in it ends with it. The memory
- * allocated in it is given back as the driver hands its addresses out
- * again (docs/design.md). */
+ * or a reset ends it. A static arena made in it ends with it, and so does
+ * the memory allocated in it (ctx_memory_ended). */
 #define CTX_DESTROY_WRAPPER(name)                                         \
     GM_EXPORT CUresult CUDAAPI name(CUcontext ctx)                        \
     {                                                                     \
@@ -268,6 +297,7 @@ CTX_WRAPPER(cuCtxCreate_v4,
         if (listed && rc == CUDA_SUCCESS) {                               \
             gm_dev_context_ended(&e);                                     \
             gm_static_retire(e.dev, ctx);                                 \
+            ctx_memory_ended(e.dev);                                      \
         } else if (listed) {                                              \
             gm_dev_context_relist(&e);                                    \
         }                                                                 \
@@ -306,8 +336,10 @@ static bool primary_inactive(CUdevice dev)
         gm_depth--;                                                       \
         CUcontext c;                                                      \
         if (on && rc == CUDA_SUCCESS && ((reset) || primary_inactive(dev)) && \
-            gm_dev_primary_ended((int)dev, &c))                           \
+            gm_dev_primary_ended((int)dev, &c)) {                         \
             gm_static_retire((int)dev, c);                                \
+            ctx_memory_ended((int)dev);                                   \
+        }                                                                 \
         if (on)                                                           \
             gm_ctx_primary_unlock((int)dev);                              \
         return rc;                                                        \

@@ -64,6 +64,8 @@ enum gm_rec_op {
 #define GM_RECF_PTSZ 1u      /* the per-thread-stream variant */
 #define GM_RECF_V1 2u        /* the 32-bit (_v1) variant */
 #define GM_RECF_MIPMAP 4u    /* array: mipmapped */
+#define GM_RECF_CTXEND 8u    /* free, array_destroy: the driver freed it
+                                with its context (no call of the program) */
 
 struct gm_rec_header {
     uint64_t magic;          /*  0 GM_REC_MAGIC */

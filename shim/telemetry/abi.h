@@ -36,6 +36,8 @@ enum gm_api {
     GM_API_PRIMARY_CTX_RETAIN,   /* cuDevicePrimaryCtxRetain */
     GM_API_POOL_TRIM,            /* cuMemPoolTrimTo (by gpumem) */
     GM_API_POOL_DESTROY,         /* cuMemPoolDestroy */
+    GM_API_CTX_END,              /* freed by its context's end (cuCtxDestroy,
+                                    the primary's last release, a reset) */
     GM_API_COUNT
 };
 
@@ -59,6 +61,8 @@ enum gm_ev_kind {
     GM_EV_MARK = 15,   /* gpumem_mark(): addr = mark number (label table) */
     GM_EV_FORECAST = 16, /* the limit is forecast within GPUMEM_WARN_BEFORE */
     GM_EV_CONTEXT_END = 17, /* a charged context ended; size = its bytes */
+    GM_EV_CTX_FREED = 18, /* its end freed allocations the program had not:
+                             size = their bytes, addr = their count */
     GM_EV_COUNT
 };
 
@@ -263,7 +267,8 @@ struct gm_abi_dev {
     uint64_t uuid[2];            /*  224  device UUID (cuDeviceGetUuid_v2's 16
                                            bytes, in order); 0: unknown */
     uint64_t context_peak;       /*  240  most context memory charged at once */
-    uint64_t reserved0;          /*  248  zero */
+    uint64_t ended_bytes;        /*  248  bytes freed by their context's end
+                                           (never by the program; v4, 0 before) */
     uint64_t size_hist[GM_ABI_SIZE_BUCKETS]; /* 256 allocation sizes, log2 */
     uint64_t lat_hist[GM_ABI_LAT_BUCKETS];   /* 640 allocation latency, log2 */
     /* The open history bucket (v3; seqlocked with the block): */

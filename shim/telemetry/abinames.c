@@ -17,6 +17,7 @@ const char *gm_ev_kind_name(unsigned kind)
         [GM_EV_RECLAIM] = "reclaim", [GM_EV_HOST] = "host",
         [GM_EV_STEP] = "step", [GM_EV_MARK] = "mark",
         [GM_EV_FORECAST] = "forecast", [GM_EV_CONTEXT_END] = "context_end",
+        [GM_EV_CTX_FREED] = "ctx_freed",
     };
     return kind < GM_EV_COUNT && names[kind] ? names[kind] : "?";
 }
@@ -47,6 +48,7 @@ const char *gm_api_name(unsigned api)
         [GM_API_PRIMARY_CTX_RETAIN] = "cuDevicePrimaryCtxRetain",
         [GM_API_POOL_TRIM] = "cuMemPoolTrimTo",
         [GM_API_POOL_DESTROY] = "cuMemPoolDestroy",
+        [GM_API_CTX_END] = "context end",
     };
     return api < GM_API_COUNT && names[api] ? names[api] : "?";
 }

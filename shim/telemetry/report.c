@@ -271,6 +271,11 @@ static void text_device(struct out *o, const struct gm_snapshot *s,
         emit(o, ", %llu over the limit", (unsigned long long)d->over_limit);
     emit(o, "; %llu live (%s) %s", (unsigned long long)d->live_allocs, live,
          flags & GM_REPORT_LIVE ? "now" : "at exit");
+    if (d->ended_bytes) {
+        char ended[32];
+        gm_format_size(d->ended_bytes, ended, sizeof ended);
+        emit(o, "; %s never freed (freed with its context)", ended);
+    }
     uint64_t tenths = (d->frag_peak_ppm + 500) / 1000;
     emit(o, "; frag at peak %llu.%llu%%", (unsigned long long)(tenths / 10),
          (unsigned long long)(tenths % 10));
@@ -445,6 +450,7 @@ static void json_device(struct out *o, const struct gm_snapshot *s,
     json_u64(o, "total_allocated_bytes", d->total_bytes, true);
     json_u64(o, "live_allocs", d->live_allocs, true);
     json_u64(o, "live_bytes", d->live_bytes, true);
+    json_u64(o, "context_freed_bytes", d->ended_bytes, true);
     json_u64(o, "frag_ppm", d->frag_ppm, true);
     json_u64(o, "frag_at_peak_ppm", d->frag_peak_ppm, true);
     json_u64(o, "alloc_latency_p50_ns",

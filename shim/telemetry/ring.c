@@ -63,7 +63,7 @@
     X(trimmed_bytes) X(reclaims) X(reclaimed_bytes) X(last_ns) X(lat_sum_ns) \
     X(hist_next_ns) X(hist_open) X(hist_min) X(hist_max) X(hist_allocs0)    \
     X(hist_frees0) X(hist_refusals0) X(hist_lock) X(uuid[0]) X(uuid[1])     \
-    X(context_peak)
+    X(context_peak) X(ended_bytes)
 
 /* ---- geometry ----------------------------------------------------------- */
 
@@ -282,6 +282,7 @@ void gm_tel_free_frag(struct gm_tel *t, unsigned dev, unsigned api,
     struct gm_tel_ev e = {
         .ts_ns = gm_clock_realtime_ns(), .lat_ns = lat_ns, .addr = addr, .size = size,
         .used = used_after, .dev = dev, .api = api, .frag_ppm = frag_ppm,
+        .ended = api == GM_API_CTX_END,
     };
     gm_tel_free_ev(t, &e);
 }

@@ -118,7 +118,10 @@ void gm_tel_alloc(struct gm_tel *t, unsigned dev, unsigned api, uint64_t addr,
                   uint64_t size, uint64_t lat_ns, uint64_t used_after,
                   uint64_t peak);
 /* Allocation released: frees++, live counts down (clamped at 0), used =
- * used_after. Record GM_EV_FREE {size, addr, lat_ns, used_after}. */
+ * used_after. Record GM_EV_FREE {size, addr, lat_ns, used_after}. With
+ * api GM_API_CTX_END (freed by its context's end) ended_bytes += size
+ * instead of frees++, and no record (the caller writes one
+ * GM_EV_CTX_FREED for all). */
 void gm_tel_free(struct gm_tel *t, unsigned dev, unsigned api, uint64_t addr,
                  uint64_t size, uint64_t lat_ns, uint64_t used_after);
 /* The same two, also setting the fragmentation figure in the same stats
@@ -151,6 +154,9 @@ struct gm_tel_ev {
                                its interval there, under the writer lock */
     bool known;             /* the device's block is already marked present
                                (gm_tel_device ran for it) */
+    bool ended;             /* free: by its context's end, not the program
+                               (counted in ended_bytes, not in frees; no
+                               record: the caller writes GM_EV_CTX_FREED) */
 };
 /* gm_tel_alloc_ev(t, e) (returning the mark of its interval's add, 0
  * when none was logged) and gm_tel_free_ev(t, e) are inline in
@@ -185,7 +191,9 @@ void gm_tel_host(struct gm_tel *t, unsigned api, uint64_t addr, int64_t delta);
  * += size; OVER_LIMIT over_limit++; WAIT_BEGIN waits++; TRIM trims++ and
  * trimmed_bytes += size; RECLAIM reclaims++ and reclaimed_bytes += size;
  * CONTEXT_END (a charged context ended) context_bytes -= size, clamped at
- * 0; any kind with a device in range also sets used = used_after. */
+ * 0; CTX_FREED (after the frees of a context's end, each already in the
+ * figures) nothing more; any kind with a device in range also sets used =
+ * used_after. */
 void gm_tel_event(struct gm_tel *t, unsigned kind, unsigned dev, unsigned api,
                   uint64_t size, uint64_t addr, uint64_t used_after);
 /* Bytes the device's stream-ordered pools hold (absolute). No record. */

@@ -129,7 +129,9 @@ def main():
                     ("gpumem_live_allocations", "live_allocs"),
                     ("gpumem_live_bytes", "live_bytes"),
                     ("gpumem_allocated_bytes_total",
-                     "total_allocated_bytes")):
+                     "total_allocated_bytes"),
+                    ("gpumem_context_freed_bytes_total",
+                     "context_freed_bytes")):
                 check(wd + " " + name, one(m, name, wd, **lab), float(d[key]))
             lim = find(m, "gpumem_limit_bytes", **lab)
             check(wd + " gpumem_limit_bytes", lim,

@@ -2,7 +2,8 @@
 # tests/integ/test_every_frag.sh — the fragmentation column of
 # `gpumem report --every`: computed by the reader from the ring's own
 # intervals, it ends where the shim's own figure ends (the last step of
-# this trainsim run is its last change of the heap), and it is unknown
+# this trainsim run is its last change of the heap: --keep-context, so no
+# context's end frees the leaks after it), and it is unknown
 # ("-", null) when the ring lost events, since intervals older than the
 # ring cannot be seen.
 B=${BUILD:-build}
@@ -16,7 +17,8 @@ fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 run() { # ring-events
     env GPUMEM_RING_EVENTS=$1 "$G" run --limit 1G --keep -- "$B/gpumem-trainsim" \
-        --steps 120 --leak 3M --mark-steps --eval-every 0 --quiet >/dev/null 2>&1
+        --steps 120 --leak 3M --mark-steps --eval-every 0 --keep-context \
+        --quiet >/dev/null 2>&1
     P=$("$G" ps | awk '/mark-steps/ { print $1 }' | tail -n 1)
     "$G" report --json --every 40 "$P" >"$T/r.json"
     "$G" report --every 40 "$P" >"$T/r.txt"

@@ -14,6 +14,9 @@
 #     staged modes;
 #   - a sweep's smallest limit with no refusal (grow: the peak; static:
 #     searched) has none, and a byte (grow) or a MiB (static) below has;
+#   - memory the driver freed with its context (apicheck ctx-frees) is
+#     recorded as frees the program did not call: the replay, in one
+#     context, ends with nothing live and as many frees as allocations;
 #   - a 3-thread trainsim record holds every allocation and free trainsim
 #     counted; a forking program's record holds both processes whole;
 #   - --together replays a parent and its forked child at once, so in one
@@ -135,6 +138,16 @@ GPUMEM_REPORT=json:$T/rep.json "$G" record -o "$T/ts.gmr" --limit 420M -- $TS 2>
 a=$(num refused < "$T/rep.json")
 b=$("$G" replay "$T/ts.gmr" --limit 420M --json | num refusals)
 [ "$a" = 1 ] && [ "$b" = 1 ] || bad "trainsim refused at 420M: run $a refusals, replay $b"
+
+# memory freed with its context: recorded frees, replayed
+SIMCUDA_CONTEXT=200M "$G" record -o "$T/cx.gmr" --limit 1G -- \
+    "$B/tests/progs/apicheck" --via gpa ctx-frees >"$T/cx.out" 2>&1 ||
+    bad "apicheck ctx-frees under record: $(cat "$T/cx.out")"
+"$G" replay "$T/cx.gmr" --limit 4G --json >"$T/cx.json"
+a=$(num allocs <"$T/cx.json"); f=$(num frees <"$T/cx.json")
+l=$(num live_allocs <"$T/cx.json")
+[ "$a" = 4 ] && [ "$f" = 4 ] && [ "$l" = 0 ] ||
+    bad "context-end frees replayed: allocs '$a' frees '$f' live '$l' (want 4 4 0)"
 
 # sweeps: the smallest limit with no refusal has none, and below it there are
 for mode in grow static; do

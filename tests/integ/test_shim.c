@@ -125,6 +125,17 @@ START_TEST(every_context_charged_until_its_end)
 }
 END_TEST
 
+/* A context's end frees the memory made in it, and its charge comes back
+ * at once (apicheck's ctx-frees): a created context next to the primary
+ * one, then the primary context reset; the limit's room is usable again. */
+START_TEST(a_contexts_end_gives_back_its_memory)
+{
+    const char *env[] = { "GPUMEM_LIMIT=1G", "SIMCUDA_CONTEXT=200M", NULL };
+    RUN_OK(env, apicheck(vias[_i]), "--via", vias[_i], "ctx-frees");
+    ck_assert_msg(strstr(out, "ok ctx-frees") != NULL, "%s", out);
+}
+END_TEST
+
 /* The context an arena was made in ends: the arena is retired, the
  * primary context made again is charged, allocations go to the driver. */
 START_TEST(static_arena_ends_with_its_context)
@@ -505,13 +516,27 @@ START_TEST(exit_report_exact)
     ck_assert_uint_eq(json_num(rep, "limit_bytes"), 2ull << 30);
     ck_assert_uint_eq(json_num(rep, "live_allocs"), 0);
     ck_assert_uint_eq(json_num(rep, "events_lost"), 0);
-    /* The leak check: 10 steps leaking 1 MiB each. */
+    ck_assert_uint_eq(json_num(rep, "context_freed_bytes"), 0);
+    /* The leak check: 10 steps leaking 1 MiB each, which trainsim's last
+     * release of the primary context frees: nothing is live at the exit,
+     * and the report says what the program left to the context's end. */
     const char *env2[] = { "GPUMEM_LIMIT=2G", re, NULL };
     RUN_OK(env2, gm_bpath("gpumem-trainsim"), "--steps", "10", "--leak", "1M",
            "--quiet");
     read_report(path, rep, sizeof rep);
+    ck_assert_uint_eq(json_num(rep, "live_allocs"), 0);
+    ck_assert_uint_eq(json_num(rep, "live_bytes"), 0);
+    ck_assert_uint_eq(json_num(rep, "context_freed_bytes"), 10ull << 20);
+    ck_assert_uint_eq(json_num(rep, "allocs") - json_num(rep, "frees"), 10);
+    /* Left to the process's end (--keep-context, as frameworks do), the
+     * leaks are live at the exit. */
+    RUN_OK(env2, gm_bpath("gpumem-trainsim"), "--steps", "10", "--leak", "1M",
+           "--keep-context", "--quiet");
+    read_report(path, rep, sizeof rep);
     ck_assert_uint_eq(json_num(rep, "live_allocs"), 10);
     ck_assert_uint_eq(json_num(rep, "live_bytes"), 10ull << 20);
+    ck_assert_uint_eq(json_num(rep, "context_freed_bytes"), 0);
+    ck_assert_uint_eq(json_num(rep, "context_bytes"), 300ull << 20);
 }
 END_TEST
 
@@ -894,6 +919,7 @@ static Suite *suite(void)
     tcase_add_loop_test(a, invalid_requests_get_the_drivers_answer, 0, 3);
     tcase_add_loop_test(a, static_mode_free_is_the_arena_room, 0, 3);
     tcase_add_loop_test(a, every_context_charged_until_its_end, 0, 3);
+    tcase_add_loop_test(a, a_contexts_end_gives_back_its_memory, 0, 3);
     tcase_add_loop_test(a, static_arena_ends_with_its_context, 0, 3);
     tcase_add_loop_test(a, first_created_context_past_the_limit_refused, 0, 3);
     tcase_add_test(a, primary_retain_release_race);

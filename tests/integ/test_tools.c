@@ -363,6 +363,35 @@ END_TEST
 
 /* ---- report ---------------------------------------------------------------------- */
 
+/* `gpumem log --format jsonl PID` into a file, checked by `check` when
+ * not NULL (out holds the log), then `gpumem report --from FILE --json`
+ * into out. */
+static void report_from_log(const char *spid, void (*check)(void))
+{
+    char trace[] = "/tmp/gmtt_traceXXXXXX";
+    int fd = mkstemp(trace);
+    ck_assert_int_ge(fd, 0);
+    const char *argl[] = { gpumem(), "log", "--format", "jsonl", spid, NULL };
+    ck_assert_int_eq(tool(argl), 0);
+    if (check != NULL)
+        check();
+    ck_assert_int_eq(write(fd, out, strlen(out)), (ssize_t)strlen(out));
+    close(fd);
+    const char *argf[] = { gpumem(), "report", "--from", trace, "--json",
+                           NULL };
+    ck_assert_int_eq(tool(argf), 0);
+    unlink(trace);
+}
+
+/* One record for the four leaked blocks, none of them a free. */
+static void log_ctx_freed(void)
+{
+    ck_assert_uint_eq(count(out, "\"kind\":\"ctx_freed\""), 1);
+    ck_assert_ptr_nonnull(strstr(out, "\"kind\":\"ctx_freed\",\"api\":"
+                                      "\"context end\",\"dev\":0,"));
+    ck_assert_uint_eq(count(out, "\"api\":\"context end\""), 1);
+}
+
 START_TEST(report_json_and_trace_agree)
 {
     new_prefix("rep");
@@ -380,17 +409,7 @@ START_TEST(report_json_and_trace_agree)
     ck_assert_uint_eq(num_after(seg_json, "peak_bytes"), s->dev[0].peak);
     ck_assert_uint_eq(num_after(seg_json, "limit_bytes"), 2ull << 30);
 
-    char trace[] = "/tmp/gmtt_traceXXXXXX";
-    int fd = mkstemp(trace);
-    ck_assert_int_ge(fd, 0);
-    const char *argl[] = { gpumem(), "log", "--format", "jsonl", spid, NULL };
-    ck_assert_int_eq(tool(argl), 0);
-    ck_assert_int_eq(write(fd, out, strlen(out)), (ssize_t)strlen(out));
-    close(fd);
-    const char *argf[] = { gpumem(), "report", "--from", trace, "--json",
-                           NULL };
-    ck_assert_int_eq(tool(argf), 0);
-    unlink(trace);
+    report_from_log(spid, NULL);
     static const char *const keys[] = { "allocs", "frees", "peak_bytes",
         "limit_bytes", "used_bytes", "context_bytes", "live_allocs",
         "live_bytes", "total_allocated_bytes", "alloc_latency_p99_ns" };
@@ -401,6 +420,39 @@ START_TEST(report_json_and_trace_agree)
     const char *argt[] = { gpumem(), "report", spid, NULL };
     ck_assert_int_eq(tool(argt), 0);
     ck_assert_ptr_nonnull(strstr(out, "gpumem: device 0: peak"));
+    cleanup();
+}
+END_TEST
+
+/* What a context's end freed (trainsim leaks, then releases its primary
+ * context) reads the same from the segment and from its event log. */
+START_TEST(report_context_freed_from_segment_and_trace)
+{
+    new_prefix("rcf");
+    const char *env[] = { prefix_env, "GPUMEM_KEEP=1", "GPUMEM_LIMIT=2G",
+                          "SIMCUDA_LATENCY", "GPUMEM_REPORT", NULL };
+    const char *argv[] = { trainsim(), "--steps", "4", "--leak", "1M",
+                           "--quiet", NULL };
+    ck_assert_int_eq(gm_run(env, 1, argv, out, OUT_CAP), 0);
+    int pids[4];
+    ck_assert_int_eq(gm_reader_list(GM_READER_DEFAULT_DIR, prefix, pids, 4), 1);
+    char spid[16];
+    snprintf(spid, sizeof spid, "%d", pids[0]);
+    const char *argj[] = { gpumem(), "report", "--json", spid, NULL };
+    ck_assert_int_eq(tool(argj), 0);
+    ck_assert_uint_eq(num_after(out, "context_freed_bytes"), 4ull << 20);
+    ck_assert_uint_eq(num_after(out, "live_allocs"), 0);
+    report_from_log(spid, log_ctx_freed);
+    ck_assert_uint_eq(num_after(out, "context_freed_bytes"), 4ull << 20);
+    ck_assert_uint_eq(num_after(out, "live_allocs"), 0);
+    const char *argt[] = { gpumem(), "report", spid, NULL };
+    ck_assert_int_eq(tool(argt), 0);
+    ck_assert_msg(strstr(out, "4.0 MiB never freed (freed with its context)"),
+                  "%s", out);
+    const char *argx[] = { gpumem(), "log", spid, NULL };
+    ck_assert_int_eq(tool(argx), 0);
+    ck_assert_msg(strstr(out, "ctx_freed  4 allocations (4.0 MiB) the program "
+                              "never freed, freed with its context"), "%s", out);
     cleanup();
 }
 END_TEST
@@ -884,6 +936,7 @@ static Suite *suite(void)
     tcase_add_test(t, log_jsonl_has_every_allocation);
     tcase_add_test(t, log_follow_waits_for_process);
     tcase_add_test(t, report_json_and_trace_agree);
+    tcase_add_test(t, report_context_freed_from_segment_and_trace);
     tcase_add_test(t, report_svg_is_well_formed);
     tcase_add_test(t, run_passes_policy_and_status);
     tcase_add_test(t, run_refuses_bad_policy_and_usage);

@@ -573,6 +573,47 @@ static long long shim_used(void)
     return f(0);
 }
 
+/* A context's end frees what was made in it, and the shim gives the
+ * charge back at once: a created context destroyed next to the live
+ * primary one (the driver is asked pointer by pointer, so what the primary
+ * context holds stays charged), then the primary context reset as the
+ * device's only one (its pointers and arrays). The room is usable at once.
+ * Run with GPUMEM_LIMIT=1G SIMCUDA_CONTEXT=200M. */
+static void s_ctx_frees(void)
+{
+    long long ctx = shim_used();
+    CHECK(ctx > 0, "the primary context is charged (%lld)", ctx);
+    CUcontext c = NULL;
+    CUdeviceptr a = 0, m = 0, b = 0, p = 0;
+    CU(F.cuCtxCreate_v2(&c, 0, dev0)); /* current now */
+    CU(F.cuMemAlloc_v2(&a, 64u << 20));
+    CU(F.cuMemAllocManaged(&m, 16u << 20, CU_MEM_ATTACH_GLOBAL));
+    CU(F.cuCtxSetCurrent(ctx0));
+    CU(F.cuMemAlloc_v2(&b, 32u << 20));
+    CHECK(shim_used() == 2 * ctx + (112ll << 20), "two contexts and three "
+          "blocks: used %lld", shim_used());
+    CU(F.cuCtxDestroy_v2(c));
+    CHECK(shim_used() == ctx + (32ll << 20), "after the created context's "
+          "end: used %lld (its 80 MiB not given back?)", shim_used());
+    CUDA_ARRAY_DESCRIPTOR ad = { 1000, 512, CU_AD_FORMAT_FLOAT, 4 };
+    CUarray arr;
+    CU(F.cuArrayCreate_v2(&arr, &ad));
+    CHECK(shim_used() > ctx + (32ll << 20), "the array is charged");
+    CU(F.cuDevicePrimaryCtxReset_v2(dev0));
+    CHECK(shim_used() == 0, "after the reset: used %lld", shim_used());
+    CU(F.cuDevicePrimaryCtxRetain(&ctx0, dev0));
+    CU(F.cuDevicePrimaryCtxRelease_v2(dev0)); /* the reset kept a reference */
+    CU(F.cuCtxSetCurrent(ctx0));
+    CHECK(shim_used() == ctx, "the primary made again: used %lld", shim_used());
+    CU(F.cuMemAlloc_v2(&p, (size_t)(total_now() - (uint64_t)ctx)));
+    CHECK(shim_used() == (long long)total_now(), "filled to the limit");
+    CU(F.cuMemFree_v2(p));
+    CHECK(F.cuMemFree_v2(b) != CUDA_SUCCESS, "b outlived its context");
+    CHECK(shim_used() == ctx, "a free of a freed block moved the charge: %lld",
+          shim_used());
+    printf("ok ctx-frees\n");
+}
+
 /* Static mode: the arena ends with the primary context it was made in
  * (its charge given back); the primary context made again is charged and
  * allocations go to the driver. */
@@ -1264,6 +1305,8 @@ int main(int argc, char **argv)
         s_ctx_group();
     else if (strcmp(sc, "static-ctx") == 0)
         s_static_ctx();
+    else if (strcmp(sc, "ctx-frees") == 0)
+        s_ctx_frees();
     else if (strcmp(sc, "primary-race") == 0)
         s_primary_race();
     else if (strcmp(sc, "invalid") == 0)

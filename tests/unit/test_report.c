@@ -105,7 +105,8 @@ static const char expected_json[] =
     "\"pool_reserve_bytes\":0,\"allocs\":10,"
     "\"frees\":6,\"refused\":1,\"spills\":0,\"spilled_bytes\":0,"
     "\"over_limit\":0,\"total_allocated_bytes\":1048576000,"
-    "\"live_allocs\":4,\"live_bytes\":419430400,\"frag_ppm\":150000,"
+    "\"live_allocs\":4,\"live_bytes\":419430400,\"context_freed_bytes\":0,"
+    "\"frag_ppm\":150000,"
     "\"frag_at_peak_ppm\":32000,\"alloc_latency_p50_ns\":65536,"
     "\"alloc_latency_p99_ns\":524288,\"alloc_latency_mean_ns\":75000,"
     "\"oom\":null},"
@@ -116,7 +117,8 @@ static const char expected_json[] =
     "\"allocs\":1,\"frees\":0,\"refused\":0,\"spills\":1,"
     "\"spilled_bytes\":1073741824,\"over_limit\":0,"
     "\"total_allocated_bytes\":2097152,\"live_allocs\":1,"
-    "\"live_bytes\":2097152,\"frag_ppm\":0,\"frag_at_peak_ppm\":0,"
+    "\"live_bytes\":2097152,\"context_freed_bytes\":0,\"frag_ppm\":0,"
+    "\"frag_at_peak_ppm\":0,"
     "\"alloc_latency_p50_ns\":2,\"alloc_latency_p99_ns\":2,"
     "\"alloc_latency_mean_ns\":0,\"oom\":null}]}\n";
 
@@ -144,6 +146,43 @@ START_TEST(test_json_exact)
     size_t n = gm_report_json(s.snap, 0, buf, sizeof buf);
     ck_assert_str_eq(buf, expected_json);
     ck_assert_uint_eq(n, strlen(expected_json));
+    seg_free(&s);
+}
+END_TEST
+
+/* A context's end freed two blocks the program had left: not frees, no
+ * record each (one CTX_FREED for both), out of the live figures, into
+ * context freed; the text says so after the live figure. */
+START_TEST(test_context_freed)
+{
+    struct seg s;
+    seg_open(&s, 64);
+    gm_tel_device(&s.t, 0, 80ull << 30, 4ull << 30, NULL);
+    gm_tel_alloc(&s.t, 0, GM_API_MEM_ALLOC, 0x100000, 100 * MiB, 1000,
+                 100 * MiB, 100 * MiB);
+    gm_tel_alloc(&s.t, 0, GM_API_MEM_ALLOC, 0x200000, 50 * MiB, 1000,
+                 150 * MiB, 150 * MiB);
+    uint64_t head = s.t.hdr->ring_head;
+    gm_tel_free(&s.t, 0, GM_API_CTX_END, 0x100000, 100 * MiB, 0, 50 * MiB);
+    gm_tel_free(&s.t, 0, GM_API_CTX_END, 0x200000, 50 * MiB, 0, 0);
+    ck_assert_uint_eq(s.t.hdr->ring_head, head); /* no FREE record */
+    gm_tel_event(&s.t, GM_EV_CTX_FREED, 0, GM_API_CTX_END, 150 * MiB, 2, 0);
+    ck_assert_uint_eq(s.t.hdr->ring_head, head + 1);
+    pinned_snapshot(&s);
+    const struct gm_abi_dev *d = &s.snap->dev[0];
+    ck_assert_uint_eq(d->allocs, 2);
+    ck_assert_uint_eq(d->frees, 0);
+    ck_assert_uint_eq(d->live_allocs, 0);
+    ck_assert_uint_eq(d->live_bytes, 0);
+    ck_assert_uint_eq(d->ended_bytes, 150 * MiB);
+    ck_assert_uint_eq(d->used, 0);
+    char buf[4096];
+    gm_report_text(s.snap, 0, buf, sizeof buf);
+    ck_assert_msg(strstr(buf, "2 allocs, 0 frees, 0 refused; 0 live (0 B) at "
+                              "exit; 150.0 MiB never freed (freed with its "
+                              "context); frag") != NULL, "%s", buf);
+    gm_report_json(s.snap, 0, buf, sizeof buf);
+    ck_assert_ptr_nonnull(strstr(buf, "\"context_freed_bytes\":157286400,"));
     seg_free(&s);
 }
 END_TEST
@@ -303,6 +342,7 @@ static Suite *report_suite(void)
     tcase_add_test(tc, test_text_exact);
     tcase_add_test(tc, test_json_exact);
     tcase_add_test(tc, test_small_buffer_truncates);
+    tcase_add_test(tc, test_context_freed);
     tcase_add_test(tc, test_events_lost_live_and_inconsistent);
     tcase_add_test(tc, test_nothing_used);
     tcase_add_test(tc, test_from_segment_matches_snapshot);

@@ -1,7 +1,8 @@
 /*
  * tests/unit/test_track.c — the live-allocation table: insert, find,
- * remove, namespaces, duplicate keys, reference counts, a million live
- * entries, and 8 threads inserting and removing without losing any.
+ * remove, namespaces, duplicate keys, reference counts, taking an entry
+ * only while it is still the one copied, a million live entries, and 8
+ * threads inserting and removing without losing any.
  */
 #include <check.h>
 #include <pthread.h>
@@ -36,6 +37,35 @@ START_TEST(basic_and_namespaces)
     a = mk(GM_NS_HANDLE, 0x1000, 256);
     ck_assert_int_eq(gm_track_insert(&a, &o), 1);
     ck_assert_uint_eq(o.size, 128);
+    ck_assert_uint_eq(gm_track_count(), 1);
+}
+END_TEST
+
+/* gm_track_take_same: the entry copied, not another that took its key. */
+START_TEST(take_only_the_same_entry)
+{
+    gm_track_reset();
+    struct gm_alloc a = mk(GM_NS_PTR, 0x2000, 64), b, o;
+    a.birth_step = 7;
+    ck_assert_int_eq(gm_track_insert(&a, NULL), 0);
+    ck_assert(gm_track_find(GM_NS_PTR, 0x2000, &b));
+    /* the key is taken by another block (one field differs) */
+    struct gm_alloc c = a;
+    c.birth_step = 8;
+    ck_assert_int_eq(gm_track_insert(&c, &o), 1);
+    ck_assert(!gm_track_take_same(&b, &o));
+    ck_assert(gm_track_find(GM_NS_PTR, 0x2000, &o));
+    ck_assert_uint_eq(o.birth_step, 8);
+    /* the entry as copied: taken, once */
+    ck_assert(gm_track_find(GM_NS_PTR, 0x2000, &b));
+    ck_assert(gm_track_take_same(&b, &o));
+    ck_assert_uint_eq(o.size, 64);
+    ck_assert(!gm_track_take_same(&b, &o));
+    ck_assert_uint_eq(gm_track_count(), 0);
+    /* another namespace with the same key is not it */
+    struct gm_alloc h = mk(GM_NS_HANDLE, 0x2000, 64);
+    ck_assert_int_eq(gm_track_insert(&h, NULL), 0);
+    ck_assert(!gm_track_take_same(&b, &o));
     ck_assert_uint_eq(gm_track_count(), 1);
 }
 END_TEST
@@ -123,6 +153,7 @@ int main(void)
     tcase_set_timeout(t, 120);
     tcase_add_test(t, basic_and_namespaces);
     tcase_add_test(t, refcounts);
+    tcase_add_test(t, take_only_the_same_entry);
     tcase_add_test(t, a_million_live);
     tcase_add_test(t, threads);
     suite_add_tcase(s, t);

@@ -238,6 +238,14 @@ static bool print_program_event(const char *when, int pid, const char *dev,
         printf(" growing %s/s used floor %s\n", rate, used);
         return true;
     }
+    case GM_EV_CTX_FREED: {
+        char b[32];
+        gm_format_size(r->size, b, sizeof b);
+        printf("%s pid %d %s %-10s %llu allocation%s (%s) the program never "
+               "freed, freed with its context used %s\n", when, pid, dev, k,
+               (unsigned long long)r->addr, r->addr == 1 ? "" : "s", b, used);
+        return true;
+    }
     default:
         return false;
     }

@@ -367,7 +367,7 @@ static struct {
 } trace_recs;
 
 static void trace_keep(unsigned kind, unsigned dev, uint64_t ts,
-                       uint64_t size, uint64_t used)
+                       uint64_t size, uint64_t addr, uint64_t used)
 {
     if (trace_recs.failed)
         return;
@@ -387,15 +387,16 @@ static void trace_keep(unsigned kind, unsigned dev, uint64_t ts,
     r->kind = (uint16_t)kind;
     r->dev = dev;
     r->size = size;
+    r->addr = addr; /* the leak analysis reads a CTX_FREED's count */
     r->used_after = used;
 }
 
 /* Apply one event to its device block, as the writer would have. */
 static void trace_event(struct gm_snapshot *s, unsigned kind, unsigned dev,
                         uint64_t ts, uint64_t size, uint64_t used,
-                        uint64_t lat, struct gm_timeline *tl)
+                        uint64_t addr, uint64_t lat, struct gm_timeline *tl)
 {
-    trace_keep(kind, dev, ts, size, used);
+    trace_keep(kind, dev, ts, size, addr, used);
     if (kind == GM_EV_STEP || kind == GM_EV_MARK || kind == GM_EV_FORECAST)
         return; /* no figure of the block: used stays as it was */
     struct gm_abi_dev *d = &s->dev[dev];
@@ -416,6 +417,11 @@ static void trace_event(struct gm_snapshot *s, unsigned kind, unsigned dev,
         d->frees++;
         sub_clamp(&d->live_allocs, 1);
         sub_clamp(&d->live_bytes, size);
+        break;
+    case GM_EV_CTX_FREED: /* addr of them, size bytes, with their context */
+        sub_clamp(&d->live_allocs, addr);
+        sub_clamp(&d->live_bytes, size);
+        d->ended_bytes += size;
         break;
     case GM_EV_OOM: d->refusals++; break;
     case GM_EV_CONTEXT:
@@ -458,7 +464,7 @@ static unsigned kind_of(const char *name)
 static int trace_line(const char *line, int want, struct gm_snapshot *s,
                       struct gm_timeline *tl)
 {
-    uint64_t pid, dev, ts = 0, size = 0, used = 0, lat = 0, n;
+    uint64_t pid, dev, ts = 0, size = 0, addr = 0, used = 0, lat = 0, n;
     char kind[32];
     if (!ju64(line, "pid", &pid) || pid == 0 || pid > 0x7fffffff ||
         !jstr(line, "kind", kind, sizeof kind))
@@ -487,7 +493,8 @@ static int trace_line(const char *line, int want, struct gm_snapshot *s,
             ju64(line, "size", &size);
             ju64(line, "used_after", &used);
             ju64(line, "lat_ns", &lat);
-            trace_event(s, k, (unsigned)dev, ts, size, used, lat, tl);
+            ju64(line, "addr", &addr);
+            trace_event(s, k, (unsigned)dev, ts, size, used, addr, lat, tl);
         }
     }
     return (int)pid;

@@ -141,9 +141,14 @@ static void series_done(struct series *s)
 static uint64_t live_before_ring(const struct gm_leak_input *in)
 {
     int64_t net = 0;
-    for (size_t i = 0; i < in->n; i++)
-        if (is_dev_change(&in->ev[i], in->dev))
-            net += in->ev[i].kind == GM_EV_ALLOC ? 1 : -1;
+    for (size_t i = 0; i < in->n; i++) {
+        const struct gm_abi_record *r = &in->ev[i];
+        if (is_dev_change(r, in->dev))
+            net += r->kind == GM_EV_ALLOC ? 1 : -1;
+        else if (r->kind == GM_EV_CTX_FREED && r->dev == in->dev &&
+                 r->addr <= INT64_MAX)
+            net -= (int64_t)r->addr; /* a context's end freed that many */
+    }
     return (int64_t)in->live_end > net ? (uint64_t)((int64_t)in->live_end - net) : 0;
 }
 
@@ -384,12 +389,29 @@ static void ring_detected(const struct gm_leak_input *in,
 
 /* ---- series from the history ---------------------------------------------- */
 
+/* When the device's first context's end in the ring freed allocations
+ * the program had left (UINT64_MAX: none): the history is the program's
+ * until then. */
+static uint64_t context_end_ns(const struct gm_leak_input *in)
+{
+    uint64_t end = UINT64_MAX;
+    for (size_t i = 0; i < in->n; i++) {
+        const struct gm_abi_record *r = &in->ev[i];
+        if (r->dev == in->dev && r->kind == GM_EV_CTX_FREED && r->ts_ns < end)
+            end = r->ts_ns;
+    }
+    return end;
+}
+
 static void hist_series(const struct gm_leak_input *in, double per_step,
                         struct series *out)
 {
     uint64_t cum = 0;
+    uint64_t end = context_end_ns(in);
     for (size_t i = 0; i < in->nhist; i++) {
         const struct gm_hist_point *h = &in->hist[i];
+        if (h->end_ns > end)
+            break; /* it holds the driver's frees of a context's end */
         double step = -1;
         if (in->marked)
             step = (double)(i > 0 ? in->hist[i - 1].steps : h->steps);

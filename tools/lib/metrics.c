@@ -31,7 +31,7 @@
 enum fam {
     F_INFO, F_START, F_USED, F_PEAK, F_LIMIT, F_CONTEXT, F_POOL,
     F_LIVE_ALLOCS, F_LIVE_BYTES, F_ALLOCS, F_FREES, F_REFUSED, F_SPILLS,
-    F_SPILLED, F_OVER, F_ALLOCATED, F_FRAG, F_FRAG_PEAK, F_GROWTH, F_TO_LIMIT,
+    F_SPILLED, F_OVER, F_ALLOCATED, F_CTX_FREED, F_FRAG, F_FRAG_PEAK, F_GROWTH, F_TO_LIMIT,
     F_LAT, F_EVENTS,
     F_LOST, F_PINNED,
     F_DEV_PHYS, F_DEV_USED, F_DEV_PROCS,
@@ -76,6 +76,9 @@ static const struct gm_expo_family fams[F_COUNT] = {
         "Requests allowed past the limit (on_oom=warn)" },
     [F_ALLOCATED] = { "gpumem_allocated_bytes_total", C, NULL,
         "Sum of the sizes of all allocations charged" },
+    [F_CTX_FREED] = { "gpumem_context_freed_bytes_total", C, NULL,
+        "Bytes of allocations the program never freed that the driver "
+        "freed with their context" },
     [F_FRAG] = { "gpumem_fragmentation_ratio", G, "ratio",
         "External fragmentation after the last allocation or free, 0..1" },
     [F_FRAG_PEAK] = { "gpumem_fragmentation_at_peak_ratio", G, "ratio",
@@ -464,6 +467,7 @@ static void device_series(struct scrape *s, const struct gm_scan_proc *sp,
     U(F_SPILLED, d->spilled_bytes);
     U(F_OVER, d->over_limit);
     U(F_ALLOCATED, d->total_bytes);
+    U(F_CTX_FREED, d->ended_bytes);
     D(F_FRAG, (double)d->frag_ppm / 1e6);
     D(F_FRAG_PEAK, (double)d->frag_peak_ppm / 1e6);
     if (s->grows[dv]) {

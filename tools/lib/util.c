@@ -457,6 +457,7 @@ static void dev_json(FILE *f, const struct gm_snapshot *s, unsigned i)
     ju(f, "live_allocs", d->live_allocs);
     ju(f, "live_bytes", d->live_bytes);
     jb(f, "total_allocated", d->total_bytes);
+    ju(f, "context_freed_bytes", d->ended_bytes); /* new: no older key */
     ju(f, "frag_ppm", d->frag_ppm);
     ju(f, "alloc_latency_p50_ns", gm_dev_lat_q(d, 500));
     ju(f, "alloc_latency_p99_ns", gm_dev_lat_q(d, 990));

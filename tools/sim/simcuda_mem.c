@@ -1,8 +1,8 @@
 /*
  * tools/sim/simcuda_mem.c — plain device memory of the simulated driver:
  * cuMemAlloc(_v2), cuMemAllocPitch(_v2), cuMemAllocManaged, cuMemFree(_v2),
- * cuMemGetInfo(_v2), cuMemGetAddressRange(_v2), and pinned host memory
- * (cuMemHostAlloc, cuMemAllocHost(_v2), cuMemFreeHost).
+ * cuMemGetInfo(_v2), cuMemGetAddressRange(_v2), cuPointerGetAttribute, and
+ * pinned host memory (cuMemHostAlloc, cuMemAllocHost(_v2), cuMemFreeHost).
  *
  * A device allocation charges exactly its requested size to the current
  * context's device and takes an address from that device's range (512-byte
@@ -412,6 +412,57 @@ CUresult cuMemGetAddressRange(CUdeviceptr_v1 *pbase, unsigned int *psize, CUdevi
         if (psize != NULL)
             *psize = (unsigned int)s;
     }
+    return rc;
+}
+
+/* cuPointerGetAttribute for the device records (allocations, managed
+ * memory, pool blocks): the context it was made in (a pool block: the
+ * device's primary context), the device, the range, the memory type and
+ * whether it is managed. Like a real driver it needs no current context
+ * and answers CUDA_ERROR_INVALID_VALUE for an address no live record
+ * holds, such as one freed with its context; other attributes, and VMM
+ * mappings and host memory, answer CUDA_ERROR_NOT_SUPPORTED. */
+CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
+                               CUdeviceptr ptr)
+{
+    struct gm_sim_dev *d;
+    struct gm_sim_rec *r;
+    CUresult rc = gm_sim_ready();
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (data == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((r = gm_sim_lock_rec(ptr, false, &d)) == NULL) {
+        uint64_t b, s;
+        return addr_range(ptr, &b, &s) == CUDA_SUCCESS
+                   ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_VALUE;
+    }
+    rc = CUDA_SUCCESS;
+    switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+        *(CUcontext *)data = (CUcontext)(r->ctx != NULL ? r->ctx
+                                                       : (const void *)&d->primary);
+        break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+        *(int *)data = d->ordinal;
+        break;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+        *(CUdeviceptr *)data = r->base;
+        break;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+        *(size_t *)data = (size_t)r->size;
+        break;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        *(unsigned int *)data = r->kind == SIM_K_MANAGED ? CU_MEMORYTYPE_UNIFIED
+                                                         : CU_MEMORYTYPE_DEVICE;
+        break;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+        *(unsigned int *)data = r->kind == SIM_K_MANAGED;
+        break;
+    default:
+        rc = CUDA_ERROR_NOT_SUPPORTED;
+    }
+    pthread_mutex_unlock(&d->lock);
     return rc;
 }
 

@@ -95,6 +95,7 @@ static const struct proc_ent proc_tab[] = {
     P("cuMemFree", 3020, cuMemFree_v2),
     P("cuMemGetAddressRange", 2000, cuMemGetAddressRange),
     P("cuMemGetAddressRange", 3020, cuMemGetAddressRange_v2),
+    P("cuPointerGetAttribute", 4000, cuPointerGetAttribute),
     P("cuMemAllocHost", 2000, cuMemAllocHost),
     P("cuMemAllocHost", 3020, cuMemAllocHost_v2),
     P("cuMemHostAlloc", 2020, cuMemHostAlloc),

@@ -55,9 +55,13 @@ static int ctx_open(struct run *run)
     return rc;
 }
 
+/* The primary context is released, unless --keep-context leaves it to the
+ * process's end (as frameworks do). */
 static int ctx_close(struct run *run)
 {
     const struct drv *d = run->d;
+    if (run->o->keep_context)
+        return EX_DONE;
     d->cuCtxSetCurrent(NULL);
     CUresult r = d->cuDevicePrimaryCtxRelease_v2(run->dev);
     return r == CUDA_SUCCESS ? EX_DONE : cu_setup_error(d, "cuDevicePrimaryCtxRelease", r);

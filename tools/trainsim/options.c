@@ -12,7 +12,8 @@ static const char usage_line[] =
     "         [--leak BYTES] [--warmup BYTES] [--warmup-steps N]\n"
     "         [--step-time DURATION] [--mark-steps] [--via direct|dlsym|gpa]\n"
     "         [--api alloc|async|vmm|mixed] [--threads N] [--device N]\n"
-    "         [--report-every N] [--quiet] [--print-peak] [--help]\n";
+    "         [--keep-context] [--report-every N] [--quiet] [--print-peak]\n"
+    "         [--help]\n";
 
 static const char help_text[] =
     "NAME\n"
@@ -68,6 +69,12 @@ static const char help_text[] =
     "    --threads N        N threads, each training its share of the layers in\n"
     "                       the shared primary context (default 1)\n"
     "    --device N         CUDA device ordinal (default 0)\n"
+    "    --keep-context     exit without releasing the primary context, as\n"
+    "                       PyTorch and JAX do (the process's end frees it), so\n"
+    "                       leaked buffers are still live when the process exits;\n"
+    "                       by default it is released after the last free, as a\n"
+    "                       program that cleans up does, and the driver frees the\n"
+    "                       leaks with it\n"
     "    --report-every N   progress line every N steps; 0 = none (default 50)\n"
     "    --quiet            no banner and no progress lines\n"
     "    --print-peak       print the planned peak in bytes and exit; exact for\n"
@@ -168,7 +175,8 @@ static void opts_default(struct opts *o)
 enum {
     OPT_STEPS = 256, OPT_LAYERS, OPT_HIDDEN, OPT_BATCH, OPT_SEQ, OPT_EVAL, OPT_LEAK,
     OPT_VIA, OPT_API, OPT_THREADS, OPT_DEVICE, OPT_REPORT, OPT_QUIET, OPT_PEAK, OPT_HELP,
-    OPT_EVAL_SIZE, OPT_EVAL_HOLD, OPT_WARMUP, OPT_WARMUP_STEPS, OPT_STEP_TIME, OPT_MARK
+    OPT_EVAL_SIZE, OPT_EVAL_HOLD, OPT_WARMUP, OPT_WARMUP_STEPS, OPT_STEP_TIME, OPT_MARK,
+    OPT_KEEP_CTX
 };
 
 static const struct option long_opts[] = {
@@ -193,6 +201,7 @@ static const struct option long_opts[] = {
     { "warmup-steps", required_argument, NULL, OPT_WARMUP_STEPS },
     { "step-time", required_argument, NULL, OPT_STEP_TIME },
     { "mark-steps", no_argument, NULL, OPT_MARK },
+    { "keep-context", no_argument, NULL, OPT_KEEP_CTX },
     { NULL, 0, NULL, 0 },
 };
 
@@ -215,6 +224,7 @@ static int apply_opt(struct opts *o, int c, const char *v)
     case OPT_PEAK: o->print_peak = 1; return 0;
     case OPT_HELP: return -1;
     case OPT_MARK: o->mark_steps = 1; return 0;
+    case OPT_KEEP_CTX: o->keep_context = 1; return 0;
     case OPT_EVAL_HOLD: return parse_count("eval-hold", v, 0, UINT32_MAX, &o->eval_hold);
     case OPT_WARMUP_STEPS:
         return parse_count("warmup-steps", v, 1, 1000000, &o->warmup_steps);

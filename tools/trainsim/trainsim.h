@@ -71,6 +71,7 @@ struct opts {
     enum via via;
     enum api api;
     int quiet, print_peak, mark_steps;
+    int keep_context;           /* exit without releasing the primary context */
 };
 
 /* Byte sizes of one buffer of each role, before any rounding. */
