@@ -9,7 +9,8 @@
  * Under the shim (--expect-limit): used = limit - free; the second
  * context's charge is within GC_NATIVE_SLACK of the first's, the limit
  * edge is exact with both, and the destroy returns used to its figure
- * before the creation exactly.
+ * before the creation exactly. Then what a context's end frees with it
+ * (ended_contexts_free_their_memory).
  */
 #include <cuda.h>
 
@@ -27,6 +28,61 @@ static unsigned long long free_now(void)
 static unsigned long long diff(unsigned long long a, unsigned long long b)
 {
     return a > b ? a - b : b - a;
+}
+
+/* What a context's end frees: a created context's blocks, found dead by
+ * cuPointerGetAttribute (CUDA_ERROR_INVALID_VALUE, the answer the shim
+ * relies on when other contexts live), while the primary's stay; then a
+ * reset frees the primary's. Under the shim the charge follows at once:
+ * free memory is back to f1 (primary context only, nothing allocated)
+ * less what still lives, exactly. */
+static void ended_contexts_free_their_memory(CUdevice dev, CUcontext primary,
+                                             unsigned long long f1)
+{
+    CUcontext third = NULL, c = NULL;
+    CUdeviceptr a = 0, m = 0, b = 0;
+    CUresult rc;
+    if ((rc = cuCtxCreate(&third, NULL, 0, dev)) != CUDA_SUCCESS)
+        gc_abort("cuCtxCreate", (int)rc);
+    if ((rc = cuMemAlloc(&a, 64 * GC_MIB)) != CUDA_SUCCESS)
+        gc_abort("cuMemAlloc", (int)rc);
+    if ((rc = cuMemAllocManaged(&m, 16 * GC_MIB, CU_MEM_ATTACH_GLOBAL)) !=
+        CUDA_SUCCESS)
+        gc_abort("cuMemAllocManaged", (int)rc);
+    if ((rc = cuCtxSetCurrent(primary)) != CUDA_SUCCESS)
+        gc_abort("cuCtxSetCurrent", (int)rc);
+    if ((rc = cuMemAlloc(&b, 32 * GC_MIB)) != CUDA_SUCCESS)
+        gc_abort("cuMemAlloc", (int)rc);
+    if ((rc = cuCtxDestroy(third)) != CUDA_SUCCESS)
+        gc_abort("cuCtxDestroy", (int)rc);
+    rc = cuPointerGetAttribute(&c, CU_POINTER_ATTRIBUTE_CONTEXT, a);
+    gc_check(rc == CUDA_ERROR_INVALID_VALUE,
+             "a block of the destroyed context is unknown to the driver (%d)",
+             (int)rc);
+    rc = cuPointerGetAttribute(&c, CU_POINTER_ATTRIBUTE_CONTEXT, b);
+    gc_check(rc == CUDA_SUCCESS && c == primary,
+             "the primary context's block lives on (%d)", (int)rc);
+    unsigned long long f4 = free_now();
+    if (gc_limit)
+        gc_check(f4 == f1 - 32 * GC_MIB, "after the destroy only the primary's "
+                 "32 MiB stay charged (free %llu, want %llu)", f4,
+                 f1 - 32 * GC_MIB);
+    else
+        gc_check(diff(f4, f1 - 32 * GC_MIB) <= GC_NATIVE_SLACK,
+                 "the destroy frees its blocks");
+    if ((rc = cuDevicePrimaryCtxReset(dev)) != CUDA_SUCCESS)
+        gc_abort("cuDevicePrimaryCtxReset", (int)rc);
+    if ((rc = cuDevicePrimaryCtxRetain(&primary, dev)) != CUDA_SUCCESS)
+        gc_abort("cuDevicePrimaryCtxRetain", (int)rc);
+    cuDevicePrimaryCtxRelease(dev); /* the reset kept the reference */
+    if ((rc = cuCtxSetCurrent(primary)) != CUDA_SUCCESS)
+        gc_abort("cuCtxSetCurrent", (int)rc);
+    unsigned long long f5 = free_now();
+    if (gc_limit)
+        gc_check(f5 == f1, "after the reset nothing is charged but the context "
+                 "(free %llu, want %llu)", f5, f1);
+    else
+        gc_check(diff(f5, f1) <= GC_NATIVE_SLACK, "the reset frees its blocks");
 }
 
 int main(int argc, char **argv)
@@ -81,6 +137,7 @@ int main(int argc, char **argv)
                  f3, f1);
     else
         gc_check(diff(f3, f1) <= GC_NATIVE_SLACK, "the destroy frees the context");
+    ended_contexts_free_their_memory(dev, primary, f1);
     cuDevicePrimaryCtxRelease(dev);
     return gc_finish();
 }
