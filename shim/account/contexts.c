@@ -20,6 +20,7 @@ static pthread_mutex_t primary_locks[GM_MAX_DEVICES];
 static pthread_once_t primary_once = PTHREAD_ONCE_INIT;
 static uint64_t first_bytes[GM_MAX_DEVICES];
 static bool unlisted[GM_MAX_DEVICES];   /* a context of it did not fit */
+static uint64_t generation;             /* changes of the list */
 
 static bool dev_ok(int dev)
 {
@@ -47,29 +48,31 @@ bool gm_ctx_add(const struct gm_ctx_ent *e)
         if (!ok && dev_ok(e->dev))
             unlisted[e->dev] = true;
     }
+    generation++;
     pthread_mutex_unlock(&ctx_lock);
     return ok;
 }
 
-int gm_ctx_listed_on(int dev, uintptr_t *one)
+uint64_t gm_ctx_generation(void)
 {
-    *one = 0;
+    pthread_mutex_lock(&ctx_lock);
+    uint64_t g = generation;
+    pthread_mutex_unlock(&ctx_lock);
+    return g;
+}
+
+int gm_ctx_listed_on(int dev, uint64_t *gen)
+{
     if (!dev_ok(dev))
         return -1;
     pthread_mutex_lock(&ctx_lock);
-    int n = 0;
-    if (prim_used[dev]) {
-        *one = prims[dev].ctx;
-        n++;
-    }
-    for (unsigned i = 0; i < GM_CTX_MAX; i++) {
-        if (used[i] && ents[i].dev == dev) {
-            *one = ents[i].ctx;
+    int n = prim_used[dev] ? 1 : 0;
+    for (unsigned i = 0; i < GM_CTX_MAX; i++)
+        if (used[i] && ents[i].dev == dev)
             n++;
-        }
-    }
     if (unlisted[dev])
         n = -1;
+    *gen = generation;
     pthread_mutex_unlock(&ctx_lock);
     return n;
 }
@@ -83,6 +86,7 @@ bool gm_ctx_take(uintptr_t ctx, struct gm_ctx_ent *out)
             *out = ents[i];
             used[i] = false;
             found = true;
+            generation++;
         }
     }
     for (unsigned i = 0; i < GM_MAX_DEVICES && !found; i++) {
@@ -90,6 +94,7 @@ bool gm_ctx_take(uintptr_t ctx, struct gm_ctx_ent *out)
             *out = prims[i];
             prim_used[i] = false;
             found = true;
+            generation++;
         }
     }
     pthread_mutex_unlock(&ctx_lock);
@@ -105,6 +110,7 @@ bool gm_ctx_take_primary(int dev, struct gm_ctx_ent *out)
     if (found) {
         *out = prims[dev];
         prim_used[dev] = false;
+        generation++;
     }
     pthread_mutex_unlock(&ctx_lock);
     return found;

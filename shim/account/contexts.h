@@ -34,10 +34,13 @@ struct gm_ctx_ent {
 bool gm_ctx_add(const struct gm_ctx_ent *e);
 /* Take a context out of the list (copied to *out); false when unlisted. */
 bool gm_ctx_take(uintptr_t ctx, struct gm_ctx_ent *out);
-/* How many contexts of dev are listed (its primary one included), one of
- * them in *one (0 when none); -1 when a context of dev could not be
- * listed (the list may not know them all). */
-int gm_ctx_listed_on(int dev, uintptr_t *one);
+/* How many contexts of dev are listed (its primary one included); -1
+ * when a context of dev could not be listed (the list may not know them
+ * all). *gen: the list's generation then (gm_ctx_generation). */
+int gm_ctx_listed_on(int dev, uint64_t *gen);
+/* Counts every change of the list (an add, a failed add, a take): equal
+ * generations mean no context was listed or unlisted in between. */
+uint64_t gm_ctx_generation(void);
 /* The same for the device's listed primary context. */
 bool gm_ctx_take_primary(int dev, struct gm_ctx_ent *out);
 /* True when the device's primary context is listed. */

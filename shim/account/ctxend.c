@@ -13,6 +13,7 @@
 #include "shim/account/account.h"
 #include "shim/account/contexts.h"
 #include "shim/account/state.h"
+#include "shim/base/clock.h"
 #include "shim/driver/real.h"
 #include "shim/telemetry/telemetry.h"
 
@@ -23,7 +24,9 @@ struct collect {
     struct gm_alloc *v;
     uint64_t n, cap;
     int dev;
-    bool sole;            /* the ended context was the device's only one */
+    bool sole;            /* the ended context was the device's only one,
+                             and no context was listed or unlisted since */
+    uint64_t gen;         /* the context list's generation when judged so */
     bool full;            /* a candidate found no room */
 };
 
@@ -48,8 +51,11 @@ static void collect_one(void *ctx, const struct gm_alloc *a)
     c->v[c->n++] = *a;
 }
 
-/* Has the driver freed the device pointer p? Without an answer, only when
- * the ended context was the device's only one. */
+/* Has the driver freed the device pointer p? Only its own "not a pointer
+ * of any context" says so (asked with no context of ours made current:
+ * the attribute is a lookup of the address, and another thread's context
+ * may end meanwhile); without the query, only when the ended context was
+ * the device's only one. */
 static bool ptr_dead(uint64_t p, bool sole)
 {
     if (gm_real.cuPointerGetAttribute == NULL)
@@ -59,9 +65,7 @@ static bool ptr_dead(uint64_t p, bool sole)
     CUresult rc = gm_real.cuPointerGetAttribute(
         &c, CU_POINTER_ATTRIBUTE_CONTEXT, (CUdeviceptr)p);
     gm_depth--;
-    if (rc == CUDA_SUCCESS)
-        return false;
-    return rc == CUDA_ERROR_INVALID_VALUE || sole;
+    return rc == CUDA_ERROR_INVALID_VALUE;
 }
 
 static void release(const struct gm_alloc *a, struct gm_ctxend_sum *sum,
@@ -93,6 +97,8 @@ static void judge(const struct collect *c, const struct gm_alloc *cand,
                   struct gm_ctxend_sum *sum, gm_ctxend_fn fn, void *arg)
 {
     bool ptr = cand->ns == GM_NS_PTR;
+    if (!ptr && !c->sole)
+        return; /* an array: only when no other context can hold it */
     if (ptr && !ptr_dead(cand->key, c->sole))
         return;
     struct gm_alloc a;
@@ -121,6 +127,11 @@ static bool pass(struct collect *c, struct gm_ctxend_sum *sum,
     c->full = false;
     bool truncated;
     gm_track_walk(collect_one, c, UINT64_MAX, &truncated);
+    /* A context listed since the device was found to have none may hold
+     * some of what the walk copied (it was listed before its first
+     * allocation was): then nothing is taken on the device's word. */
+    if (c->sole && gm_ctx_generation() != c->gen)
+        c->sole = false;
     for (uint64_t i = 0; i < c->n; i++)
         judge(c, &c->v[i], sum, fn, arg);
     munmap(m, len);
@@ -132,31 +143,16 @@ struct gm_ctxend_sum gm_ctxend_release(int dev, gm_ctxend_fn fn, void *arg)
     struct gm_ctxend_sum sum = { 0, 0 };
     if (dev < 0 || dev >= GM_MAX_DEVICES)
         return sum;
-    uintptr_t other = 0;
-    int listed = gm_ctx_listed_on(dev, &other);
-    struct collect c = { .dev = dev, .sole = listed == 0 };
-    /* Asked with a live context of the device current: the calling
-     * thread's may be the one that just ended. */
-    bool pushed = false;
-    if (other != 0 && gm_real.cuCtxPushCurrent_v2 != NULL) {
-        gm_depth++;
-        pushed = gm_real.cuCtxPushCurrent_v2((CUcontext)other) ==
-                 CUDA_SUCCESS;
-        gm_depth--;
-    }
+    struct collect c = { .dev = dev };
+    c.sole = gm_ctx_listed_on(dev, &c.gen) == 0;
+    uint64_t began = gm_clock_realtime_ns();
     for (int i = 0; i < PASSES; i++)
         if (!pass(&c, &sum, fn, arg) || !c.full)
             break;
-    if (pushed && gm_real.cuCtxPopCurrent_v2 != NULL) {
-        CUcontext popped;
-        gm_depth++;
-        gm_real.cuCtxPopCurrent_v2(&popped);
-        gm_depth--;
-    }
-    /* One record for them all (each free changed the figures only). */
+    /* One record for them all (each free changed the figures only),
+     * with the time the first could have. */
     if (sum.entries != 0 && gm_telemetry_on())
-        gm_tel_event(&gm_st.tel, GM_EV_CTX_FREED, (unsigned)dev,
-                     GM_API_CTX_END, sum.bytes, sum.entries,
-                     gm_budget_used(&gm_st.dev[dev].budget));
+        gm_tel_ctx_freed(&gm_st.tel, (unsigned)dev, sum.bytes, sum.entries,
+                         gm_budget_used(&gm_st.dev[dev].budget), began);
     return sum;
 }

@@ -6,24 +6,23 @@
  * that the charge follows the memory instead of waiting for the driver to
  * hand the same addresses out again.
  *
- * Which entries died with it, on the device the context was on:
- *  - the context was the device's only listed one (and the list knows
- *    every context of the device): its device pointers (plain, pitched,
- *    managed, served as managed after a refusal) and its arrays and
- *    mipmapped arrays; a device pointer the driver still reports live
- *    (cuPointerGetAttribute succeeds) is kept;
- *  - other contexts live on the device: only the device pointers the
- *    driver no longer knows (CUDA_ERROR_INVALID_VALUE, asked with one of
- *    the live contexts current); arrays stay charged, since their handles
- *    cannot be asked about safely once freed.
+ * Which entries died, on the device the context was on:
+ *  - a device pointer (plain, pitched, managed, served as managed after a
+ *    refusal) when the driver answers CUDA_ERROR_INVALID_VALUE for it
+ *    (cuPointerGetAttribute, no context made current for it); without
+ *    that query, when the rule below holds;
+ *  - arrays and mipmapped arrays only when the ended context was the
+ *    device's only listed one, the list knows every context of the
+ *    device, and it did not change until the walk ended (its generation):
+ *    their handles cannot be asked about once freed.
  * Stream-ordered allocations (their pool holds the charge), VMM handles
  * and pinned host memory are never touched here.
  *
  * Invariants: an entry is released at most once, and only the entry that
  * was in the table when it was judged dead (gm_track_take_same); one the
  * driver reports live again after it was taken is put back. Nothing is
- * released on any doubt (no answer, another error): the limit errs on the
- * safe side. Cold path only: a walk of the whole table.
+ * released on any doubt (another answer, a context listed meanwhile): the
+ * limit errs on the safe side. Cold path only: a walk of the whole table.
  */
 #ifndef GM_CTXEND_H
 #define GM_CTXEND_H

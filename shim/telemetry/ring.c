@@ -414,8 +414,10 @@ void gm_tel_host(struct gm_tel *t, unsigned api, uint64_t addr, int64_t delta)
     tw_unlock(t);
 }
 
-void gm_tel_event(struct gm_tel *t, unsigned kind, unsigned dev, unsigned api,
-                  uint64_t size, uint64_t addr, uint64_t used_after)
+/* gm_tel_event with the record's extra field. */
+static void event_x(struct gm_tel *t, unsigned kind, unsigned dev,
+                    unsigned api, uint64_t size, uint64_t addr,
+                    uint64_t used_after, uint64_t extra)
 {
     uint64_t now = gm_clock_realtime_ns();
     struct gm_abi_header *h = tw_lock(t);
@@ -451,8 +453,22 @@ void gm_tel_event(struct gm_tel *t, unsigned kind, unsigned dev, unsigned api,
         tw_set_used_peak(d, used_after, 0, now);
         tw_stats_end(d);
     }
-    tw_ring_push(h, kind, api, dev, now, 0, size, addr, used_after, 0);
+    tw_ring_push(h, kind, api, dev, now, 0, size, addr, used_after, extra);
     tw_unlock(t);
+}
+
+void gm_tel_event(struct gm_tel *t, unsigned kind, unsigned dev, unsigned api,
+                  uint64_t size, uint64_t addr, uint64_t used_after)
+{
+    event_x(t, kind, dev, api, size, addr, used_after, 0);
+}
+
+void gm_tel_ctx_freed(struct gm_tel *t, unsigned dev, uint64_t bytes,
+                      uint64_t count, uint64_t used_after, uint64_t began_ns)
+{
+    /* The frees changed the figures already: only used, and the record. */
+    event_x(t, GM_EV_CTX_FREED, dev, GM_API_CTX_END, bytes, count,
+            used_after, began_ns);
 }
 
 void gm_tel_pool(struct gm_tel *t, unsigned dev, uint64_t reserve_bytes)

@@ -191,9 +191,13 @@ void gm_tel_host(struct gm_tel *t, unsigned api, uint64_t addr, int64_t delta);
  * += size; OVER_LIMIT over_limit++; WAIT_BEGIN waits++; TRIM trims++ and
  * trimmed_bytes += size; RECLAIM reclaims++ and reclaimed_bytes += size;
  * CONTEXT_END (a charged context ended) context_bytes -= size, clamped at
- * 0; CTX_FREED (after the frees of a context's end, each already in the
- * figures) nothing more; any kind with a device in range also sets used =
- * used_after. */
+ * 0; any kind with a device in range also sets used = used_after. */
+/* After the frees of a context's end (gm_tel_free with GM_API_CTX_END,
+ * each already in the figures): used = used_after. Record
+ * GM_EV_CTX_FREED {size = bytes, addr = count, used_after, extra = the
+ * CLOCK_REALTIME ns when the first of them was given back}. */
+void gm_tel_ctx_freed(struct gm_tel *t, unsigned dev, uint64_t bytes,
+                      uint64_t count, uint64_t used_after, uint64_t began_ns);
 void gm_tel_event(struct gm_tel *t, unsigned kind, unsigned dev, unsigned api,
                   uint64_t size, uint64_t addr, uint64_t used_after);
 /* Bytes the device's stream-ordered pools hold (absolute). No record. */

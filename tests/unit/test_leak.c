@@ -4,6 +4,7 @@
  * the period of a used curve (exact, with multiples, with stray events,
  * none in noise), per-step floors from marks and from the period, the
  * history when the ring lost the run, other devices' records ignored,
+ * the program's phases between the ends of its contexts,
  * the evidence, the JSON object, and hostile records.
  */
 #include <check.h>
@@ -186,6 +187,87 @@ START_TEST(marked_steps)
     ck_assert_uint_eq(l.ev.size, 3 * MiB);
     ck_assert_uint_eq(l.ev.from, UINT64_MAX);
     ck_assert_uint_eq(l.ev.to, 127);
+    gm_leak_free(&l);
+}
+END_TEST
+
+/* A context's end on device 0 after the records so far: one CTX_FREED
+ * for everything of device 0 still live (count, bytes), the time its
+ * releases began in extra. */
+static void ctx_end(void)
+{
+    uint64_t live = 0;
+    for (size_t i = 0; i < nring; i++) {
+        if (ring[i].dev != 0)
+            continue;
+        if (ring[i].kind == GM_EV_ALLOC)
+            live++;
+        else if (ring[i].kind == GM_EV_FREE)
+            live--;
+        else if (ring[i].kind == GM_EV_CTX_FREED)
+            live -= ring[i].addr;
+    }
+    uint64_t began = now_ns + 1;
+    rec(GM_EV_CTX_FREED, 0, used_now);
+    struct gm_abi_record *r = &ring[nring - 1];
+    r->api = GM_API_CTX_END;
+    r->addr = live;
+    r->extra = began;
+    used_now = 0;
+    r->used_after = 0;
+}
+
+/* Steps from..to of the trainlike loop, marked, with weights first. */
+static void phase(size_t from, size_t to, uint64_t leak)
+{
+    for (int i = 0; i < 4; i++)
+        rec(GM_EV_ALLOC, 0, 4 * MiB);
+    for (size_t s = from; s <= to; s++) {
+        rec(GM_EV_ALLOC, 0, leak);
+        for (int i = 0; i < 3; i++)
+            rec(GM_EV_ALLOC, 0, 8 * MiB);
+        for (int i = 0; i < 3; i++)
+            rec(GM_EV_FREE, 0, 8 * MiB);
+        rec(GM_EV_STEP, 0, s);
+    }
+}
+
+/* Contexts that end (docs/metrics.md, "context freed"): the driver's
+ * frees at an end are not the program's, so a run that ends its context
+ * at its exit reads as one that did not, and after a reset between two
+ * phases the analysis is the latest phase's: its rate, its live count. */
+START_TEST(context_end_phases)
+{
+    nring = 0;
+    now_ns = 1000000000ull;
+    used_now = 0;
+    phase(1, 200, 3 * MiB);
+    ctx_end();
+    struct gm_leak_input in = input(true);
+    in.live_end = 0; /* all of it freed with the context */
+    struct gm_leak l;
+    ck_assert_int_eq(gm_leak_analyse(&in, &l), 0);
+    ck_assert_int_eq(l.trend.verdict, GM_TREND_GROWS);
+    ck_assert_double_eq_tol(l.trend.bytes_per_step, 3.0 * MiB, 1e-3);
+    ck_assert_uint_eq(l.npts, 199);
+    ck_assert_uint_eq(l.pts[l.npts - 1].live, 4 + 200);
+    ck_assert_uint_eq(l.pts[l.npts - 1].floor, 16 * MiB + 199 * 3 * MiB);
+    ck_assert_int_ge(l.pts[l.npts - 1].frag_ppm, 0); /* the whole run: known */
+    ck_assert_uint_eq(l.ev.to, 200);
+    gm_leak_free(&l);
+    /* A second phase after the reset, leaking 1 MiB a step, then its end. */
+    phase(201, 300, MiB);
+    ctx_end();
+    in = input(true);
+    in.live_end = 0;
+    ck_assert_int_eq(gm_leak_analyse(&in, &l), 0);
+    ck_assert_int_eq(l.trend.verdict, GM_TREND_GROWS);
+    ck_assert_double_eq_tol(l.trend.bytes_per_step, 1.0 * MiB, 1e-3);
+    ck_assert_uint_eq(l.npts, 99);
+    ck_assert_uint_eq(l.pts[l.npts - 1].live, 4 + 100);
+    ck_assert_uint_eq(l.pts[l.npts - 1].floor, 16 * MiB + 99 * MiB);
+    ck_assert_uint_eq(l.ev.size, MiB);
+    ck_assert_uint_eq(l.ev.to, 100);
     gm_leak_free(&l);
 }
 END_TEST
@@ -392,6 +474,7 @@ static Suite *leak_suite(void)
     tcase_add_test(tc, period_exact);
     tcase_add_test(tc, period_with_strays_and_noise);
     tcase_add_test(tc, marked_steps);
+    tcase_add_test(tc, context_end_phases);
     tcase_add_test(tc, detected_steps);
     tcase_add_test(tc, long_series);
     tcase_add_test(tc, history_when_ring_lost);

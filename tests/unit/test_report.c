@@ -166,7 +166,7 @@ START_TEST(test_context_freed)
     gm_tel_free(&s.t, 0, GM_API_CTX_END, 0x100000, 100 * MiB, 0, 50 * MiB);
     gm_tel_free(&s.t, 0, GM_API_CTX_END, 0x200000, 50 * MiB, 0, 0);
     ck_assert_uint_eq(s.t.hdr->ring_head, head); /* no FREE record */
-    gm_tel_event(&s.t, GM_EV_CTX_FREED, 0, GM_API_CTX_END, 150 * MiB, 2, 0);
+    gm_tel_ctx_freed(&s.t, 0, 150 * MiB, 2, 0, 1);
     ck_assert_uint_eq(s.t.hdr->ring_head, head + 1);
     pinned_snapshot(&s);
     const struct gm_abi_dev *d = &s.snap->dev[0];

@@ -389,29 +389,15 @@ static void ring_detected(const struct gm_leak_input *in,
 
 /* ---- series from the history ---------------------------------------------- */
 
-/* When the device's first context's end in the ring freed allocations
- * the program had left (UINT64_MAX: none): the history is the program's
- * until then. */
-static uint64_t context_end_ns(const struct gm_leak_input *in)
-{
-    uint64_t end = UINT64_MAX;
-    for (size_t i = 0; i < in->n; i++) {
-        const struct gm_abi_record *r = &in->ev[i];
-        if (r->dev == in->dev && r->kind == GM_EV_CTX_FREED && r->ts_ns < end)
-            end = r->ts_ns;
-    }
-    return end;
-}
 
 static void hist_series(const struct gm_leak_input *in, double per_step,
-                        struct series *out)
+                        uint64_t t_lo, uint64_t t_hi, struct series *out)
 {
     uint64_t cum = 0;
-    uint64_t end = context_end_ns(in);
     for (size_t i = 0; i < in->nhist; i++) {
         const struct gm_hist_point *h = &in->hist[i];
-        if (h->end_ns > end)
-            break; /* it holds the driver's frees of a context's end */
+        if (h->start_ns < t_lo || h->end_ns > t_hi)
+            continue; /* another phase's, or it holds a context's end */
         double step = -1;
         if (in->marked)
             step = (double)(i > 0 ? in->hist[i - 1].steps : h->steps);
@@ -511,11 +497,62 @@ static void evidence(const struct gm_leak_input *in, double from, double to,
 
 /* ---- the analysis --------------------------------------------------------- */
 
-int gm_leak_analyse(const struct gm_leak_input *in, struct gm_leak *out)
+/* ---- the program's phase ---------------------------------------------------- */
+
+/* The span the analysis covers: the program's latest phase on the device.
+ * A context's end (a CTX_FREED record) frees, by the driver's hand, what
+ * the program left; so the phase runs from the last such end before the
+ * program's last change of the device (ring records lo.., history from
+ * t_lo) to the first end after it (..hi, history to t_hi, when its
+ * releases began). A program that ends its context once, at its exit, has
+ * one phase: all of its run. */
+struct phase {
+    size_t lo, hi;
+    uint64_t t_lo, t_hi;
+    uint64_t freed_after;   /* allocations the ends after it freed */
+};
+
+static void phase_of(const struct gm_leak_input *in, struct phase *p)
 {
-    if (in == NULL || out == NULL || (in->ev == NULL && in->n > 0) ||
-        (in->hist == NULL && in->nhist > 0))
+    size_t last = in->n; /* the program's last change (n: none) */
+    for (size_t i = 0; i < in->n; i++)
+        if (is_dev_change(&in->ev[i], in->dev))
+            last = i;
+    *p = (struct phase){ 0, in->n, 0, UINT64_MAX, 0 };
+    for (size_t i = 0; i < in->n; i++) {
+        const struct gm_abi_record *r = &in->ev[i];
+        if (r->dev != in->dev || r->kind != GM_EV_CTX_FREED)
+            continue;
+        if (last == in->n || i < last) {
+            p->lo = i + 1;
+            p->t_lo = r->ts_ns; /* all of its releases done */
+        } else {
+            if (p->hi == in->n) {
+                p->hi = i;
+                p->t_hi = r->extra != 0 && r->extra < r->ts_ns ? r->extra
+                                                               : r->ts_ns;
+            }
+            p->freed_after += r->addr;
+        }
+    }
+}
+
+int gm_leak_analyse(const struct gm_leak_input *all, struct gm_leak *out)
+{
+    if (all == NULL || out == NULL || (all->ev == NULL && all->n > 0) ||
+        (all->hist == NULL && all->nhist > 0))
         return -1;
+    /* The phase as an input of its own: its records; the live count at
+     * its end; nothing of it lost when it began within the ring. */
+    struct phase ph;
+    phase_of(all, &ph);
+    struct gm_leak_input phase_in = *all;
+    phase_in.ev = all->ev != NULL ? all->ev + ph.lo : NULL;
+    phase_in.n = ph.hi - ph.lo;
+    phase_in.live_end = all->live_end + ph.freed_after;
+    if (ph.lo > 0)
+        phase_in.lost = 0;
+    const struct gm_leak_input *in = &phase_in;
     memset(out, 0, sizeof *out);
     struct changes c = {0};
     struct series ring = {malloc(GM_LEAK_SERIES_MAX * sizeof *ring.p), 0, 0};
@@ -533,7 +570,8 @@ int gm_leak_analyse(const struct gm_leak_input *in, struct gm_leak *out)
         ring_detected(in, &c, P, &ring);
     series_done(&ring);
     /* The history counts every change: P regular ones and the rare. */
-    hist_series(in, P > 0 ? (double)P * (double)c.m / (double)c.k : 0, &hist);
+    hist_series(in, P > 0 ? (double)P * (double)c.m / (double)c.k : 0, ph.t_lo,
+                ph.t_hi, &hist);
     series_done(&hist);
     changes_free(&c);
     out->steps_from = in->marked ? GM_STEP_MARKED : P ? GM_STEP_DETECTED : GM_STEP_NONE;
