@@ -108,6 +108,11 @@ void gm_static_retire(int dev, CUcontext ctx)
     atomic_fetch_and(&gm_arena_bits, ~(1ull << dev));
     arena_ctx[dev] = NULL;
     gm_acct_rollback(d, arena_charge[dev]);
+    /* Its pieces went with it (no entry each): out of the live figures. */
+    uint64_t n = gm_arena_live(a), bytes = gm_arena_used(a);
+    if (n != 0)
+        gm_tel_ctx_freed(&gm_st.tel, (unsigned)dev, bytes, n,
+                         gm_budget_used(&d->budget), gm_clock_realtime_ns());
     gm_log(GM_LOG_WARN, "device %d: the static arena ended with its context; "
            "allocating on demand from now on", dev);
 }

@@ -447,6 +447,11 @@ static void event_x(struct gm_tel *t, unsigned kind, unsigned dev,
         case GM_EV_CONTEXT_END:
             tw_sub(&d->context_bytes, size);
             break;
+        case GM_EV_CTX_FREED: /* addr blocks of size bytes in all */
+            tw_sub(&d->live_allocs, addr);
+            tw_sub(&d->live_bytes, size);
+            tw_add(&d->ended_bytes, size);
+            break;
         default:
             break;
         }
@@ -466,7 +471,6 @@ void gm_tel_event(struct gm_tel *t, unsigned kind, unsigned dev, unsigned api,
 void gm_tel_ctx_freed(struct gm_tel *t, unsigned dev, uint64_t bytes,
                       uint64_t count, uint64_t used_after, uint64_t began_ns)
 {
-    /* The frees changed the figures already: only used, and the record. */
     event_x(t, GM_EV_CTX_FREED, dev, GM_API_CTX_END, bytes, count,
             used_after, began_ns);
 }

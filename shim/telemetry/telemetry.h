@@ -119,9 +119,9 @@ void gm_tel_alloc(struct gm_tel *t, unsigned dev, unsigned api, uint64_t addr,
                   uint64_t peak);
 /* Allocation released: frees++, live counts down (clamped at 0), used =
  * used_after. Record GM_EV_FREE {size, addr, lat_ns, used_after}. With
- * api GM_API_CTX_END (freed by its context's end) ended_bytes += size
- * instead of frees++, and no record (the caller writes one
- * GM_EV_CTX_FREED for all). */
+ * api GM_API_CTX_END (freed by its context's end) only used and the
+ * fragmentation change, and no record: the caller's gm_tel_ctx_freed
+ * takes all of them out of the live figures at once. */
 void gm_tel_free(struct gm_tel *t, unsigned dev, unsigned api, uint64_t addr,
                  uint64_t size, uint64_t lat_ns, uint64_t used_after);
 /* The same two, also setting the fragmentation figure in the same stats
@@ -155,8 +155,8 @@ struct gm_tel_ev {
     bool known;             /* the device's block is already marked present
                                (gm_tel_device ran for it) */
     bool ended;             /* free: by its context's end, not the program
-                               (counted in ended_bytes, not in frees; no
-                               record: the caller writes GM_EV_CTX_FREED) */
+                               (not a free: no record, live figures left
+                               to the caller's gm_tel_ctx_freed) */
 };
 /* gm_tel_alloc_ev(t, e) (returning the mark of its interval's add, 0
  * when none was logged) and gm_tel_free_ev(t, e) are inline in
@@ -192,10 +192,12 @@ void gm_tel_host(struct gm_tel *t, unsigned api, uint64_t addr, int64_t delta);
  * trimmed_bytes += size; RECLAIM reclaims++ and reclaimed_bytes += size;
  * CONTEXT_END (a charged context ended) context_bytes -= size, clamped at
  * 0; any kind with a device in range also sets used = used_after. */
-/* After the frees of a context's end (gm_tel_free with GM_API_CTX_END,
- * each already in the figures): used = used_after. Record
- * GM_EV_CTX_FREED {size = bytes, addr = count, used_after, extra = the
- * CLOCK_REALTIME ns when the first of them was given back}. */
+/* A context's end freed `count` allocations of `bytes` in all that the
+ * program had not freed (after their gm_tel_free with GM_API_CTX_END, or
+ * with none: the static arena's pieces): live_allocs -= count, live_bytes
+ * -= bytes (clamped at 0), ended_bytes += bytes, used = used_after.
+ * Record GM_EV_CTX_FREED {size = bytes, addr = count, used_after, extra =
+ * the CLOCK_REALTIME ns when the first of them was given back}. */
 void gm_tel_ctx_freed(struct gm_tel *t, unsigned dev, uint64_t bytes,
                       uint64_t count, uint64_t used_after, uint64_t began_ns);
 void gm_tel_event(struct gm_tel *t, unsigned kind, unsigned dev, unsigned api,

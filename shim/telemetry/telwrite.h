@@ -390,14 +390,14 @@ gm_tel_free_ev(struct gm_tel *t, const struct gm_tel_ev *e)
     struct gm_abi_dev *d =
         GM_TW_FIGURES ? tw_stats_enter(h, e->dev, e->ts_ns, e->known) : NULL;
     if (d != NULL) {
-        /* A context's end is not a free of the program's (e->ended is a
-         * constant false on the free path: the test folds away). */
-        if (e->ended)
-            tw_add(&d->ended_bytes, e->size);
-        else
+        /* A context's end is not a free of the program's: its blocks
+         * leave the live figures together, in the GM_EV_CTX_FREED event
+         * (e->ended is a constant false on the free path: folded away). */
+        if (!e->ended) {
             tw_inc(&d->frees);
-        tw_sub(&d->live_allocs, 1);
-        tw_sub(&d->live_bytes, e->size);
+            tw_sub(&d->live_allocs, 1);
+            tw_sub(&d->live_bytes, e->size);
+        }
         tw_set_used_peak(d, e->used, 0, e->ts_ns);
         tw_put_frag(d, ppm);
         tw_stats_end(d);

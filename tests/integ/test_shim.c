@@ -98,6 +98,7 @@ START_TEST(context_charged_and_virtualised)
 END_TEST
 
 static unsigned long long json_num(const char *json, const char *key);
+static void read_report(const char *path, char *buf, size_t cap);
 
 /* Every context counts against the limit while it lives (apicheck's
  * contexts scenario), through each lookup path; the exit report's context
@@ -140,10 +141,19 @@ END_TEST
  * primary context made again is charged, allocations go to the driver. */
 START_TEST(static_arena_ends_with_its_context)
 {
+    char rep[256], env_rep[300];
+    snprintf(rep, sizeof rep, "/tmp/gm-sctx-%d-%d.json", (int)getpid(), _i);
+    snprintf(env_rep, sizeof env_rep, "GPUMEM_REPORT=json:%s", rep);
     const char *env[] = { "GPUMEM_LIMIT=1G", "GPUMEM_MODE=static",
-                          "SIMCUDA_CONTEXT=200M", NULL };
+                          "SIMCUDA_CONTEXT=200M", env_rep, NULL };
     RUN_OK(env, apicheck(vias[_i]), "--via", vias[_i], "static-ctx");
     ck_assert_msg(strstr(out, "ok static-ctx") != NULL, "%s", out);
+    /* The arena's piece went with the context: not live, not a free. */
+    static char json[65536];
+    read_report(rep, json, sizeof json);
+    ck_assert_uint_eq(json_num(json, "live_allocs"), 0);
+    ck_assert_uint_eq(json_num(json, "context_freed_bytes"), 64ull << 20);
+    ck_assert_uint_eq(json_num(json, "allocs") - json_num(json, "frees"), 1);
 }
 END_TEST
 
