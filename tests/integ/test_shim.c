@@ -137,6 +137,17 @@ START_TEST(a_contexts_end_gives_back_its_memory)
 }
 END_TEST
 
+/* Contexts ending while another thread allocates and frees at the
+ * addresses they had: nothing of the living thread is taken for the
+ * dead, nothing dead stays charged (apicheck's ctx-frees-race). */
+START_TEST(context_ends_race_a_living_thread)
+{
+    const char *env[] = { "GPUMEM_LIMIT=4G", "SIMCUDA_CONTEXT=200M", NULL };
+    RUN_OK(env, apicheck("gpa"), "--via", "gpa", "ctx-frees-race");
+    ck_assert_msg(strstr(out, "ok ctx-frees-race") != NULL, "%s", out);
+}
+END_TEST
+
 /* The context an arena was made in ends: the arena is retired, the
  * primary context made again is charged, allocations go to the driver. */
 START_TEST(static_arena_ends_with_its_context)
@@ -930,6 +941,7 @@ static Suite *suite(void)
     tcase_add_loop_test(a, static_mode_free_is_the_arena_room, 0, 3);
     tcase_add_loop_test(a, every_context_charged_until_its_end, 0, 3);
     tcase_add_loop_test(a, a_contexts_end_gives_back_its_memory, 0, 3);
+    tcase_add_test(a, context_ends_race_a_living_thread);
     tcase_add_loop_test(a, static_arena_ends_with_its_context, 0, 3);
     tcase_add_loop_test(a, first_created_context_past_the_limit_refused, 0, 3);
     tcase_add_test(a, primary_retain_release_race);

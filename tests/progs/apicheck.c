@@ -17,6 +17,7 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -710,6 +711,54 @@ static void s_primary_race(void)
     printf("ok primary-race\n");
 }
 
+/* Contexts ending while another thread allocates: a thread frees and
+ * allocates blocks of 1 MiB in the primary context (the simulated driver
+ * hands the freed addresses out again at once) while the main thread
+ * makes a context, allocates in it and destroys it, 40 times. Each end is
+ * judged pointer by pointer (the primary context lives): the other
+ * thread's blocks, some at addresses the ended context had, must never be
+ * taken for the dead ones, and no dead one left. */
+static atomic_int race_stop;
+
+static void *primary_churn_allocs(void *arg)
+{
+    (void)arg;
+    CU(F.cuCtxSetCurrent(ctx0));
+    CUdeviceptr held[8] = {0};
+    for (unsigned i = 0; !atomic_load(&race_stop) || i < 4000; i++) {
+        unsigned k = i % 8;
+        if (held[k] != 0)
+            CU(F.cuMemFree_v2(held[k]));
+        CU(F.cuMemAlloc_v2(&held[k], 1u << 20));
+    }
+    for (unsigned k = 0; k < 8; k++)
+        CU(F.cuMemFree_v2(held[k]));
+    return NULL;
+}
+
+static void s_ctx_frees_race(void)
+{
+    long long ctx = shim_used();
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, primary_churn_allocs, NULL) == 0, "thread");
+    for (int round = 0; round < 40; round++) {
+        CUcontext c = NULL;
+        CUdeviceptr p[3];
+        CU(F.cuCtxCreate_v2(&c, 0, dev0));
+        for (int i = 0; i < 3; i++)
+            CU(F.cuMemAlloc_v2(&p[i], 1u << 20));
+        CU(F.cuCtxDestroy_v2(c));
+    }
+    atomic_store(&race_stop, 1);
+    pthread_join(t, NULL);
+    CU(F.cuCtxSetCurrent(ctx0));
+    CHECK(shim_used() == ctx, "after the race: used %lld, the context alone "
+          "%lld", shim_used(), ctx);
+    CHECK(sim_stats().live == 0, "the driver still holds %llu blocks",
+          (unsigned long long)sim_stats().live);
+    printf("ok ctx-frees-race\n");
+}
+
 static void s_invalid(void)
 {
     CUmemAllocationProp prop = dev0_alloc_prop();
@@ -1316,6 +1365,8 @@ int main(int argc, char **argv)
         s_static_ctx();
     else if (strcmp(sc, "ctx-frees") == 0)
         s_ctx_frees();
+    else if (strcmp(sc, "ctx-frees-race") == 0)
+        s_ctx_frees_race();
     else if (strcmp(sc, "primary-race") == 0)
         s_primary_race();
     else if (strcmp(sc, "invalid") == 0)
