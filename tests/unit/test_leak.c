@@ -446,6 +446,10 @@ START_TEST(hostile_records)
             r->dev = (uint32_t)(rnd() % 3);
             r->size = rep % 2 ? rnd() : rnd() % 4;
             r->used_after = rep % 4 ? rnd() : (uint64_t)-1 - rnd() % 8;
+            /* context ends (kind 18) freeing any count, at any time */
+            r->addr = rep % 2 ? (uint64_t)-1 - rnd() % 8 : rnd() % 64;
+            r->extra = rnd();
+            r->api = (uint16_t)(rnd() % 30);
         }
         struct gm_leak_input in = input(rep % 2);
         in.lost = rep;

@@ -421,7 +421,8 @@ static void trace_event(struct gm_snapshot *s, unsigned kind, unsigned dev,
     case GM_EV_CTX_FREED: /* addr of them, size bytes, with their context */
         sub_clamp(&d->live_allocs, addr);
         sub_clamp(&d->live_bytes, size);
-        d->ended_bytes += size;
+        d->ended_bytes = size > UINT64_MAX - d->ended_bytes
+                             ? UINT64_MAX : d->ended_bytes + size;
         break;
     case GM_EV_OOM: d->refusals++; break;
     case GM_EV_CONTEXT:

@@ -140,15 +140,10 @@ static void series_done(struct series *s)
 /* Live allocations after each device change: counted back from live_end. */
 static uint64_t live_before_ring(const struct gm_leak_input *in)
 {
-    int64_t net = 0;
-    for (size_t i = 0; i < in->n; i++) {
-        const struct gm_abi_record *r = &in->ev[i];
-        if (is_dev_change(r, in->dev))
-            net += r->kind == GM_EV_ALLOC ? 1 : -1;
-        else if (r->kind == GM_EV_CTX_FREED && r->dev == in->dev &&
-                 r->addr <= INT64_MAX)
-            net -= (int64_t)r->addr; /* a context's end freed that many */
-    }
+    int64_t net = 0; /* no context's end within a phase (phase_of) */
+    for (size_t i = 0; i < in->n; i++)
+        if (is_dev_change(&in->ev[i], in->dev))
+            net += in->ev[i].kind == GM_EV_ALLOC ? 1 : -1;
     return (int64_t)in->live_end > net ? (uint64_t)((int64_t)in->live_end - net) : 0;
 }
 
@@ -532,7 +527,8 @@ static void phase_of(const struct gm_leak_input *in, struct phase *p)
                 p->t_hi = r->extra != 0 && r->extra < r->ts_ns ? r->extra
                                                                : r->ts_ns;
             }
-            p->freed_after += r->addr;
+            p->freed_after = r->addr > UINT64_MAX - p->freed_after
+                                 ? UINT64_MAX : p->freed_after + r->addr;
         }
     }
 }
@@ -549,7 +545,8 @@ int gm_leak_analyse(const struct gm_leak_input *all, struct gm_leak *out)
     struct gm_leak_input phase_in = *all;
     phase_in.ev = all->ev != NULL ? all->ev + ph.lo : NULL;
     phase_in.n = ph.hi - ph.lo;
-    phase_in.live_end = all->live_end + ph.freed_after;
+    phase_in.live_end = ph.freed_after > UINT64_MAX - all->live_end
+                            ? UINT64_MAX : all->live_end + ph.freed_after;
     if (ph.lo > 0)
         phase_in.lost = 0;
     const struct gm_leak_input *in = &phase_in;
