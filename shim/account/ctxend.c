@@ -149,8 +149,9 @@ struct gm_ctxend_sum gm_ctxend_release(int dev, gm_ctxend_fn fn, void *arg)
     for (int i = 0; i < PASSES; i++)
         if (!pass(&c, &sum, fn, arg) || !c.full)
             break;
-    /* One record for them all (each free changed the figures only),
-     * with the time the first could have. */
+    /* One record for them all: it takes them out of the live figures
+     * (each free changed only used and the fragmentation log), with the
+     * time the first could have gone. */
     if (sum.entries != 0 && gm_telemetry_on())
         gm_tel_ctx_freed(&gm_st.tel, (unsigned)dev, sum.bytes, sum.entries,
                          gm_budget_used(&gm_st.dev[dev].budget), began);
