@@ -21,6 +21,7 @@ static pthread_once_t primary_once = PTHREAD_ONCE_INIT;
 static uint64_t first_bytes[GM_MAX_DEVICES];
 static bool unlisted[GM_MAX_DEVICES];   /* a context of it did not fit */
 static uint64_t generation;             /* changes of the list */
+static int ending[GM_MAX_DEVICES];      /* taken for a destroy, not settled */
 
 static bool dev_ok(int dev)
 {
@@ -66,7 +67,7 @@ int gm_ctx_listed_on(int dev, uint64_t *gen)
     if (!dev_ok(dev))
         return -1;
     pthread_mutex_lock(&ctx_lock);
-    int n = prim_used[dev] ? 1 : 0;
+    int n = (prim_used[dev] ? 1 : 0) + ending[dev];
     for (unsigned i = 0; i < GM_CTX_MAX; i++)
         if (used[i] && ents[i].dev == dev)
             n++;
@@ -75,6 +76,29 @@ int gm_ctx_listed_on(int dev, uint64_t *gen)
     *gen = generation;
     pthread_mutex_unlock(&ctx_lock);
     return n;
+}
+
+bool gm_ctx_take_ending(uintptr_t ctx, struct gm_ctx_ent *out)
+{
+    bool found = gm_ctx_take(ctx, out);
+    if (found && dev_ok(out->dev)) {
+        pthread_mutex_lock(&ctx_lock);
+        ending[out->dev]++;
+        generation++;
+        pthread_mutex_unlock(&ctx_lock);
+    }
+    return found;
+}
+
+void gm_ctx_ending_settled(int dev)
+{
+    if (!dev_ok(dev))
+        return;
+    pthread_mutex_lock(&ctx_lock);
+    if (ending[dev] > 0)
+        ending[dev]--;
+    generation++;
+    pthread_mutex_unlock(&ctx_lock);
 }
 
 bool gm_ctx_take(uintptr_t ctx, struct gm_ctx_ent *out)
@@ -173,6 +197,7 @@ void gm_ctx_reset(void)
     memset(prim_used, 0, sizeof prim_used);
     memset(first_bytes, 0, sizeof first_bytes);
     memset(unlisted, 0, sizeof unlisted);
+    memset(ending, 0, sizeof ending);
     /* A lock a parent's thread held at the fork is held in the child by
      * no one: fresh ones (pthread_once already ran in the parent, or
      * runs here). */

@@ -34,7 +34,14 @@ struct gm_ctx_ent {
 bool gm_ctx_add(const struct gm_ctx_ent *e);
 /* Take a context out of the list (copied to *out); false when unlisted. */
 bool gm_ctx_take(uintptr_t ctx, struct gm_ctx_ent *out);
-/* How many contexts of dev are listed (its primary one included); -1
+/* The same for a destroy, before the driver's call: until
+ * gm_ctx_ending_settled (the driver answered: ended, or listed again)
+ * the context still counts as one of its device's in gm_ctx_listed_on,
+ * since a refused destroy leaves it alive. */
+bool gm_ctx_take_ending(uintptr_t ctx, struct gm_ctx_ent *out);
+void gm_ctx_ending_settled(int dev);
+/* How many contexts of dev are listed (its primary one included, and
+ * those a destroy took and the driver has not answered for); -1
  * when a context of dev could not be listed (the list may not know them
  * all). *gen: the list's generation then (gm_ctx_generation). */
 int gm_ctx_listed_on(int dev, uint64_t *gen);

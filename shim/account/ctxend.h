@@ -41,7 +41,8 @@ struct gm_ctxend_sum {
 
 /* Release what the end of a context on `dev` freed (the context already
  * taken out of the list); each released entry goes to fn (may be NULL).
- * Their telemetry: the figures of a free each, and one GM_EV_CTX_FREED
+ * Their telemetry: a free each for used and the fragmentation log (not a
+ * free of the program's), then one GM_EV_CTX_FREED
  * record for them all. */
 struct gm_ctxend_sum gm_ctxend_release(int dev, gm_ctxend_fn fn, void *arg)
     __attribute__((cold));

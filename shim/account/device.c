@@ -247,7 +247,7 @@ enum gm_ctx_verdict gm_dev_context_created(int dev, CUcontext ctx,
 
 bool gm_dev_context_unlist(CUcontext ctx, struct gm_ctx_ent *e)
 {
-    return gm_ctx_take((uintptr_t)ctx, e);
+    return gm_ctx_take_ending((uintptr_t)ctx, e);
 }
 
 void gm_dev_context_relist(const struct gm_ctx_ent *e)
@@ -255,10 +255,12 @@ void gm_dev_context_relist(const struct gm_ctx_ent *e)
     if (!gm_ctx_add(e))
         gm_log(GM_LOG_WARN, "the context list is full: a context whose "
                "destroy failed stays charged after its end");
+    gm_ctx_ending_settled(e->dev);
 }
 
 void gm_dev_context_ended(const struct gm_ctx_ent *e)
 {
+    gm_ctx_ending_settled(e->dev);
     context_release(e);
 }
 

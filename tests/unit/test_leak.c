@@ -191,6 +191,34 @@ START_TEST(marked_steps)
 }
 END_TEST
 
+/* n one-second history buckets from t = 1 s, used growing 30 MiB a
+ * bucket (floor 500 MiB up, peaks 100 MiB above), 10 steps and 100
+ * events each. */
+static void growing_history(struct gm_hist_point *h, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        memset(&h[i], 0, sizeof h[i]);
+        h[i].start_ns = 1000000000ull * (i + 1);
+        h[i].end_ns = h[i].start_ns + 1000000000ull;
+        h[i].used_min = 500 * MiB + i * 30 * MiB;
+        h[i].used_max = h[i].used_min + 100 * MiB;
+        h[i].used_last = h[i].used_min + 10 * MiB;
+        h[i].steps = 10 * (i + 1);
+        h[i].allocs = h[i].frees = 50;
+    }
+}
+
+/* The ring lost the run: the analysis has n history buckets h, a 64 GiB
+ * limit. */
+static void lost_ring_with_history(struct gm_leak_input *in,
+                                   const struct gm_hist_point *h, size_t n)
+{
+    in->lost = 100000;
+    in->hist = h;
+    in->nhist = n;
+    in->limit = 64ull << 30;
+}
+
 /* A context's end on device 0 after the records so far: one CTX_FREED
  * for everything of device 0 still live (count, bytes), the time its
  * releases began in extra. */
@@ -272,6 +300,74 @@ START_TEST(context_end_phases)
 }
 END_TEST
 
+/* An end that left other allocations live (a helper context's one block)
+ * is inside the phase: the series goes on through it, its live count
+ * drops by the block, and a size's count before the window is no longer
+ * known from the records. */
+START_TEST(context_end_partial)
+{
+    nring = 0;
+    now_ns = 1000000000ull;
+    used_now = 0;
+    rec(GM_EV_ALLOC, 0, 8 * MiB); /* the helper context's block */
+    phase(1, 50, 3 * MiB);
+    rec(GM_EV_CTX_FREED, 0, 8 * MiB);
+    ring[nring - 1].api = GM_API_CTX_END;
+    ring[nring - 1].addr = 1;
+    used_now -= 8 * MiB;
+    ring[nring - 1].used_after = used_now;
+    for (size_t s = 51; s <= 100; s++) {
+        rec(GM_EV_ALLOC, 0, 3 * MiB);
+        for (int i = 0; i < 3; i++)
+            rec(GM_EV_ALLOC, 0, 8 * MiB);
+        for (int i = 0; i < 3; i++)
+            rec(GM_EV_FREE, 0, 8 * MiB);
+        rec(GM_EV_STEP, 0, s);
+    }
+    struct gm_leak_input in = input(true);
+    in.live_end = 4 + 100; /* the helper's block went with its context */
+    struct gm_leak l;
+    ck_assert_int_eq(gm_leak_analyse(&in, &l), 0);
+    ck_assert_uint_eq(l.npts, 99);
+    ck_assert_uint_eq(l.pts[l.npts - 1].live, 4 + 100);
+    ck_assert_uint_eq(l.pts[10].live, 1 + 4 + 12); /* step 12: before the end */
+    /* the floor drops by the block at the end: the fit bends a little */
+    ck_assert_int_eq(l.trend.verdict, GM_TREND_GROWS);
+    ck_assert_double_eq_tol(l.trend.bytes_per_step, 3.0 * MiB, 0.05 * 3 * MiB);
+    ck_assert_int_lt(l.pts[l.npts - 1].frag_ppm, 0); /* blocks unknown */
+    ck_assert_uint_eq(l.ev.size, 3 * MiB);
+    ck_assert_uint_eq(l.ev.from, UINT64_MAX);
+    gm_leak_free(&l);
+}
+END_TEST
+
+/* A ring that holds none of the device's changes, only its context's end
+ * at the exit (another device's records pushed them out): the history is
+ * the whole run, not cut before it. */
+START_TEST(context_end_history_only)
+{
+    static struct gm_hist_point h[300];
+    growing_history(h, 300);
+    nring = 0;
+    now_ns = 302000000000ull;
+    for (int i = 0; i < 100; i++)
+        rec(GM_EV_ALLOC, 1, MiB);
+    rec(GM_EV_CTX_FREED, 0, 9000 * MiB);
+    ring[nring - 1].api = GM_API_CTX_END;
+    ring[nring - 1].addr = 3000;
+    ring[nring - 1].extra = now_ns - 1000;
+    struct gm_leak_input in = input(true);
+    in.live_end = 0;
+    lost_ring_with_history(&in, h, 300);
+    struct gm_leak l;
+    gm_leak_analyse(&in, &l);
+    ck_assert(l.from_history);
+    ck_assert_uint_eq(l.npts, 300);
+    ck_assert_int_eq(l.trend.verdict, GM_TREND_GROWS);
+    gm_leak_free(&l);
+}
+END_TEST
+
 /* More steps than the series keeps: the most recent, in order. */
 START_TEST(long_series)
 {
@@ -349,22 +445,10 @@ END_TEST
 START_TEST(history_when_ring_lost)
 {
     static struct gm_hist_point h[300];
-    for (size_t i = 0; i < 300; i++) {
-        memset(&h[i], 0, sizeof h[i]);
-        h[i].start_ns = 1000000000ull * (i + 1);
-        h[i].end_ns = h[i].start_ns + 1000000000ull;
-        h[i].used_min = 500 * MiB + i * 30 * MiB;
-        h[i].used_max = h[i].used_min + 100 * MiB;
-        h[i].used_last = h[i].used_min + 10 * MiB;
-        h[i].steps = 10 * (i + 1);
-        h[i].allocs = h[i].frees = 50;
-    }
+    growing_history(h, 300);
     trainlike(20, 3 * MiB, true);
     struct gm_leak_input in = input(true);
-    in.lost = 100000;
-    in.hist = h;
-    in.nhist = 300;
-    in.limit = 64ull << 30;
+    lost_ring_with_history(&in, h, 300);
     struct gm_leak l;
     gm_leak_analyse(&in, &l);
     ck_assert(l.from_history);
@@ -479,6 +563,8 @@ static Suite *leak_suite(void)
     tcase_add_test(tc, period_with_strays_and_noise);
     tcase_add_test(tc, marked_steps);
     tcase_add_test(tc, context_end_phases);
+    tcase_add_test(tc, context_end_partial);
+    tcase_add_test(tc, context_end_history_only);
     tcase_add_test(tc, detected_steps);
     tcase_add_test(tc, long_series);
     tcase_add_test(tc, history_when_ring_lost);

@@ -137,14 +137,47 @@ static void series_done(struct series *s)
     s->head = 0;
 }
 
-/* Live allocations after each device change: counted back from live_end. */
+/* A context's end on the device within the records: it freed r->addr
+ * allocations the program had left, while others lived on (an end that
+ * emptied the device bounds the phase instead: phase_of). */
+static bool is_dev_end(const struct gm_abi_record *r, unsigned dev)
+{
+    return r->dev == dev && r->kind == GM_EV_CTX_FREED;
+}
+
+/* live after record r, from live before it (saturating, never below 0). */
+static uint64_t live_after(uint64_t live, const struct gm_abi_record *r,
+                           unsigned dev)
+{
+    if (is_dev_end(r, dev))
+        return live > r->addr ? live - r->addr : 0;
+    if (!is_dev_change(r, dev))
+        return live;
+    if (r->kind == GM_EV_ALLOC)
+        return live == UINT64_MAX ? live : live + 1;
+    return live ? live - 1 : 0;
+}
+
+/* live before record r, from live after it (saturating, never below 0). */
+static uint64_t live_before(uint64_t live, const struct gm_abi_record *r,
+                            unsigned dev)
+{
+    if (is_dev_end(r, dev))
+        return r->addr > UINT64_MAX - live ? UINT64_MAX : live + r->addr;
+    if (!is_dev_change(r, dev))
+        return live;
+    if (r->kind == GM_EV_ALLOC)
+        return live ? live - 1 : 0;
+    return live == UINT64_MAX ? live : live + 1;
+}
+
+/* Live allocations before the records: counted back from live_end. */
 static uint64_t live_before_ring(const struct gm_leak_input *in)
 {
-    int64_t net = 0; /* no context's end within a phase (phase_of) */
-    for (size_t i = 0; i < in->n; i++)
-        if (is_dev_change(&in->ev[i], in->dev))
-            net += in->ev[i].kind == GM_EV_ALLOC ? 1 : -1;
-    return (int64_t)in->live_end > net ? (uint64_t)((int64_t)in->live_end - net) : 0;
+    uint64_t live = in->live_end;
+    for (size_t i = in->n; i-- > 0;)
+        live = live_before(live, &in->ev[i], in->dev);
+    return live;
 }
 
 /* The fragmentation after each device change, by the shim's definition
@@ -163,9 +196,14 @@ static void fragrun_init(struct fragrun *f, const struct gm_leak_input *in)
                gm_frag_init(&f->set) == 0;
 }
 
-/* Applies change r; its figure, or -1 when unknown. */
+/* Applies change r; its figure, or -1 when unknown (also from a context's
+ * end on: which blocks it freed is not in the ring). */
 static int64_t fragrun_step(struct fragrun *f, const struct gm_abi_record *r)
 {
+    if (f->known && r->kind == GM_EV_CTX_FREED) {
+        gm_frag_destroy(&f->set);
+        f->known = false;
+    }
     if (!f->known)
         return -1;
     if (r->kind == GM_EV_ALLOC)
@@ -192,11 +230,11 @@ static void ring_marked(const struct gm_leak_input *in, struct series *out)
     fragrun_init(&fr, in);
     for (size_t i = 0; i < in->n; i++) {
         const struct gm_abi_record *r = &in->ev[i];
-        if (is_dev_change(r, in->dev)) {
+        if (is_dev_change(r, in->dev) || is_dev_end(r, in->dev)) {
             frag = fragrun_step(&fr, r);
             cur = r->used_after;
             known = true;
-            live += r->kind == GM_EV_ALLOC ? 1 : (live ? (uint64_t)-1 : 0);
+            live = live_after(live, r, in->dev);
             lo = cur < lo ? cur : lo;
             hi = cur > hi ? cur : hi;
         } else if (r->kind == GM_EV_STEP &&
@@ -311,9 +349,14 @@ static int changes_of(const struct gm_leak_input *in, struct changes *c)
     uint64_t live = live_before_ring(in), sum = 0;
     for (size_t i = 0; i < in->n; i++) {
         const struct gm_abi_record *r = &in->ev[i];
+        if (is_dev_end(r, in->dev)) { /* not a step's: only its effects */
+            live = live_after(live, r, in->dev);
+            (void)fragrun_step(&fr, r);
+            continue;
+        }
         if (!is_dev_change(r, in->dev))
             continue;
-        live += r->kind == GM_EV_ALLOC ? 1 : (live ? (uint64_t)-1 : 0);
+        live = live_after(live, r, in->dev);
         c->u[c->m] = r->used_after;
         c->ts[c->m] = r->ts_ns;
         c->live[c->m] = live;
@@ -495,17 +538,26 @@ static void evidence(const struct gm_leak_input *in, double from, double to,
 /* ---- the program's phase ---------------------------------------------------- */
 
 /* The span the analysis covers: the program's latest phase on the device.
- * A context's end (a CTX_FREED record) frees, by the driver's hand, what
- * the program left; so the phase runs from the last such end before the
- * program's last change of the device (ring records lo.., history from
- * t_lo) to the first end after it (..hi, history to t_hi, when its
- * releases began). A program that ends its context once, at its exit, has
- * one phase: all of its run. */
+ * An end of a context that left the device with nothing live (a
+ * CTX_FREED after which the live count is 0: the device's only context
+ * ended, or a reset) starts the program's heap over; so the phase runs
+ * from the last such end before the program's last change of the device
+ * (ring records lo.., history from t_lo) to the first after it (..hi,
+ * history to t_hi, when its releases began). An end that left other
+ * allocations live is inside the phase (its live counts drop there). With
+ * no change of the device in the ring, the last history bucket with
+ * allocations or frees stands for the last change. A program that ends
+ * its context once, at its exit, has one phase: all of its run. */
 struct phase {
     size_t lo, hi;
     uint64_t t_lo, t_hi;
     uint64_t freed_after;   /* allocations the ends after it freed */
 };
+
+static uint64_t end_began(const struct gm_abi_record *r)
+{
+    return r->extra != 0 && r->extra < r->ts_ns ? r->extra : r->ts_ns;
+}
 
 static void phase_of(const struct gm_leak_input *in, struct phase *p)
 {
@@ -513,24 +565,37 @@ static void phase_of(const struct gm_leak_input *in, struct phase *p)
     for (size_t i = 0; i < in->n; i++)
         if (is_dev_change(&in->ev[i], in->dev))
             last = i;
+    uint64_t t_last = 0;
+    if (last == in->n)
+        for (size_t i = 0; i < in->nhist; i++)
+            if (in->hist[i].allocs + in->hist[i].frees != 0)
+                t_last = in->hist[i].start_ns;
     *p = (struct phase){ 0, in->n, 0, UINT64_MAX, 0 };
-    for (size_t i = 0; i < in->n; i++) {
+    uint64_t live = in->live_end; /* after record i, walking back */
+    size_t first_after = in->n;
+    for (size_t i = in->n; i-- > 0;) {
         const struct gm_abi_record *r = &in->ev[i];
-        if (r->dev != in->dev || r->kind != GM_EV_CTX_FREED)
-            continue;
-        if (last == in->n || i < last) {
+        bool reset = is_dev_end(r, in->dev) && live == 0;
+        bool after = last < in->n ? i > last : end_began(r) >= t_last;
+        if (reset && after)
+            first_after = i;
+        else if (reset && p->lo == 0) {
             p->lo = i + 1;
             p->t_lo = r->ts_ns; /* all of its releases done */
-        } else {
-            if (p->hi == in->n) {
-                p->hi = i;
-                p->t_hi = r->extra != 0 && r->extra < r->ts_ns ? r->extra
-                                                               : r->ts_ns;
-            }
-            p->freed_after = r->addr > UINT64_MAX - p->freed_after
-                                 ? UINT64_MAX : p->freed_after + r->addr;
         }
+        live = live_before(live, r, in->dev);
     }
+    if (first_after < in->n) {
+        p->hi = first_after;
+        p->t_hi = end_began(&in->ev[first_after]);
+    }
+    /* What the ends from hi on freed was live at the phase's end (the
+     * program changed nothing after it). */
+    for (size_t i = p->hi; i < in->n; i++)
+        if (is_dev_end(&in->ev[i], in->dev))
+            p->freed_after = in->ev[i].addr > UINT64_MAX - p->freed_after
+                                 ? UINT64_MAX
+                                 : p->freed_after + in->ev[i].addr;
 }
 
 int gm_leak_analyse(const struct gm_leak_input *all, struct gm_leak *out)
@@ -547,8 +612,6 @@ int gm_leak_analyse(const struct gm_leak_input *all, struct gm_leak *out)
     phase_in.n = ph.hi - ph.lo;
     phase_in.live_end = ph.freed_after > UINT64_MAX - all->live_end
                             ? UINT64_MAX : all->live_end + ph.freed_after;
-    if (ph.lo > 0)
-        phase_in.lost = 0;
     const struct gm_leak_input *in = &phase_in;
     memset(out, 0, sizeof *out);
     struct changes c = {0};
@@ -602,6 +665,16 @@ int gm_leak_analyse(const struct gm_leak_input *all, struct gm_leak *out)
     gm_trend_fit(win, nw, in->limit, &tp, &out->trend);
     if (nw > 0)
         evidence(in, win[0].t, win[nw - 1].t, &out->ev);
+    /* Blocks live when the phase began, or freed by an end within it, are
+     * not in its records: a size's count is then known only as growth. */
+    bool partial = false;
+    for (size_t i = 0; i < in->n && !partial; i++)
+        partial = is_dev_end(&in->ev[i], in->dev);
+    if (out->ev.size != 0 && out->ev.from != UINT64_MAX &&
+        (partial || (ph.lo > 0 && live_before_ring(in) > 0))) {
+        out->ev.to -= out->ev.from;
+        out->ev.from = UINT64_MAX;
+    }
     return 0;
 }
 
