@@ -29,9 +29,11 @@ void gm_acct_commit_collision(struct gm_alloc *a,
                               const struct gm_alloc *old, int r, uint64_t t1)
     __attribute__((cold));
 
-/* tel: gm_telemetry_on() as the caller read it (once per hook). */
-static inline __attribute__((always_inline)) void gm_acct_commit_inline(
-    struct gm_dev *d, struct gm_alloc *a, bool tel, uint64_t t0, uint64_t t1)
+/* tel: gm_telemetry_on() as the caller read it (once per hook); plain:
+ * gm_plain as it read it (no group). */
+static inline __attribute__((always_inline)) void gm_acct_commit_as(
+    struct gm_dev *d, struct gm_alloc *a, bool tel, uint64_t t0, uint64_t t1,
+    bool plain)
 {
     /* The entry's fields before any atomic operation: the caller's
      * constants (a device pointer, its device) stay known to the compiler
@@ -43,7 +45,8 @@ static inline __attribute__((always_inline)) void gm_acct_commit_inline(
     /* The admission only held the bytes: now that the driver has them,
      * they count toward the peak. */
     uint64_t peak, used = gm_budget_note_peak(&d->budget, &peak);
-    gm_grp_committed(d);
+    if (!plain)
+        gm_grp_committed(d);
     a->birth_step = (uint32_t)atomic_load_explicit(&gm_st.steps,
                                                    memory_order_relaxed);
     if (tel) {
@@ -70,9 +73,16 @@ static inline __attribute__((always_inline)) void gm_acct_commit_inline(
         gm_acct_commit_collision(a, &old, r, t1);
 }
 
-static inline __attribute__((always_inline)) void gm_acct_released_inline(
+static inline __attribute__((always_inline)) void gm_acct_commit_inline(
+    struct gm_dev *d, struct gm_alloc *a, bool tel, uint64_t t0, uint64_t t1)
+{
+    gm_acct_commit_as(d, a, tel, t0, t1, false);
+}
+
+/* plain as in gm_acct_commit_as (no group, no on_oom=wait doorbell). */
+static inline __attribute__((always_inline)) void gm_acct_released_as(
     const struct gm_alloc *a, unsigned api, bool tel, uint64_t t0,
-    uint64_t t1)
+    uint64_t t1, bool plain)
 {
     if (GM_UNLIKELY(a->dev >= GM_MAX_DEVICES))
         return;
@@ -80,7 +90,8 @@ static inline __attribute__((always_inline)) void gm_acct_released_inline(
     uint64_t used;
     if (GM_LIKELY(!(a->flags & GM_AF_UNCHARGED))) {
         used = gm_budget_release(&d->budget, a->size);
-        gm_grp_give(d, a->size);
+        if (!plain)
+            gm_grp_give(d, a->size);
     } else {
         used = gm_budget_used(&d->budget);
     }
@@ -96,7 +107,15 @@ static inline __attribute__((always_inline)) void gm_acct_released_inline(
         };
         gm_tel_free_ev(&gm_st.tel, &e);
     }
-    gm_release_wake();
+    if (!plain)
+        gm_release_wake();
+}
+
+static inline __attribute__((always_inline)) void gm_acct_released_inline(
+    const struct gm_alloc *a, unsigned api, bool tel, uint64_t t0,
+    uint64_t t1)
+{
+    gm_acct_released_as(a, api, tel, t0, t1, false);
 }
 
 #endif

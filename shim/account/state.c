@@ -16,6 +16,7 @@ _Atomic uint64_t gm_ctx_devices;
 
 struct gm_state gm_st = { .dev_lock = PTHREAD_MUTEX_INITIALIZER };
 int gm_hook_clock;
+bool gm_plain;
 
 int gm_current_device_slow(void)
 {

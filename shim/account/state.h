@@ -77,6 +77,20 @@ void gm_dev_reset(void);
  * CLOCK_MONOTONIC. Set once at initialisation; the one flag the hot paths
  * read for "telemetry on". */
 extern int gm_hook_clock __attribute__((visibility("hidden")));
+/* True when the run uses none of the features an allocation or a free
+ * must otherwise look for on its way: no group, grow mode (no static
+ * arena, no staged freeze), no on_oom=wait doorbell, no recording. Set
+ * once at initialisation, before the state is published (read-only
+ * after): the hot wrappers test it once and take a path compiled with
+ * those checks known false (shim/intercept/hooks.c). */
+extern bool gm_plain __attribute__((visibility("hidden")));
+static inline bool gm_is_plain(void)
+{
+    /* Written once, before the state's release store that gm_active's
+     * acquire load pairs with; read before it, it may still say false
+     * (the path that checks everything). */
+    return __atomic_load_n(&gm_plain, __ATOMIC_RELAXED);
+}
 
 /* GPUMEM_TELEMETRY: when off, the hot paths skip timing, the segment and
  * the fragmentation tracker, and only enforce limits. */

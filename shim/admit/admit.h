@@ -35,18 +35,27 @@ enum gm_admit {
 /* Reserve, applying reclaim and the out-of-memory policy on refusal. */
 enum gm_admit gm_admit_reserve_slow(int dev, struct gm_dev *d, uint64_t size,
                                     unsigned api, bool spillable);
-static inline enum gm_admit gm_admit_reserve(int dev, struct gm_dev *d,
-                                             uint64_t size, unsigned api,
-                                             bool spillable)
+/* plain: gm_plain as the caller read it (no staged freeze, no group). */
+static inline __attribute__((always_inline)) enum gm_admit
+gm_admit_reserve_as(int dev, struct gm_dev *d, uint64_t size, unsigned api,
+                    bool spillable, bool plain)
 {
     uint64_t used;
-    gm_staged_poll();
+    if (!plain)
+        gm_staged_poll();
     if (GM_LIKELY(gm_budget_hold(&d->budget, size, &used))) {
-        if (GM_LIKELY(gm_grp_take(d, size)))
+        if (GM_LIKELY(plain || gm_grp_take(d, size)))
             return GM_ADMIT_OK;
         gm_budget_release(&d->budget, size);
     }
     return gm_admit_reserve_slow(dev, d, size, api, spillable);
+}
+
+static inline enum gm_admit gm_admit_reserve(int dev, struct gm_dev *d,
+                                             uint64_t size, unsigned api,
+                                             bool spillable)
+{
+    return gm_admit_reserve_as(dev, d, size, api, spillable, false);
 }
 /* Adjust a reservation to the size the driver actually used (pitch,
  * arrays). Returns false (and keeps the original charge) when growing it

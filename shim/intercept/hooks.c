@@ -149,31 +149,32 @@ static void async_undo(int dev, struct gm_dev *d, const struct req *r,
  * After the driver answered, the pool's growth replaces the holds. */
 static inline __attribute__((always_inline)) CUresult
 alloc_async(enum kind k, int dev, struct gm_dev *d, const struct req *r,
-            struct gm_pool *pool)
+            struct gm_pool *pool, bool plain)
 {
     uint64_t used;
     uint64_t prov = r->size, ghold = r->size;
-    gm_staged_poll();
+    if (!plain)
+        gm_staged_poll();
     if (!gm_budget_hold(&d->budget, prov, &used)) {
         prov = 0;
         if (gm_pool_idle(pool) < r->size) {
-            enum gm_admit ad = gm_admit_reserve(dev, d, r->size, r->api,
-                                                false);
+            enum gm_admit ad = gm_admit_reserve_as(dev, d, r->size, r->api,
+                                                   false, plain);
             if (ad == GM_ADMIT_DRIVER)
                 return uncountable(k, r->size, r->flags, r->stream, r->pool);
             if (ad != GM_ADMIT_OK)
                 return CUDA_ERROR_OUT_OF_MEMORY;
             prov = r->size; /* also on the group */
-        } else if (!gm_grp_take(d, r->size)) {
+        } else if (!plain && !gm_grp_take(d, r->size)) {
             ghold = 0; /* served from what the pool, and group, hold */
         }
-    } else if (!gm_grp_take(d, r->size)) {
+    } else if (!plain && !gm_grp_take(d, r->size)) {
         if (gm_pool_idle(pool) >= r->size) {
             ghold = 0;
         } else {
             gm_budget_release(&d->budget, prov);
-            enum gm_admit ad = gm_admit_reserve(dev, d, r->size, r->api,
-                                                false);
+            enum gm_admit ad = gm_admit_reserve_as(dev, d, r->size, r->api,
+                                                   false, plain);
             if (ad == GM_ADMIT_DRIVER)
                 return uncountable(k, r->size, r->flags, r->stream, r->pool);
             if (ad != GM_ADMIT_OK)
@@ -187,14 +188,15 @@ alloc_async(enum kind k, int dev, struct gm_dev *d, const struct req *r,
     GM_HOOK_TIMED(clk, t0, t1, rc = call_real(k, r, &p));
     if (rc != CUDA_SUCCESS) {
         gm_budget_release(&d->budget, prov);
-        gm_grp_give(d, ghold);
+        if (!plain)
+            gm_grp_give(d, ghold);
         return rc;
     }
     /* The pool's growth replaces the holds (on the group through the
      * settle, shim/account/pools.c). */
     gm_pool_settle(dev, d, pool, prov, p, r->size);
     bool group_over = false;
-    if (GM_UNLIKELY(d->gdev1 != 0)) { /* one test for both group steps */
+    if (!plain && GM_UNLIKELY(d->gdev1 != 0)) { /* both group steps */
         if (ghold)
             gm_grp_give_slow(d, ghold);
         group_over = gm_grp_over(d);
@@ -213,12 +215,14 @@ alloc_async(enum kind k, int dev, struct gm_dev *d, const struct req *r,
         .api = (uint8_t)r->api, .flags = GM_AF_ASYNC | GM_AF_UNCHARGED,
         .refs = 1, .aux = (uint64_t)(uintptr_t)gm_pool_handle(pool),
     };
-    gm_acct_commit_inline(d, &a, clk != 0, t0, t1);
+    gm_acct_commit_as(d, &a, clk != 0, t0, t1, plain);
     return CUDA_SUCCESS;
 }
 
+/* plain: gm_plain as the wrapper read it; a constant in each inlined
+ * copy, so that the feature checks it rules out fold away. */
 static inline __attribute__((always_inline)) CUresult
-alloc_ptr(enum kind k, const struct req *r)
+alloc_ptr(enum kind k, const struct req *r, bool plain)
 {
     int dev = gm_current_device();
     struct gm_dev *d = gm_dev_get(dev);
@@ -233,10 +237,10 @@ alloc_ptr(enum kind k, const struct req *r)
         struct gm_pool *pool = gm_pool_for(dev, k >= K_POOL ? r->pool
                                                              : NULL);
         if (pool != NULL)
-            return alloc_async(k, dev, d, r, pool);
+            return alloc_async(k, dev, d, r, pool, plain);
     }
     bool spillable = k == K_V2;
-    if (k == K_V2) { /* v1's 32-bit pointers cannot reach the arena */
+    if (k == K_V2 && !plain) { /* v1's 32-bit pointers cannot reach it */
         CUresult rc;
         if (GM_UNLIKELY(__atomic_load_n(&d->arena, __ATOMIC_ACQUIRE) != NULL) &&
             gm_arena_try_alloc(dev, d, r->size, r->api, &p, &rc)) {
@@ -245,7 +249,8 @@ alloc_ptr(enum kind k, const struct req *r)
             return rc;
         }
     }
-    enum gm_admit ad = gm_admit_reserve(dev, d, r->size, r->api, spillable);
+    enum gm_admit ad = gm_admit_reserve_as(dev, d, r->size, r->api, spillable,
+                                           plain);
     switch (ad) {
     case GM_ADMIT_REFUSED:
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -274,7 +279,19 @@ alloc_ptr(enum kind k, const struct req *r)
         .api = (uint8_t)r->api, .flags = k >= K_ASYNC ? GM_AF_ASYNC : 0,
         .refs = 1,
     };
-    gm_acct_commit_inline(d, &a, clk != 0, t0, t1);
+    gm_acct_commit_as(d, &a, clk != 0, t0, t1, plain);
+    return rc;
+}
+
+static inline __attribute__((always_inline)) CUresult
+mem_alloc(CUdeviceptr *dptr, size_t bytesize, bool plain)
+{
+    struct req r = { .kind = K_V2, .api = GM_API_MEM_ALLOC, .out = dptr,
+                     .size = bytesize };
+    CUresult rc = alloc_ptr(K_V2, &r, plain);
+    if (!plain)
+        GM_REC(GM_RO_ALLOC, 0, gm_current_device(), bytesize,
+               rc == CUDA_SUCCESS ? *dptr : 0, (uintptr_t)0, (uintptr_t)0, rc);
     return rc;
 }
 
@@ -283,12 +300,8 @@ GM_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
     GM_NEED_REAL(cuMemAlloc_v2);
     if (!gm_active() || dptr == NULL || bytesize == 0)
         return gm_real.cuMemAlloc_v2(dptr, bytesize);
-    struct req r = { .kind = K_V2, .api = GM_API_MEM_ALLOC, .out = dptr,
-                     .size = bytesize };
-    CUresult rc = alloc_ptr(K_V2, &r);
-    GM_REC(GM_RO_ALLOC, 0, gm_current_device(), bytesize,
-           rc == CUDA_SUCCESS ? *dptr : 0, (uintptr_t)0, (uintptr_t)0, rc);
-    return rc;
+    return GM_LIKELY(gm_is_plain()) ? mem_alloc(dptr, bytesize, true)
+                                    : mem_alloc(dptr, bytesize, false);
 }
 
 GM_EXPORT CUresult CUDAAPI cuMemAlloc(CUdeviceptr_v1 *dptr,
@@ -300,7 +313,7 @@ GM_EXPORT CUresult CUDAAPI cuMemAlloc(CUdeviceptr_v1 *dptr,
     CUdeviceptr p = 0;
     struct req r = { .kind = K_V1, .api = GM_API_MEM_ALLOC, .out = &p,
                      .size = bytesize };
-    CUresult rc = alloc_ptr(K_V1, &r);
+    CUresult rc = alloc_ptr(K_V1, &r, false);
     if (rc == CUDA_SUCCESS)
         *dptr = (CUdeviceptr_v1)p;
     GM_REC(GM_RO_ALLOC, GM_RECF_V1, gm_current_device(), bytesize,
@@ -317,9 +330,23 @@ GM_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr,
         return gm_real.cuMemAllocManaged(dptr, bytesize, flags);
     struct req r = { .kind = K_MANAGED, .api = GM_API_MEM_ALLOC_MANAGED,
                      .out = dptr, .size = bytesize, .flags = flags };
-    CUresult rc = alloc_ptr(K_MANAGED, &r);
+    CUresult rc = alloc_ptr(K_MANAGED, &r, false);
     GM_REC(GM_RO_MANAGED, 0, gm_current_device(), bytesize,
            rc == CUDA_SUCCESS ? *dptr : 0, (uintptr_t)flags, (uintptr_t)0, rc);
+    return rc;
+}
+
+static inline __attribute__((always_inline)) CUresult
+mem_alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream hStream,
+                bool plain)
+{
+    struct req r = { .kind = K_ASYNC, .api = GM_API_MEM_ALLOC_ASYNC,
+                     .out = dptr, .size = bytesize, .stream = hStream };
+    CUresult rc = alloc_ptr(K_ASYNC, &r, plain);
+    if (!plain)
+        GM_REC(GM_RO_ASYNC, 0, gm_current_device(), bytesize,
+               rc == CUDA_SUCCESS ? *dptr : 0, (uintptr_t)hStream,
+               (uintptr_t)0, rc);
     return rc;
 }
 
@@ -329,12 +356,9 @@ GM_EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize,
     GM_NEED_REAL(cuMemAllocAsync);
     if (!gm_active() || dptr == NULL || bytesize == 0)
         return gm_real.cuMemAllocAsync(dptr, bytesize, hStream);
-    struct req r = { .kind = K_ASYNC, .api = GM_API_MEM_ALLOC_ASYNC,
-                     .out = dptr, .size = bytesize, .stream = hStream };
-    CUresult rc = alloc_ptr(K_ASYNC, &r);
-    GM_REC(GM_RO_ASYNC, 0, gm_current_device(), bytesize,
-           rc == CUDA_SUCCESS ? *dptr : 0, (uintptr_t)hStream, (uintptr_t)0, rc);
-    return rc;
+    return GM_LIKELY(gm_is_plain())
+               ? mem_alloc_async(dptr, bytesize, hStream, true)
+               : mem_alloc_async(dptr, bytesize, hStream, false);
 }
 
 GM_EXPORT CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr,
@@ -346,7 +370,7 @@ GM_EXPORT CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr,
         return gm_real.cuMemAllocAsync_ptsz(dptr, bytesize, hStream);
     struct req r = { .kind = K_ASYNC_PTSZ, .api = GM_API_MEM_ALLOC_ASYNC,
                      .out = dptr, .size = bytesize, .stream = hStream };
-    CUresult rc = alloc_ptr(K_ASYNC_PTSZ, &r);
+    CUresult rc = alloc_ptr(K_ASYNC_PTSZ, &r, false);
     GM_REC(GM_RO_ASYNC, GM_RECF_PTSZ, gm_current_device(), bytesize,
            rc == CUDA_SUCCESS ? *dptr : 0, (uintptr_t)hStream, (uintptr_t)0, rc);
     return rc;
@@ -363,7 +387,7 @@ GM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr,
     struct req r = { .kind = K_POOL, .api = GM_API_MEM_ALLOC_FROM_POOL,
                      .out = dptr, .size = bytesize, .stream = hStream,
                      .pool = pool };
-    CUresult rc = alloc_ptr(K_POOL, &r);
+    CUresult rc = alloc_ptr(K_POOL, &r, false);
     GM_REC(GM_RO_POOL_ALLOC, 0, gm_current_device(), bytesize,
            rc == CUDA_SUCCESS ? *dptr : 0, (uintptr_t)hStream, (uintptr_t)pool, rc);
     return rc;
@@ -381,7 +405,7 @@ GM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr,
     struct req r = { .kind = K_POOL_PTSZ, .api = GM_API_MEM_ALLOC_FROM_POOL,
                      .out = dptr, .size = bytesize, .stream = hStream,
                      .pool = pool };
-    CUresult rc = alloc_ptr(K_POOL_PTSZ, &r);
+    CUresult rc = alloc_ptr(K_POOL_PTSZ, &r, false);
     GM_REC(GM_RO_POOL_ALLOC, GM_RECF_PTSZ, gm_current_device(), bytesize,
            rc == CUDA_SUCCESS ? *dptr : 0, (uintptr_t)hStream, (uintptr_t)pool, rc);
     return rc;
@@ -592,11 +616,11 @@ static CUresult free_real_any(enum kind k, CUstream stream, CUdeviceptr p)
 }
 
 static inline __attribute__((always_inline)) CUresult
-free_ptr(enum fkind k, unsigned api, CUdeviceptr p, CUstream s)
+free_ptr(enum fkind k, unsigned api, CUdeviceptr p, CUstream s, bool plain)
 {
     if (!gm_active() || p == 0)
         return free_real(k, p, s);
-    if (k == F_V2 || k == F_V1) {
+    if ((k == F_V2 || k == F_V1) && !plain) {
         CUresult rc;
         if (GM_UNLIKELY(atomic_load_explicit(&gm_arena_bits,
                                              memory_order_relaxed) != 0) &&
@@ -615,7 +639,7 @@ free_ptr(enum fkind k, unsigned api, CUdeviceptr p, CUstream s)
         return rc;
     }
     if (known) {
-        gm_acct_released_inline(&a, api, clk != 0, t0, t1);
+        gm_acct_released_as(&a, api, clk != 0, t0, t1, plain);
         /* A pool gives memory back only at a synchronisation point:
          * refresh it then, not now. */
         if (a.aux != 0)
@@ -626,21 +650,26 @@ free_ptr(enum fkind k, unsigned api, CUdeviceptr p, CUstream s)
 
 GM_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
 {
-    CUresult rc = free_ptr(F_V2, GM_API_MEM_FREE, dptr, NULL);
+    if (GM_LIKELY(gm_is_plain())) /* no recording, among others */
+        return free_ptr(F_V2, GM_API_MEM_FREE, dptr, NULL, true);
+    CUresult rc = free_ptr(F_V2, GM_API_MEM_FREE, dptr, NULL, false);
     GM_REC_FREE(GM_RO_FREE, 0, dptr, 0, rc);
     return rc;
 }
 
 GM_EXPORT CUresult CUDAAPI cuMemFree(CUdeviceptr_v1 dptr)
 {
-    CUresult rc = free_ptr(F_V1, GM_API_MEM_FREE, dptr, NULL);
+    CUresult rc = free_ptr(F_V1, GM_API_MEM_FREE, dptr, NULL, false);
     GM_REC_FREE(GM_RO_FREE, GM_RECF_V1, dptr, 0, rc);
     return rc;
 }
 
 GM_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 {
-    CUresult rc = free_ptr(F_ASYNC, GM_API_MEM_FREE_ASYNC, dptr, hStream);
+    if (GM_LIKELY(gm_is_plain()))
+        return free_ptr(F_ASYNC, GM_API_MEM_FREE_ASYNC, dptr, hStream, true);
+    CUresult rc = free_ptr(F_ASYNC, GM_API_MEM_FREE_ASYNC, dptr, hStream,
+                           false);
     GM_REC_FREE(GM_RO_FREE_ASYNC, 0, dptr, hStream, rc);
     return rc;
 }
@@ -649,7 +678,7 @@ GM_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr,
                                                CUstream hStream)
 {
     CUresult rc = free_ptr(F_ASYNC_PTSZ, GM_API_MEM_FREE_ASYNC, dptr,
-                           hStream);
+                           hStream, false);
     GM_REC_FREE(GM_RO_FREE_ASYNC, GM_RECF_PTSZ, dptr, hStream, rc);
     return rc;
 }

@@ -289,6 +289,12 @@ static int init_locked(void)
     }
     gm_grp_init();
     gm_staged_arm(gm_st.start_ns);
+    __atomic_store_n(&gm_plain,
+                     gm_st.policy.group[0] == '\0' &&
+                         gm_st.policy.mode == GM_MODE_GROW &&
+                         gm_st.policy.on_oom != GM_OOM_WAIT &&
+                         !__atomic_load_n(&gm_rec_on, __ATOMIC_RELAXED),
+                     __ATOMIC_RELAXED);
     if (!atfork_registered) {
         pthread_atfork(NULL, NULL, fork_child);
         atexit(at_exit);
