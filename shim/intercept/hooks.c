@@ -336,19 +336,31 @@ GM_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr,
     return rc;
 }
 
+/* The stream-ordered allocations (k: K_ASYNC, K_ASYNC_PTSZ, K_POOL,
+ * K_POOL_PTSZ, a constant in each wrapper), recorded unless plain. */
 static inline __attribute__((always_inline)) CUresult
-mem_alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream hStream,
-                bool plain)
+stream_alloc(enum kind k, CUdeviceptr *dptr, size_t bytesize,
+             CUmemoryPool pool, CUstream hStream, bool plain)
 {
-    struct req r = { .kind = K_ASYNC, .api = GM_API_MEM_ALLOC_ASYNC,
-                     .out = dptr, .size = bytesize, .stream = hStream };
-    CUresult rc = alloc_ptr(K_ASYNC, &r, plain);
+    bool from_pool = k == K_POOL || k == K_POOL_PTSZ;
+    struct req r = { .kind = k,
+                     .api = from_pool ? GM_API_MEM_ALLOC_FROM_POOL
+                                      : GM_API_MEM_ALLOC_ASYNC,
+                     .out = dptr, .size = bytesize, .stream = hStream,
+                     .pool = pool };
+    CUresult rc = alloc_ptr(k, &r, plain);
     if (!plain)
-        GM_REC(GM_RO_ASYNC, 0, gm_current_device(), bytesize,
-               rc == CUDA_SUCCESS ? *dptr : 0, (uintptr_t)hStream,
-               (uintptr_t)0, rc);
+        GM_REC(from_pool ? GM_RO_POOL_ALLOC : GM_RO_ASYNC,
+               k == K_ASYNC_PTSZ || k == K_POOL_PTSZ ? GM_RECF_PTSZ : 0,
+               gm_current_device(), bytesize, rc == CUDA_SUCCESS ? *dptr : 0,
+               (uintptr_t)hStream, (uintptr_t)pool, rc);
     return rc;
 }
+
+/* Each stream-ordered wrapper: its path for a plain run, or the full one. */
+#define STREAM_ALLOC(k, dptr, size, pool, s)                              \
+    (GM_LIKELY(gm_is_plain()) ? stream_alloc(k, dptr, size, pool, s, true) \
+                              : stream_alloc(k, dptr, size, pool, s, false))
 
 GM_EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize,
                                            CUstream hStream)
@@ -356,9 +368,7 @@ GM_EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize,
     GM_NEED_REAL(cuMemAllocAsync);
     if (!gm_active() || dptr == NULL || bytesize == 0)
         return gm_real.cuMemAllocAsync(dptr, bytesize, hStream);
-    return GM_LIKELY(gm_is_plain())
-               ? mem_alloc_async(dptr, bytesize, hStream, true)
-               : mem_alloc_async(dptr, bytesize, hStream, false);
+    return STREAM_ALLOC(K_ASYNC, dptr, bytesize, NULL, hStream);
 }
 
 GM_EXPORT CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr,
@@ -368,12 +378,7 @@ GM_EXPORT CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr,
     GM_NEED_REAL(cuMemAllocAsync_ptsz);
     if (!gm_active() || dptr == NULL || bytesize == 0)
         return gm_real.cuMemAllocAsync_ptsz(dptr, bytesize, hStream);
-    struct req r = { .kind = K_ASYNC_PTSZ, .api = GM_API_MEM_ALLOC_ASYNC,
-                     .out = dptr, .size = bytesize, .stream = hStream };
-    CUresult rc = alloc_ptr(K_ASYNC_PTSZ, &r, false);
-    GM_REC(GM_RO_ASYNC, GM_RECF_PTSZ, gm_current_device(), bytesize,
-           rc == CUDA_SUCCESS ? *dptr : 0, (uintptr_t)hStream, (uintptr_t)0, rc);
-    return rc;
+    return STREAM_ALLOC(K_ASYNC_PTSZ, dptr, bytesize, NULL, hStream);
 }
 
 GM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr,
@@ -384,13 +389,7 @@ GM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr,
     GM_NEED_REAL(cuMemAllocFromPoolAsync);
     if (!gm_active() || dptr == NULL || bytesize == 0)
         return gm_real.cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream);
-    struct req r = { .kind = K_POOL, .api = GM_API_MEM_ALLOC_FROM_POOL,
-                     .out = dptr, .size = bytesize, .stream = hStream,
-                     .pool = pool };
-    CUresult rc = alloc_ptr(K_POOL, &r, false);
-    GM_REC(GM_RO_POOL_ALLOC, 0, gm_current_device(), bytesize,
-           rc == CUDA_SUCCESS ? *dptr : 0, (uintptr_t)hStream, (uintptr_t)pool, rc);
-    return rc;
+    return STREAM_ALLOC(K_POOL, dptr, bytesize, pool, hStream);
 }
 
 GM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr,
@@ -402,13 +401,7 @@ GM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr,
     if (!gm_active() || dptr == NULL || bytesize == 0)
         return gm_real.cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool,
                                                     hStream);
-    struct req r = { .kind = K_POOL_PTSZ, .api = GM_API_MEM_ALLOC_FROM_POOL,
-                     .out = dptr, .size = bytesize, .stream = hStream,
-                     .pool = pool };
-    CUresult rc = alloc_ptr(K_POOL_PTSZ, &r, false);
-    GM_REC(GM_RO_POOL_ALLOC, GM_RECF_PTSZ, gm_current_device(), bytesize,
-           rc == CUDA_SUCCESS ? *dptr : 0, (uintptr_t)hStream, (uintptr_t)pool, rc);
-    return rc;
+    return STREAM_ALLOC(K_POOL_PTSZ, dptr, bytesize, pool, hStream);
 }
 
 /* ---- pitch ------------------------------------------------------------ */
@@ -677,6 +670,9 @@ GM_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 GM_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr,
                                                CUstream hStream)
 {
+    if (GM_LIKELY(gm_is_plain()))
+        return free_ptr(F_ASYNC_PTSZ, GM_API_MEM_FREE_ASYNC, dptr, hStream,
+                        true);
     CUresult rc = free_ptr(F_ASYNC_PTSZ, GM_API_MEM_FREE_ASYNC, dptr,
                            hStream, false);
     GM_REC_FREE(GM_RO_FREE_ASYNC, GM_RECF_PTSZ, dptr, hStream, rc);
