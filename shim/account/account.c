@@ -46,13 +46,13 @@ void gm_acct_frag_refill(void *ctx, struct gm_fragq *q)
 void gm_acct_commit_entry(struct gm_dev *d, struct gm_alloc *a,
                           uint64_t t0, uint64_t t1)
 {
-    gm_acct_commit_inline(d, a, gm_telemetry_on(), t0, t1);
+    gm_acct_commit_as(d, a, gm_telemetry_on(), t0, t1, false);
 }
 
 void gm_acct_released(const struct gm_alloc *a, unsigned api, uint64_t t0,
                       uint64_t t1)
 {
-    gm_acct_released_inline(a, api, gm_telemetry_on(), t0, t1);
+    gm_acct_released_as(a, api, gm_telemetry_on(), t0, t1, false);
 }
 
 /* The driver reused a key whose free we never saw (e.g. memory freed by

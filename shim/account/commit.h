@@ -73,12 +73,6 @@ static inline __attribute__((always_inline)) void gm_acct_commit_as(
         gm_acct_commit_collision(a, &old, r, t1);
 }
 
-static inline __attribute__((always_inline)) void gm_acct_commit_inline(
-    struct gm_dev *d, struct gm_alloc *a, bool tel, uint64_t t0, uint64_t t1)
-{
-    gm_acct_commit_as(d, a, tel, t0, t1, false);
-}
-
 /* plain as in gm_acct_commit_as (no group, no on_oom=wait doorbell). */
 static inline __attribute__((always_inline)) void gm_acct_released_as(
     const struct gm_alloc *a, unsigned api, bool tel, uint64_t t0,
@@ -109,13 +103,6 @@ static inline __attribute__((always_inline)) void gm_acct_released_as(
     }
     if (!plain)
         gm_release_wake();
-}
-
-static inline __attribute__((always_inline)) void gm_acct_released_inline(
-    const struct gm_alloc *a, unsigned api, bool tel, uint64_t t0,
-    uint64_t t1)
-{
-    gm_acct_released_as(a, api, tel, t0, t1, false);
 }
 
 #endif

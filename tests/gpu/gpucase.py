@@ -108,6 +108,20 @@ def dicts_under(obj, key):
     return out
 
 
+def cuda_torch(name):
+    """torch, when it imports and sees a CUDA device; otherwise prints
+    "SKIP name: why" and exits 77 (a script's own skip)."""
+    try:
+        import torch
+    except Exception as e:  # any import failure means: no usable torch here
+        print(f"SKIP {name}: torch does not import: {e}")
+        sys.exit(77)
+    if not torch.cuda.is_available():
+        print(f"SKIP {name}: torch sees no CUDA device")
+        sys.exit(77)
+    return torch
+
+
 def transformer(torch, batch=32):
     """The suite's transformer: 6 encoder layers, d=512, 8 heads, AdamW, a
     batch of `batch` sequences of 256 tokens on CUDA device 0. Returns one

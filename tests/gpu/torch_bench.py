@@ -22,14 +22,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--steps", type=int, default=50)
     args = ap.parse_args()
-    try:
-        import torch
-    except Exception as e:
-        print(f"SKIP torch_step: torch does not import: {e}")
-        sys.exit(77)
-    if not torch.cuda.is_available():
-        print("SKIP torch_step: torch sees no CUDA device")
-        sys.exit(77)
+    torch = gpucase.cuda_torch("torch_step")
     step = gpucase.transformer(torch)
 
     for _ in range(args.warmup):

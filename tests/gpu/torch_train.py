@@ -17,14 +17,7 @@ def main():
     ap.add_argument("--batch", type=int, required=True)
     ap.add_argument("--steps", type=int, default=3)
     args = ap.parse_args()
-    try:
-        import torch
-    except Exception as e:
-        print(f"SKIP torch_train: torch does not import: {e}")
-        sys.exit(77)
-    if not torch.cuda.is_available():
-        print("SKIP torch_train: torch sees no CUDA device")
-        sys.exit(77)
+    torch = gpucase.cuda_torch("torch_train")
     try:
         step = gpucase.transformer(torch, args.batch)
         for _ in range(args.steps):
