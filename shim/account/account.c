@@ -43,7 +43,7 @@ void gm_acct_frag_refill(void *ctx, struct gm_fragq *q)
     (void)gm_track_walk(refill_one, &r, UINT64_MAX, &truncated);
 }
 
-void gm_acct_commit_entry(struct gm_dev *d, struct gm_alloc *a,
+void gm_acct_commit_entry(struct gm_dev *d, const struct gm_alloc *a,
                           uint64_t t0, uint64_t t1)
 {
     gm_acct_commit_as(d, a, gm_telemetry_on(), t0, t1, false);

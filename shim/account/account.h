@@ -26,7 +26,7 @@ void gm_acct_rollback(struct gm_dev *d, uint64_t size);
 /* Record a prepared entry (flags, aux set by the caller); t0 and t1 are
  * gm_ticks() readings just before and after the driver call (latency and
  * event time). */
-void gm_acct_commit_entry(struct gm_dev *d, struct gm_alloc *a,
+void gm_acct_commit_entry(struct gm_dev *d, const struct gm_alloc *a,
                           uint64_t t0, uint64_t t1);
 static inline void gm_acct_commit(int dev, struct gm_dev *d, enum gm_ns ns,
                                   uint64_t key, uint64_t size, unsigned api,

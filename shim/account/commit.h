@@ -29,26 +29,34 @@ void gm_acct_commit_collision(struct gm_alloc *a,
                               const struct gm_alloc *old, int r, uint64_t t1)
     __attribute__((cold));
 
-/* tel: gm_telemetry_on() as the caller read it (once per hook); plain:
- * gm_plain as it read it (no group). */
-static inline __attribute__((always_inline)) void gm_acct_commit_as(
-    struct gm_dev *d, struct gm_alloc *a, bool tel, uint64_t t0, uint64_t t1,
-    bool plain)
+/* An entry's packed word of gm_track_put from its fields. */
+static inline uint64_t gm_acct_meta(unsigned dev, unsigned ns, unsigned api,
+                                    unsigned flags, uint32_t refs)
 {
-    /* The entry's fields before any atomic operation: the caller's
-     * constants (a device pointer, its device) stay known to the compiler
-     * instead of being read back from memory the atomics may have
-     * changed. */
-    const uint64_t key = a->key, size = a->size;
-    const unsigned dev = a->dev, api = a->api;
-    const bool ptr = a->ns == GM_NS_PTR;
+    return (uint64_t)(dev & 0xffu) | (uint64_t)(ns & 0xffu) << 8 |
+           (uint64_t)(api & 0xffu) << 16 | (uint64_t)(flags & 0xffu) << 24 |
+           (uint64_t)refs << 32;
+}
+
+/* Commit a new entry given by its fields (those of struct gm_alloc; the
+ * births are set here): the hot paths' form, whose entry never needs to
+ * be in memory. tel: gm_telemetry_on() as the caller read it (once per
+ * hook); plain: gm_plain as it read it (no group). */
+static inline __attribute__((always_inline)) void gm_acct_commit_fields(
+    struct gm_dev *d, uint64_t key, uint64_t size, uint64_t aux,
+    uint64_t meta, bool tel, uint64_t t0, uint64_t t1, bool plain)
+{
+    const unsigned dev = (unsigned)meta & 0xffu;
+    const unsigned api = (unsigned)(meta >> 16) & 0xffu;
+    const bool ptr = ((meta >> 8) & 0xffu) == GM_NS_PTR;
     /* The admission only held the bytes: now that the driver has them,
      * they count toward the peak. */
     uint64_t peak, used = gm_budget_note_peak(&d->budget, &peak);
     if (!plain)
         gm_grp_committed(d);
-    a->birth_step = (uint32_t)atomic_load_explicit(&gm_st.steps,
-                                                   memory_order_relaxed);
+    const uint32_t step = (uint32_t)atomic_load_explicit(
+        &gm_st.steps, memory_order_relaxed);
+    uint32_t birth_t = 0;
     if (tel) {
         /* A device pointer's interval goes to the fragmentation log in
          * the event (a new peak syncs it there). */
@@ -61,16 +69,30 @@ static inline __attribute__((always_inline)) void gm_acct_commit_as(
             .known = true, /* gm_dev_get ran gm_tel_device */
         };
         uint32_t mark = gm_tel_alloc_ev(&gm_st.tel, &e);
-        if (ptr)
-            a->fragmark = mark;
-        a->birth_t = (uint32_t)(e.ts_ns >> 24); /* OOM snapshot ages */
+        if (ptr) /* the fragmark in place of refs */
+            meta = (meta & 0xffffffffull) | (uint64_t)mark << 32;
+        birth_t = (uint32_t)(e.ts_ns >> 24); /* OOM snapshot ages */
     }
     /* Without telemetry (fixed for the process's life) the mark is never
      * read: no free event logs a remove. */
+    const uint64_t birth = birth_t | (uint64_t)step << 32;
     struct gm_alloc old;
-    int r = gm_track_insert(a, &old);
-    if (GM_UNLIKELY(r != 0))
-        gm_acct_commit_collision(a, &old, r, t1);
+    int r = gm_track_put(key, size, aux, meta, birth, &old);
+    if (GM_UNLIKELY(r != 0)) {
+        struct gm_alloc c = { .key = key, .size = size, .aux = aux };
+        memcpy(&c.dev, &meta, sizeof meta);
+        memcpy(&c.birth_t, &birth, sizeof birth);
+        gm_acct_commit_collision(&c, &old, r, t1);
+    }
+}
+
+/* The same for an entry given whole (its births are ignored). */
+static inline __attribute__((always_inline)) void gm_acct_commit_as(
+    struct gm_dev *d, const struct gm_alloc *a, bool tel, uint64_t t0,
+    uint64_t t1, bool plain)
+{
+    gm_acct_commit_fields(d, a->key, a->size, a->aux, gm_track_meta(a), tel,
+                          t0, t1, plain);
 }
 
 /* plain as in gm_acct_commit_as (no group, no on_oom=wait doorbell). */

@@ -78,6 +78,7 @@ struct gm_dev *gm_dev_get_slow(int dev)
     bool ok = true;
     pthread_mutex_lock(&gm_st.dev_lock);
     if (atomic_load_explicit(&d->ready, memory_order_relaxed) != 2) {
+        d->ordinal = dev;
         ok = resolve_device(dev, d);
         if (ok)
             atomic_store_explicit(&d->ready, 2, memory_order_release);
@@ -223,7 +224,7 @@ enum gm_ctx_verdict gm_dev_context_created(int dev, CUcontext ctx,
     }
     first = atomic_exchange(&d->ctx_measured, 1) == 0;
     if (first) {
-        atomic_fetch_or(&gm_ctx_devices, 1ull << dev);
+        gm_ctx_devices_add(dev);
         gm_ctx_set_first_bytes(dev, bytes);
     }
     gm_tel_context(&gm_st.tel, (unsigned)dev, bytes, used,

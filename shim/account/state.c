@@ -29,7 +29,24 @@ int gm_current_device_slow(void)
     return rc == CUDA_SUCCESS ? (int)d : -1;
 }
 
+struct gm_dev *_Atomic gm_ctx_sole;
+static pthread_mutex_t sole_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void gm_ctx_devices_add(int dev)
+{
+    atomic_fetch_or(&gm_ctx_devices, 1ull << dev);
+    pthread_mutex_lock(&sole_lock);
+    uint64_t m = atomic_load(&gm_ctx_devices);
+    struct gm_dev *sole = NULL;
+    if (m != 0 && (m & (m - 1)) == 0)
+        sole = &gm_st.dev[__builtin_ctzll(m)];
+    atomic_store_explicit(&gm_ctx_sole, sole, memory_order_release);
+    pthread_mutex_unlock(&sole_lock);
+}
+
 void gm_dev_reset(void)
 {
+    atomic_store(&gm_ctx_sole, NULL);
     atomic_store(&gm_ctx_devices, 0);
+    pthread_mutex_init(&sole_lock, NULL);
 }

@@ -41,6 +41,8 @@ struct gm_dev {
     struct gm_fragq frag;         /* live device-pointer intervals */
     struct gm_arena *arena;       /* static mode: NULL until reserved */
     int gdev1;                    /* group device index + 1; 0 = none */
+    int ordinal;                  /* its index in gm_st.dev (set before
+                                     ready=2) */
 };
 
 struct gm_state {
@@ -71,6 +73,36 @@ static inline int gm_current_device(void)
         return __builtin_ctzll(m);
     return gm_current_device_slow();
 }
+/* The device record of gm_ctx_devices' one device while there is exactly
+ * one (set, with release, after its bit; that device is ready by then),
+ * else NULL: the hot paths' current device and its record in one load.
+ * Written by gm_ctx_devices_add only, under its lock, from the mask as it
+ * is then, so the last store is of the last mask. */
+extern struct gm_dev *_Atomic gm_ctx_sole __attribute__((visibility("hidden")));
+/* Add dev (set up: ready) to gm_ctx_devices, and update gm_ctx_sole. */
+void gm_ctx_devices_add(int dev);
+
+/* The current device and its record: *dev and the record, or NULL when
+ * there is no current context (or the ordinal is bad), as gm_current_device
+ * and gm_dev_get (shim/account/device.h) would answer. */
+struct gm_dev *gm_dev_get_slow(int dev);
+static inline struct gm_dev *gm_dev_current(int *dev)
+{
+    /* Pairs with the release store in gm_ctx_devices_add. */
+    struct gm_dev *d = atomic_load_explicit(&gm_ctx_sole,
+                                            memory_order_acquire);
+    if (GM_LIKELY(d != NULL)) {
+        *dev = d->ordinal;
+        return d;
+    }
+    *dev = gm_current_device();
+    if (GM_LIKELY((unsigned)*dev < GM_MAX_DEVICES &&
+                  atomic_load_explicit(&gm_st.dev[*dev].ready,
+                                       memory_order_acquire) == 2))
+        return &gm_st.dev[*dev];
+    return gm_dev_get_slow(*dev);
+}
+
 /* Fork child: forget which devices have contexts. */
 void gm_dev_reset(void);
 /* What the hooks time with: 0 nothing (GPUMEM_TELEMETRY=0), 1 the TSC, 2

@@ -15,6 +15,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stddef.h>
+#include <string.h>
 
 #include "shim/base/compiler.h"
 #include "shim/base/spin.h"
@@ -51,6 +53,19 @@ struct gm_alloc {
     uint32_t birth_step; /* the step count when charged */
 };
 _Static_assert(sizeof(struct gm_alloc) == 40, "gm_alloc: 40 bytes");
+/* gm_track_put's two packed words: dev, ns, api, flags, refs in one,
+ * birth_t and birth_step in the other (little-endian layout). */
+_Static_assert(offsetof(struct gm_alloc, dev) == 24 &&
+               offsetof(struct gm_alloc, ns) == 25 &&
+               offsetof(struct gm_alloc, api) == 26 &&
+               offsetof(struct gm_alloc, flags) == 27 &&
+               offsetof(struct gm_alloc, refs) == 28 &&
+               offsetof(struct gm_alloc, birth_t) == 32 &&
+               offsetof(struct gm_alloc, birth_step) == 36,
+               "gm_alloc: packed words");
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "gm_track_put packs gm_alloc's bytes little-endian"
+#endif
 
 /* The table's shards, for the inline fast paths below only. */
 struct gm_track_shard {
@@ -90,34 +105,70 @@ void gm_track_erase_shift(struct gm_track_shard *s, uint32_t i)
  * recomputes the slot's address, 14 instructions more per alloc+free pair
  * (tests/bench/profile.sh). */
 
-/* Insert a new entry. If the key is already present (a free we never saw),
- * the old entry is replaced and copied to *old, and 1 is returned; 0 when
- * the key was new; -1 when memory for the table could not be had.
- * Inline: the shard is taken with one exchange, the entry written where
- * the probe ends; anything else goes to the slow path. */
+/* Insert a new entry: key, size and aux with the packed bytes and words
+ * of a struct gm_alloc (meta: dev | ns << 8 | api << 16 | flags << 24 |
+ * refs << 32; birth: birth_t | birth_step << 32), so that a caller's entry
+ * never needs to be in memory on the fast path. If the key is already
+ * present (a free we never saw), the old entry is replaced and copied to
+ * *old, and 1 is returned; 0 when the key was new; -1 when memory for the
+ * table could not be had. Inline: the shard is taken with one exchange,
+ * the entry written where the probe ends; anything else goes to the slow
+ * path. */
+static inline __attribute__((always_inline)) int
+gm_track_put(uint64_t key, uint64_t size, uint64_t aux, uint64_t meta,
+             uint64_t birth, struct gm_alloc *old)
+{
+    const unsigned ns = (unsigned)(meta >> 8) & 0xffu;
+    uint64_t h = gm_track_mix(key, ns);
+    struct gm_track_shard *s = &gm_track_shards[h >> 56];
+    if (GM_LIKELY(gm_spin_trylock(&s->lock))) {
+        if (GM_LIKELY(s->count < s->grow_at)) {
+            uint32_t mask = s->cap - 1, i = (uint32_t)h & mask;
+            struct gm_alloc *e = &s->slots[i];
+            while (e->ns != 0 && !(e->ns == ns && e->key == key)) {
+                i = (i + 1) & mask;
+                e = &s->slots[i];
+            }
+            if (GM_LIKELY(e->ns == 0)) {
+                e->key = key;
+                e->size = size;
+                e->aux = aux;
+                memcpy(&e->dev, &meta, sizeof meta);
+                memcpy(&e->birth_t, &birth, sizeof birth);
+                s->count++;
+                gm_spin_unlock(&s->lock);
+                return 0;
+            }
+        }
+        gm_spin_unlock(&s->lock);
+    }
+    struct gm_alloc c = { .key = key, .size = size, .aux = aux };
+    memcpy(&c.dev, &meta, sizeof meta);
+    memcpy(&c.birth_t, &birth, sizeof birth);
+    return gm_track_insert_slow(s, h, &c, old);
+}
+
+/* An entry's packed words, as gm_track_put takes them. */
+static inline uint64_t gm_track_meta(const struct gm_alloc *a)
+{
+    uint64_t m;
+    memcpy(&m, &a->dev, sizeof m);
+    return m;
+}
+
+static inline uint64_t gm_track_birth(const struct gm_alloc *a)
+{
+    uint64_t b;
+    memcpy(&b, &a->birth_t, sizeof b);
+    return b;
+}
+
+/* The same with the entry given whole. */
 static inline __attribute__((always_inline)) int
 gm_track_insert(const struct gm_alloc *a, struct gm_alloc *old)
 {
-    uint64_t h = gm_track_mix(a->key, a->ns);
-    struct gm_track_shard *s = &gm_track_shards[h >> 56];
-    if (GM_UNLIKELY(!gm_spin_trylock(&s->lock)))
-        return gm_track_insert_slow(s, h, a, old);
-    if (GM_LIKELY(s->count < s->grow_at)) {
-        uint32_t mask = s->cap - 1, i = (uint32_t)h & mask;
-        struct gm_alloc *e = &s->slots[i];
-        while (e->ns != 0 && !(e->ns == a->ns && e->key == a->key)) {
-            i = (i + 1) & mask;
-            e = &s->slots[i];
-        }
-        if (GM_LIKELY(e->ns == 0)) {
-            *e = *a;
-            s->count++;
-            gm_spin_unlock(&s->lock);
-            return 0;
-        }
-    }
-    gm_spin_unlock(&s->lock);
-    return gm_track_insert_slow(s, h, a, old);
+    return gm_track_put(a->key, a->size, a->aux, gm_track_meta(a),
+                        gm_track_birth(a), old);
 }
 
 /* Remove and return the entry; false when unknown. Inline as above: an
@@ -134,7 +185,9 @@ gm_track_remove(enum gm_ns ns, uint64_t key, struct gm_alloc *out)
     if (GM_LIKELY(s->cap != 0)) {
         uint32_t mask = s->cap - 1, i = (uint32_t)h & mask;
         struct gm_alloc *e = &s->slots[i];
-        while (e->ns != 0 && !(e->ns == ns && e->key == key)) {
+        /* The key first: a hit is the common case. (An empty slot's
+         * stale key cannot match: its ns is 0.) */
+        while (!(e->key == key && e->ns == ns) && e->ns != 0) {
             i = (i + 1) & mask;
             e = &s->slots[i];
         }

@@ -41,45 +41,49 @@ struct req {
     CUmemoryPool pool;
 };
 
-/* Inlined into each wrapper with a constant kind: the switch folds away. */
+/* Inlined into each wrapper with a constant kind: the switch folds away.
+ * sure: the real function is known to be there. The plain path's wrapper
+ * tested it after gm_plain_now, that is after initialisation had
+ * finished, and gm_real's entries are never cleared after that; on the
+ * full path the wrapper's own initialisation may still have replaced the
+ * entry it tested (GM_NEED_REAL), so the call tests it again. */
+#define REAL_OR_NOT_FOUND(sure, fn, args)                                 \
+    ((sure) || gm_real.fn != NULL ? gm_real.fn args : CUDA_ERROR_NOT_FOUND)
+
 static inline __attribute__((always_inline)) CUresult
-call_real(enum kind k, const struct req *r, CUdeviceptr *p)
+call_real(enum kind k, const struct req *r, CUdeviceptr *p, bool sure)
 {
     CUresult rc = CUDA_ERROR_NOT_FOUND;
     gm_depth++;
     switch (k) {
     case K_V2:
-        if (gm_real.cuMemAlloc_v2)
-            rc = gm_real.cuMemAlloc_v2(p, (size_t)r->size);
+        rc = REAL_OR_NOT_FOUND(sure, cuMemAlloc_v2, (p, (size_t)r->size));
         break;
-    case K_V1:
-        if (gm_real.cuMemAlloc) {
-            CUdeviceptr_v1 v = 0;
-            rc = gm_real.cuMemAlloc(&v, (unsigned)r->size);
-            *p = v;
-        }
+    case K_V1: {
+        CUdeviceptr_v1 v = 0;
+        rc = REAL_OR_NOT_FOUND(sure, cuMemAlloc, (&v, (unsigned)r->size));
+        *p = v;
         break;
+    }
     case K_MANAGED:
-        if (gm_real.cuMemAllocManaged)
-            rc = gm_real.cuMemAllocManaged(p, (size_t)r->size, r->flags);
+        rc = REAL_OR_NOT_FOUND(sure, cuMemAllocManaged,
+                               (p, (size_t)r->size, r->flags));
         break;
     case K_ASYNC:
-        if (gm_real.cuMemAllocAsync)
-            rc = gm_real.cuMemAllocAsync(p, (size_t)r->size, r->stream);
+        rc = REAL_OR_NOT_FOUND(sure, cuMemAllocAsync,
+                               (p, (size_t)r->size, r->stream));
         break;
     case K_ASYNC_PTSZ:
-        if (gm_real.cuMemAllocAsync_ptsz)
-            rc = gm_real.cuMemAllocAsync_ptsz(p, (size_t)r->size, r->stream);
+        rc = REAL_OR_NOT_FOUND(sure, cuMemAllocAsync_ptsz,
+                               (p, (size_t)r->size, r->stream));
         break;
     case K_POOL:
-        if (gm_real.cuMemAllocFromPoolAsync)
-            rc = gm_real.cuMemAllocFromPoolAsync(p, (size_t)r->size, r->pool,
-                                                 r->stream);
+        rc = REAL_OR_NOT_FOUND(sure, cuMemAllocFromPoolAsync,
+                               (p, (size_t)r->size, r->pool, r->stream));
         break;
     case K_POOL_PTSZ:
-        if (gm_real.cuMemAllocFromPoolAsync_ptsz)
-            rc = gm_real.cuMemAllocFromPoolAsync_ptsz(p, (size_t)r->size,
-                                                      r->pool, r->stream);
+        rc = REAL_OR_NOT_FOUND(sure, cuMemAllocFromPoolAsync_ptsz,
+                               (p, (size_t)r->size, r->pool, r->stream));
         break;
     }
     gm_depth--;
@@ -99,7 +103,7 @@ uncountable(enum kind k, uint64_t size, unsigned flags, CUstream stream,
     struct req r = { .kind = k, .size = size, .flags = flags,
                      .stream = stream, .pool = pool };
     CUdeviceptr p = 0;
-    CUresult rc = call_real(k, &r, &p);
+    CUresult rc = call_real(k, &r, &p, false);
     if (rc != CUDA_SUCCESS)
         return rc;
     free_real_any(k, stream, p);
@@ -125,16 +129,19 @@ spill(int dev, struct gm_dev *d, uint64_t size, unsigned api, CUdeviceptr *p)
 }
 
 /* Undo an async allocation that grew its pool past the limit: free it on
- * its stream, trim the pool back, recharge. */
-static void async_undo(int dev, struct gm_dev *d, const struct req *r,
-                       CUdeviceptr p, struct gm_pool *pool)
+ * its stream, trim the pool back, recharge. The request's kind and stream
+ * by value (cold: its address would keep the hot path's request in
+ * memory). */
+static __attribute__((noinline, cold)) void
+async_undo(int dev, struct gm_dev *d, enum kind k, CUstream stream,
+           CUdeviceptr p, struct gm_pool *pool)
 {
     gm_depth++;
-    if (r->kind == K_ASYNC_PTSZ || r->kind == K_POOL_PTSZ) {
+    if (k == K_ASYNC_PTSZ || k == K_POOL_PTSZ) {
         if (gm_real.cuMemFreeAsync_ptsz)
-            gm_real.cuMemFreeAsync_ptsz(p, r->stream);
+            gm_real.cuMemFreeAsync_ptsz(p, stream);
     } else if (gm_real.cuMemFreeAsync) {
-        gm_real.cuMemFreeAsync(p, r->stream);
+        gm_real.cuMemFreeAsync(p, stream);
     }
     gm_depth--;
     gm_pool_trim_device(dev, d);
@@ -185,7 +192,7 @@ alloc_async(enum kind k, int dev, struct gm_dev *d, const struct req *r,
     int clk = gm_hook_clock;
     uint64_t t0, t1;
     CUresult rc;
-    GM_HOOK_TIMED(clk, t0, t1, rc = call_real(k, r, &p));
+    GM_HOOK_TIMED(clk, t0, t1, rc = call_real(k, r, &p, plain));
     if (rc != CUDA_SUCCESS) {
         gm_budget_release(&d->budget, prov);
         if (!plain)
@@ -204,18 +211,17 @@ alloc_async(enum kind k, int dev, struct gm_dev *d, const struct req *r,
     uint64_t limit = gm_budget_limit(&d->budget);
     if ((limit != 0 && gm_budget_used(&d->budget) > limit &&
          gm_st.policy.on_oom != GM_OOM_WARN) || GM_UNLIKELY(group_over)) {
-        async_undo(dev, d, r, p, pool);
+        async_undo(dev, d, k, r->stream, p, pool);
         gm_admit_refused(d, (unsigned)dev, r->api, r->size,
                       gm_budget_used(&d->budget), limit);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     *r->out = p;
-    struct gm_alloc a = {
-        .key = p, .size = r->size, .dev = (uint8_t)dev, .ns = GM_NS_PTR,
-        .api = (uint8_t)r->api, .flags = GM_AF_ASYNC | GM_AF_UNCHARGED,
-        .refs = 1, .aux = (uint64_t)(uintptr_t)gm_pool_handle(pool),
-    };
-    gm_acct_commit_as(d, &a, clk != 0, t0, t1, plain);
+    gm_acct_commit_fields(d, p, r->size,
+                          (uint64_t)(uintptr_t)gm_pool_handle(pool),
+                          gm_acct_meta((unsigned)dev, GM_NS_PTR, r->api,
+                                       GM_AF_ASYNC | GM_AF_UNCHARGED, 1),
+                          clk != 0, t0, t1, plain);
     return CUDA_SUCCESS;
 }
 
@@ -224,11 +230,11 @@ alloc_async(enum kind k, int dev, struct gm_dev *d, const struct req *r,
 static inline __attribute__((always_inline)) CUresult
 alloc_ptr(enum kind k, const struct req *r, bool plain)
 {
-    int dev = gm_current_device();
-    struct gm_dev *d = gm_dev_get(dev);
+    int dev;
+    struct gm_dev *d = gm_dev_current(&dev);
     CUdeviceptr p = 0;
     if (d == NULL) { /* no context: let the driver say so */
-        CUresult rc = call_real(k, r, &p);
+        CUresult rc = call_real(k, r, &p, plain);
         if (rc == CUDA_SUCCESS)
             *r->out = p;
         return rc;
@@ -268,18 +274,16 @@ alloc_ptr(enum kind k, const struct req *r, bool plain)
     int clk = gm_hook_clock;
     uint64_t t0, t1;
     CUresult rc;
-    GM_HOOK_TIMED(clk, t0, t1, rc = call_real(k, r, &p));
+    GM_HOOK_TIMED(clk, t0, t1, rc = call_real(k, r, &p, plain));
     if (rc != CUDA_SUCCESS) {
         gm_acct_rollback(d, r->size);
         return rc;
     }
     *r->out = p;
-    struct gm_alloc a = {
-        .key = p, .size = r->size, .dev = (uint8_t)dev, .ns = GM_NS_PTR,
-        .api = (uint8_t)r->api, .flags = k >= K_ASYNC ? GM_AF_ASYNC : 0,
-        .refs = 1,
-    };
-    gm_acct_commit_as(d, &a, clk != 0, t0, t1, plain);
+    gm_acct_commit_fields(d, p, r->size, 0,
+                          gm_acct_meta((unsigned)dev, GM_NS_PTR, r->api,
+                                       k >= K_ASYNC ? GM_AF_ASYNC : 0, 1),
+                          clk != 0, t0, t1, plain);
     return rc;
 }
 
@@ -297,11 +301,15 @@ mem_alloc(CUdeviceptr *dptr, size_t bytesize, bool plain)
 
 GM_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
+    /* The plain path tests its real function after gm_plain_now, so
+     * after initialisation (call_real's "sure"). */
+    if (GM_LIKELY(gm_plain_now()) && dptr != NULL && bytesize != 0 &&
+        gm_real.cuMemAlloc_v2 != NULL)
+        return mem_alloc(dptr, bytesize, true);
     GM_NEED_REAL(cuMemAlloc_v2);
     if (!gm_active() || dptr == NULL || bytesize == 0)
         return gm_real.cuMemAlloc_v2(dptr, bytesize);
-    return GM_LIKELY(gm_is_plain()) ? mem_alloc(dptr, bytesize, true)
-                                    : mem_alloc(dptr, bytesize, false);
+    return mem_alloc(dptr, bytesize, false);
 }
 
 GM_EXPORT CUresult CUDAAPI cuMemAlloc(CUdeviceptr_v1 *dptr,
@@ -357,28 +365,34 @@ stream_alloc(enum kind k, CUdeviceptr *dptr, size_t bytesize,
     return rc;
 }
 
-/* Each stream-ordered wrapper: its path for a plain run, or the full one. */
-#define STREAM_ALLOC(k, dptr, size, pool, s)                              \
-    (GM_LIKELY(gm_is_plain()) ? stream_alloc(k, dptr, size, pool, s, true) \
-                              : stream_alloc(k, dptr, size, pool, s, false))
+/* Each stream-ordered wrapper (fn: its real function's name, args: its
+ * arguments): the plain path (its real function tested after
+ * gm_plain_now, as in cuMemAlloc_v2), else the full one, else the
+ * driver's own. */
+#define STREAM_ALLOC(fn, k, dptr, size, pool, s, args)                    \
+    do {                                                                  \
+        if (GM_LIKELY(gm_plain_now()) && (dptr) != NULL && (size) != 0 && \
+            gm_real.fn != NULL)                                           \
+            return stream_alloc(k, dptr, size, pool, s, true);            \
+        GM_NEED_REAL(fn);                                                 \
+        if (!gm_active() || (dptr) == NULL || (size) == 0)                \
+            return gm_real.fn args;                                       \
+        return stream_alloc(k, dptr, size, pool, s, false);               \
+    } while (0)
 
 GM_EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize,
                                            CUstream hStream)
 {
-    GM_NEED_REAL(cuMemAllocAsync);
-    if (!gm_active() || dptr == NULL || bytesize == 0)
-        return gm_real.cuMemAllocAsync(dptr, bytesize, hStream);
-    return STREAM_ALLOC(K_ASYNC, dptr, bytesize, NULL, hStream);
+    STREAM_ALLOC(cuMemAllocAsync, K_ASYNC, dptr, bytesize, NULL, hStream,
+                 (dptr, bytesize, hStream));
 }
 
 GM_EXPORT CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr,
                                                 size_t bytesize,
                                                 CUstream hStream)
 {
-    GM_NEED_REAL(cuMemAllocAsync_ptsz);
-    if (!gm_active() || dptr == NULL || bytesize == 0)
-        return gm_real.cuMemAllocAsync_ptsz(dptr, bytesize, hStream);
-    return STREAM_ALLOC(K_ASYNC_PTSZ, dptr, bytesize, NULL, hStream);
+    STREAM_ALLOC(cuMemAllocAsync_ptsz, K_ASYNC_PTSZ, dptr, bytesize, NULL,
+                 hStream, (dptr, bytesize, hStream));
 }
 
 GM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr,
@@ -386,10 +400,8 @@ GM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr,
                                                    CUmemoryPool pool,
                                                    CUstream hStream)
 {
-    GM_NEED_REAL(cuMemAllocFromPoolAsync);
-    if (!gm_active() || dptr == NULL || bytesize == 0)
-        return gm_real.cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream);
-    return STREAM_ALLOC(K_POOL, dptr, bytesize, pool, hStream);
+    STREAM_ALLOC(cuMemAllocFromPoolAsync, K_POOL, dptr, bytesize, pool,
+                 hStream, (dptr, bytesize, pool, hStream));
 }
 
 GM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr,
@@ -397,11 +409,8 @@ GM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr,
                                                         CUmemoryPool pool,
                                                         CUstream hStream)
 {
-    GM_NEED_REAL(cuMemAllocFromPoolAsync_ptsz);
-    if (!gm_active() || dptr == NULL || bytesize == 0)
-        return gm_real.cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool,
-                                                    hStream);
-    return STREAM_ALLOC(K_POOL_PTSZ, dptr, bytesize, pool, hStream);
+    STREAM_ALLOC(cuMemAllocFromPoolAsync_ptsz, K_POOL_PTSZ, dptr, bytesize,
+                 pool, hStream, (dptr, bytesize, pool, hStream));
 }
 
 /* ---- pitch ------------------------------------------------------------ */
@@ -611,7 +620,8 @@ static CUresult free_real_any(enum kind k, CUstream stream, CUdeviceptr p)
 static inline __attribute__((always_inline)) CUresult
 free_ptr(enum fkind k, unsigned api, CUdeviceptr p, CUstream s, bool plain)
 {
-    if (!gm_active() || p == 0)
+    /* The plain path's wrapper has tested gm_plain_now() and p. */
+    if (!plain && (!gm_active() || p == 0))
         return free_real(k, p, s);
     if ((k == F_V2 || k == F_V1) && !plain) {
         CUresult rc;
@@ -643,7 +653,7 @@ free_ptr(enum fkind k, unsigned api, CUdeviceptr p, CUstream s, bool plain)
 
 GM_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
 {
-    if (GM_LIKELY(gm_is_plain())) /* no recording, among others */
+    if (GM_LIKELY(gm_plain_now()) && dptr != 0) /* no recording, ... */
         return free_ptr(F_V2, GM_API_MEM_FREE, dptr, NULL, true);
     CUresult rc = free_ptr(F_V2, GM_API_MEM_FREE, dptr, NULL, false);
     GM_REC_FREE(GM_RO_FREE, 0, dptr, 0, rc);
@@ -659,7 +669,7 @@ GM_EXPORT CUresult CUDAAPI cuMemFree(CUdeviceptr_v1 dptr)
 
 GM_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 {
-    if (GM_LIKELY(gm_is_plain()))
+    if (GM_LIKELY(gm_plain_now()) && dptr != 0)
         return free_ptr(F_ASYNC, GM_API_MEM_FREE_ASYNC, dptr, hStream, true);
     CUresult rc = free_ptr(F_ASYNC, GM_API_MEM_FREE_ASYNC, dptr, hStream,
                            false);
@@ -670,7 +680,7 @@ GM_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 GM_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr,
                                                CUstream hStream)
 {
-    if (GM_LIKELY(gm_is_plain()))
+    if (GM_LIKELY(gm_plain_now()) && dptr != 0)
         return free_ptr(F_ASYNC_PTSZ, GM_API_MEM_FREE_ASYNC, dptr, hStream,
                         true);
     CUresult rc = free_ptr(F_ASYNC_PTSZ, GM_API_MEM_FREE_ASYNC, dptr,

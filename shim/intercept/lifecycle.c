@@ -40,6 +40,7 @@
 #include "shim/record/record.h"
 
 _Atomic int gm_init_state;
+_Atomic int gm_plain_ready;
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(pthread_t) init_owner;
@@ -180,6 +181,7 @@ static void fork_child(void)
     atomic_store(&gm_staged_armed, 0);
     pthread_mutex_init(&gm_st.dev_lock, NULL);
     pthread_mutex_init(&init_lock, NULL);
+    atomic_store(&gm_plain_ready, 0);
     atomic_store(&gm_init_state, 0);
 }
 
@@ -317,6 +319,8 @@ void gm_init_slow(void)
         atomic_store_explicit(&gm_init_state, 1, memory_order_release);
         int r = init_locked();
         atomic_store_explicit(&gm_init_state, r, memory_order_release);
+        if (r == 2 && gm_is_plain())
+            atomic_store_explicit(&gm_plain_ready, 1, memory_order_release);
     }
     pthread_mutex_unlock(&init_lock);
     gm_depth--;

@@ -37,6 +37,22 @@ static inline bool gm_active(void)
     return s == 2 && gm_depth == 0;
 }
 
+/* 1 once initialisation has finished (gm_init_state 2) for a plain run
+ * (gm_plain, shim/account/state.h): the hot wrappers' one test for both.
+ * Stored with release after the state's own release store; cleared in a
+ * fork's child before the state is. 0 sends a wrapper to gm_active and
+ * the path that checks every feature, which is right in every state. */
+extern _Atomic int gm_plain_ready __attribute__((visibility("hidden")));
+
+/* True when a hot wrapper may take the plain path: initialised, a plain
+ * run, and not nested (the acquire load pairs with the release store of
+ * gm_plain_ready, which follows everything initialisation wrote). */
+static inline bool gm_plain_now(void)
+{
+    return atomic_load_explicit(&gm_plain_ready, memory_order_acquire) != 0 &&
+           gm_depth == 0;
+}
+
 /* In a wrapper: make sure the real function is known (initialising on
  * the first call), else answer as a driver without it would. */
 #define GM_NEED_REAL(fn)                                                  \

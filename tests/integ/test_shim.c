@@ -460,6 +460,9 @@ START_TEST(fork_child_is_clean)
     char path[160];
     snprintf(path, sizeof path, "/dev/shm/%s.%d",
              prefix && *prefix ? prefix : "gpumem", child);
+    /* The child initialised again (its own segment), though its
+     * parent's run took the plain path. */
+    ck_assert_msg(access(path, F_OK) == 0, "no segment %s", path);
     unlink(path);
 }
 END_TEST

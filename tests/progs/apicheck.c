@@ -1243,12 +1243,22 @@ static void s_two(uint64_t l0, uint64_t l1)
 static void s_fork(void)
 {
     uint64_t f0 = free_now();
+    size_t pf = 0, limit = 0;
+    CU(F.cuMemGetInfo_v2(&pf, &limit)); /* the device size seen: the limit */
     CUdeviceptr p;
     CU(F.cuMemAlloc_v2(&p, 100 << 20));
     pid_t pid = fork();
     CHECK(pid >= 0, "fork");
     if (pid == 0) {
-        CUdeviceptr q;
+        /* The child's limit holds from its first call: a request of more
+         * than the limit is refused. */
+        CUdeviceptr q, big = 0;
+        CUresult brc = F.cuMemAlloc_v2(&big, limit + (1u << 20));
+        if (brc != CUDA_ERROR_OUT_OF_MEMORY) {
+            printf("FAIL child: %zu bytes, past its limit, gave %d\n",
+                   limit + (1u << 20), (int)brc);
+            _exit(1);
+        }
         CU(F.cuMemAlloc_v2(&q, 10 << 20));
         size_t f = 0, t = 0;
         CU(F.cuMemGetInfo_v2(&f, &t));
@@ -1257,6 +1267,7 @@ static void s_fork(void)
             printf("FAIL child sees %llu used\n", (unsigned long long)(t - f));
             _exit(1);
         }
+        CU(F.cuMemFree_v2(q));
         printf("ok child: own accounting (pid %d)\n", (int)getpid());
         fflush(stdout);
         _exit(0);
