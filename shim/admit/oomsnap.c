@@ -36,7 +36,7 @@ static void visit(void *ctx, const struct gm_alloc *a)
     gm_oomsum_add(&w->sum, a->size, a->api, a->birth_t, a->birth_step);
 }
 
-static void snapshot(struct gm_abi_header *h, struct gm_dev *d, unsigned dev,
+static void snapshot(const struct gm_tw *tw, struct gm_dev *d, unsigned dev,
                      unsigned api, uint64_t size, uint64_t used,
                      uint64_t limit)
 {
@@ -75,7 +75,7 @@ static void snapshot(struct gm_abi_header *h, struct gm_dev *d, unsigned dev,
     snap.largest_free = largest;
     snap.frag_ppm = ppm;
     atomic_flag_clear_explicit(&busy, memory_order_release);
-    (void)gm_hist_oom_write(h, dev, &snap);
+    (void)gm_hist_oom_write(tw, dev, &snap);
 }
 
 void gm_admit_refused(struct gm_dev *d, unsigned dev, unsigned api,
@@ -84,7 +84,9 @@ void gm_admit_refused(struct gm_dev *d, unsigned dev, unsigned api,
     gm_tel_refuse(&gm_st.tel, dev, api, size, used, limit);
     if (!gm_telemetry_on())
         return;
-    struct gm_abi_header *h = tw_tel_hdr(&gm_st.tel);
-    if (h != NULL && gm_hist_oom_wanted(h, dev))
-        snapshot(h, d, dev, api, size, used, limit);
+    /* The writer's view of the segment (its layout as laid out, not as
+     * the shared header may say now), while it is open. */
+    if (tw_tel_hdr(&gm_st.tel) != NULL &&
+        gm_hist_oom_wanted(&gm_st.tel.w, dev))
+        snapshot(&gm_st.tel.w, d, dev, api, size, used, limit);
 }

@@ -83,14 +83,14 @@ static int own_stream(const char *path)
 /* The leak verdict of each device whose last minute of history grows
  * (the forecast warning's fit, shim/telemetry/forecast.c), one line each
  * after the devices' lines of a text report; n is what buf holds. */
-static size_t verdict_lines(const struct gm_abi_header *h, char *buf,
-                            size_t cap, size_t n)
+static size_t verdict_lines(const struct gm_tw *w, char *buf, size_t cap,
+                            size_t n)
 {
-    for (unsigned i = 0; i < h->hist_slots && i < GM_MAX_DEVICES; i++) {
+    for (unsigned i = 0; i < w->hist_slots && i < GM_MAX_DEVICES; i++) {
         struct gm_trend r;
         char line[512];
         if (atomic_load(&gm_st.dev[i].ready) != 2 ||
-            !gm_forecast_trend(h, gm_hist_of(h, i), i, &r))
+            !gm_forecast_trend(w, i, &r))
             continue;
         gm_trend_format(line, sizeof line, i, &r, NULL);
         if (n < cap)
@@ -106,13 +106,13 @@ static void exit_report(void)
         return;
     static char buf[65536];
     bool held = gm_tel_hold_writers(&gm_st.tel);
-    size_t n = gm_report_from_segment(gm_st.tel.hdr,
+    size_t n = gm_report_from_segment(&gm_st.tel,
                                       p->report == GM_REPORT_JSON, buf,
                                       sizeof buf);
     if (n >= sizeof buf)
         n = sizeof buf - 1;
     if (p->report != GM_REPORT_JSON)
-        n = verdict_lines(gm_st.tel.hdr, buf, sizeof buf - 1, n);
+        n = verdict_lines(&gm_st.tel.w, buf, sizeof buf - 1, n);
     if (held)
         gm_tel_release_writers(&gm_st.tel);
     if (p->report == GM_REPORT_STDERR) {

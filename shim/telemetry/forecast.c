@@ -123,24 +123,20 @@ void gm_forecast_flush(void)
     }
 }
 
-bool gm_forecast_trend(const struct gm_abi_header *h,
-                       const struct gm_abi_hist *hs, unsigned dev,
+bool gm_forecast_trend(const struct gm_tw *w, unsigned dev,
                        struct gm_trend *r)
 {
-    if (h == NULL || hs == NULL || dev >= h->hist_slots ||
-        dev >= h->dev_slots)
+    if (w == NULL || dev >= w->hist_slots || dev >= w->dev_slots)
         return false;
-    const struct gm_abi_dev *d =
-        (const struct gm_abi_dev *)((const char *)h + sizeof *h) + dev;
+    const struct gm_abi_dev *d = &w->devs[dev];
     struct gm_trend_point pt[GM_FORECAST_POINTS];
-    size_t n = gather(h, d, hs, pt);
+    size_t n = gather(w->h, d, &w->hists[dev], pt);
     return n > 0 && gm_trend_fit(pt, n, tw_get(&d->limit), NULL, r) == 0 &&
            r->verdict == GM_TREND_GROWS;
 }
 
-void gm_forecast_check(struct gm_abi_header *h, struct gm_abi_dev *d,
-                       const struct gm_abi_hist *hs, unsigned dev,
-                       uint64_t now)
+void gm_forecast_check(const struct gm_tw *w, struct gm_abi_dev *d,
+                       unsigned dev, uint64_t now)
 {
     uint64_t threshold = __atomic_load_n(&warn_ns, __ATOMIC_RELAXED);
     uint64_t limit = tw_get(&d->limit);
@@ -151,7 +147,7 @@ void gm_forecast_check(struct gm_abi_header *h, struct gm_abi_dev *d,
         return;
     last_check[dev] = now;
     struct gm_trend r;
-    if (!gm_forecast_trend(h, hs, dev, &r) || isnan(r.seconds_to_limit) ||
+    if (!gm_forecast_trend(w, dev, &r) || isnan(r.seconds_to_limit) ||
         r.seconds_to_limit * 1e9 >= (double)threshold)
         return;
     uint64_t bit = 1ull << dev;
@@ -160,7 +156,7 @@ void gm_forecast_check(struct gm_abi_header *h, struct gm_abi_dev *d,
     warn_line(dev, &r, limit);
     uint64_t steps_left = r.by_step && !isnan(r.steps_to_limit)
                               ? round_u64(r.steps_to_limit) : UINT64_MAX;
-    tw_ring_push(h, GM_EV_FORECAST, GM_API_NONE, dev, now, 0,
+    tw_ring_push(w, GM_EV_FORECAST, GM_API_NONE, dev, now, 0,
                  round_u64(r.seconds_to_limit), steps_left,
                  round_u64(r.floor_now), round_u64(r.bytes_per_second));
 }

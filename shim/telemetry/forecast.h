@@ -28,16 +28,15 @@
  * once-flag. */
 void gm_forecast_configure(uint64_t warn_before_ns, bool silent);
 /* The fit of device dev's last GM_FORECAST_POINTS closed tier-0 buckets
- * (hs: its history; the warning's own fit), for the exit report: true with *r set when the
- * verdict is GM_TREND_GROWS. */
+ * in the writer's segment w (the warning's own fit), for the exit report:
+ * true with *r set when the verdict is GM_TREND_GROWS. */
 struct gm_trend;
-bool gm_forecast_trend(const struct gm_abi_header *h,
-                       const struct gm_abi_hist *hs, unsigned dev,
+struct gm_tw;
+bool gm_forecast_trend(const struct gm_tw *w, unsigned dev,
                        struct gm_trend *r);
 /* The roll's hook: device dev (< hist_slots) just closed a bucket. */
-void gm_forecast_check(struct gm_abi_header *h, struct gm_abi_dev *d,
-                       const struct gm_abi_hist *hs, unsigned dev,
-                       uint64_t now) __attribute__((cold));
+void gm_forecast_check(const struct gm_tw *w, struct gm_abi_dev *d,
+                       unsigned dev, uint64_t now) __attribute__((cold));
 /* The warning's stderr line is formatted under the writer lock and
  * written after it: the formatting sets gm_tel_deferred (telwrite.h), and
  * gm_forecast_flush, called once the lock is released, writes the lines

@@ -36,6 +36,12 @@ struct gm_abi_mark *gm_hist_marks(const struct gm_abi_header *h)
     return (struct gm_abi_mark *)((char *)h + h->hist_offset);
 }
 
+/* The writer's: device dev's history in its own layout, NULL past it. */
+static struct gm_abi_hist *hist_of(const struct gm_tw *w, unsigned dev)
+{
+    return dev < w->hist_slots ? &w->hists[dev] : NULL;
+}
+
 /* ---- pure arithmetic ---------------------------------------------------- */
 
 static uint64_t sat_add(uint64_t a, uint64_t b)
@@ -300,10 +306,11 @@ static void open_at(struct gm_abi_header *h, struct gm_abi_dev *d,
            h->hist_base_ns + (idx + 1) * GM_ABI_HIST_TICK_NS);
 }
 
-void gm_hist_roll(struct gm_abi_header *h, struct gm_abi_dev *d,
+void gm_hist_roll(const struct gm_tw *w, struct gm_abi_dev *d,
                   unsigned dev, uint64_t now)
 {
-    struct gm_abi_hist *hs = gm_hist_of(h, dev);
+    struct gm_abi_header *h = w->h;
+    struct gm_abi_hist *hs = hist_of(w, dev);
     if (hs == NULL) {
         /* No history for this ordinal: never roll again. */
         tw_put(&d->hist_next_ns, HIST_CLOSED);
@@ -320,17 +327,17 @@ void gm_hist_roll(struct gm_abi_header *h, struct gm_abi_dev *d,
             close_open(h, hs, d, &c);
         open_at(h, d, now, &c);
         if (next != 0)
-            gm_forecast_check(h, d, hs, dev, now);
+            gm_forecast_check(w, d, dev, now);
     }
     TW_ST_REL(&d->hist_lock, 0); /* pairs with the acquire above */
 }
 
-void gm_hist_flush(struct gm_abi_header *h)
+void gm_hist_flush(const struct gm_tw *w)
 {
+    struct gm_abi_header *h = w->h;
     uint64_t seen = TW_LD_ACQ(&h->dev_seen);
-    unsigned n = seen < h->hist_slots ? (unsigned)seen : h->hist_slots;
-    struct gm_abi_dev *devs =
-        (struct gm_abi_dev *)((char *)h + sizeof *h);
+    unsigned n = seen < w->hist_slots ? (unsigned)seen : w->hist_slots;
+    struct gm_abi_dev *devs = w->devs;
     for (unsigned i = 0; i < n; i++) {
         struct gm_abi_dev *d = &devs[i];
         uint64_t free_ = 0;
@@ -350,7 +357,7 @@ void gm_hist_flush(struct gm_abi_header *h)
         uint64_t next = tw_get(&d->hist_next_ns);
         struct counts c = counts_now(d);
         if (next != 0 && next != HIST_CLOSED)
-            close_open(h, gm_hist_of(h, i), d, &c);
+            close_open(h, hist_of(w, i), d, &c);
         tw_put(&d->hist_next_ns, HIST_CLOSED);
         tw_stats_end(d);
         TW_ST_REL(&d->hist_lock, 0);
@@ -359,16 +366,16 @@ void gm_hist_flush(struct gm_abi_header *h)
 
 /* ---- OOM snapshot --------------------------------------------------------- */
 
-bool gm_hist_oom_wanted(const struct gm_abi_header *h, unsigned dev)
+bool gm_hist_oom_wanted(const struct gm_tw *w, unsigned dev)
 {
-    const struct gm_abi_hist *hs = gm_hist_of(h, dev);
+    const struct gm_abi_hist *hs = hist_of(w, dev);
     return hs != NULL && TW_LD_RLX(&hs->oom.state) == GM_ABI_OOM_EMPTY;
 }
 
-bool gm_hist_oom_write(struct gm_abi_header *h, unsigned dev,
+bool gm_hist_oom_write(const struct gm_tw *w, unsigned dev,
                        const struct gm_abi_oom *snap)
 {
-    struct gm_abi_hist *hs = gm_hist_of(h, dev);
+    struct gm_abi_hist *hs = hist_of(w, dev);
     if (hs == NULL)
         return false;
     uint64_t empty = GM_ABI_OOM_EMPTY;

@@ -34,9 +34,10 @@ static inline uint64_t gm_hist_index(uint64_t base_ns, uint64_t ts_ns)
     return ts_ns > base_ns ? (ts_ns - base_ns) / GM_ABI_HIST_TICK_NS : 0;
 }
 
-/* The history of device dev (NULL when dev >= hist_slots). */
+/* The history of device dev (NULL when dev >= hist_slots) and the mark
+ * table, from a header already validated (a reader's, or a test's own
+ * segment): the writer finds them in its view (struct gm_tw) instead. */
 struct gm_abi_hist *gm_hist_of(const struct gm_abi_header *h, unsigned dev);
-/* The mark table. */
 struct gm_abi_mark *gm_hist_marks(const struct gm_abi_header *h);
 
 /* ---- writer ----------------------------------------------------------- */
@@ -44,14 +45,15 @@ struct gm_abi_mark *gm_hist_marks(const struct gm_abi_header *h);
 /* The roll itself, gm_hist_roll, is declared in telwrite.h (its caller). */
 /* Exit: publish every device's open bucket and close the history (spins
  * a bounded time for a roll in progress). */
-void gm_hist_flush(struct gm_abi_header *h);
+struct gm_tw;
+void gm_hist_flush(const struct gm_tw *w);
 
 /* OOM snapshot: whether device dev has a history and no snapshot yet
  * (a cheap test before the walk), and the one-time write (state 0 -> 1 by
  * compare-exchange, the fields, 2 with a release store). False when the
  * device has no history or another snapshot was claimed first. */
-bool gm_hist_oom_wanted(const struct gm_abi_header *h, unsigned dev);
-bool gm_hist_oom_write(struct gm_abi_header *h, unsigned dev,
+bool gm_hist_oom_wanted(const struct gm_tw *w, unsigned dev);
+bool gm_hist_oom_write(const struct gm_tw *w, unsigned dev,
                        const struct gm_abi_oom *snap);
 
 /* ---- pure arithmetic -------------------------------------------------- */

@@ -70,41 +70,41 @@ size_t gm_mark_label(const char *in, char *out, size_t cap)
 }
 
 /* One record per device with stats (its used), or one without a device. */
-static void push_all(struct gm_abi_header *h, unsigned kind, uint64_t now,
+static void push_all(const struct gm_tw *w, unsigned kind, uint64_t now,
                      uint64_t size, uint64_t addr, uint64_t extra)
 {
-    uint64_t seen = TW_LD_ACQ(&h->dev_seen);
-    unsigned n = seen < h->dev_slots ? (unsigned)seen : h->dev_slots;
+    uint64_t seen = TW_LD_ACQ(&w->h->dev_seen);
+    unsigned n = seen < w->dev_slots ? (unsigned)seen : w->dev_slots;
     bool any = false;
     for (unsigned i = 0; i < n; i++) {
-        struct gm_abi_dev *d =
-            (struct gm_abi_dev *)((char *)h + sizeof *h) + i;
+        struct gm_abi_dev *d = &w->devs[i];
         if (tw_get(&d->present) == 0)
             continue;
         /* Entering the block lets the step roll the history. */
-        d = tw_stats_enter(h, i, now, true);
+        d = tw_stats_enter(w, i, now, true);
         uint64_t used = tw_get(&d->used);
         tw_stats_end(d);
-        tw_ring_push(h, kind, GM_API_NONE, i, now, 0, size, addr, used,
+        tw_ring_push(w, kind, GM_API_NONE, i, now, 0, size, addr, used,
                      extra);
         any = true;
     }
     if (!any)
-        tw_ring_push(h, kind, GM_API_NONE, GM_ABI_NO_DEVICE, now, 0, size,
+        tw_ring_push(w, kind, GM_API_NONE, GM_ABI_NO_DEVICE, now, 0, size,
                      addr, 0, extra);
 }
 
 void gm_tel_step(struct gm_tel *t, uint64_t steps)
 {
     uint64_t now = gm_clock_realtime_ns();
-    struct gm_abi_header *h = tw_lock(t);
-    if (h == NULL)
+    const struct gm_tw *w = tw_lock(t);
+    if (w == NULL)
         return;
+    struct gm_abi_header *h = w->h;
     /* Raised, not added: the caller's count includes steps made before
      * the segment existed; concurrent callers come in any order. */
     if (steps > TW_LD(&h->steps))
         TW_ST_REL(&h->steps, steps); /* pairs with the readers' acquire */
-    push_all(h, GM_EV_STEP, now, steps, 0, 0);
+    push_all(w, GM_EV_STEP, now, steps, 0, 0);
     tw_unlock(t);
 }
 
@@ -113,12 +113,13 @@ void gm_tel_mark(struct gm_tel *t, const char *label)
     char clean[GM_ABI_MARK_LABEL] = { 0 };
     size_t len = gm_mark_label(label, clean, sizeof clean);
     uint64_t now = gm_clock_realtime_ns();
-    struct gm_abi_header *h = tw_lock(t);
-    if (h == NULL)
+    const struct gm_tw *w = tw_lock(t);
+    if (w == NULL)
         return;
+    struct gm_abi_header *h = w->h;
     uint64_t step = TW_LD(&h->steps);
     uint64_t num = __atomic_fetch_add(&h->marks, 1, __ATOMIC_RELAXED);
-    struct gm_abi_mark *m = &gm_hist_marks(h)[num % GM_ABI_MARKS];
+    struct gm_abi_mark *m = &w->marks[num % GM_ABI_MARKS];
     uint64_t want = num + 1, s = TW_LD_RLX(&m->seq);
     bool claimed = false;
     while (!(s & GM_ABI_SEQ_BUSY) && s < want) {
@@ -134,13 +135,13 @@ void gm_tel_mark(struct gm_tel *t, const char *label)
         TW_ST_REL(&m->ts_ns, now);
         TW_ST_REL(&m->step, step);
         for (size_t i = 0; i < sizeof m->label; i += 8) {
-            uint64_t w;
-            memcpy(&w, clean + i, 8);
-            TW_ST_REL((uint64_t *)(void *)(m->label + i), w);
+            uint64_t word;
+            memcpy(&word, clean + i, 8);
+            TW_ST_REL((uint64_t *)(void *)(m->label + i), word);
         }
         TW_ST_REL(&m->seq, want); /* pairs with gm_tel_read_mark */
     }
-    push_all(h, GM_EV_MARK, now, step, num, len);
+    push_all(w, GM_EV_MARK, now, step, num, len);
     tw_unlock(t);
 }
 

@@ -15,6 +15,7 @@
 
 #include "policy/parse.h"
 #include "policy/policy.h"
+#include "shim/telemetry/telwrite.h"
 
 struct out {
     char *buf;
@@ -504,17 +505,22 @@ size_t gm_report_json(const struct gm_snapshot *s, unsigned flags, char *buf,
 
 /* ---- the shim's exit report ---------------------------------------------- */
 
-size_t gm_report_from_segment(const struct gm_abi_header *hdr, bool json,
-                              char *buf, size_t cap)
+size_t gm_report_from_segment(const struct gm_tel *t, bool json, char *buf,
+                              size_t cap)
 {
+    /* The layout as this process laid it out (t->w), not as the shared
+     * header may say now. */
+    const struct gm_abi_header *hdr = t != NULL ? tw_tel_hdr(t) : NULL;
+    uint32_t slots = t != NULL ? t->w.dev_slots : 0;
+    uint32_t ring = t != NULL ? (uint32_t)(t->w.ring_mask + 1) : 0;
     static struct gm_snapshot snap; /* 66 KiB: not on a thread's stack */
     static int busy;
     if (cap > 0)
         buf[0] = '\0';
     if (hdr == NULL || __atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
         return 0;
-    gm_tel_read(hdr, hdr->dev_slots, hdr->ring_capacity, &snap);
-    gm_tel_read_oom(hdr, hdr->dev_slots, hdr->ring_capacity, &snap);
+    gm_tel_read(hdr, slots, ring, &snap);
+    gm_tel_read_oom(hdr, slots, ring, &snap);
     size_t n = json ? gm_report_json(&snap, 0, buf, cap)
                     : gm_report_text(&snap, 0, buf, cap);
     __atomic_store_n(&busy, 0, __ATOMIC_RELEASE);

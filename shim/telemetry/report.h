@@ -30,11 +30,13 @@ size_t gm_report_text(const struct gm_snapshot *s, unsigned flags, char *buf,
 /* JSON: one object (see docs/metrics.md for the keys), ending in '\n'. */
 size_t gm_report_json(const struct gm_snapshot *s, unsigned flags, char *buf,
                       size_t cap);
-/* The shim's exit report from its own segment header (trusted geometry):
- * text or JSON, "at exit" wording. Uses one static snapshot; a concurrent
- * second call returns 0 and writes nothing. */
-size_t gm_report_from_segment(const struct gm_abi_header *hdr, bool json,
-                              char *buf, size_t cap);
+/* The shim's exit report from its own segment (t: open, or NULL; read
+ * with the layout it laid out, t->w, not the header's geometry): text or
+ * JSON, "at exit" wording. Uses one static snapshot; a concurrent second
+ * call returns 0 and writes nothing. */
+struct gm_tel;
+size_t gm_report_from_segment(const struct gm_tel *t, bool json, char *buf,
+                              size_t cap);
 
 /* The OOM snapshot in one line (no prefix, no newline): "refused 256 MiB
  * at step 412: 3.9 GiB used, 61% in 128 blocks of 16 MiB allocated over

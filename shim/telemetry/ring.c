@@ -108,9 +108,10 @@ size_t gm_tel_layout_size(uint32_t ring_events, uint32_t slots)
 /* ---- writer: cold helpers ------------------------------------------------ */
 
 /* First use of a device: present = 1, dev_seen = max(dev_seen, dev+1). */
-void gm_tw_mark_present(struct gm_abi_header *h, struct gm_abi_dev *d,
+void gm_tw_mark_present(const struct gm_tw *w, struct gm_abi_dev *d,
                         unsigned dev)
 {
+    struct gm_abi_header *h = w->h;
     tw_put(&d->present, 1);
     uint64_t want = (uint64_t)dev + 1, cur = TW_LD_RLX(&h->dev_seen);
     while (cur < want &&
@@ -132,24 +133,22 @@ static bool thread_gone(int tid)
  * do not see its device block busy, nor its ring slot unpublished,
  * forever. Runs holding the lock. Its half-written event stays half
  * written (one event's fields); every later one is whole. */
-static void repair(struct gm_abi_header *h)
+static void repair(const struct gm_tw *w)
 {
     /* The fragmentation logs' trees may be half changed: rebuilt before
      * their next use (shim/telemetry/fragq.h). */
     gm_fragq_epoch++;
-    struct gm_abi_dev *devs = (struct gm_abi_dev *)((char *)h + sizeof *h);
-    for (uint32_t i = 0; i < h->dev_slots; i++) {
+    struct gm_abi_dev *devs = w->devs;
+    for (uint32_t i = 0; i < w->dev_slots; i++) {
         if (TW_LD(&devs[i].wdone) != TW_LD(&devs[i].wbegin))
             TW_ST_REL(&devs[i].wdone, TW_LD(&devs[i].wbegin));
         /* Rolls run under the writer lock: nobody else can hold it. */
         TW_ST_REL(&devs[i].hist_lock, 0);
     }
-    uint64_t head = TW_LD(&h->ring_head);
+    uint64_t head = TW_LD(&w->h->ring_head);
     if (head == 0)
         return;
-    struct gm_abi_record *ring =
-        (struct gm_abi_record *)((char *)h + h->ring_offset);
-    struct gm_abi_record *r = &ring[(head - 1) & (h->ring_capacity - 1)];
+    struct gm_abi_record *r = &w->ring[(head - 1) & w->ring_mask];
     /* Its record stays unpublished (readers count it lost); the slot is
      * written again on the next lap. */
     if (TW_LD(&r->seq) == (head | GM_ABI_SEQ_BUSY))
@@ -203,9 +202,8 @@ int gm_tel_lock_slow(struct gm_tel *t, int me)
             if (atomic_compare_exchange_strong_explicit(
                     &t->wlock.v, &cur, me, memory_order_acquire,
                     memory_order_relaxed)) {
-                struct gm_abi_header *h = tw_tel_hdr(t);
-                if (h != NULL)
-                    repair(h);
+                if (tw_tel_hdr(t) != NULL)
+                    repair(&t->w);
                 return TW_TAKEN;
             }
             continue;
@@ -237,18 +235,18 @@ void gm_tel_device(struct gm_tel *t, unsigned dev, uint64_t physical,
                    uint64_t limit, const unsigned char *uuid)
 {
     uint64_t now = gm_clock_realtime_ns();
-    struct gm_abi_header *h = tw_lock(t);
-    if (h == NULL)
+    const struct gm_tw *w = tw_lock(t);
+    if (w == NULL)
         return;
-    struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
+    struct gm_abi_dev *d = tw_stats_begin(w, dev, now);
     if (d != NULL) {
         tw_put(&d->physical, physical);
         tw_put(&d->limit, limit);
         if (uuid != NULL) {
-            uint64_t w[2];
-            memcpy(w, uuid, sizeof w);
-            tw_put(&d->uuid[0], w[0]);
-            tw_put(&d->uuid[1], w[1]);
+            uint64_t u[2];
+            memcpy(u, uuid, sizeof u);
+            tw_put(&d->uuid[0], u[0]);
+            tw_put(&d->uuid[1], u[1]);
         }
         tw_stats_end(d);
     }
@@ -298,16 +296,16 @@ void gm_tel_refuse(struct gm_tel *t, unsigned dev, unsigned api,
                    uint64_t size, uint64_t used, uint64_t limit)
 {
     uint64_t now = gm_clock_realtime_ns();
-    struct gm_abi_header *h = tw_lock(t);
-    if (h == NULL)
+    const struct gm_tw *w = tw_lock(t);
+    if (w == NULL)
         return;
-    struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
+    struct gm_abi_dev *d = tw_stats_begin(w, dev, now);
     if (d != NULL) {
         tw_inc(&d->refusals);
         tw_set_used_peak(d, used, 0, now);
         tw_stats_end(d);
     }
-    tw_ring_push(h, GM_EV_OOM, api, dev, now, 0, size, 0, used, limit);
+    tw_ring_push(w, GM_EV_OOM, api, dev, now, 0, size, 0, used, limit);
     tw_unlock(t);
 }
 
@@ -315,17 +313,17 @@ void gm_tel_context(struct gm_tel *t, unsigned dev, uint64_t bytes,
                     uint64_t used_after, uint64_t peak)
 {
     uint64_t now = gm_clock_realtime_ns();
-    struct gm_abi_header *h = tw_lock(t);
-    if (h == NULL)
+    const struct gm_tw *w = tw_lock(t);
+    if (w == NULL)
         return;
-    struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
+    struct gm_abi_dev *d = tw_stats_begin(w, dev, now);
     if (d != NULL) {
         tw_add(&d->context_bytes, bytes);
         tw_raise_to(&d->context_peak, tw_get(&d->context_bytes));
         tw_set_used_peak(d, used_after, peak, now);
         tw_stats_end(d);
     }
-    tw_ring_push(h, GM_EV_CONTEXT, GM_API_NONE, dev, now, 0, bytes, 0,
+    tw_ring_push(w, GM_EV_CONTEXT, GM_API_NONE, dev, now, 0, bytes, 0,
               used_after, 0);
     tw_unlock(t);
 }
@@ -333,29 +331,29 @@ void gm_tel_context(struct gm_tel *t, unsigned dev, uint64_t bytes,
 void gm_tel_limit(struct gm_tel *t, unsigned dev, uint64_t new_limit)
 {
     uint64_t now = gm_clock_realtime_ns(), old = 0, used = 0;
-    struct gm_abi_header *h = tw_lock(t);
-    if (h == NULL)
+    const struct gm_tw *w = tw_lock(t);
+    if (w == NULL)
         return;
-    struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
+    struct gm_abi_dev *d = tw_stats_begin(w, dev, now);
     if (d != NULL) {
         old = tw_get(&d->limit);
         used = tw_get(&d->used);
         tw_put(&d->limit, new_limit);
         tw_stats_end(d);
     }
-    tw_ring_push(h, GM_EV_LIMIT, GM_API_NONE, dev, now, 0, new_limit, 0, used,
+    tw_ring_push(w, GM_EV_LIMIT, GM_API_NONE, dev, now, 0, new_limit, 0, used,
               old);
     tw_unlock(t);
 }
 
 /* Writer lock held: frag_ppm into device dev's block (not an event of
  * its own: last_ns is left alone); GM_TEL_FRAG_KEEP changes nothing. */
-static void frag_put_locked(struct gm_abi_header *h, unsigned dev,
+static void frag_put_locked(const struct gm_tw *w, unsigned dev,
                             uint32_t frag_ppm)
 {
-    if (frag_ppm == GM_TEL_FRAG_KEEP || dev >= h->dev_slots)
+    if (frag_ppm == GM_TEL_FRAG_KEEP || dev >= w->dev_slots)
         return;
-    struct gm_abi_dev *d = (struct gm_abi_dev *)((char *)h + sizeof *h) + dev;
+    struct gm_abi_dev *d = &w->devs[dev];
     TW_ST(&d->wbegin, TW_LD(&d->wbegin) + 1);
     TW_FENCE_REL(); /* as in tw_stats_enter */
     tw_put_frag(d, frag_ppm);
@@ -364,29 +362,29 @@ static void frag_put_locked(struct gm_abi_header *h, unsigned dev,
 
 void gm_tel_frag(struct gm_tel *t, unsigned dev, uint32_t frag_ppm)
 {
-    struct gm_abi_header *h = tw_lock(t);
-    if (h == NULL)
+    const struct gm_tw *w = tw_lock(t);
+    if (w == NULL)
         return;
-    frag_put_locked(h, dev, frag_ppm);
+    frag_put_locked(w, dev, frag_ppm);
     tw_unlock(t);
 }
 
 void gm_tel_frag_sync(struct gm_tel *t, unsigned dev, struct gm_fragq *q)
 {
-    struct gm_abi_header *h = tw_lock(t);
-    if (h == NULL)
+    const struct gm_tw *w = tw_lock(t);
+    if (w == NULL)
         return;
-    frag_put_locked(h, dev, gm_fragq_apply(q, false));
+    frag_put_locked(w, dev, gm_fragq_apply(q, false));
     tw_unlock(t);
 }
 
 bool gm_tel_frag_peek(struct gm_tel *t, unsigned dev, struct gm_fragq *q,
                       uint64_t *largest, uint32_t *ppm)
 {
-    struct gm_abi_header *h = tw_lock(t);
-    if (h == NULL)
+    const struct gm_tw *w = tw_lock(t);
+    if (w == NULL)
         return false;
-    frag_put_locked(h, dev, gm_fragq_apply(q, false));
+    frag_put_locked(w, dev, gm_fragq_apply(q, false));
     bool any = gm_frag_count(&q->set) > 0;
     if (any) {
         *largest = gm_frag_largest_free(&q->set);
@@ -399,9 +397,10 @@ bool gm_tel_frag_peek(struct gm_tel *t, unsigned dev, struct gm_fragq *q,
 void gm_tel_host(struct gm_tel *t, unsigned api, uint64_t addr, int64_t delta)
 {
     uint64_t now = gm_clock_realtime_ns();
-    struct gm_abi_header *h = tw_lock(t);
-    if (h == NULL)
+    const struct gm_tw *w = tw_lock(t);
+    if (w == NULL)
         return;
+    struct gm_abi_header *h = w->h;
     uint64_t mag = delta < 0 ? (uint64_t)0 - (uint64_t)delta : (uint64_t)delta;
     uint64_t cur = TW_LD(&h->host_pinned), next;
     if (delta < 0)
@@ -409,7 +408,7 @@ void gm_tel_host(struct gm_tel *t, unsigned api, uint64_t addr, int64_t delta)
     else
         next = cur + mag < cur ? UINT64_MAX : cur + mag;
     TW_ST_REL(&h->host_pinned, next); /* pairs with the readers' acquire */
-    tw_ring_push(h, GM_EV_HOST, api, GM_ABI_NO_DEVICE, now, 0, mag,
+    tw_ring_push(w, GM_EV_HOST, api, GM_ABI_NO_DEVICE, now, 0, mag,
                  (uint64_t)delta, next, addr);
     tw_unlock(t);
 }
@@ -420,10 +419,10 @@ static void event_x(struct gm_tel *t, unsigned kind, unsigned dev,
                     uint64_t used_after, uint64_t extra)
 {
     uint64_t now = gm_clock_realtime_ns();
-    struct gm_abi_header *h = tw_lock(t);
-    if (h == NULL)
+    const struct gm_tw *w = tw_lock(t);
+    if (w == NULL)
         return;
-    struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
+    struct gm_abi_dev *d = tw_stats_begin(w, dev, now);
     if (d != NULL) {
         switch (kind) {
         case GM_EV_SPILL:
@@ -458,7 +457,7 @@ static void event_x(struct gm_tel *t, unsigned kind, unsigned dev,
         tw_set_used_peak(d, used_after, 0, now);
         tw_stats_end(d);
     }
-    tw_ring_push(h, kind, api, dev, now, 0, size, addr, used_after, extra);
+    tw_ring_push(w, kind, api, dev, now, 0, size, addr, used_after, extra);
     tw_unlock(t);
 }
 
@@ -478,10 +477,10 @@ void gm_tel_ctx_freed(struct gm_tel *t, unsigned dev, uint64_t bytes,
 void gm_tel_pool(struct gm_tel *t, unsigned dev, uint64_t reserve_bytes)
 {
     uint64_t now = gm_clock_realtime_ns();
-    struct gm_abi_header *h = tw_lock(t);
-    if (h == NULL)
+    const struct gm_tw *w = tw_lock(t);
+    if (w == NULL)
         return;
-    struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
+    struct gm_abi_dev *d = tw_stats_begin(w, dev, now);
     if (d != NULL) {
         tw_put(&d->pool_reserve, reserve_bytes);
         tw_stats_end(d);
@@ -492,10 +491,10 @@ void gm_tel_pool(struct gm_tel *t, unsigned dev, uint64_t reserve_bytes)
 void gm_tel_sync(struct gm_tel *t, unsigned dev, uint64_t used, uint64_t peak)
 {
     uint64_t now = gm_clock_realtime_ns();
-    struct gm_abi_header *h = tw_lock(t);
-    if (h == NULL)
+    const struct gm_tw *w = tw_lock(t);
+    if (w == NULL)
         return;
-    struct gm_abi_dev *d = tw_stats_begin(h, dev, now);
+    struct gm_abi_dev *d = tw_stats_begin(w, dev, now);
     if (d != NULL) {
         tw_set_used_peak(d, used, peak, now);
         tw_stats_end(d);
@@ -586,10 +585,32 @@ static void init_image(struct gm_abi_header *h, uint32_t cap, uint32_t slots,
     TW_ST_REL(&h->magic, GM_ABI_MAGIC);
 }
 
-static void attach(struct gm_tel *t, void *mem, size_t len, bool shared)
+/* The writer's view of the image init_image laid out with cap records
+ * and slots device blocks (from those numbers, not from the header). */
+static void set_view(struct gm_tw *w, void *mem, uint32_t cap, uint32_t slots)
+{
+    char *base = mem;
+    size_t ring_off = sizeof(struct gm_abi_header) +
+                      (size_t)slots * sizeof(struct gm_abi_dev);
+    size_t hist_off = ring_off + (size_t)cap * sizeof(struct gm_abi_record);
+    w->h = mem;
+    w->devs = (struct gm_abi_dev *)(base + sizeof(struct gm_abi_header));
+    w->ring = (struct gm_abi_record *)(base + ring_off);
+    w->marks = (struct gm_abi_mark *)(base + hist_off);
+    w->hists = (struct gm_abi_hist *)(base + hist_off +
+                                      (size_t)GM_ABI_MARKS *
+                                          sizeof(struct gm_abi_mark));
+    w->ring_mask = (uint64_t)cap - 1;
+    w->dev_slots = slots;
+    w->hist_slots = hist_slots(slots);
+}
+
+static void attach(struct gm_tel *t, void *mem, size_t len, bool shared,
+                   uint32_t cap, uint32_t slots)
 {
     t->map_len = len;
     t->shared = shared;
+    set_view(&t->w, mem, cap, slots);
     /* No writer can hold the lock yet: they take it only once hdr is set. */
     atomic_store_explicit(&t->wlock.v, 0, memory_order_relaxed);
     atomic_store_explicit(&t->wstuck, 0, memory_order_relaxed);
@@ -749,7 +770,7 @@ int gm_tel_open(struct gm_tel *t, const struct gm_tel_params *p, char *err,
     }
     init_image(mem, cap, slots, p);
     t->quiet = p->forecast_silent;
-    attach(t, mem, len, shared);
+    attach(t, mem, len, shared, cap, slots);
     return shared ? 0 : 1;
 }
 
@@ -766,7 +787,7 @@ int gm_tel_open_mem(struct gm_tel *t, void *mem, size_t len,
     memset(mem, 0, need);
     init_image(mem, cap, slots, p);
     t->quiet = p->forecast_silent;
-    attach(t, mem, 0, false);
+    attach(t, mem, 0, false, cap, slots);
     return 0;
 }
 
@@ -784,7 +805,7 @@ void gm_tel_close(struct gm_tel *t, bool keep)
         return;
     }
     uint64_t now = gm_clock_realtime_ns();
-    gm_hist_flush(h);
+    gm_hist_flush(&t->w);
     TW_ST_REL(&h->closed_ns, now);
     __atomic_fetch_or(&h->flags, GM_ABI_F_CLOSED | (keep ? GM_ABI_F_KEPT : 0u),
                       __ATOMIC_RELEASE);
@@ -982,11 +1003,12 @@ void gm_tel_read_oom(const struct gm_abi_header *h, uint32_t slots,
 
 int gm_tel_snapshot(struct gm_tel *t, struct gm_snapshot *out)
 {
-    const struct gm_abi_header *h = tw_lock(t);
-    if (h == NULL)
+    const struct gm_tw *w = tw_lock(t);
+    if (w == NULL)
         return -1;
-    int bad = gm_tel_read(h, h->dev_slots, h->ring_capacity, out);
-    gm_tel_read_oom(h, h->dev_slots, h->ring_capacity, out);
+    int bad = gm_tel_read(w->h, w->dev_slots, (uint32_t)(w->ring_mask + 1),
+                          out);
+    gm_tel_read_oom(w->h, w->dev_slots, (uint32_t)(w->ring_mask + 1), out);
     tw_unlock(t);
     return bad;
 }

@@ -53,8 +53,25 @@ struct gm_tel_params {
     bool forecast_silent;        /* the forecast's record without its line */
 };
 
+/* The segment as this process laid it out (set by attach before hdr is
+ * published, fixed after): where the writer's device blocks, ring and
+ * history lie. Every address the writer computes comes from here, never
+ * from the header's layout fields (dev_slots, ring_offset, ...), which
+ * any process of our uid can overwrite in the shared file. */
+struct gm_tw {
+    struct gm_abi_header *h;     /* the segment */
+    struct gm_abi_dev *devs;     /* dev_slots device blocks */
+    struct gm_abi_record *ring;  /* ring_mask + 1 records */
+    struct gm_abi_mark *marks;   /* GM_ABI_MARKS labels */
+    struct gm_abi_hist *hists;   /* hist_slots histories */
+    uint64_t ring_mask;
+    uint32_t dev_slots;
+    uint32_t hist_slots;
+};
+
 struct gm_tel {
     struct gm_abi_header *hdr;   /* NULL until opened */
+    struct gm_tw w;              /* its layout, for the writer */
     gm_spin wlock;               /* the writer of the moment's thread id;
                                     0 free (shim/telemetry/telwrite.h) */
     _Atomic int wstuck;          /* the holder a waiter gave up on (it

@@ -98,29 +98,32 @@ static inline __attribute__((always_inline)) void tw_release(struct gm_tel *t)
     atomic_store_explicit(&t->wstuck, 0, memory_order_relaxed);
 }
 
-/* Take the writer lock when the segment is open: returns its header, or
- * NULL (then nothing is held: no segment, or it was closed while this
- * writer waited, or the lock could not be had — see TW_MINE, TW_STUCK).
- * The thread id is read before the lock (its first read makes a system
+/* Take the writer lock when the segment is open: returns the writer's
+ * view of it (t->w: the header and where its parts lie), or NULL (then
+ * nothing is held: no segment, or it was closed while this writer
+ * waited, or the lock could not be had — see TW_MINE, TW_STUCK). The
+ * thread id is read before the lock (its first read makes a system
  * call). */
-static inline __attribute__((always_inline)) struct gm_abi_header *
+static inline __attribute__((always_inline)) const struct gm_tw *
 tw_lock_as(struct gm_tel *t, int me)
 {
     if (__builtin_expect(tw_take(t, me) != TW_TAKEN, 0))
         return NULL;
     /* Read under the lock (acquire: pairs with the release store of
-     * t->hdr in attach()). gm_tel_close clears it under the lock, so a
-     * writer that took the lock after it writes nothing into the closed
-     * segment; without a segment (none opened, or closed) a writer only
-     * takes and gives back the lock. */
-    struct gm_abi_header *h = __atomic_load_n(&t->hdr, __ATOMIC_ACQUIRE);
-    if (__builtin_expect(h == NULL, 0))
+     * t->hdr in attach(), which follows the stores of t->w). gm_tel_close
+     * clears it under the lock, so a writer that took the lock after it
+     * writes nothing into the closed segment; without a segment (none
+     * opened, or closed) a writer only takes and gives back the lock. */
+    if (__builtin_expect(__atomic_load_n(&t->hdr, __ATOMIC_ACQUIRE) == NULL,
+                         0)) {
         tw_release(t);
-    return h;
+        return NULL;
+    }
+    return &t->w;
 }
 
 /* The same for the calling thread, whose id is looked up here. */
-static inline __attribute__((always_inline)) struct gm_abi_header *
+static inline __attribute__((always_inline)) const struct gm_tw *
 tw_lock(struct gm_tel *t)
 {
     return tw_lock_as(t, (int)gm_thread_id());
@@ -141,7 +144,7 @@ static inline __attribute__((always_inline)) void tw_unlock(struct gm_tel *t)
 }
 
 /* First use of a device: present = 1, dev_seen = max(dev_seen, dev+1). */
-void gm_tw_mark_present(struct gm_abi_header *h, struct gm_abi_dev *d,
+void gm_tw_mark_present(const struct gm_tw *w, struct gm_abi_dev *d,
                         unsigned dev) __attribute__((cold));
 
 /* History (shim/telemetry/hist.c), cold: the event at `now` on device
@@ -150,7 +153,7 @@ void gm_tw_mark_present(struct gm_abi_header *h, struct gm_abi_dev *d,
  * figures are still those before the event's own update (the end of the
  * closed bucket). Returns without rolling when another thread holds the
  * device's roll lock (the next event tries again). */
-void gm_hist_roll(struct gm_abi_header *h, struct gm_abi_dev *d,
+void gm_hist_roll(const struct gm_tw *w, struct gm_abi_dev *d,
                   unsigned dev, uint64_t now) __attribute__((cold));
 
 static inline struct gm_abi_header *tw_tel_hdr(const struct gm_tel *t)
@@ -217,31 +220,30 @@ static inline unsigned tw_log2_bucket(uint64_t v, unsigned n)
  * wbegin, then a release fence, so that a reader that sees any of the
  * stores that follow also sees the increment. */
 static inline __attribute__((always_inline)) struct gm_abi_dev *
-tw_stats_enter(struct gm_abi_header *h, unsigned dev, uint64_t now,
+tw_stats_enter(const struct gm_tw *w, unsigned dev, uint64_t now,
                bool known)
 {
-    if (dev >= h->dev_slots)
+    if (dev >= w->dev_slots)
         return NULL;
-    struct gm_abi_dev *d =
-        (struct gm_abi_dev *)((char *)h + sizeof *h) + dev;
+    struct gm_abi_dev *d = &w->devs[dev];
     TW_ST(&d->wbegin, TW_LD(&d->wbegin) + 1);
     TW_FENCE_REL(); /* pairs with the reader's acquire loads of fields */
     if (!known && __builtin_expect(tw_get(&d->present) == 0, 0))
-        gm_tw_mark_present(h, d, dev);
+        gm_tw_mark_present(w, d, dev);
     /* History: the one compare per event; the roll is cold. It runs
      * before this event's updates, so the closed bucket ends with the
      * figures of the event before. */
     if (GM_TW_HISTORY &&
         __builtin_expect(now >= tw_get(&d->hist_next_ns), 0))
-        gm_hist_roll(h, d, dev, now);
+        gm_hist_roll(w, d, dev, now);
     tw_put(&d->last_ns, now);
     return d;
 }
 
 static inline __attribute__((always_inline)) struct gm_abi_dev *
-tw_stats_begin(struct gm_abi_header *h, unsigned dev, uint64_t now)
+tw_stats_begin(const struct gm_tw *w, unsigned dev, uint64_t now)
 {
-    return tw_stats_enter(h, dev, now, false);
+    return tw_stats_enter(w, dev, now, false);
 }
 
 /* Leave: count this writer in wdone (release: pairs with the reader's
@@ -286,15 +288,14 @@ static inline bool tw_set_used_peak(struct gm_abi_dev *d, uint64_t used,
 /* One record from thread tid (the lock holder's id, as tw_lock_as took
  * it). */
 static inline __attribute__((always_inline)) void
-tw_ring_push_as(struct gm_abi_header *h, uint32_t tid, unsigned kind,
+tw_ring_push_as(const struct gm_tw *w, uint32_t tid, unsigned kind,
                 unsigned api, uint32_t dev, uint64_t now, uint64_t lat,
                 uint64_t size, uint64_t addr, uint64_t used, uint64_t extra)
 {
-    struct gm_abi_record *ring =
-        (struct gm_abi_record *)((char *)h + h->ring_offset);
+    struct gm_abi_header *h = w->h;
     uint64_t i = TW_LD(&h->ring_head);
     TW_ST(&h->ring_head, i + 1);
-    struct gm_abi_record *r = &ring[i & (h->ring_capacity - 1)];
+    struct gm_abi_record *r = &w->ring[i & w->ring_mask];
     uint64_t want = i + 1, s = TW_LD(&r->seq);
     if (__builtin_expect((s & GM_ABI_SEQ_BUSY) || s >= want, 0)) {
         /* Not a slot this process's writer left (another program's
@@ -319,11 +320,11 @@ tw_ring_push_as(struct gm_abi_header *h, uint32_t tid, unsigned kind,
 }
 
 static inline __attribute__((always_inline)) void
-tw_ring_push(struct gm_abi_header *h, unsigned kind, unsigned api,
+tw_ring_push(const struct gm_tw *w, unsigned kind, unsigned api,
           uint32_t dev, uint64_t now, uint64_t lat, uint64_t size,
           uint64_t addr, uint64_t used, uint64_t extra)
 {
-    tw_ring_push_as(h, gm_thread_id(), kind, api, dev, now, lat, size, addr,
+    tw_ring_push_as(w, gm_thread_id(), kind, api, dev, now, lat, size, addr,
                     used, extra);
 }
 
@@ -341,14 +342,14 @@ static inline __attribute__((always_inline)) uint32_t
 gm_tel_alloc_ev(struct gm_tel *t, const struct gm_tel_ev *e)
 {
     uint32_t me = gm_thread_id();
-    struct gm_abi_header *h = tw_lock_as(t, (int)me);
-    if (h == NULL)
+    const struct gm_tw *w = tw_lock_as(t, (int)me);
+    if (w == NULL)
         return 0; /* the interval is not logged: its free removes nothing */
     uint32_t ppm = e->frag_ppm, mark = 0;
     if (GM_TW_FIGURES && e->fq != NULL)
         mark = gm_fragq_add(e->fq, e->addr, e->size, &ppm);
     struct gm_abi_dev *d =
-        GM_TW_FIGURES ? tw_stats_enter(h, e->dev, e->ts_ns, e->known) : NULL;
+        GM_TW_FIGURES ? tw_stats_enter(w, e->dev, e->ts_ns, e->known) : NULL;
     if (d != NULL) {
         tw_inc(&d->allocs);
         tw_add(&d->total_bytes, e->size);
@@ -366,7 +367,7 @@ gm_tel_alloc_ev(struct gm_tel *t, const struct gm_tel_ev *e)
         tw_stats_end(d);
     }
     if (GM_TW_RECORD)
-        tw_ring_push_as(h, me, GM_EV_ALLOC, e->api, e->dev, e->ts_ns,
+        tw_ring_push_as(w, me, GM_EV_ALLOC, e->api, e->dev, e->ts_ns,
                         e->lat_ns, e->size, e->addr, e->used, 0);
     tw_unlock(t);
     return mark;
@@ -376,10 +377,10 @@ static inline __attribute__((always_inline)) void
 gm_tel_free_ev(struct gm_tel *t, const struct gm_tel_ev *e)
 {
     uint32_t me = gm_thread_id();
-    struct gm_abi_header *h = tw_lock_as(t, (int)me);
+    const struct gm_tw *w = tw_lock_as(t, (int)me);
     /* Mark 0: the interval was never logged, there is nothing to remove. */
     bool logged = GM_TW_FIGURES && e->fq != NULL && e->mark != 0;
-    if (h == NULL) {
+    if (w == NULL) {
         if (logged)
             gm_fragq_lost_remove(e->fq, e->addr);
         return;
@@ -388,7 +389,7 @@ gm_tel_free_ev(struct gm_tel *t, const struct gm_tel_ev *e)
     if (logged)
         gm_fragq_remove(e->fq, e->mark, e->addr, &ppm);
     struct gm_abi_dev *d =
-        GM_TW_FIGURES ? tw_stats_enter(h, e->dev, e->ts_ns, e->known) : NULL;
+        GM_TW_FIGURES ? tw_stats_enter(w, e->dev, e->ts_ns, e->known) : NULL;
     if (d != NULL) {
         /* A context's end is not a free of the program's: its blocks
          * leave the live figures together, in the GM_EV_CTX_FREED event
@@ -404,7 +405,7 @@ gm_tel_free_ev(struct gm_tel *t, const struct gm_tel_ev *e)
     }
     /* A context's end writes one GM_EV_CTX_FREED for all its blocks. */
     if (GM_TW_RECORD && !e->ended)
-        tw_ring_push_as(h, me, GM_EV_FREE, e->api, e->dev, e->ts_ns,
+        tw_ring_push_as(w, me, GM_EV_FREE, e->api, e->dev, e->ts_ns,
                         e->lat_ns, e->size, e->addr, e->used, 0);
     tw_unlock(t);
 }

@@ -467,6 +467,18 @@ START_TEST(fork_child_is_clean)
 }
 END_TEST
 
+/* A peer of our uid overwrites the layout fields of the live segment's
+ * header: the writer keeps to the layout it made (no stray write, no
+ * crash), accounting and the exit report go on. */
+START_TEST(scribbled_header_is_not_trusted)
+{
+    const char *env[] = { "GPUMEM_LIMIT=4G", "GPUMEM_REPORT=stderr", NULL };
+    RUN_OK(env, apicheck(vias[_i]), "--via", vias[_i], "scribble");
+    ck_assert_msg(strstr(out, "ok scribble") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "1001 allocs, 1001 frees") != NULL, "%s", out);
+}
+END_TEST
+
 START_TEST(cuda_in_a_constructor_is_counted)
 {
     const char *env[] = { "GPUMEM_LIMIT=1G", "SIMCUDA_CONTEXT=100M", NULL };
@@ -955,6 +967,7 @@ static Suite *suite(void)
     tcase_add_test(a, limit_above_physical_clamps);
     tcase_add_test(a, two_devices_two_limits);
     tcase_add_test(a, fork_child_is_clean);
+    tcase_add_loop_test(a, scribbled_header_is_not_trusted, 0, 3);
     tcase_add_loop_test(a, pools_charge_their_reserve, 0, 3);
     tcase_add_loop_test(a, repeated_pool_blocks_need_no_query, 0, 3);
     tcase_add_loop_test(a, pool_destroyed_with_live_blocks_stays_charged, 0, 3);

@@ -22,9 +22,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "shim/telemetry/abi.h"
 
 #define FNS(X)                                                            \
     X(cuInit) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDevicePrimaryCtxRetain) \
@@ -1280,6 +1285,48 @@ static void s_fork(void)
     printf("ok fork\n");
 }
 
+/* A peer with the same uid scribbles over the layout fields of this
+ * process's segment (where its device blocks, ring and history lie): the
+ * writer keeps to what it laid out, so allocations, frees, the figures
+ * the program sees and the exit report go on without a stray write. */
+static void s_scribble(void)
+{
+    CUdeviceptr p, q;
+    CU(F.cuMemAlloc_v2(&p, 1 << 20)); /* the segment is open from here */
+    const char *dir = getenv("GPUMEM_SHM_DIR");
+    const char *prefix = getenv("GPUMEM_SHM_PREFIX");
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.%d", dir && *dir ? dir : "/dev/shm",
+             prefix && *prefix ? prefix : "gpumem", (int)getpid());
+    int fd = open(path, O_RDWR | O_NOFOLLOW);
+    CHECK(fd >= 0, "open %s", path);
+    struct stat st;
+    CHECK(fstat(fd, &st) == 0 && st.st_size >= (off_t)sizeof(struct gm_abi_header),
+          "stat %s", path);
+    struct gm_abi_header *h = mmap(NULL, (size_t)st.st_size,
+                                   PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    CHECK(h != MAP_FAILED, "mmap %s", path);
+    close(fd);
+    h->dev_slots = UINT32_MAX;
+    h->ring_capacity = 1u << 31;
+    h->dev_offset = 1ull << 46;
+    h->ring_offset = 1ull << 46;
+    h->hist_offset = 1ull << 46;
+    h->hist_slots = UINT32_MAX;
+    h->hist_size = 1ull << 46;
+    h->total_size = 1ull << 46;
+    h->marks_capacity = UINT32_MAX;
+    uint64_t f0 = free_now();
+    for (int i = 0; i < 1000; i++) {
+        CU(F.cuMemAlloc_v2(&q, 2 << 20));
+        CU(F.cuMemFree_v2(q));
+    }
+    expect_used(f0, 0, "after the scribble");
+    CU(F.cuMemFree_v2(p));
+    munmap(h, (size_t)st.st_size);
+    printf("ok scribble\n");
+}
+
 /* Print the pointer a cuGetProcAddress_v2 lookup returns next to the one
  * RTLD_DEFAULT finds for an exported variant name. */
 static void s_gpa(int argc, char **argv)
@@ -1390,6 +1437,8 @@ int main(int argc, char **argv)
         s_pool_queries();
     else if (strcmp(sc, "fork") == 0)
         s_fork();
+    else if (strcmp(sc, "scribble") == 0)
+        s_scribble();
     else if (strcmp(sc, "info") == 0) {
         size_t f = 0, t = 0;
         CU(F.cuMemGetInfo_v2(&f, &t));

@@ -376,7 +376,7 @@ START_TEST(test_exit_flush_publishes_open_bucket)
     ev(&m, true, 0, m.base + 3 * SEC, 10, 10);
     struct gm_abi_hist *hs = gm_hist_of(m.mem, 0);
     ck_assert_uint_eq(hs->tier[0][3].seq, 0);
-    gm_hist_flush(m.mem);
+    gm_hist_flush(&m.t.w);
     ck_assert_uint_eq(hs->tier[0][3].seq, 4);
     ck_assert_uint_eq(hs->tier[0][3].used_last, 10);
     ck_assert_uint_eq(hs->tier[1][0].allocs, 1);
@@ -569,7 +569,7 @@ START_TEST(test_concurrent_writers_count_everything_once)
     ck_assert_uint_gt(r.reads, 0);
     ck_assert_uint_eq(r.bad, 0);
     /* Every allocation and release is in exactly one bucket. */
-    gm_hist_flush(m.mem);
+    gm_hist_flush(&m.t.w);
     struct gm_hist_point *p = calloc(GM_HIST_POINTS_MAX, sizeof *p);
     size_t n = series(&m, 0, p);
     uint64_t allocs = 0, frees = 0;

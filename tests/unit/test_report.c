@@ -256,12 +256,12 @@ START_TEST(test_from_segment_matches_snapshot)
     ck_assert_int_eq(gm_tel_snapshot(&s.t, s.snap), 0);
     char a[4096], b[4096];
     gm_report_text(s.snap, 0, a, sizeof a);
-    size_t n = gm_report_from_segment(s.t.hdr, false, b, sizeof b);
+    size_t n = gm_report_from_segment(&s.t, false, b, sizeof b);
     ck_assert_str_eq(a, b);
     ck_assert_uint_eq(n, strlen(a));
     char ja[8192], jb[8192];
     gm_report_json(s.snap, 0, ja, sizeof ja);
-    gm_report_from_segment(s.t.hdr, true, jb, sizeof jb);
+    gm_report_from_segment(&s.t, true, jb, sizeof jb);
     ck_assert_str_eq(ja, jb);
     ck_assert_uint_eq(gm_report_from_segment(NULL, false, b, sizeof b), 0);
     ck_assert_str_eq(b, "");

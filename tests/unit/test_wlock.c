@@ -77,8 +77,9 @@ END_TEST
 static void *die_inside(void *arg)
 {
     struct seg *s = arg;
-    struct gm_abi_header *h = tw_lock(&s->t);
-    tw_stats_enter(h, 0, gm_clock_realtime_ns(), true);
+    const struct gm_tw *w = tw_lock(&s->t);
+    struct gm_abi_header *h = w->h;
+    tw_stats_enter(w, 0, gm_clock_realtime_ns(), true);
     struct gm_abi_record *ring =
         (struct gm_abi_record *)((char *)h + h->ring_offset);
     uint64_t i = h->ring_head++;
