@@ -41,7 +41,7 @@ static inline uint64_t gm_acct_meta(unsigned dev, unsigned ns, unsigned api,
 /* Commit a new entry given by its fields (those of struct gm_alloc; the
  * births are set here): the hot paths' form, whose entry never needs to
  * be in memory. tel: gm_telemetry_on() as the caller read it (once per
- * hook); plain: gm_plain as it read it (no group). */
+ * hook); plain: the wrapper took the plain path (gm_plain_now: no group). */
 static inline __attribute__((always_inline)) void gm_acct_commit_fields(
     struct gm_dev *d, uint64_t key, uint64_t size, uint64_t aux,
     uint64_t meta, bool tel, uint64_t t0, uint64_t t1, bool plain)
@@ -80,8 +80,7 @@ static inline __attribute__((always_inline)) void gm_acct_commit_fields(
     int r = gm_track_put(key, size, aux, meta, birth, &old);
     if (GM_UNLIKELY(r != 0)) {
         struct gm_alloc c = { .key = key, .size = size, .aux = aux };
-        memcpy(&c.dev, &meta, sizeof meta);
-        memcpy(&c.birth_t, &birth, sizeof birth);
+        gm_track_set_words(&c, meta, birth);
         gm_acct_commit_collision(&c, &old, r, t1);
     }
 }

@@ -34,8 +34,11 @@ static pthread_mutex_t sole_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void gm_ctx_devices_add(int dev)
 {
-    atomic_fetch_or(&gm_ctx_devices, 1ull << dev);
     pthread_mutex_lock(&sole_lock);
+    /* No sole device while the mask grows: a reader between the two
+     * stores asks the driver rather than take the old one. */
+    atomic_store_explicit(&gm_ctx_sole, NULL, memory_order_release);
+    atomic_fetch_or(&gm_ctx_devices, 1ull << dev);
     uint64_t m = atomic_load(&gm_ctx_devices);
     struct gm_dev *sole = NULL;
     if (m != 0 && (m & (m - 1)) == 0)

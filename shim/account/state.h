@@ -113,8 +113,9 @@ extern int gm_hook_clock __attribute__((visibility("hidden")));
  * must otherwise look for on its way: no group, grow mode (no static
  * arena, no staged freeze), no on_oom=wait doorbell, no recording. Set
  * once at initialisation, before the state is published (read-only
- * after): the hot wrappers test it once and take a path compiled with
- * those checks known false (shim/intercept/hooks.c). */
+ * after). Initialisation turns it into gm_plain_ready
+ * (shim/intercept/lifecycle.h), which the hot wrappers test once to take
+ * a path compiled with those checks known false (shim/intercept/hooks.c). */
 extern bool gm_plain __attribute__((visibility("hidden")));
 static inline bool gm_is_plain(void)
 {

@@ -105,6 +105,15 @@ void gm_track_erase_shift(struct gm_track_shard *s, uint32_t i)
  * recomputes the slot's address, 14 instructions more per alloc+free pair
  * (tests/bench/profile.sh). */
 
+/* Store the packed words (gm_track_put's meta and birth) into e. */
+static inline void gm_track_set_words(struct gm_alloc *e, uint64_t meta,
+                                      uint64_t birth)
+{
+    memcpy((char *)e + offsetof(struct gm_alloc, dev), &meta, sizeof meta);
+    memcpy((char *)e + offsetof(struct gm_alloc, birth_t), &birth,
+           sizeof birth);
+}
+
 /* Insert a new entry: key, size and aux with the packed bytes and words
  * of a struct gm_alloc (meta: dev | ns << 8 | api << 16 | flags << 24 |
  * refs << 32; birth: birth_t | birth_step << 32), so that a caller's entry
@@ -133,8 +142,7 @@ gm_track_put(uint64_t key, uint64_t size, uint64_t aux, uint64_t meta,
                 e->key = key;
                 e->size = size;
                 e->aux = aux;
-                memcpy(&e->dev, &meta, sizeof meta);
-                memcpy(&e->birth_t, &birth, sizeof birth);
+                gm_track_set_words(e, meta, birth);
                 s->count++;
                 gm_spin_unlock(&s->lock);
                 return 0;
@@ -143,8 +151,7 @@ gm_track_put(uint64_t key, uint64_t size, uint64_t aux, uint64_t meta,
         gm_spin_unlock(&s->lock);
     }
     struct gm_alloc c = { .key = key, .size = size, .aux = aux };
-    memcpy(&c.dev, &meta, sizeof meta);
-    memcpy(&c.birth_t, &birth, sizeof birth);
+    gm_track_set_words(&c, meta, birth);
     return gm_track_insert_slow(s, h, &c, old);
 }
 
@@ -152,14 +159,15 @@ gm_track_put(uint64_t key, uint64_t size, uint64_t aux, uint64_t meta,
 static inline uint64_t gm_track_meta(const struct gm_alloc *a)
 {
     uint64_t m;
-    memcpy(&m, &a->dev, sizeof m);
+    memcpy(&m, (const char *)a + offsetof(struct gm_alloc, dev), sizeof m);
     return m;
 }
 
 static inline uint64_t gm_track_birth(const struct gm_alloc *a)
 {
     uint64_t b;
-    memcpy(&b, &a->birth_t, sizeof b);
+    memcpy(&b, (const char *)a + offsetof(struct gm_alloc, birth_t),
+           sizeof b);
     return b;
 }
 

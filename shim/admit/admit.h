@@ -35,7 +35,8 @@ enum gm_admit {
 /* Reserve, applying reclaim and the out-of-memory policy on refusal. */
 enum gm_admit gm_admit_reserve_slow(int dev, struct gm_dev *d, uint64_t size,
                                     unsigned api, bool spillable);
-/* plain: gm_plain as the caller read it (no staged freeze, no group). */
+/* plain: the caller is on the plain path (gm_plain_now: no staged freeze,
+ * no group). */
 static inline __attribute__((always_inline)) enum gm_admit
 gm_admit_reserve_as(int dev, struct gm_dev *d, uint64_t size, unsigned api,
                     bool spillable, bool plain)

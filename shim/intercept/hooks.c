@@ -225,8 +225,8 @@ alloc_async(enum kind k, int dev, struct gm_dev *d, const struct req *r,
     return CUDA_SUCCESS;
 }
 
-/* plain: gm_plain as the wrapper read it; a constant in each inlined
- * copy, so that the feature checks it rules out fold away. */
+/* plain: the wrapper took the plain path (gm_plain_now); a constant in
+ * each inlined copy, so that the feature checks it rules out fold away. */
 static inline __attribute__((always_inline)) CUresult
 alloc_ptr(enum kind k, const struct req *r, bool plain)
 {

@@ -841,6 +841,7 @@ void gm_tel_forget(struct gm_tel *t)
     t->path[0] = '\0';
     t->map_len = 0;
     __atomic_store_n(&t->hdr, NULL, __ATOMIC_RELEASE);
+    memset(&t->w, 0, sizeof t->w); /* it described the unmapped copy */
     /* A thread of the parent may have held the writer lock at the fork;
      * the child has no such thread. */
     atomic_store_explicit(&t->wlock.v, 0, memory_order_relaxed);

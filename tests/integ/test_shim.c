@@ -475,7 +475,8 @@ START_TEST(scribbled_header_is_not_trusted)
     const char *env[] = { "GPUMEM_LIMIT=4G", "GPUMEM_REPORT=stderr", NULL };
     RUN_OK(env, apicheck(vias[_i]), "--via", vias[_i], "scribble");
     ck_assert_msg(strstr(out, "ok scribble") != NULL, "%s", out);
-    ck_assert_msg(strstr(out, "1001 allocs, 1001 frees") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "1001 allocs, 1001 frees, 1 refused") != NULL,
+                  "%s", out);
 }
 END_TEST
 

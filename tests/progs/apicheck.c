@@ -1322,6 +1322,18 @@ static void s_scribble(void)
         CU(F.cuMemFree_v2(q));
     }
     expect_used(f0, 0, "after the scribble");
+    /* The other writers: a refusal (its event and the OOM snapshot), a
+     * step and a mark (the shim's own API, when preloaded). */
+    size_t sf = 0, limit = 0;
+    CU(F.cuMemGetInfo_v2(&sf, &limit));
+    CUresult brc = F.cuMemAlloc_v2(&q, limit + (1u << 20));
+    CHECK(brc == CUDA_ERROR_OUT_OF_MEMORY, "past the limit: %d", (int)brc);
+    void (*step)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "gpumem_step");
+    void (*mark)(const char *) =
+        (void (*)(const char *))dlsym(RTLD_DEFAULT, "gpumem_mark");
+    CHECK(step != NULL && mark != NULL, "no gpumem_step/gpumem_mark");
+    step();
+    mark("after the scribble");
     CU(F.cuMemFree_v2(p));
     munmap(h, (size_t)st.st_size);
     printf("ok scribble\n");
