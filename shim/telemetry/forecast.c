@@ -21,6 +21,15 @@ static _Atomic uint64_t warn_ns;
 static _Atomic int quiet;              /* the log level mutes warnings */
 static _Atomic uint64_t warned;        /* bit dev: given */
 static uint64_t last_check[GM_ABI_HIST_DEVICES]; /* roll-lock holder only */
+/* Per device, the phases its resets bound (docs/metrics.md): `from`, the
+ * first bucket of the last phase with allocations or frees; `reset1`,
+ * 1 + the bucket open at the first reset after them (0: none yet), and
+ * `ops`, the device's allocs + frees then. Written under the writer lock
+ * (relaxed atomics: the exit report reads them holding it too). */
+struct phase {
+    _Atomic uint64_t from, reset1, ops;
+};
+static struct phase phases[GM_ABI_HIST_DEVICES];
 /* Warning lines formatted under the writer lock, written to stderr by
  * gm_forecast_flush after it was released (a blocked stderr must not hold
  * every writer): one per device, as the warning is given once. */
@@ -34,6 +43,9 @@ void gm_forecast_configure(uint64_t warn_before_ns, bool silent)
     __atomic_store_n(&warned, 0, __ATOMIC_RELAXED);
     for (unsigned i = 0; i < GM_ABI_HIST_DEVICES; i++) {
         last_check[i] = 0;
+        atomic_store_explicit(&phases[i].from, 0, memory_order_relaxed);
+        atomic_store_explicit(&phases[i].reset1, 0, memory_order_relaxed);
+        atomic_store_explicit(&phases[i].ops, 0, memory_order_relaxed);
         atomic_store_explicit(&pending_len[i], 0, memory_order_relaxed);
     }
 }
@@ -44,16 +56,58 @@ bool gm_forecast_warned(unsigned dev)
            (__atomic_load_n(&warned, __ATOMIC_RELAXED) >> dev & 1u);
 }
 
-/* The last closed tier-0 buckets, oldest first. */
+#define PH_LD(f) atomic_load_explicit(&(f), memory_order_relaxed)
+#define PH_ST(f, v) atomic_store_explicit(&(f), (v), memory_order_relaxed)
+
+void gm_forecast_reset(unsigned dev, uint64_t bucket, uint64_t ops)
+{
+    if (dev >= GM_ABI_HIST_DEVICES)
+        return;
+    struct phase *p = &phases[dev];
+    if (PH_LD(p->reset1) != 0) {
+        if (ops == PH_LD(p->ops))
+            return; /* nothing since the last reset: it still ends the phase */
+        PH_ST(p->from, PH_LD(p->reset1)); /* a phase began after it */
+    }
+    PH_ST(p->reset1, bucket + 1);
+    PH_ST(p->ops, ops);
+}
+
+/* The buckets [*first, *end) of device dev's phase: the one after the
+ * last reset once the device allocated or freed since, else the one
+ * that reset ended (the buckets before the reset's own). */
+static void phase_of(unsigned dev, uint64_t ops_now, uint64_t *first,
+                     uint64_t *end)
+{
+    *first = 0;
+    *end = UINT64_MAX;
+    if (dev >= GM_ABI_HIST_DEVICES)
+        return;
+    const struct phase *p = &phases[dev];
+    uint64_t r1 = PH_LD(p->reset1);
+    *first = PH_LD(p->from);
+    if (r1 == 0)
+        return;
+    if (ops_now != PH_LD(p->ops))
+        *first = r1;
+    else
+        *end = r1 - 1;
+}
+
+/* The last closed tier-0 buckets in [first, end), oldest first. */
 static size_t gather(const struct gm_abi_header *h, const struct gm_abi_dev *d,
-                     const struct gm_abi_hist *hs, struct gm_trend_point *pt)
+                     const struct gm_abi_hist *hs, uint64_t first,
+                     uint64_t end, struct gm_trend_point *pt)
 {
     uint64_t open = tw_get(&d->hist_open);
     bool steps = TW_LD_RLX(&h->steps) > 0;
     size_t n = 0;
     for (uint64_t back = 1; back <= GM_ABI_HIST_BUCKETS && back <= open &&
+                            open - back >= first &&
                             n < GM_FORECAST_POINTS; back++) {
         uint64_t idx = open - back;
+        if (idx >= end)
+            continue;
         const struct gm_abi_bucket *b = &hs->tier[0][idx % GM_ABI_HIST_BUCKETS];
         if (b->seq != idx + 1) /* only the roller writes: our own stores */
             continue;
@@ -130,7 +184,9 @@ bool gm_forecast_trend(const struct gm_tw *w, unsigned dev,
         return false;
     const struct gm_abi_dev *d = &w->devs[dev];
     struct gm_trend_point pt[GM_FORECAST_POINTS];
-    size_t n = gather(w->h, d, &w->hists[dev], pt);
+    uint64_t first, end;
+    phase_of(dev, tw_get(&d->allocs) + tw_get(&d->frees), &first, &end);
+    size_t n = gather(w->h, d, &w->hists[dev], first, end, pt);
     return n > 0 && gm_trend_fit(pt, n, tw_get(&d->limit), NULL, r) == 0 &&
            r->verdict == GM_TREND_GROWS;
 }

@@ -27,6 +27,13 @@
  * stderr line (GPUMEM_LOG_LEVEL below warn). Clears every device's
  * once-flag. */
 void gm_forecast_configure(uint64_t warn_before_ns, bool silent);
+/* A context's end left device dev with nothing live (a reset) while
+ * tier-0 bucket `bucket` was open, after `ops` allocations and frees of
+ * the device. The fit covers the device's phase as the tools' leak
+ * analysis does (docs/metrics.md): the buckets after the last reset once
+ * the device allocated or freed since, else the buckets before it back
+ * to the reset before. Writer lock held. */
+void gm_forecast_reset(unsigned dev, uint64_t bucket, uint64_t ops);
 /* The fit of device dev's last GM_FORECAST_POINTS closed tier-0 buckets
  * in the writer's segment w (the warning's own fit), for the exit report:
  * true with *r set when the verdict is GM_TREND_GROWS. */

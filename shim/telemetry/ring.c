@@ -450,6 +450,9 @@ static void event_x(struct gm_tel *t, unsigned kind, unsigned dev,
             tw_sub(&d->live_allocs, addr);
             tw_sub(&d->live_bytes, size);
             tw_add(&d->ended_bytes, size);
+            if (tw_get(&d->live_allocs) == 0) /* a reset: a phase ends */
+                gm_forecast_reset(dev, tw_get(&d->hist_open),
+                                  tw_get(&d->allocs) + tw_get(&d->frees));
             break;
         default:
             break;

@@ -22,6 +22,7 @@
 #include "shim/telemetry/marks.h"
 #include "shim/telemetry/telemetry.h"
 #include "shim/telemetry/telwrite.h"
+#include "shim/telemetry/trend.h"
 #include "tools/lib/reader.h"
 
 #define SEC 1000000000ull
@@ -77,22 +78,31 @@ static void ev(struct run *r, bool alloc, uint64_t ts, uint64_t size,
         gm_tel_free_ev(&r->t, &e);
 }
 
-/* `seconds` seconds of training, `per_sec` steps a second: each step
- * leaks `leak` bytes and makes a 64 MiB transient allocation. */
-static void train(struct run *r, uint64_t seconds, unsigned per_sec,
-                  uint64_t floor0, uint64_t leak)
+/* From second `from` on, `seconds` seconds of training, `per_sec` steps
+ * a second (counted on from *steps): each step leaks `leak` bytes and
+ * makes a 64 MiB transient allocation. */
+static void train_at(struct run *r, uint64_t from, uint64_t seconds,
+                     unsigned per_sec, uint64_t floor0, uint64_t leak,
+                     uint64_t *steps)
 {
-    uint64_t used = floor0, steps = 0;
-    ev(r, true, r->base + SEC / 100, floor0, used);
+    uint64_t used = floor0, t0 = r->base + from * SEC;
+    ev(r, true, t0 + SEC / 100, floor0, used);
     for (uint64_t s = 0; s < seconds; s++)
         for (unsigned k = 0; k < per_sec; k++) {
-            uint64_t ts = r->base + s * SEC + (k + 1) * (SEC / (per_sec + 1));
+            uint64_t ts = t0 + s * SEC + (k + 1) * (SEC / (per_sec + 1));
             used += leak;
             ev(r, true, ts, leak, used);
             ev(r, true, ts + 1000, 64 * MiB, used + 64 * MiB);
             ev(r, false, ts + 2000, 64 * MiB, used);
-            gm_tel_step(&r->t, ++steps);
+            gm_tel_step(&r->t, ++*steps);
         }
+}
+
+static void train(struct run *r, uint64_t seconds, unsigned per_sec,
+                  uint64_t floor0, uint64_t leak)
+{
+    uint64_t steps = 0;
+    train_at(r, 0, seconds, per_sec, floor0, leak, &steps);
 }
 
 /* Restores stderr; returns what was written (static buffer). */
@@ -252,6 +262,48 @@ START_TEST(test_blocked_stderr_holds_no_writer)
 }
 END_TEST
 
+/* A reset (a context's end that leaves nothing live) starts a new phase:
+ * the fit takes only the buckets after it. A steady minute at 7 GiB, a
+ * reset, then 64 MiB/s from 4 GiB (the limit about 63 s away): the
+ * warning comes within 30 s of the reset. A fit that kept the steady
+ * minute in its window would see the drop and stay silent. */
+START_TEST(test_reset_starts_a_new_phase)
+{
+    struct run r;
+    start(&r, 60 * SEC, 8 * GiB);
+    uint64_t steps = 0;
+    train_at(&r, 0, 70, 2, 7 * GiB, 0, &steps);
+    const struct gm_abi_dev *d =
+        (const struct gm_abi_dev *)((char *)r.mem +
+                                    sizeof(struct gm_abi_header));
+    /* The reset and the new floor in the same second (bucket 70). */
+    gm_tel_ctx_freed(&r.t, 0, 7 * GiB, d->live_allocs, 0,
+                     r.base + 70 * SEC);
+    ck_assert_uint_eq(d->live_allocs, 0);
+    train_at(&r, 70, 30, 2, 4 * GiB, 32 * MiB, &steps);
+    const char *err = stop_err(&r);
+    struct gm_abi_record f;
+    ck_assert_msg(forecasts(&r, &f) == 1, "%s", err);
+    ck_assert_uint_ge(f.ts_ns, r.base + 70 * SEC);
+    ck_assert_uint_le(f.ts_ns, r.base + 100 * SEC);
+    ck_assert_msg(f.extra >= 60 * MiB && f.extra <= 68 * MiB, "%llu B/s",
+                  (unsigned long long)f.extra);
+    /* The program's own teardown (two context ends with nothing between,
+     * nothing allocated after) ends the phase without starting one: the
+     * fit, as the exit report's verdict takes it, is still of the
+     * leaking phase. */
+    uint64_t n = d->live_allocs;
+    gm_tel_ctx_freed(&r.t, 0, 5 * GiB, n, 0, r.base + 100 * SEC);
+    gm_tel_ctx_freed(&r.t, 0, 0, 0, 0, r.base + 100 * SEC);
+    struct gm_trend tr;
+    ck_assert(gm_forecast_trend(&r.t.w, 0, &tr));
+    ck_assert_msg(tr.bytes_per_second >= 60.0 * MiB &&
+                      tr.bytes_per_second <= 68.0 * MiB,
+                  "%.0f B/s", tr.bytes_per_second);
+    finish(&r);
+}
+END_TEST
+
 START_TEST(test_no_warning_cases)
 {
     struct { uint64_t warn, limit, leak; } c[] = {
@@ -280,6 +332,7 @@ static Suite *forecast_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_leak_warns_once_within_10_percent);
     tcase_add_test(tc, test_no_warning_cases);
+    tcase_add_test(tc, test_reset_starts_a_new_phase);
     tcase_add_test(tc, test_silent_writes_the_record_only);
     tcase_add_test(tc, test_blocked_stderr_holds_no_writer);
     suite_add_tcase(s, tc);
