@@ -31,6 +31,21 @@ static inline struct gm_dev *gm_dev_get(int dev)
         return &gm_st.dev[dev];
     return gm_dev_get_slow(dev);
 }
+/* The current device (*dev) and its record, as gm_current_device and
+ * gm_dev_get answer: one load (gm_ctx_sole) while one device has
+ * contexts. */
+static inline struct gm_dev *gm_dev_current(int *dev)
+{
+    /* Pairs with the release store in gm_ctx_devices_add. */
+    struct gm_dev *d = atomic_load_explicit(&gm_ctx_sole,
+                                            memory_order_acquire);
+    if (GM_LIKELY(d != NULL)) {
+        *dev = d->ordinal;
+        return d;
+    }
+    *dev = gm_current_device();
+    return gm_dev_get(*dev);
+}
 /* Context memory, measured for each context made on the device: call
  * _before just before the real context creator (it samples NVML where
  * available; a primary retain runs under gm_ctx_primary_lock) and

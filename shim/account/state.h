@@ -82,27 +82,6 @@ extern struct gm_dev *_Atomic gm_ctx_sole __attribute__((visibility("hidden")));
 /* Add dev (set up: ready) to gm_ctx_devices, and update gm_ctx_sole. */
 void gm_ctx_devices_add(int dev);
 
-/* The current device and its record: *dev and the record, or NULL when
- * there is no current context (or the ordinal is bad), as gm_current_device
- * and gm_dev_get (shim/account/device.h) would answer. */
-struct gm_dev *gm_dev_get_slow(int dev);
-static inline struct gm_dev *gm_dev_current(int *dev)
-{
-    /* Pairs with the release store in gm_ctx_devices_add. */
-    struct gm_dev *d = atomic_load_explicit(&gm_ctx_sole,
-                                            memory_order_acquire);
-    if (GM_LIKELY(d != NULL)) {
-        *dev = d->ordinal;
-        return d;
-    }
-    *dev = gm_current_device();
-    if (GM_LIKELY((unsigned)*dev < GM_MAX_DEVICES &&
-                  atomic_load_explicit(&gm_st.dev[*dev].ready,
-                                       memory_order_acquire) == 2))
-        return &gm_st.dev[*dev];
-    return gm_dev_get_slow(*dev);
-}
-
 /* Fork child: forget which devices have contexts. */
 void gm_dev_reset(void);
 /* What the hooks time with: 0 nothing (GPUMEM_TELEMETRY=0), 1 the TSC, 2

@@ -100,14 +100,15 @@ static size_t gather(const struct gm_abi_header *h, const struct gm_abi_dev *d,
                      uint64_t end, struct gm_trend_point *pt)
 {
     uint64_t open = tw_get(&d->hist_open);
+    /* Closed buckets still held: open - GM_ABI_HIST_BUCKETS .. open - 1. */
+    uint64_t lo = open > GM_ABI_HIST_BUCKETS ? open - GM_ABI_HIST_BUCKETS : 0;
+    uint64_t top = end < open ? end : open;
+    if (lo < first)
+        lo = first;
     bool steps = TW_LD_RLX(&h->steps) > 0;
     size_t n = 0;
-    for (uint64_t back = 1; back <= GM_ABI_HIST_BUCKETS && back <= open &&
-                            open - back >= first &&
-                            n < GM_FORECAST_POINTS; back++) {
-        uint64_t idx = open - back;
-        if (idx >= end)
-            continue;
+    for (uint64_t idx = top; idx > lo && n < GM_FORECAST_POINTS;) {
+        idx--;
         const struct gm_abi_bucket *b = &hs->tier[0][idx % GM_ABI_HIST_BUCKETS];
         if (b->seq != idx + 1) /* only the roller writes: our own stores */
             continue;

@@ -21,22 +21,7 @@
 #define HIST_CLOSED UINT64_MAX   /* hist_next_ns after the exit flush */
 #define FLUSH_SPINS 100000u      /* bound on waiting for a roll at exit */
 
-struct gm_abi_hist *gm_hist_of(const struct gm_abi_header *h, unsigned dev)
-{
-    if (dev >= h->hist_slots)
-        return NULL;
-    char *base = (char *)h + h->hist_offset +
-                 (size_t)GM_ABI_MARKS * sizeof(struct gm_abi_mark);
-    return (struct gm_abi_hist *)(base +
-                                  (size_t)dev * sizeof(struct gm_abi_hist));
-}
-
-struct gm_abi_mark *gm_hist_marks(const struct gm_abi_header *h)
-{
-    return (struct gm_abi_mark *)((char *)h + h->hist_offset);
-}
-
-/* The writer's: device dev's history in its own layout, NULL past it. */
+/* Device dev's history in the writer's layout, NULL past it. */
 static struct gm_abi_hist *hist_of(const struct gm_tw *w, unsigned dev)
 {
     return dev < w->hist_slots ? &w->hists[dev] : NULL;

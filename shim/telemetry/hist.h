@@ -34,12 +34,6 @@ static inline uint64_t gm_hist_index(uint64_t base_ns, uint64_t ts_ns)
     return ts_ns > base_ns ? (ts_ns - base_ns) / GM_ABI_HIST_TICK_NS : 0;
 }
 
-/* The history of device dev (NULL when dev >= hist_slots) and the mark
- * table, from a header already validated (a reader's, or a test's own
- * segment): the writer finds them in its view (struct gm_tw) instead. */
-struct gm_abi_hist *gm_hist_of(const struct gm_abi_header *h, unsigned dev);
-struct gm_abi_mark *gm_hist_marks(const struct gm_abi_header *h);
-
 /* ---- writer ----------------------------------------------------------- */
 
 /* The roll itself, gm_hist_roll, is declared in telwrite.h (its caller). */

@@ -1244,6 +1244,35 @@ static void s_two(uint64_t l0, uint64_t l1)
            (unsigned long long)l1);
 }
 
+/* This process's telemetry segment, mapped read-write (*len: its size);
+ * NULL after a FAIL line when it cannot be had. */
+static struct gm_abi_header *own_segment(size_t *len)
+{
+    const char *dir = getenv("GPUMEM_SHM_DIR");
+    const char *prefix = getenv("GPUMEM_SHM_PREFIX");
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.%d", dir && *dir ? dir : "/dev/shm",
+             prefix && *prefix ? prefix : "gpumem", (int)getpid());
+    int fd = open(path, O_RDWR | O_NOFOLLOW);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 ||
+        st.st_size < (off_t)sizeof(struct gm_abi_header)) {
+        printf("FAIL no segment %s\n", path);
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
+                   MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) {
+        printf("FAIL mmap %s\n", path);
+        return NULL;
+    }
+    *len = (size_t)st.st_size;
+    return m;
+}
+
 /* Fork: the child's accounting starts empty and its segment is its own. */
 static void s_fork(void)
 {
@@ -1272,6 +1301,21 @@ static void s_fork(void)
             printf("FAIL child sees %llu used\n", (unsigned long long)(t - f));
             _exit(1);
         }
+        /* Its own segment counts its calls from the first one: the refusal
+         * and the allocation (the plain path opens only once the child
+         * has initialised again). */
+        size_t len = 0;
+        struct gm_abi_header *h = own_segment(&len);
+        if (h == NULL)
+            _exit(1);
+        const struct gm_abi_dev *d0 = (const struct gm_abi_dev *)(h + 1);
+        if (d0->allocs != 1 || d0->refusals != 1) {
+            printf("FAIL child's segment: %llu allocs, %llu refused\n",
+                   (unsigned long long)d0->allocs,
+                   (unsigned long long)d0->refusals);
+            _exit(1);
+        }
+        munmap(h, len);
         CU(F.cuMemFree_v2(q));
         printf("ok child: own accounting (pid %d)\n", (int)getpid());
         fflush(stdout);
@@ -1293,20 +1337,9 @@ static void s_scribble(void)
 {
     CUdeviceptr p, q;
     CU(F.cuMemAlloc_v2(&p, 1 << 20)); /* the segment is open from here */
-    const char *dir = getenv("GPUMEM_SHM_DIR");
-    const char *prefix = getenv("GPUMEM_SHM_PREFIX");
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s.%d", dir && *dir ? dir : "/dev/shm",
-             prefix && *prefix ? prefix : "gpumem", (int)getpid());
-    int fd = open(path, O_RDWR | O_NOFOLLOW);
-    CHECK(fd >= 0, "open %s", path);
-    struct stat st;
-    CHECK(fstat(fd, &st) == 0 && st.st_size >= (off_t)sizeof(struct gm_abi_header),
-          "stat %s", path);
-    struct gm_abi_header *h = mmap(NULL, (size_t)st.st_size,
-                                   PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    CHECK(h != MAP_FAILED, "mmap %s", path);
-    close(fd);
+    size_t len = 0;
+    struct gm_abi_header *h = own_segment(&len);
+    CHECK(h != NULL, "the segment");
     h->dev_slots = UINT32_MAX;
     h->ring_capacity = 1u << 31;
     h->dev_offset = 1ull << 46;
@@ -1335,7 +1368,7 @@ static void s_scribble(void)
     step();
     mark("after the scribble");
     CU(F.cuMemFree_v2(p));
-    munmap(h, (size_t)st.st_size);
+    munmap(h, len);
     printf("ok scribble\n");
 }
 

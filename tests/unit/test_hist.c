@@ -142,7 +142,7 @@ START_TEST(test_tier_fold_boundaries)
     for (uint64_t s = 0; s <= 16; s++)
         ev(&m, true, 0, m.base + s * SEC + SEC / 2, 10, 10 * (s + 1));
     ev(&m, false, 0, m.base + 256 * SEC, 10, 160);
-    struct gm_abi_hist *hs = gm_hist_of(h, 0);
+    struct gm_abi_hist *hs = &m.t.w.hists[0];
     /* Tier 1 bucket 0 = seconds 0..15; bucket 1 = second 16. */
     struct gm_abi_bucket *t1 = hs->tier[1];
     ck_assert_uint_eq(t1[0].seq, 1);
@@ -334,7 +334,7 @@ START_TEST(test_torn_bucket_left_out)
     mem_open(&m, 16, 1);
     for (uint64_t s = 0; s < 4; s++)
         ev(&m, true, 0, m.base + s * SEC, 10, 10 * (s + 1));
-    struct gm_abi_hist *hs = gm_hist_of(m.mem, 0);
+    struct gm_abi_hist *hs = &m.t.w.hists[0];
     struct gm_abi_bucket copy;
     ck_assert(gm_hist_read_bucket(&hs->tier[0][1], &copy));
     ck_assert_uint_eq(copy.seq, 2);
@@ -374,7 +374,7 @@ START_TEST(test_exit_flush_publishes_open_bucket)
     struct mem_seg m;
     mem_open(&m, 16, 1);
     ev(&m, true, 0, m.base + 3 * SEC, 10, 10);
-    struct gm_abi_hist *hs = gm_hist_of(m.mem, 0);
+    struct gm_abi_hist *hs = &m.t.w.hists[0];
     ck_assert_uint_eq(hs->tier[0][3].seq, 0);
     gm_hist_flush(&m.t.w);
     ck_assert_uint_eq(hs->tier[0][3].seq, 4);

@@ -245,11 +245,10 @@ static void ctx_end(void)
     r->used_after = 0;
 }
 
-/* Steps from..to of the trainlike loop, marked, with weights first. */
-static void phase(size_t from, size_t to, uint64_t leak)
+/* Steps from..to of the trainlike loop, marked: each leaks `leak` and
+ * makes three 8 MiB transients. */
+static void steps(size_t from, size_t to, uint64_t leak)
 {
-    for (int i = 0; i < 4; i++)
-        rec(GM_EV_ALLOC, 0, 4 * MiB);
     for (size_t s = from; s <= to; s++) {
         rec(GM_EV_ALLOC, 0, leak);
         for (int i = 0; i < 3; i++)
@@ -258,6 +257,14 @@ static void phase(size_t from, size_t to, uint64_t leak)
             rec(GM_EV_FREE, 0, 8 * MiB);
         rec(GM_EV_STEP, 0, s);
     }
+}
+
+/* A phase: the weights (four 4 MiB blocks, kept), then steps from..to. */
+static void phase(size_t from, size_t to, uint64_t leak)
+{
+    for (int i = 0; i < 4; i++)
+        rec(GM_EV_ALLOC, 0, 4 * MiB);
+    steps(from, to, leak);
 }
 
 /* Contexts that end (docs/metrics.md, "context freed"): the driver's
@@ -316,14 +323,7 @@ START_TEST(context_end_partial)
     ring[nring - 1].addr = 1;
     used_now -= 8 * MiB;
     ring[nring - 1].used_after = used_now;
-    for (size_t s = 51; s <= 100; s++) {
-        rec(GM_EV_ALLOC, 0, 3 * MiB);
-        for (int i = 0; i < 3; i++)
-            rec(GM_EV_ALLOC, 0, 8 * MiB);
-        for (int i = 0; i < 3; i++)
-            rec(GM_EV_FREE, 0, 8 * MiB);
-        rec(GM_EV_STEP, 0, s);
-    }
+    steps(51, 100, 3 * MiB);
     struct gm_leak_input in = input(true);
     in.live_end = 4 + 100; /* the helper's block went with its context */
     struct gm_leak l;
