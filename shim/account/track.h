@@ -28,6 +28,8 @@ enum gm_ns {
     GM_NS_ARRAY,    /* CUarray */
     GM_NS_MIPMAP,   /* CUmipmappedArray */
     GM_NS_HOST,     /* pinned host pointer */
+    GM_NS_MAP,      /* a VMM mapping (cuMemMap): key its start, size its
+                       length, aux its handle; never charged */
 };
 
 /* Entry flags. */

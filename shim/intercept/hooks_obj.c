@@ -1,7 +1,8 @@
 /*
  * shim/intercept/hooks_obj.c — wrappers of the handle-based allocations: VMM
- * (cuMemCreate / cuMemRelease / cuMemRetainAllocationHandle, with
- * reference counts: the charge is released at the last release), CUDA
+ * (cuMemCreate / cuMemRelease / cuMemRetainAllocationHandle / cuMemMap /
+ * cuMemUnmap, with reference counts: the charge is released when the last
+ * release or unmap leaves no reference, shim/account/mappings.h), CUDA
  * arrays and mipmapped arrays (charged what the driver's memory
  * requirements say), and pinned host memory (recorded as host memory,
  * never charged to a device).
@@ -13,6 +14,7 @@
 #include "shim/driver/cuformat.h"
 #include "shim/driver/real.h"
 #include "shim/account/device.h"
+#include "shim/account/mappings.h"
 #include "shim/account/state.h"
 #include "shim/record/record.h"
 
@@ -99,9 +101,9 @@ GM_EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
     return rc;
 }
 
-/* Mapping moves no memory (a handle is charged at cuMemCreate): the
- * wrappers only record the calls, so a recording holds the VMM life of
- * a handle whole. */
+/* A mapping holds its handle's memory: it takes a reference on the
+ * handle's entry, and the charge ends with the last of the handle's
+ * releases and unmaps (shim/account/mappings.h). */
 GM_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size,
                                     size_t offset,
                                     CUmemGenericAllocationHandle handle,
@@ -109,9 +111,12 @@ GM_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size,
 {
     GM_NEED_REAL(cuMemMap);
     bool on = gm_active();
+    bool held = on && gm_map_hold(handle);
     gm_depth++;
     CUresult rc = gm_real.cuMemMap(ptr, size, offset, handle, flags);
     gm_depth--;
+    if (held)
+        gm_map_done(ptr, size, handle, rc == CUDA_SUCCESS);
     if (on)
         GM_REC(GM_RO_MAP, 0, -1, size, handle, ptr, offset, rc);
     return rc;
@@ -121,11 +126,16 @@ GM_EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
     GM_NEED_REAL(cuMemUnmap);
     bool on = gm_active();
+    struct gm_unmap u;
+    if (on)
+        gm_unmap_take(&u, ptr, size);
     gm_depth++;
     CUresult rc = gm_real.cuMemUnmap(ptr, size);
     gm_depth--;
-    if (on)
+    if (on) {
+        gm_unmap_done(&u, rc == CUDA_SUCCESS);
         GM_REC(GM_RO_UNMAP, 0, -1, size, 0, ptr, 0, rc);
+    }
     return rc;
 }
 

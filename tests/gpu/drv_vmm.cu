@@ -5,8 +5,9 @@
  * linked directly against libcuda. Checks: a physical allocation is
  * charged by its size exactly; mapped memory is usable; a retained handle
  * is reference-counted (releasing the retained reference frees nothing,
- * the last release frees it all); the limit edge with cuMemCreate as the
- * unit (cuMemAlloc fills the rest); no drift.
+ * the last release frees it all); a handle released while mapped stays
+ * held (and charged) until its unmap; the limit edge with cuMemCreate as
+ * the unit (cuMemAlloc fills the rest); no drift.
  */
 #include "gc_drv.h"
 
@@ -81,6 +82,36 @@ static void check_map_and_refcount(CUdevice dev)
     gc_check_drift("after the last release", f0, gc_free_now(drv_meminfo));
 }
 
+/* Released while mapped: the driver keeps the memory until the unmap,
+ * and the shim its charge (without the shim: the driver's own free memory
+ * shows the same). */
+static void check_release_while_mapped(void)
+{
+    size_t f0 = gc_free_now(drv_meminfo);
+    void *hv = NULL;
+    int rc = vmm_create(&hv);
+    if (!gc_check(rc == 0, "cuMemCreate(%zu) succeeds (got %d)", unit_bytes, rc))
+        return;
+    CUmemGenericAllocationHandle h = (CUmemGenericAllocationHandle)(uintptr_t)hv;
+    CUdeviceptr va = 0;
+    rc = (int)cuMemAddressReserve(&va, unit_bytes, 0, 0, 0);
+    if (rc == 0)
+        rc = (int)cuMemMap(va, unit_bytes, 0, h, 0);
+    if (rc == 0)
+        rc = (int)cuMemRelease(h);
+    if (!gc_check(rc == 0, "reserve, map and release succeed (got %d)", rc))
+        return;
+    size_t f1 = gc_free_now(drv_meminfo);
+    gc_check(f0 - f1 >= unit_bytes, "released while mapped: still held "
+             "(free fell by %zu, at least %zu)", f0 - f1, unit_bytes);
+    rc = (int)cuMemUnmap(va, unit_bytes);
+    if (rc == 0)
+        rc = (int)cuMemAddressFree(va, unit_bytes);
+    gc_check(rc == 0, "unmap and address free succeed (got %d)", rc);
+    gc_check_drift("after the unmap of a released handle", f0,
+                   gc_free_now(drv_meminfo));
+}
+
 int main(int argc, char **argv)
 {
     gc_init(argc, argv);
@@ -113,6 +144,7 @@ int main(int argc, char **argv)
         gc_abort("cuMemGetAllocationGranularity", rc);
     unit_bytes = 8 * gran;
     check_map_and_refcount(dev);
+    check_release_while_mapped();
     struct gc_unit u = {"cuMemCreate", (unsigned long long)unit_bytes, vmm_create,
                         vmm_release};
     unsigned long long c = gc_edge_unit(&u, &drv_alloc_api, drv_meminfo);

@@ -174,6 +174,14 @@ for via in link dlsym gpa; do
     [ "$m" = "$u" ] || bad "vmm via $via: $m maps, $u unmaps"
 done
 
+# a handle released while mapped keeps its charge until the unmap: the
+# replay holds the release back as the shim did: at 1G the allocation
+# between the release and the unmap (call 5) is the one refused
+"$G" record -o "$T/vh.gmr" --limit 1G -- "$B/tests/progs/apicheck" --via gpa vmm-held \
+    >"$T/vh.out" 2>&1 || bad "vmm-held under record: $(cat "$T/vh.out")"
+vh=$("$G" replay "$T/vh.gmr" --limit 1G --json | grep -o '"refusal_steps":\[[0-9,]*\]')
+[ "$vh" = '"refusal_steps":[5]' ] || bad "vmm-held replayed at 1G: $vh (want the refusal at call 5)"
+
 # ---- complete records: threads, fork ----------------------------------
 "$G" record -o "$T/th.gmr" -- "$B/gpumem-trainsim" --steps 20 --threads 3 --layers 6 \
     --quiet >"$T/th.out" 2>/dev/null

@@ -53,6 +53,15 @@ START_TEST(every_api_charged)
 }
 END_TEST
 
+/* A handle released while mapped keeps its charge until its unmap. */
+START_TEST(mapped_handle_stays_charged)
+{
+    const char *env[] = { "GPUMEM_LIMIT=1G", NULL };
+    RUN_OK(env, apicheck(vias[_i]), "--via", vias[_i], "vmm-held");
+    ck_assert_ptr_nonnull(strstr(out, "ok vmm-held"));
+}
+END_TEST
+
 START_TEST(every_api_refused)
 {
     const char *env[] = { "GPUMEM_LIMIT=1G", NULL };
@@ -942,6 +951,7 @@ static Suite *suite(void)
     tcase_set_timeout(t, 60);
     tcase_add_loop_test(t, edge_exact, 0, 3);
     tcase_add_loop_test(t, every_api_charged, 0, 3);
+    tcase_add_loop_test(t, mapped_handle_stays_charged, 0, 3);
     tcase_add_loop_test(t, every_api_refused, 0, 3);
     tcase_add_test(t, gpa_variants_under_shim);
     tcase_add_test(t, gpa_variants_without_shim);

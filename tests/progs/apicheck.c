@@ -246,6 +246,64 @@ static void expect_used(uint64_t f0, uint64_t bytes, const char *what)
           (unsigned long long)(f0 - f), (unsigned long long)bytes);
 }
 
+/* A handle released while mapped keeps its memory until its last
+ * mapping goes (the driver frees it only then), and so its charge: two
+ * handles, one mapped twice, released at once; one cuMemUnmap takes two
+ * mappings back to back, another the last. After each step the charge is
+ * what the driver holds. */
+static void vmm_mapped(uint64_t f0, const CUmemAllocationProp *prop,
+                       size_t sz)
+{
+    CUmemGenericAllocationHandle h, h3;
+    CUdeviceptr va;
+    CU(F.cuMemCreate(&h, sz, prop, 0));
+    CU(F.cuMemCreate(&h3, sz, prop, 0));
+    CU(F.cuMemAddressReserve(&va, 3 * sz, 0, 0, 0));
+    CU(F.cuMemMap(va, sz, 0, h, 0));
+    CU(F.cuMemMap(va + sz, sz, 0, h3, 0));
+    CU(F.cuMemMap(va + 2 * sz, sz, 0, h, 0));
+    CU(F.cuMemRelease(h));
+    CU(F.cuMemRelease(h3));
+    CHECK(sim_stats().vmm == 2 * sz, "driver holds %llu",
+          (unsigned long long)sim_stats().vmm);
+    expect_used(f0, 2 * sz, "released while mapped");
+    CU(F.cuMemUnmap(va, 2 * sz));
+    CHECK(sim_stats().vmm == sz, "driver holds %llu after the first unmap",
+          (unsigned long long)sim_stats().vmm);
+    expect_used(f0, sz, "one handle still mapped");
+    CHECK(F.cuMemUnmap(va + 2 * sz, 2 * sz) != CUDA_SUCCESS,
+          "unmap past the mapping accepted");
+    expect_used(f0, sz, "after a refused unmap");
+    CU(F.cuMemUnmap(va + 2 * sz, sz));
+    CHECK(sim_stats().vmm == 0, "driver holds %llu after the last unmap",
+          (unsigned long long)sim_stats().vmm);
+    expect_used(f0, 0, "after the last unmap");
+    CU(F.cuMemAddressFree(va, 3 * sz));
+}
+
+/* Memory of a handle released while mapped still counts against the
+ * limit (run under GPUMEM_LIMIT=1G, context 300 MiB): 512 MiB mapped and
+ * released leave no room for 600 MiB until the unmap. */
+static void s_vmm_held(void)
+{
+    CUmemAllocationProp prop = dev0_alloc_prop();
+    CUmemGenericAllocationHandle h;
+    CUdeviceptr va, p = 0;
+    size_t sz = 512u << 20;
+    CU(F.cuMemCreate(&h, sz, &prop, 0));
+    CU(F.cuMemAddressReserve(&va, sz, 0, 0, 0));
+    CU(F.cuMemMap(va, sz, 0, h, 0));
+    CU(F.cuMemRelease(h));
+    CUresult rc = F.cuMemAlloc_v2(&p, 600u << 20);
+    CHECK(rc == CUDA_ERROR_OUT_OF_MEMORY,
+          "600 MiB next to 512 MiB mapped: rc %d", (int)rc);
+    CU(F.cuMemUnmap(va, sz));
+    CU(F.cuMemAddressFree(va, sz));
+    CU(F.cuMemAlloc_v2(&p, 600u << 20));
+    CU(F.cuMemFree_v2(p));
+    printf("ok vmm-held via %s\n", via);
+}
+
 static void s_apis(void)
 {
     uint64_t f0 = free_now();
@@ -312,6 +370,7 @@ static void s_apis(void)
     CU(F.cuMemRelease(h2));
     expect_used(f0, 0, "after last release");
     CU(F.cuMemAddressFree(va, sz));
+    vmm_mapped(f0, &prop, sz);
     /* arrays: charged what the driver's memory requirements say */
     CUDA_ARRAY_DESCRIPTOR ad = { 1000, 512, CU_AD_FORMAT_FLOAT, 4 };
     CUarray arr;
@@ -1429,6 +1488,8 @@ int main(int argc, char **argv)
         s_edge(a1);
     else if (strcmp(sc, "apis") == 0)
         s_apis();
+    else if (strcmp(sc, "vmm-held") == 0)
+        s_vmm_held();
     else if (strcmp(sc, "limit-all") == 0)
         s_limit_all();
     else if (strcmp(sc, "threads") == 0)

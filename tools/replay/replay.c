@@ -130,7 +130,61 @@ static bool take(unsigned ns, uint64_t key, uint64_t *val)
     return true;
 }
 
-enum { NS_PTR = 0, NS_HANDLE = 1, NS_STREAM = 2 };
+enum {
+    NS_PTR = 0, NS_HANDLE = 1, NS_STREAM = 2,
+    NS_MAP,     /* recorded mapping start -> recorded handle */
+    NS_MAPSZ,   /* recorded mapping start -> its length */
+    NS_MAPS,    /* recorded handle -> mappings live */
+    NS_DEFER,   /* recorded handle -> replayed handle, released while
+                   mapped: its release waits for the last unmap */
+};
+
+/* The mappings of a recorded handle: a driver keeps a released handle's
+ * memory until its last mapping goes, and the shim its charge; the
+ * replay maps nothing, so it holds such a release back until then. */
+static uint64_t maps_of(uint64_t h)
+{
+    uint64_t n = 0;
+    if (take(NS_MAPS, h, &n))
+        put(NS_MAPS, h, n);
+    return n;
+}
+
+static void maps_add(uint64_t h, int by)
+{
+    uint64_t n = 0;
+    (void)take(NS_MAPS, h, &n);
+    n = by > 0 ? n + 1 : n > 0 ? n - 1 : 0;
+    if (n > 0)
+        put(NS_MAPS, h, n);
+}
+
+static void mapped(uint64_t ptr, uint64_t size, uint64_t h)
+{
+    put(NS_MAP, ptr, h);
+    put(NS_MAPSZ, ptr, size);
+    maps_add(h, 1);
+}
+
+/* The recorded mappings back to back from ptr within size go; a handle
+ * released meanwhile whose last one this was is released now. Returns
+ * the releases issued. */
+static unsigned unmapped(uint64_t ptr, uint64_t size)
+{
+    unsigned n = 0;
+    uint64_t at = ptr, h, sz, v;
+    while (at - ptr < size && take(NS_MAP, at, &h)) {
+        if (!take(NS_MAPSZ, at, &sz) || sz == 0)
+            break;
+        maps_add(h, -1);
+        if (maps_of(h) == 0 && take(NS_DEFER, h, &v)) {
+            cu.release(v);
+            n++;
+        }
+        at += sz;
+    }
+    return n;
+}
 
 static uint64_t now_ns(void)
 {
@@ -365,7 +419,20 @@ int main(int argc, char **argv)
                 issued = false;
                 break;
             }
+            if (maps_of(e->addr) != 0) { /* released at its last unmap */
+                put(NS_DEFER, e->addr, v);
+                issued = false;
+                break;
+            }
             r = cu.release(v);
+            break;
+        case GM_RO_MAP: /* size, addr = handle, aux = start */
+            mapped(e->aux, e->size, e->addr);
+            issued = false;
+            break;
+        case GM_RO_UNMAP: /* size, aux = start */
+            calls += unmapped(e->aux, e->size);
+            issued = false;
             break;
         case GM_RO_SYNC:
             r = cu.ctx_sync ? cu.ctx_sync() : CUDA_SUCCESS;
@@ -375,8 +442,6 @@ int main(int argc, char **argv)
             break;
         case GM_RO_CTX:
         case GM_RO_LOST:
-        case GM_RO_MAP:   /* mapping moves no memory: a handle is */
-        case GM_RO_UNMAP: /* charged at its creation */
             issued = false; /* the context is made at the start */
             break;
         default: /* arrays, retain: not replayed */
