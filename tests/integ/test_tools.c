@@ -3,7 +3,9 @@
  * report, gc) and `gpumem-top --once/--json` against gpumem-trainsim
  * running under the shim on the simulated driver, and their view of shared
  * budgets: group segments made by forked children that join a group
- * through shim/group/group.h directly (libgmcore.a), then are killed.
+ * through shim/group/group.h directly (libgmcore.a), then are killed; and
+ * copies of a segment under other pids' names, which no tool takes for
+ * the process their header names.
  *
  * Each case uses its own segment prefix (GPUMEM_SHM_PREFIX), so cases and
  * other programs never see each other's segments; every segment a case
@@ -14,7 +16,9 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -612,6 +616,75 @@ START_TEST(gc_removes_dead_keeps_live)
 }
 END_TEST
 
+/* ---- a segment under another process's name -------------------------------------- */
+
+/* Copies the segment of pid `from` to the name of pid `to`, with the
+ * header's pid set to header_pid (0: left as it is, a plain cp). */
+static void copy_segment(int from, int to, uint32_t header_pid)
+{
+    char src[256], dst[256];
+    snprintf(src, sizeof src, "%s/%s.%d", GM_READER_DEFAULT_DIR, prefix, from);
+    snprintf(dst, sizeof dst, "%s/%s.%d", GM_READER_DEFAULT_DIR, prefix, to);
+    FILE *f = fopen(src, "rb");
+    ck_assert_ptr_nonnull(f);
+    static unsigned char img[16 << 20];
+    size_t n = fread(img, 1, sizeof img, f);
+    fclose(f);
+    ck_assert_uint_gt(n, sizeof(struct gm_abi_header));
+    if (header_pid != 0)
+        memcpy(img + offsetof(struct gm_abi_header, pid), &header_pid,
+               sizeof header_pid);
+    int fd = open(dst, O_CREAT | O_EXCL | O_WRONLY, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, img, n), (ssize_t)n);
+    close(fd);
+}
+
+static int gone_pid(void)
+{
+    pid_t c = fork();
+    ck_assert_int_ge(c, 0);
+    if (c == 0)
+        _exit(0);
+    waitpid(c, NULL, 0);
+    return (int)c;
+}
+
+START_TEST(copied_segment_is_not_its_names)
+{
+    new_prefix("cp");
+    int k = kept_trainsim("2G", "2", NULL, NULL, NULL);
+    int gone = gone_pid(), gone1 = gone_pid(), me = (int)getpid();
+    copy_segment(k, gone, 0);           /* cp to a dead pid's name */
+    copy_segment(k, gone1, 1);          /* a header that says pid 1 */
+    copy_segment(k, me, 0);             /* named for a running process */
+    const char *argp[] = { gpumem(), "ps", "--json", "--all", NULL };
+    ck_assert_int_eq(tool(argp), 0);
+    ck_assert_msg(count(out, "{\"pid\":") == 1, "%.1500s", out);
+    obj_of(out, k);
+    const char *argl[] = { gpumem(), "log", "--format", "jsonl", NULL };
+    ck_assert_int_eq(tool(argl), 0);
+    ck_assert_msg(count(out, "\"kind\":\"process\"") == 1, "%.2000s", out);
+    char spid[16], pat[256];
+    snprintf(spid, sizeof spid, "%d", gone);
+    const char *argr[] = { gpumem(), "report", spid, NULL };
+    ck_assert_int_eq(tool(argr), 1);
+    snprintf(pat, sizeof pat, "the header's pid %d is not the name's pid %d",
+             k, gone);
+    ck_assert_msg(strstr(out, pat) != NULL, "%s", out);
+    /* gc: the copies named for dead pids go, the one named for a running
+     * process stays. */
+    const char *argg[] = { gpumem(), "gc", NULL };
+    ck_assert_int_eq(tool(argg), 0);
+    ck_assert(!exists(k) && !exists(gone) && !exists(gone1));
+    ck_assert(exists(me));
+    snprintf(pat, sizeof pat, "removed %s/%s.%d (pid %d, unreadable)",
+             GM_READER_DEFAULT_DIR, prefix, gone1, gone1);
+    ck_assert_msg(strstr(out, pat) != NULL, "%s", out);
+    cleanup();
+}
+END_TEST
+
 /* ---- groups ---------------------------------------------------------------------- */
 
 #define GLIMIT (1ull << 30)
@@ -942,6 +1015,7 @@ static Suite *suite(void)
     tcase_add_test(t, run_refuses_bad_policy_and_usage);
     tcase_add_test(t, run_preloads_the_shim);
     tcase_add_test(t, gc_removes_dead_keeps_live);
+    tcase_add_test(t, copied_segment_is_not_its_names);
     tcase_add_test(t, ps_and_top_show_groups);
     tcase_add_test(t, gc_removes_group_without_live_member);
     tcase_add_test(t, other_users_group_left_alone);

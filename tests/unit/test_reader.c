@@ -1,7 +1,8 @@
 /*
  * tests/unit/test_reader.c — the reader library (tools/lib/reader.c): listing
  * segments of a prefix (both name forms), lock holders from /proc/locks, refusing invalid images with a clear reason for
- * every header check, refusing symbolic links, snapshots equal to what was
+ * every header check, refusing symbolic links and files whose header is
+ * not their name's process, snapshots equal to what was
  * written, bounded reads of a block whose writer died mid-update, invariant
  * checks, liveness (alive, exited, dead), and a segment file truncated
  * after it was mapped.
@@ -352,6 +353,77 @@ START_TEST(test_file_open_refuses_links_and_others)
 }
 END_TEST
 
+/* Opening path refuses with a reason holding both `a` and `b`. */
+static void expect_foreign(const char *path, const char *a, const char *b)
+{
+    struct gm_seg s;
+    char err[512] = "";
+    ck_assert_int_eq(gm_seg_open_path(&s, path, err, sizeof err), -1);
+    ck_assert_int_eq(s.fd, -1);
+    ck_assert_msg(strstr(err, a) != NULL && strstr(err, b) != NULL &&
+                  strstr(err, "a copy, or another process") != NULL,
+                  "reason \"%s\" lacks %s and %s", err, a, b);
+}
+
+static void expect_opens(const char *path, uint64_t name_ns)
+{
+    struct gm_seg s;
+    char err[512] = "";
+    ck_assert_msg(gm_seg_open_path(&s, path, err, sizeof err) == 0, "%s",
+                  err);
+    ck_assert_uint_eq(s.name_ns, name_ns);
+    gm_seg_close(&s);
+}
+
+/* A file named for a process holds that process's header: a copy under
+ * another pid's name, or another pid namespace's header under a name
+ * that says otherwise, is refused with both pids (namespaces). */
+START_TEST(test_header_must_be_the_names)
+{
+    struct image im;
+    image_make(&im, 64, 2);
+    char path[256];
+    hdr(&im)->pid = 4000001;
+    snprintf(path, sizeof path, "%s/gmrd.4000002", dir);
+    write_file(path, im.mem, im.len);
+    expect_foreign(path, "4000001", "4000002");
+    struct gm_seg_id ids[4];
+    ck_assert_int_eq(gm_reader_list_ids(dir, "gmrd", ids, 4), 1);
+    struct gm_seg s;
+    char err[512];
+    ck_assert_int_eq(gm_seg_open_id(&s, dir, "gmrd", &ids[0], err,
+                                    sizeof err), -1);
+    snprintf(path, sizeof path, "%s/gmrd.4000001", dir);
+    write_file(path, im.mem, im.len);
+    expect_opens(path, 0);
+    /* A dotted prefix: the pid is the last component. */
+    snprintf(path, sizeof path, "%s/gm.4000002.4000001", dir);
+    write_file(path, im.mem, im.len);
+    expect_opens(path, 0);
+    /* Pid namespaces: the name's against the header's. */
+    snprintf(path, sizeof path, "%s/gmrd.4000001.ns4026532077", dir);
+    write_file(path, im.mem, im.len);   /* header: namespace unknown */
+    expect_foreign(path, "pid namespace 0", "4026532077");
+    hdr(&im)->ident.pidns = 4026532078ull;
+    write_file(path, im.mem, im.len);
+    expect_foreign(path, "4026532078", "4026532077");
+    hdr(&im)->ident.pidns = 4026532077ull;
+    write_file(path, im.mem, im.len);
+    expect_opens(path, 4026532077ull);
+    snprintf(path, sizeof path, "%s/gmrd.4000001", dir);
+    write_file(path, im.mem, im.len);   /* a container's under a plain name */
+    expect_foreign(path, "4026532077", "initial one");
+    hdr(&im)->ident.pidns = GM_PIDNS_INIT;
+    write_file(path, im.mem, im.len);
+    expect_opens(path, 0);
+    /* A name that gives no pid is not checked. */
+    snprintf(path, sizeof path, "%s/real", dir);
+    write_file(path, im.mem, im.len);
+    expect_opens(path, 0);
+    free(im.mem);
+}
+END_TEST
+
 /* ---- snapshots ----------------------------------------------------------- */
 
 START_TEST(test_snapshot_matches_writes)
@@ -493,6 +565,8 @@ START_TEST(test_liveness_states)
     /* A pid that exited: dead, or exited when it closed cleanly. */
     pid_t gone = dead_pid();
     hdr(&im)->pid = (uint32_t)gone;
+    unlink(path);
+    snprintf(path, sizeof path, "%s/gmrd.%d", dir, (int)gone);
     write_file(path, im.mem, im.len);
     ck_assert_int_eq(gm_seg_open_path(&s, path, err, sizeof err), 0);
     ck_assert_int_eq(gm_seg_state(&s), GM_SEG_DEAD);
@@ -573,6 +647,7 @@ static Suite *reader_suite(void)
     tcase_add_test(tc, test_valid_image_accepted);
     tcase_add_test(tc, test_each_header_check);
     tcase_add_test(tc, test_file_open_refuses_links_and_others);
+    tcase_add_test(tc, test_header_must_be_the_names);
     tcase_add_test(tc, test_snapshot_matches_writes);
     tcase_add_test(tc, test_dead_writer_inside_bounded);
     tcase_add_test(tc, test_invariant_breaks_flagged);

@@ -8,15 +8,15 @@
  * the caller and the reader's liveness test says its writer is gone (pid
  * absent or start time different, and the writer's lock free); the test is
  * repeated on the open file right before the unlink. A segment that
- * cannot be validated is removed only when it is ours, no process has its
- * pid, and it is too short for a magic or starts with the telemetry magic
- * (or a magic still 0): never a file of another kind, such as a group
- * segment. Never
- * a live writer's, never another user's. A group segment
- * is removed only by gm_group_gc, which re-checks under the group's mutex
- * that no member is alive and refuses files that are not the caller's;
- * groups a lock-free snapshot already shows with a live member are not
- * even opened for writing.
+ * cannot be validated (a header that is not its name's process included)
+ * is removed only when it is ours, no process has the name's pid (in our
+ * pid namespace), nobody holds its lock, and it is too short for a magic
+ * or starts with the telemetry magic (or a magic still 0): never a file
+ * of another kind, such as a group segment. Never a live writer's, never
+ * another user's. A group segment is removed only by gm_group_gc, which
+ * re-checks under the group's mutex that no member is alive and refuses
+ * files that are not the caller's; groups a lock-free snapshot already
+ * shows with a live member are not even opened for writing.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -50,7 +50,11 @@ const char gm_help_gc[] =
     "    exists or now belongs to a process started at another time. A\n"
     "    segment of another pid namespace (a container's,\n"
     "    <prefix>.<pid>.ns<inode>) is judged by its lock alone: its pid\n"
-    "    means another process here. Segments of running processes and\n"
+    "    means another process here. A file whose header names another\n"
+    "    process than its name (a copy of a segment under another pid's\n"
+    "    name) is not read as a segment: it is removed, as \"unreadable\",\n"
+    "    when no process holds its lock and, in this pid namespace, no\n"
+    "    process has the name's pid. Segments of running processes and\n"
     "    of other users are never touched. One line per segment removed:\n"
     "    its path, pid (and pid namespace) and whether it exited (kept)\n"
     "    or died.\n"

@@ -376,7 +376,10 @@ static int track(struct log_ctx *c, const struct gm_seg_id *id, int pid,
         gm_seg_close(&t->seg);
         return -1;
     }
-    t->id = (struct gm_seg_id){ (int)t->seg.pid, t->seg.name_ns };
+    /* Keyed by the name, as discover() lists it (the reader refuses a
+     * header that is not the name's process). */
+    t->id = id != NULL ? *id
+                       : (struct gm_seg_id){ (int)t->seg.pid, t->seg.name_ns };
     if (id == NULL && is_tracked(c, &t->id)) {
         gm_seg_close(&t->seg);
         return 0; /* named twice */

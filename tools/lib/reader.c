@@ -276,16 +276,63 @@ static bool parse_id(const char *q, struct gm_seg_id *id)
     return true;
 }
 
-/* The pid namespace in a segment file's name ("....<pid>.ns<inode>"). */
-static uint64_t name_pidns(const char *path)
+/* The last '.' in [b, e), or NULL. */
+static const char *last_dot(const char *b, const char *e)
 {
+    while (e > b)
+        if (*--e == '.')
+            return e;
+    return NULL;
+}
+
+/* The id a segment file's name gives: "....<pid>" or "....<pid>.ns<inode>"
+ * (pid 0: the name ends in neither; pidns 0: no ".ns<inode>"). */
+static struct gm_seg_id name_id(const char *path)
+{
+    struct gm_seg_id id = { 0, 0 };
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
-    const char *ns = strstr(base, ".ns");
+    const char *end = base + strlen(base), *dot = last_dot(base, end);
     unsigned long long v;
-    for (; ns != NULL; ns = strstr(ns + 1, ".ns"))
-        if (parse_num(ns + 3, strlen(ns + 3), ~0ull, &v))
-            return v;
+    if (dot != NULL && strncmp(dot + 1, "ns", 2) == 0 &&
+        parse_num(dot + 3, (size_t)(end - dot - 3), ~0ull, &v)) {
+        id.pidns = v;
+        end = dot;
+        dot = last_dot(base, end);
+    }
+    if (dot != NULL &&
+        parse_num(dot + 1, (size_t)(end - dot - 1), INT_MAX, &v))
+        id.pid = (int)v;
+    return id;
+}
+
+/* A file named for a pid holds that process's header: its pid, and its
+ * pid namespace (the name's for a ".ns<inode>" name; for a plain name the
+ * initial one, or unknown). Else it is a copy or another process's file
+ * under a name it does not own: refused, with both pids (namespaces). */
+static int name_matches(const struct gm_abi_header *h, struct gm_seg_id id,
+                        char *why, size_t cap)
+{
+    if (id.pid == 0)
+        return 0;
+    if (h->pid != (uint32_t)id.pid) {
+        gm_msgf(why, cap, "the header's pid %u is not the name's pid %d "
+                "(a copy, or another process's segment)", h->pid, id.pid);
+        return -1;
+    }
+    uint64_t ns = h->ident.pidns;
+    if (id.pidns != 0 && ns != id.pidns) {
+        gm_msgf(why, cap, "the header's pid namespace %llu is not the "
+                "name's %llu (a copy, or another process's segment)",
+                (unsigned long long)ns, (unsigned long long)id.pidns);
+        return -1;
+    }
+    if (id.pidns == 0 && ns != 0 && ns != GM_PIDNS_INIT) {
+        gm_msgf(why, cap, "the header's pid namespace %llu is not the "
+                "initial one a plain name stands for (a copy, or another "
+                "process's segment)", (unsigned long long)ns);
+        return -1;
+    }
     return 0;
 }
 
@@ -314,7 +361,7 @@ int gm_seg_open_path(struct gm_seg *s, const char *path, char *err,
      * listing many processes costs a few system calls each. */
     const size_t hs = sizeof(struct gm_abi_header);
     size_t hn = len < sizeof s->head ? len : sizeof s->head;
-    char why[160] = "";
+    char why[200] = "";
     if (!gm_pread_all(fd, s->head, hn, 0)) {
         gm_msgf(err, errcap, "%s: truncated while reading", path);
         close(fd);
@@ -324,7 +371,10 @@ int gm_seg_open_path(struct gm_seg *s, const char *path, char *err,
     /* validate() reads only the header (never past hn: the sizes it checks
      * first keep it there) and checks the file's size against the
      * geometry. */
-    if (validate(s->head, hn < hs ? hn : len, s, why, sizeof why) != 0) {
+    struct gm_seg_id nid = name_id(path);
+    if (validate(s->head, hn < hs ? hn : len, s, why, sizeof why) != 0 ||
+        name_matches((const struct gm_abi_header *)s->head, nid, why,
+                     sizeof why) != 0) {
         gm_msgf(err, errcap, "%s: %s", path, why);
         close(fd);
         seg_reset(s);
@@ -336,7 +386,7 @@ int gm_seg_open_path(struct gm_seg *s, const char *path, char *err,
     s->st_dev = st.st_dev;
     s->st_ino = st.st_ino;
     s->head_len = hn;
-    s->name_ns = name_pidns(path);
+    s->name_ns = nid.pidns;
     return 0;
 }
 

@@ -66,7 +66,8 @@ struct gm_seg {
     int fd;                      /* -1 for memory images */
     bool mapped;                 /* base is ours to munmap */
     uid_t uid;                   /* file owner (the writer's uid) */
-    uint32_t pid;                /* header pid (== the name's for files) */
+    uint32_t pid;                /* header pid (== the name's for files:
+                                    gm_seg_open refuses others) */
     uint64_t start_ticks;
     uint32_t dev_slots;          /* validated geometry */
     uint32_t ring_capacity;
@@ -85,10 +86,15 @@ struct gm_seg {
 };
 
 /* Open "<dir>/<prefix>.<pid>" read-only (O_NOFOLLOW: a symbolic link is
- * refused), map it PROT_READ and validate it. Returns 0, or -1 with a
- * one-line reason in err (e.g. "bad magic: not a gpumem segment",
- * "ABI version 2; this tool reads version 1", "truncated: 4096 bytes, the
- * header says 331776"). On error nothing stays open. */
+ * refused), map it PROT_READ and validate it. A file whose header is not
+ * its name's process (another pid, or for a ".ns<inode>" name another pid
+ * namespace; for a plain name one that is neither the initial one nor
+ * unknown) is refused too: a copy, or another process's segment under a
+ * name it does not own. Returns 0, or -1 with a one-line reason in err
+ * that starts with the path (e.g. "<path>: bad magic: not a gpumem
+ * segment", "<path>: ABI version 2; this tool reads version 1", "<path>:
+ * the header's pid 7 is not the name's pid 8 (...)"). On error nothing
+ * stays open. */
 int gm_seg_open(struct gm_seg *s, const char *dir, const char *prefix,
                 int pid, char *err, size_t errcap);
 int gm_seg_open_id(struct gm_seg *s, const char *dir, const char *prefix,
@@ -99,7 +105,9 @@ int gm_seg_open_id(struct gm_seg *s, const char *dir, const char *prefix,
  * "<prefix>.<pid>". */
 int gm_seg_open_pid(struct gm_seg *s, const char *dir, const char *prefix,
                     int pid, char *err, size_t errcap);
-/* Any path; a name ending in ".ns<digits>" sets name_ns. */
+/* Any path; a name ending in ".ns<digits>" sets name_ns, and one ending
+ * in ".<pid>" or ".<pid>.ns<digits>" is checked against the header as
+ * above (another name: not checked). */
 int gm_seg_open_path(struct gm_seg *s, const char *path, char *err,
                      size_t errcap);
 /* Validate and use n bytes at p (not copied: p must stay valid and be
