@@ -17,8 +17,9 @@
 #     row per container and device;
 #   - hostile files among the segments (garbage, a half-written segment
 #     whose magic is 0, a truncated one, a symbolic link, a FIFO, a
-#     directory, another version) leave the scrape answering with every
-#     process, and are counted by reason in gpumem_scrape_errors_total;
+#     directory, another version, a plain copy of a segment under another
+#     pid's name) leave the scrape answering with every process, no series
+#     twice, and are counted by reason in gpumem_scrape_errors_total;
 #     a valid segment whose command line holds quotes, a newline, a
 #     backslash, invalid UTF-8, controls and exposition syntax comes out
 #     as one escaped label, and promtool still accepts the text;
@@ -146,6 +147,7 @@ evil[56:60] = struct.pack("<I", 900008)                     # header pid
 cmd = b'ev"il\n\\x\xff\xc2\x85 {} # HELP gpumem_used_bytes 1\x1b[2J'
 evil[128:128 + 512] = cmd + b"\0" * (512 - len(cmd))
 open(s + ".900008", "wb").write(evil)
+open(s + ".900009", "wb").write(img)                        # a plain cp
 EOF
 ln -s "$T/ps.json" "$S.900005"                          # a link
 mkfifo "$S.900006"                                       # a FIFO (never opened for long)
@@ -169,9 +171,19 @@ errs = {}
 for l in open(sys.argv[2]):
     if l.startswith("gpumem_scrape_errors_total{"):
         errs[l.split('"')[1]] = int(l.split()[-1])
-# garbage, magic 0, truncated, version 99, link, FIFO, directory: 7 invalid
-if errs.get("invalid") != 7:
-    print("errors by reason:", errs, "(7 invalid expected)"); sys.exit(1)
+# garbage, magic 0, truncated, version 99, link, FIFO, directory, and the
+# copy under another pid's name: 8 invalid
+if errs.get("invalid") != 8 or errs.get("duplicate") != 0:
+    print("errors by reason:", errs, "(8 invalid, 0 duplicate expected)")
+    sys.exit(1)
+# No series twice (a scraper would reject the whole text).
+seen = set()
+for l in open(sys.argv[2], encoding="utf-8"):
+    if not l.startswith("#"):
+        k = l.rsplit(" ", 1)[0]
+        if k in seen:
+            print("series twice:", k); sys.exit(1)
+        seen.add(k)
 EOF
 if command -v promtool >/dev/null 2>&1; then
     promtool check metrics <"$T/h.txt" >"$T/pt2.out" 2>&1 ||

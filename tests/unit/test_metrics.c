@@ -5,9 +5,11 @@
  * labels; the bounds (--max-segments, the time budget, the size of the
  * text) skip the rest with their reason and keep the text valid; a copy
  * whose device block is never consistent is exported without that device
- * (reason "inconsistent"); a copy of a process that is not running is
- * left out unless asked; an unreadable directory fails with its name and
- * still yields the health figures; errors add up across scrapes.
+ * (reason "inconsistent"); a second file that means the same process
+ * here is skipped (reason "duplicate"), so no label set appears twice; a
+ * copy of a process that is not running is left out unless asked; an
+ * unreadable directory fails with its name and still yields the health
+ * figures; errors add up across scrapes.
  */
 #include <check.h>
 #include <fcntl.h>
@@ -19,6 +21,7 @@
 
 #include "shim/telemetry/telemetry.h"
 #include "tools/lib/metrics.h"
+#include "tools/lib/reader.h"
 
 static char dir[256];
 static struct gm_tel tel;
@@ -46,13 +49,14 @@ static void teardown(void)
     ck_assert_int_eq(system(cmd), 0);
 }
 
-/* Copies this process's segment to "<dir>/gmu.<pid>", then lets edit
- * change the copy. */
-static void copy_as(int pid, void (*edit)(unsigned char *img, size_t n))
+/* Copies this process's segment to "<dir>/<name>" with the header's pid
+ * set to pid, then lets edit change the copy. */
+static void copy_to(const char *name, int pid,
+                    void (*edit)(unsigned char *img, size_t n))
 {
     char from[300], to[300];
     snprintf(from, sizeof from, "%s/gmu.%d", dir, (int)getpid());
-    snprintf(to, sizeof to, "%s/gmu.%d", dir, pid);
+    snprintf(to, sizeof to, "%s/%s", dir, name);
     FILE *f = fopen(from, "rb");
     ck_assert_ptr_nonnull(f);
     static _Alignas(64) unsigned char img[1 << 20];
@@ -66,6 +70,14 @@ static void copy_as(int pid, void (*edit)(unsigned char *img, size_t n))
     ck_assert_ptr_nonnull(f);
     ck_assert_uint_eq(fwrite(img, 1, n, f), n);
     fclose(f);
+}
+
+/* The copy "<dir>/gmu.<pid>". */
+static void copy_as(int pid, void (*edit)(unsigned char *img, size_t n))
+{
+    char name[32];
+    snprintf(name, sizeof name, "gmu.%d", pid);
+    copy_to(name, pid, edit);
 }
 
 static struct gm_metrics_totals tot;
@@ -208,6 +220,71 @@ START_TEST(test_inconsistent)
 }
 END_TEST
 
+static void initial_pidns(unsigned char *img, size_t n)
+{
+    (void)n;
+    ((struct gm_abi_header *)(void *)img)->ident.pidns = GM_PIDNS_INIT;
+}
+
+/* Asserts that no two samples of text have one name and label set. */
+static void samples_unique(const char *text)
+{
+    size_t n = 0, cap = 256;
+    char **key = malloc(cap * sizeof *key);
+    ck_assert_ptr_nonnull(key);
+    for (const char *p = text; *p; ) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        const char *sp = memrchr(p, ' ', len);
+        if (p[0] != '#' && sp != NULL) {
+            char *k = strndup(p, (size_t)(sp - p));
+            for (size_t i = 0; i < n; i++)
+                ck_assert_msg(strcmp(key[i], k) != 0, "twice: %s", k);
+            if (n == cap) {
+                cap *= 2;
+                key = realloc(key, cap * sizeof *key);
+                ck_assert_ptr_nonnull(key);
+            }
+            key[n++] = k;
+        }
+        p += len + (e != NULL);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(key[i]);
+    free(key);
+}
+
+/* One process under the two names that both mean it in the initial pid
+ * namespace (plain, and ".ns<inode>" of that namespace): one label set,
+ * exported once; the later file is skipped as "duplicate", and the
+ * per-device sums count the process once. */
+START_TEST(test_duplicate_labels_skipped)
+{
+    if (gm_reader_self_pidns() != GM_PIDNS_INIT) {
+        printf("not in the initial pid namespace: no second name means "
+               "this process here; skipped\n");
+        return;
+    }
+    memset(&tot, 0, sizeof tot);
+    char name[64];
+    snprintf(name, sizeof name, "gmu.%d.ns%llu", (int)getpid(),
+             (unsigned long long)GM_PIDNS_INIT);
+    copy_to(name, (int)getpid(), initial_pidns);
+    struct gm_metrics_opts o;
+    opts(&o);
+    char *t = scrape(&o, 0);
+    samples_unique(t);
+    ck_assert_uint_eq(value_of(t, "gpumem_scrape_segments "), 1);
+    ck_assert_uint_eq(value_of(t,
+        "gpumem_scrape_errors_total{reason=\"duplicate\"} "), 1);
+    ck_assert_uint_eq(value_of(t, "gpumem_device_used_bytes{device=\"0\"} "),
+                      8192);
+    ck_assert_uint_eq(value_of(t, "gpumem_device_processes{device=\"0\"} "),
+                      1);
+    free(t);
+}
+END_TEST
+
 START_TEST(test_missing_dir)
 {
     memset(&tot, 0, sizeof tot);
@@ -259,6 +336,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_figures);
     tcase_add_test(tc, test_bounds);
     tcase_add_test(tc, test_inconsistent);
+    tcase_add_test(tc, test_duplicate_labels_skipped);
     tcase_add_test(tc, test_missing_dir);
     tcase_add_test(tc, test_write_file);
     suite_add_tcase(s, tc);

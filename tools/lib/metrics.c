@@ -5,10 +5,12 @@
  *
  * Invariants: one snapshot buffer and one group view are reused for the
  * whole scrape (memory is the text plus a few hundred bytes per process
- * for the per-device sums and HAMi rows); every segment is closed before
- * the next is opened; a device is exported only when its copy is
- * consistent (GM_SNAP_OK), so no torn figure reaches a time series; the
- * per-device sums count only writers that are alive.
+ * for the per-device sums, the HAMi rows and the labels seen); every
+ * segment is closed before the next is opened; a device is exported only
+ * when its copy is consistent (GM_SNAP_OK), so no torn figure reaches a
+ * time series; no label set is written twice (a process whose labels
+ * equal an earlier one's is skipped); the per-device sums count only
+ * writers that are alive.
  */
 #include "tools/lib/metrics.h"
 
@@ -128,6 +130,7 @@ static const struct gm_expo_family fams[F_COUNT] = {
 
 static const char *const reason_names[GM_MX_NREASONS] = {
     "unreadable", "invalid", "faulted", "inconsistent", "limit", "timeout",
+    "duplicate",
 };
 
 const char *gm_mx_reason_name(enum gm_mx_reason r)
@@ -166,6 +169,12 @@ struct hami_row {
     char uuid[48];               /* the device's, "" when not recorded */
 };
 
+/* The labels of a process already exported by the scrape. */
+struct seen {
+    uint64_t hash;
+    char *labels;
+};
+
 struct scrape {
     const struct gm_metrics_opts *o;
     enum gm_expo_fmt fmt;
@@ -178,6 +187,8 @@ struct scrape {
     struct devsum dev[GM_ABI_MAX_DEVICES];
     struct hami_row *hami;
     size_t nhami, cap_hami;
+    struct seen *seen;
+    size_t nseen, cap_seen;
     struct gm_expo_buf lab;      /* labels being built */
     char le[GM_ABI_LAT_BUCKETS][32]; /* `le="..."` of each bucket, once */
     size_t text;                 /* bytes in all family buffers */
@@ -488,18 +499,53 @@ static void device_series(struct scrape *s, const struct gm_scan_proc *sp,
     }
 }
 
-static void process_series(struct scrape *s, const struct gm_scan_proc *sp)
+static uint64_t labels_hash(const char *p)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    return h;
+}
+
+/* Whether a process with these labels was exported by this scrape
+ * already; if not, they are noted (false also when memory ran out). */
+static bool seen_before(struct scrape *s, const char *labels)
+{
+    uint64_t h = labels_hash(labels);
+    for (size_t i = 0; i < s->nseen; i++)
+        if (s->seen[i].hash == h && strcmp(s->seen[i].labels, labels) == 0)
+            return true;
+    if (s->nseen == s->cap_seen) {
+        size_t cap = s->cap_seen ? s->cap_seen * 2 : 64;
+        void *p = realloc(s->seen, cap * sizeof *s->seen);
+        if (p == NULL) {
+            s->oom = true;
+            return false;
+        }
+        s->seen = p;
+        s->cap_seen = cap;
+    }
+    char *copy = strdup(labels);
+    if (copy == NULL) {
+        s->oom = true;
+        return false;
+    }
+    s->seen[s->nseen++] = (struct seen){ h, copy };
+    return false;
+}
+
+/* The info row: the process's labels and the whole identity, once. */
+static void info_row(struct scrape *s, const struct gm_scan_proc *sp,
+                     const char *plabels)
 {
     const struct gm_snapshot *sn = &sp->p.snap;
-    const char *group = group_of(s, sp->p.pid, sp->p.pidns, sn->start_ticks);
-    struct gm_expo_buf *lab = &s->lab;
-
-    /* The info row: the whole identity, once. */
     const struct gm_abi_ident *id = &sn->ident;
+    struct gm_expo_buf *lab = &s->lab;
     char owner[64], uid[16], nspid[16], pidns[24];
     gm_user_name(sp->p.uid, owner, sizeof owner);
     snprintf(uid, sizeof uid, "%u", (unsigned)sp->p.uid);
-    proc_labels(s, sp, group);
+    lab->len = 0;
+    gm_expo_puts(lab, plabels);
     gm_expo_label(lab, true, "owner", owner, 0);
     gm_expo_label(lab, true, "uid", uid, 0);
     if (!sp->p.local) {
@@ -519,13 +565,27 @@ static void process_series(struct scrape *s, const struct gm_scan_proc *sp)
     gm_expo_label(lab, true, "policy", sn->policy, 128);
     gm_expo_sample_u64(fam(s, F_INFO), fams[F_INFO].name, NULL, lab->p,
                        NULL, 1);
+}
 
+/* The series of one process; false (and counted) when a process with
+ * the same labels was exported by this scrape already: two series with
+ * one label set make a scraper reject the whole text. */
+static bool process_series(struct scrape *s, const struct gm_scan_proc *sp)
+{
+    const struct gm_snapshot *sn = &sp->p.snap;
+    const char *group = group_of(s, sp->p.pid, sp->p.pidns, sn->start_ticks);
+    struct gm_expo_buf *lab = &s->lab;
     proc_labels(s, sp, group);
+    if (seen_before(s, lab->p ? lab->p : "")) {
+        s->skipped[GM_MX_DUPLICATE]++;
+        return false;
+    }
     char *plabels = strdup(lab->p ? lab->p : "");
     if (plabels == NULL) {
         s->oom = true;
-        return;
+        return false;
     }
+    info_row(s, sp, plabels);
     const char *L = plabels;
     /* To the millisecond (the kernel's start time has 10 ms steps): a
      * double keeps every digit of it. */
@@ -544,6 +604,7 @@ static void process_series(struct scrape *s, const struct gm_scan_proc *sp)
         device_series(s, sp, dv, plabels);
     }
     free(plabels);
+    return true;
 }
 
 /* The leak verdict of each device of a live process from its history
@@ -608,8 +669,7 @@ static bool read_process(struct scrape *s, const struct gm_seg_id *id,
         return false;
     if (sp->p.state == GM_SEG_EXITED && !sp->kept)
         return false;   /* closed and about to be removed */
-    process_series(s, sp);
-    return true;
+    return process_series(s, sp);
 }
 
 static unsigned read_processes(struct scrape *s, uint64_t deadline)
@@ -735,6 +795,9 @@ static void scrape_free(struct scrape *s)
     free(s->gname);
     free(s->members);
     free(s->hami);
+    for (size_t i = 0; i < s->nseen; i++)
+        free(s->seen[i].labels);
+    free(s->seen);
     free(s);
 }
 

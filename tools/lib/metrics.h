@@ -13,7 +13,9 @@
  * cannot be read (unreadable, invalid or half-written, truncated while
  * read, a device block that is never consistent) is skipped and counted
  * under its reason in gpumem_scrape_errors_total; nothing a segment holds
- * makes a scrape fail. Figures are those of the snapshot `gpumem ps
+ * makes a scrape fail. No two series of a scrape have one label set: a
+ * process whose labels equal those of one exported before it in the same
+ * scrape is skipped (reason "duplicate"). Figures are those of the snapshot `gpumem ps
  * --json` prints (the same reader, the same fields).
  */
 #ifndef GM_TOOLS_METRICS_H
@@ -39,6 +41,8 @@ enum gm_mx_reason {
                               breaking the writer's invariants */
     GM_MX_LIMIT,           /* past --max-segments or the size bound */
     GM_MX_TIMEOUT,         /* left when the scrape's time ran out */
+    GM_MX_DUPLICATE,       /* the labels of a process already exported
+                              by the scrape (a copy of its segment) */
     GM_MX_NREASONS
 };
 const char *gm_mx_reason_name(enum gm_mx_reason r); /* "invalid", ... */
