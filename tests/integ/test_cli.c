@@ -1,14 +1,19 @@
 /*
  * tests/integ/test_cli.c — what the gpumem command says to a new user:
- * gpumem run's group options, the message for a pid with no segment, the
- * pointer to gpumem-top, --version.
+ * gpumem run's group options, the message for a pid with no segment and
+ * for one whose segment is refused (its path once, and why), the pointer
+ * to gpumem-top, --version.
  */
 #include <check.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "gm_spawn.h"
+#include "shim/telemetry/abi.h"
 
 static char out[1 << 14];
 
@@ -45,6 +50,50 @@ START_TEST(no_such_process_is_said_plainly)
                       strstr(out, "gpumem ps --all") != NULL &&
                       strstr(out, "No such file") == NULL, "%s", out);
     }
+}
+END_TEST
+
+static size_t count(const char *hay, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++)
+        n++;
+    return n;
+}
+
+/* A segment that cannot be read: one line naming its path once, with the
+ * reason (another ABI version, a symbolic link, a directory). */
+START_TEST(refusal_names_the_path_once)
+{
+    char dir[] = "/tmp/gmtcli.XXXXXX", de[96], path[3][160], rm[160];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(de, sizeof de, "GPUMEM_SHM_DIR=%s", dir);
+    const char *env[] = { de, "GPUMEM_SHM_PREFIX=gmtcli", NULL };
+    static const char *const pids[3] = { "4000001", "4000002", "4000003" };
+    static const char *const why[3] = { "ABI version 5; this tool reads",
+                                        "is a symbolic link",
+                                        "not a regular non-empty file" };
+    for (int i = 0; i < 3; i++)
+        snprintf(path[i], sizeof path[i], "%s/gmtcli.%s", dir, pids[i]);
+    struct { uint64_t magic; uint32_t version; } head = { GM_ABI_MAGIC, 5 };
+    FILE *f = fopen(path[0], "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(&head, sizeof head, 1, f), 1);
+    fclose(f);
+    ck_assert_int_eq(symlink(path[0], path[1]), 0);
+    ck_assert_int_eq(mkdir(path[2], 0700), 0);
+    static const char *const cmds[2] = { "report", "log" };
+    for (int i = 0; i < 3; i++)
+        for (int c = 0; c < 2; c++) {
+            const char *argv[] = { gm_bpath("gpumem"), cmds[c], pids[i],
+                                   NULL };
+            int rc = gm_run(env, 0, argv, out, sizeof out);
+            ck_assert_msg(rc == 1 && count(out, path[i]) == 1 &&
+                          strstr(out, why[i]) != NULL,
+                          "%s %s: exit %d: %s", cmds[c], pids[i], rc, out);
+        }
+    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(rm), 0);
 }
 END_TEST
 
@@ -121,6 +170,7 @@ int main(void)
     tcase_set_timeout(t, 30);
     tcase_add_test(t, run_takes_group_limit_and_priority);
     tcase_add_test(t, no_such_process_is_said_plainly);
+    tcase_add_test(t, refusal_names_the_path_once);
     tcase_add_test(t, top_points_to_gpumem_top);
     tcase_add_test(t, version_exits_0);
     tcase_add_test(t, json_keys_are_one_schema);

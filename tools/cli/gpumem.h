@@ -24,8 +24,9 @@ struct gm_cmd {
 };
 
 /* gpumem policy [--json] */
-/* A pid's segment could not be opened (err: the reader's reason): say
- * so on stderr, as "no gpumem process N" when there is no segment. */
+/* A pid's segment could not be opened (err: the reader's reason, which
+ * starts with the path): say so on stderr, as "no gpumem process N" when
+ * there is no segment. */
 void gm_cli_open_failed(const char *cmd, const char *prefix, int pid,
                         const char *err);
 

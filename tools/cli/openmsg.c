@@ -1,7 +1,8 @@
 /*
  * tools/cli/openmsg.c — the one message a subcommand prints when a pid's
  * segment cannot be opened: "no gpumem process N" when there is no such
- * segment (with where to look), else the reader's own reason.
+ * segment (with where to look), else the reader's own reason, which
+ * already names the file (tools/lib/reader.h).
  */
 #include <stdio.h>
 #include <sys/stat.h>
@@ -19,5 +20,5 @@ void gm_cli_open_failed(const char *cmd, const char *prefix, int pid,
         fprintf(stderr, "gpumem: %s: no gpumem process %d (no segment %s); "
                 "`gpumem ps --all` lists them\n", cmd, pid, path);
     else
-        fprintf(stderr, "gpumem: %s: pid %d: %s: %s\n", cmd, pid, path, err);
+        fprintf(stderr, "gpumem: %s: pid %d: %s\n", cmd, pid, err);
 }
