@@ -69,6 +69,12 @@ enum gm_ev_kind {
 /* Names: "cuMemAlloc", "alloc", ... ("?" for an unknown value; shim/telemetry/abinames.c). */
 const char *gm_api_name(unsigned api);
 const char *gm_ev_kind_name(unsigned kind);
+/* The same for output read from a segment: a value this build does not
+ * know is written by number into buf ("api40", "kind19"; GM_ABI_NAME_CAP
+ * bytes always suffice). Returns the name or buf. */
+#define GM_ABI_NAME_CAP 16u
+const char *gm_api_text(unsigned api, char *buf, size_t cap);
+const char *gm_ev_kind_text(unsigned kind, char *buf, size_t cap);
 
 /* ------------------------------------------------------------------------
  * The segment: /dev/shm/<prefix>.<pid>, mode 0600, one per process.

@@ -1,9 +1,12 @@
 /*
  * shim/telemetry/abinames.c — the names of the ABI's identifiers (API ids and event
  * kinds), for the shim's messages and the tools' output. Total functions:
- * an unknown value gives "?", never NULL.
+ * an unknown value gives "?" (gm_*_name), or its number ("kind19",
+ * "api40": gm_*_text, for what is read from a segment), never NULL.
  */
 #include "shim/telemetry/abi.h"
+
+#include <stdio.h>
 
 const char *gm_ev_kind_name(unsigned kind)
 {
@@ -51,4 +54,24 @@ const char *gm_api_name(unsigned api)
         [GM_API_CTX_END] = "context end",
     };
     return api < GM_API_COUNT && names[api] ? names[api] : "?";
+}
+
+/* The name, or "<what><value>" in buf for a value without one. */
+static const char *known_or_number(const char *name, const char *what,
+                                   unsigned v, char *buf, size_t cap)
+{
+    if (name[0] != '?')
+        return name;
+    snprintf(buf, cap, "%s%u", what, v);
+    return buf;
+}
+
+const char *gm_api_text(unsigned api, char *buf, size_t cap)
+{
+    return known_or_number(gm_api_name(api), "api", api, buf, cap);
+}
+
+const char *gm_ev_kind_text(unsigned kind, char *buf, size_t cap)
+{
+    return known_or_number(gm_ev_kind_name(kind), "kind", kind, buf, cap);
 }

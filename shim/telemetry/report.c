@@ -380,8 +380,9 @@ static void json_oom(struct out *o, const struct gm_abi_oom *m)
     emit(o, "{");
     json_u64(o, "ts_ns", m->ts_ns, true);
     json_u64(o, "size", m->size, true);
+    char ab[GM_ABI_NAME_CAP];
     emit(o, "\"api\":");
-    json_string(o, gm_api_name(m->api));
+    json_string(o, gm_api_text(m->api, ab, sizeof ab));
     emit_char(o, ',');
     json_u64(o, "used", m->used, true);
     json_u64(o, "limit", m->limit, true);
@@ -402,7 +403,7 @@ static void json_oom(struct out *o, const struct gm_abi_oom *m)
     for (uint32_t k = 0; k < m->nclasses && k < GM_ABI_OOM_CLASSES; k++) {
         const struct gm_abi_oom_class *c = &m->classes[k];
         emit(o, "%s{\"api\":", k ? "," : "");
-        json_string(o, gm_api_name(c->api));
+        json_string(o, gm_api_text(c->api, ab, sizeof ab));
         emit_char(o, ',');
         json_u64(o, "size_min", c->size_min, true);
         json_u64(o, "size_max", c->size_max, true);

@@ -12,7 +12,8 @@
  * (\xHH, a backslash doubled); every JSON output (ps --json, top --json,
  * log --format jsonl) must be valid JSON in valid UTF-8. Also: the text
  * form of `gpumem log` prints a host (pinned memory) event's fields with
- * their meaning (signed delta, host address, pinned total).
+ * their meaning (signed delta, host address, pinned total), and every
+ * form prints an event kind and API it does not know by number.
  *
  * Segment prefixes are "gmtx<runner pid>_<n>"; the unchecked teardown (in
  * the runner, so it runs even when a case fails) removes every file of
@@ -555,6 +556,31 @@ START_TEST(log_text_host_event_fields)
 }
 END_TEST
 
+/* ---- values this build does not know ------------------------------------------ */
+
+/* A newer writer's kind and API: printed by number in text, jsonl, csv. */
+START_TEST(log_unknown_kind_by_number)
+{
+    craft();
+    gm_tel_event(&tel, 77, 0, 99, 4096, 0x1000, MiB);
+    const char *text[] = { gpumem(), "log", spid, NULL };
+    ck_assert_int_eq(tool(text), 0);
+    ck_assert_msg(strstr(out, " kind77     api99 ") != NULL, "%s",
+                  visible(out, 16000));
+    const char *jsonl[] = { gpumem(), "log", "--format", "jsonl", spid,
+                            NULL };
+    ck_assert_int_eq(tool(jsonl), 0);
+    ck_assert_msg(strstr(out, "\"kind\":\"kind77\",\"api\":\"api99\",")
+                  != NULL, "%s", visible(out, 16000));
+    const char *csv[] = { gpumem(), "log", "--format", "csv", spid, NULL };
+    ck_assert_int_eq(tool(csv), 0);
+    ck_assert_msg(strstr(out, ",kind77,api99,0,") != NULL, "%s",
+                  visible(out, 16000));
+    ck_assert_ptr_null(strstr(out, ",?,"));
+    uncraft();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("tool_text");
@@ -567,6 +593,7 @@ static Suite *suite(void)
     tcase_add_test(t, svg_title_escaped);
     tcase_add_test(t, top_screen_escapes_segment_text);
     tcase_add_test(t, log_text_host_event_fields);
+    tcase_add_test(t, log_unknown_kind_by_number);
     suite_add_tcase(s, t);
     return s;
 }

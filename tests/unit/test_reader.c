@@ -476,6 +476,15 @@ START_TEST(test_snapshot_matches_writes)
     ck_assert_str_eq(gm_api_name(r[2].api), "cuMemCreate");
     ck_assert_str_eq(gm_ev_kind_name(999), "?");
     ck_assert_str_eq(gm_api_name(GM_API_COUNT), "?");
+    char b[GM_ABI_NAME_CAP], want[GM_ABI_NAME_CAP];
+    ck_assert_str_eq(gm_ev_kind_text(999, b, sizeof b), "kind999");
+    ck_assert_str_eq(gm_ev_kind_text(4294967295u, b, sizeof b),
+                     "kind4294967295");
+    ck_assert_str_eq(gm_ev_kind_text(GM_EV_HOST, b, sizeof b), "host");
+    snprintf(want, sizeof want, "api%u", (unsigned)GM_API_COUNT);
+    ck_assert_str_eq(gm_api_text(GM_API_COUNT, b, sizeof b), want);
+    ck_assert_str_eq(gm_api_text(GM_API_MEM_CREATE, b, sizeof b),
+                     "cuMemCreate");
     free(pr);
     free(im.mem);
 }

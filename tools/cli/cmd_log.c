@@ -69,6 +69,9 @@ const char gm_help_log[] =
     "    csv    a header line, then pid,seq,ts_ns,kind,api,dev,tid,size,\n"
     "           addr,used_after,extra,lat_ns; a gap is a row of kind lost\n"
     "           with the count in size.\n"
+    "    In every format a kind or API this version does not know (a\n"
+    "    newer writer's) is printed by number: kind19, api40 (a string\n"
+    "    in jsonl, like the names).\n"
     "\n"
     "OPTIONS\n"
     "    -f, --follow\n"
@@ -253,7 +256,10 @@ static bool print_program_event(const char *when, int pid, const char *dev,
     }
 }
 
-static void print_text(int pid, const struct gm_abi_record *r)
+/* kind and api: the record's names (tools' form: by number when this
+ * build does not know the value). */
+static void print_text(int pid, const struct gm_abi_record *r,
+                       const char *kind, const char *api)
 {
     time_t sec = (time_t)(r->ts_ns / 1000000000ull);
     struct tm tm;
@@ -279,7 +285,7 @@ static void print_text(int pid, const struct gm_abi_record *r)
         return;
     printf("%s.%06llu pid %d %s %-10s %-24s %11s at 0x%llx %s %s", when,
            (unsigned long long)(r->ts_ns / 1000 % 1000000), pid, dev,
-           gm_ev_kind_name(r->kind), gm_api_name(r->api), size,
+           kind, api, size,
            (unsigned long long)addr, host ? "pinned" : "used", used);
     if (r->kind == GM_EV_ALLOC || r->kind == GM_EV_FREE)
         printf(" lat %s", lat);
@@ -297,11 +303,14 @@ static void print_event(const struct log_ctx *c, int pid,
     if (c->kinds && (r->kind >= 32 || !(c->kinds & (1u << r->kind))))
         return;
     unsigned long long seq = (unsigned long long)(r->seq - 1);
+    char kb[GM_ABI_NAME_CAP], ab[GM_ABI_NAME_CAP];
+    const char *kind = gm_ev_kind_text(r->kind, kb, sizeof kb);
+    const char *api = gm_api_text(r->api, ab, sizeof ab);
     if (c->fmt == FMT_TEXT) {
-        print_text(pid, r);
+        print_text(pid, r, kind, api);
     } else if (c->fmt == FMT_CSV) {
         printf("%d,%llu,%llu,%s,%s,", pid, seq, (unsigned long long)r->ts_ns,
-               gm_ev_kind_name(r->kind), gm_api_name(r->api));
+               kind, api);
         if (r->dev != GM_ABI_NO_DEVICE)
             printf("%u", r->dev);
         printf(",%u,%llu,%llu,%llu,%llu,%u\n", r->tid,
@@ -311,8 +320,7 @@ static void print_event(const struct log_ctx *c, int pid,
     } else {
         printf("{\"pid\":%d,\"seq\":%llu,\"ts_ns\":%llu,\"kind\":\"%s\","
                "\"api\":\"%s\",\"dev\":", pid, seq,
-               (unsigned long long)r->ts_ns, gm_ev_kind_name(r->kind),
-               gm_api_name(r->api));
+               (unsigned long long)r->ts_ns, kind, api);
         if (r->dev != GM_ABI_NO_DEVICE)
             printf("%u", r->dev);
         else

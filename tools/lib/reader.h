@@ -260,8 +260,9 @@ uint64_t gm_seg_steps(const struct gm_seg *s);
 int gm_seg_oom(const struct gm_seg *s, unsigned dev, struct gm_abi_oom *out,
                char *err, size_t errcap);
 
-/* Names for tools: "alloc", "free", "oom", ... and "cuMemAlloc", ...;
- * "?" for an unknown value. */
+/* Names for tools: gm_ev_kind_text and gm_api_text (shim/telemetry/abi.h):
+ * "alloc", "free", "oom", ... and "cuMemAlloc", ...; an unknown value by
+ * number ("kind19", "api40"). */
 
 /* The fuzzing and hostile-input entry point: treat n bytes at p (any
  * alignment) as a segment image; validate it, and when valid snapshot it,

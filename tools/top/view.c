@@ -781,9 +781,11 @@ static void event_line(int y, const struct gm_abi_record *r)
     }
     if (oom)
         attron(COLOR_PAIR(PAIR_BAD) | A_BOLD);
+    char kb[GM_ABI_NAME_CAP], ab[GM_ABI_NAME_CAP];
     putf(y, 0, "  %s.%03llu %-8s %-20s %8s  used %s%s", when,
          (unsigned long long)(r->ts_ns / 1000000 % 1000),
-         gm_ev_kind_name(r->kind), gm_api_name(r->api), size, used, lim);
+         gm_ev_kind_text(r->kind, kb, sizeof kb),
+         gm_api_text(r->api, ab, sizeof ab), size, used, lim);
     if (oom)
         attroff(COLOR_PAIR(PAIR_BAD) | A_BOLD);
 }
