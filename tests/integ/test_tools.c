@@ -3,9 +3,10 @@
  * report, gc) and `gpumem-top --once/--json` against gpumem-trainsim
  * running under the shim on the simulated driver, and their view of shared
  * budgets: group segments made by forked children that join a group
- * through shim/group/group.h directly (libgmcore.a), then are killed; and
+ * through shim/group/group.h directly (libgmcore.a), then are killed;
  * copies of a segment under other pids' names, which no tool takes for
- * the process their header names.
+ * the process their header names; and a used of limit whose percentage
+ * wraps in 64 bits, shown capped.
  *
  * Each case uses its own segment prefix (GPUMEM_SHM_PREFIX), so cases and
  * other programs never see each other's segments; every segment a case
@@ -969,6 +970,60 @@ START_TEST(ps_group_member_command)
 }
 END_TEST
 
+/* ---- figures past any sensible share ---------------------------------------------- */
+
+/* Writes v at byte off of the file at path. */
+static void poke_u64(const char *path, size_t off, uint64_t v)
+{
+    int fd = open(path, O_WRONLY);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(pwrite(fd, &v, sizeof v, (off_t)off), (ssize_t)sizeof v);
+    close(fd);
+}
+
+/* Used of limit where used × 100 wraps in 64 bits: shown capped at 999%,
+ * in the column's width, by gpumem ps and gpumem-top --once, for a
+ * process (used 2^63, limit 1) and a group (used 2^64-1, limit 1). */
+START_TEST(percent_past_the_limit_is_capped)
+{
+    new_prefix("pct");
+    int k = kept_trainsim("2G", "2", NULL, NULL, NULL);
+    int gone = gone_pid();
+    copy_segment(k, gone, (uint32_t)gone);
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s.%d", GM_READER_DEFAULT_DIR, prefix,
+             gone);
+    size_t dev0 = sizeof(struct gm_abi_header);
+    poke_u64(path, dev0 + offsetof(struct gm_abi_dev, used), 1ull << 63);
+    poke_u64(path, dev0 + offsetof(struct gm_abi_dev, peak), 1ull << 63);
+    poke_u64(path, dev0 + offsetof(struct gm_abi_dev, limit), 1);
+    pid_t m = join_member("tp", 1.0, 1 << 20);
+    size_t gdev0 = offsetof(struct gm_group_seg, dev);
+    poke_u64(group_path("tp"), gdev0 + offsetof(struct gm_group_dev, used),
+             UINT64_MAX);
+    poke_u64(group_path("tp"), gdev0 + offsetof(struct gm_group_dev, peak),
+             UINT64_MAX);
+    poke_u64(group_path("tp"), gdev0 + offsetof(struct gm_group_dev, limit),
+             1);
+    char row[64];
+    snprintf(row, sizeof row, "%7d ", gone);
+    const char *ps[] = { gpumem(), "ps", NULL };
+    const char *top[] = { gm_bpath("gpumem-top"), "--once", "--prefix",
+                          prefix, NULL };
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(i == 0 ? tool(ps) : gm_run(NULL, 0, top, out,
+                                                    OUT_CAP), 0);
+        const char *r = strstr(out, row), *g = strstr(out, "\ntp ");
+        ck_assert_msg(r != NULL && g != NULL, "%s", out);
+        const char *nl = strchr(r, '\n'), *p = strstr(r, "999%");
+        ck_assert_msg(p != NULL && p < nl, "%.*s", (int)(nl - r), r);
+        ck_assert_msg(strstr(g, "   1B 999%  1\n") != NULL, "%s", g);
+    }
+    stop(m);
+    cleanup();
+}
+END_TEST
+
 /* ---- help and options ------------------------------------------------------------ */
 
 START_TEST(help_and_bad_options)
@@ -1016,6 +1071,7 @@ static Suite *suite(void)
     tcase_add_test(t, run_preloads_the_shim);
     tcase_add_test(t, gc_removes_dead_keeps_live);
     tcase_add_test(t, copied_segment_is_not_its_names);
+    tcase_add_test(t, percent_past_the_limit_is_capped);
     tcase_add_test(t, ps_and_top_show_groups);
     tcase_add_test(t, gc_removes_group_without_live_member);
     tcase_add_test(t, other_users_group_left_alone);

@@ -355,15 +355,35 @@ size_t gm_size_short(uint64_t bytes, char *buf, size_t cap)
     return n < 0 ? 0 : (size_t)n;
 }
 
+uint64_t gm_share(uint64_t part, uint64_t whole, uint64_t scale)
+{
+    __extension__ typedef unsigned __int128 u128;
+    if (whole == 0)
+        return 0;
+    u128 v = (u128)part * scale / whole;
+    return v > UINT64_MAX ? UINT64_MAX : (uint64_t)v;
+}
+
+uint64_t gm_pct_shown(uint64_t used, uint64_t limit)
+{
+    uint64_t pct = gm_share(used, limit, 100);
+    return pct > GM_PCT_SHOWN_MAX ? GM_PCT_SHOWN_MAX : pct;
+}
+
+void gm_pct_text(uint64_t used, uint64_t limit, char *buf, size_t cap)
+{
+    if (limit == 0)
+        snprintf(buf, cap, "-");
+    else
+        snprintf(buf, cap, "%llu%%",
+                 (unsigned long long)gm_pct_shown(used, limit));
+}
+
 /* ---- text table ---------------------------------------------------------- */
 
 static void pct_text(const struct gm_abi_dev *d, char *buf, size_t cap)
 {
-    if (d == NULL || d->limit == 0)
-        snprintf(buf, cap, "-");
-    else
-        snprintf(buf, cap, "%llu%%",
-                 (unsigned long long)(d->used * 100 / d->limit));
+    gm_pct_text(d ? d->used : 0, d ? d->limit : 0, buf, cap);
 }
 
 static void print_row(FILE *f, const struct gm_row *r)
@@ -822,9 +842,7 @@ static void group_dev_line(FILE *f, const struct gm_scan_group *g, int d,
         gm_size_short(gd->used, used, sizeof used);
         gm_size_short(gd->peak, peak, sizeof peak);
         size_or_dash(gd->limit, gd->limit != 0, lim, sizeof lim);
-        if (gd->limit)
-            snprintf(pct, sizeof pct, "%llu%%",
-                     (unsigned long long)(gd->used * 100 / gd->limit));
+        gm_pct_text(gd->used, gd->limit, pct, sizeof pct);
     }
     char name[GM_ESC_TERM_CAP(sizeof v->name)];
     gm_esc_term(v->name, 0, name, sizeof name);

@@ -123,6 +123,16 @@ bool gm_hist_window(const uint64_t *h, unsigned nb, unsigned rows,
 /* Compact size for narrow columns: "512B", "1.5K", "144.0M", "2.0G". */
 size_t gm_size_short(uint64_t bytes, char *buf, size_t cap);
 
+/* ⌊part × scale / whole⌋ computed in 128 bits (no wrap for any 64-bit
+ * figures), UINT64_MAX when it does not fit; 0 when whole is 0. */
+uint64_t gm_share(uint64_t part, uint64_t whole, uint64_t scale);
+
+/* Used of the limit as the tables show it (docs/metrics.md): ⌊used ×
+ * 100 / limit⌋ capped at GM_PCT_SHOWN_MAX, "N%"; "-" without a limit. */
+#define GM_PCT_SHOWN_MAX 999u
+uint64_t gm_pct_shown(uint64_t used, uint64_t limit);
+void gm_pct_text(uint64_t used, uint64_t limit, char *buf, size_t cap);
+
 /* The process table as text (header line + one line per row), as
  * `gpumem ps` prints it. */
 void gm_rows_print_text(FILE *f, const struct gm_row *rows, size_t n);

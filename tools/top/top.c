@@ -558,8 +558,8 @@ static int cmp_u64(uint64_t a, uint64_t b)
 static uint64_t pct_key(const struct gm_top_ent *e)
 {
     if (e->arena)
-        return e->arena_used * 1000 / e->arena_size;
-    return e->d.limit ? e->d.used * 1000 / e->d.limit : 0;
+        return gm_share(e->arena_used, e->arena_size, 1000);
+    return gm_share(e->d.used, e->d.limit, 1000);
 }
 
 /* The pid a row shows (its own when the host pid was never known). */

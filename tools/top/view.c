@@ -190,11 +190,12 @@ static void putf(int y, int x, const char *fmt, ...)
 
 static int level_pair(uint64_t used, uint64_t limit)
 {
+    uint64_t pct = gm_share(used, limit, 100);
     if (limit == 0)
         return PAIR_BAR;
-    if (used * 10 >= limit * 9)
+    if (pct >= 90)
         return PAIR_BAD;
-    return used * 10 >= limit * 7 ? PAIR_WARN : PAIR_BAR;
+    return pct >= 70 ? PAIR_WARN : PAIR_BAR;
 }
 
 /* "[#####     ]" of width w (>= 3) at y,x: frac of it filled. */
@@ -493,16 +494,16 @@ static void pct_cell(int y, int x, const struct gm_top_ent *e)
     const struct gm_abi_dev *d = &e->d;
     if (e->arena) {
         putf(y, x, "arena%3llu%%",
-             (unsigned long long)(e->arena_used * 100 / e->arena_size));
+             (unsigned long long)gm_pct_shown(e->arena_used, e->arena_size));
         return;
     }
     if (d->limit == 0) {
         put(y, x, " no limit");
         return;
     }
-    uint64_t pct = d->used * 100 / d->limit;
     bar(y, x, 5, d->used, d->limit, level_pair(d->used, d->limit));
-    putf(y, x + 5, "%3llu%%", (unsigned long long)(pct > 999 ? 999 : pct));
+    putf(y, x + 5, "%3llu%%",
+         (unsigned long long)gm_pct_shown(d->used, d->limit));
 }
 
 static void header_line(const struct gm_top_model *m, int y, const bool *show)
@@ -641,7 +642,8 @@ static size_t detail_fields(const struct gm_top_ent *e, char f[][FIELD])
         gm_size_short(e->arena_size, a, sizeof a);
         gm_size_short(e->arena_used, b, sizeof b);
         snprintf(f[n++], FIELD, "arena %s: %s allocated (%llu%%)", a, b,
-                 (unsigned long long)(e->arena_used * 100 / e->arena_size));
+                 (unsigned long long)gm_pct_shown(e->arena_used,
+                                                  e->arena_size));
     }
     latency(gm_dev_lat_q(d, 500), a, sizeof a);
     latency(gm_dev_lat_q(d, 990), b, sizeof b);
