@@ -289,8 +289,9 @@ static void text_device(struct out *o, const struct gm_snapshot *s,
     } else {
         emit(o, "; alloc latency n/a");
     }
-    emit(o, "; %llu events lost",
-         (unsigned long long)gm_snapshot_events_lost(s));
+    uint64_t lost = gm_snapshot_events_lost(s);
+    emit(o, "; %llu event%s lost", (unsigned long long)lost,
+         lost == 1 ? "" : "s");
     if (s->dev_state[i] != GM_SNAP_OK)
         emit(o, " (inconsistent snapshot)");
     emit_char(o, '\n');

@@ -12,8 +12,9 @@
  * (\xHH, a backslash doubled); every JSON output (ps --json, top --json,
  * log --format jsonl) must be valid JSON in valid UTF-8. Also: the text
  * form of `gpumem log` prints a host (pinned memory) event's fields with
- * their meaning (signed delta, host address, pinned total), and every
- * form prints an event kind and API it does not know by number.
+ * their meaning (signed delta, host address, pinned total) and a gap of
+ * one event in the singular, and every form prints an event kind and API
+ * it does not know by number.
  *
  * Segment prefixes are "gmtx<runner pid>_<n>"; the unchecked teardown (in
  * the runner, so it runs even when a case fails) removes every file of
@@ -581,6 +582,25 @@ START_TEST(log_unknown_kind_by_number)
 }
 END_TEST
 
+/* A gap of one event is "lost 1 event", of two "lost 2 events". */
+START_TEST(log_text_lost_count_in_words)
+{
+    craft();   /* 3 events in a ring of 64 */
+    for (int i = 0; i < 62; i++)
+        gm_tel_event(&tel, GM_EV_MARK, 0, GM_API_NONE, 0, (uint64_t)i, MiB);
+    const char *argv[] = { gpumem(), "log", spid, NULL };
+    char want[64];
+    snprintf(want, sizeof want, "pid %s: lost 1 event\n", spid);
+    ck_assert_int_eq(tool(argv), 0);
+    ck_assert_msg(strstr(out, want) != NULL, "%s", visible(out, 16000));
+    gm_tel_event(&tel, GM_EV_MARK, 0, GM_API_NONE, 0, 62, MiB);
+    snprintf(want, sizeof want, "pid %s: lost 2 events\n", spid);
+    ck_assert_int_eq(tool(argv), 0);
+    ck_assert_msg(strstr(out, want) != NULL, "%s", visible(out, 16000));
+    uncraft();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("tool_text");
@@ -594,6 +614,7 @@ static Suite *suite(void)
     tcase_add_test(t, top_screen_escapes_segment_text);
     tcase_add_test(t, log_text_host_event_fields);
     tcase_add_test(t, log_unknown_kind_by_number);
+    tcase_add_test(t, log_text_lost_count_in_words);
     suite_add_tcase(s, t);
     return s;
 }

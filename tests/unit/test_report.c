@@ -230,6 +230,14 @@ START_TEST(test_events_lost_live_and_inconsistent)
                                       "\"events_lost\":27,"));
     ck_assert_ptr_nonnull(strstr(buf, "{\"device\":0,\"consistent\":false"));
     seg_free(&s);
+    /* One lost: the singular. */
+    seg_open(&s, 16);
+    for (int i = 0; i < 17; i++)
+        gm_tel_alloc(&s.t, 0, 1, (uint64_t)i, 4096, 1000, 4096, 4096);
+    ck_assert_int_eq(gm_tel_snapshot(&s.t, s.snap), 0);
+    gm_report_text(s.snap, GM_REPORT_LIVE, buf, sizeof buf);
+    ck_assert_msg(strstr(buf, "; 1 event lost\n") != NULL, "%s", buf);
+    seg_free(&s);
 }
 END_TEST
 

@@ -201,7 +201,8 @@ static void print_lost(const struct log_ctx *c, int pid, uint64_t n)
     else if (c->fmt == FMT_CSV)
         printf("%d,,,lost,,,,%llu,,,,\n", pid, (unsigned long long)n);
     else
-        printf("pid %d: lost %llu events\n", pid, (unsigned long long)n);
+        printf("pid %d: lost %llu event%s\n", pid, (unsigned long long)n,
+               n == 1 ? "" : "s");
 }
 
 /* A host event (docs/abi.md) holds |delta| in size, the signed delta in

@@ -63,8 +63,9 @@ int gm_log_from(const char *file, int fmt, const int *pids, size_t np)
                            (unsigned long long)e->t_ns,
                            (unsigned long long)e->size);
                 else
-                    printf("pid %u: lost %llu records (from record %llu)\n",
-                           p->pid, (unsigned long long)e->size,
+                    printf("pid %u: lost %llu record%s (from record "
+                           "%llu)\n", p->pid, (unsigned long long)e->size,
+                           e->size == 1 ? "" : "s",
                            (unsigned long long)e->addr);
                 continue;
             }
@@ -94,8 +95,9 @@ int gm_log_from(const char *file, int fmt, const int *pids, size_t np)
                        (unsigned long long)e->addr, e->rc, e->tid);
         }
         if (p->lost && fmt == 0)
-            printf("pid %u: %llu records lost in all, the first at record "
-                   "%llu\n", p->pid, (unsigned long long)p->lost,
+            printf("pid %u: %llu record%s lost in all, the first at "
+                   "record %llu\n", p->pid, (unsigned long long)p->lost,
+                   p->lost == 1 ? "" : "s",
                    (unsigned long long)p->first_lost);
     }
     gm_trace_free(&t);
