@@ -1,7 +1,8 @@
 /*
  * shim/admit/arena_hooks.h — static mode (GPUMEM_MODE=static) as the wrappers see
  * it: one driver allocation per device made at its first context, from
- * which cuMemAlloc and cuMemAllocPitch requests are served.
+ * which cuMemAlloc and cuMemAllocPitch requests are served, and to which
+ * cuMemFree and cuMemFreeAsync of its blocks return them.
  */
 #ifndef GM_ARENA_HOOKS_H
 #define GM_ARENA_HOOKS_H
@@ -29,7 +30,12 @@ void gm_static_retire(int dev, CUcontext ctx);
  * (CUDA_SUCCESS and *p, or CUDA_ERROR_OUT_OF_MEMORY) otherwise. */
 bool gm_arena_try_alloc(int dev, struct gm_dev *d, uint64_t size,
                         unsigned api, CUdeviceptr *p, CUresult *rc);
-/* Return an arena pointer. False when `p` is in no arena. */
+/* True when `p` lies in a device's arena (a block of it or not). */
+bool gm_arena_holds(CUdeviceptr p);
+/* Return an arena pointer: at once, so a stream-ordered free synchronises
+ * its stream first. False when `p` is in no arena; true with *rc set
+ * (CUDA_SUCCESS, or CUDA_ERROR_INVALID_VALUE when `p` does not start a
+ * live block) otherwise. */
 bool gm_arena_try_free(CUdeviceptr p, unsigned api, CUresult *rc);
 /* Bytes the device's arena can still hand out (the sum of its free
  * blocks); 0 without an arena. */

@@ -3,8 +3,10 @@
  * shim takes GPUMEM_STATIC_SIZE (default: all the room the limit leaves
  * after the context) in one driver allocation, charges it to the device,
  * and serves cuMemAlloc_v2 and cuMemAllocPitch(_v2) from it with the
- * best-fit sub-allocator in shim/admit/arena.c. Frees of arena pointers return
- * to the arena; everything else goes to the driver as in grow mode.
+ * best-fit sub-allocator in shim/admit/arena.c. Frees of arena pointers
+ * (cuMemFree, and cuMemFreeAsync once its stream is synchronised: the
+ * wrappers, shim/intercept/hooks.c) return to the arena; everything else
+ * goes to the driver as in grow mode.
  *
  * Invariants: an arena is initialised completely before its pointer is
  * published in gm_dev.arena (release store; readers acquire); it lives
@@ -147,30 +149,43 @@ bool gm_arena_try_alloc(int dev, struct gm_dev *d, uint64_t size,
     return true;
 }
 
-bool gm_arena_try_free(CUdeviceptr p, unsigned api, CUresult *rc)
+/* The device whose arena holds `p`, or -1. */
+static int arena_of(CUdeviceptr p)
 {
     uint64_t bits = atomic_load_explicit(&gm_arena_bits, memory_order_acquire);
     while (GM_UNLIKELY(bits != 0)) {
-        unsigned dev = (unsigned)__builtin_ctzll(bits);
+        int dev = __builtin_ctzll(bits);
         bits &= bits - 1;
-        struct gm_arena *a = &arenas[dev];
-        if (!gm_arena_owns(a, p))
-            continue;
-        uint64_t size = 0;
-        uint64_t t0 = gm_hook_ticks();
-        int r = gm_arena_free(a, p, &size);
-        uint64_t lat = gm_ticks_ns(gm_hook_ticks() - t0);
-        if (r != 0) {
-            *rc = CUDA_ERROR_INVALID_VALUE;
-            return true;
-        }
-        struct gm_dev *d = &gm_st.dev[dev];
-        gm_tel_free_frag(&gm_st.tel, dev, api, p, size, lat,
-                         gm_budget_used(&d->budget), gm_arena_frag_ppm(a));
-        *rc = CUDA_SUCCESS;
+        if (gm_arena_owns(&arenas[dev], p))
+            return dev;
+    }
+    return -1;
+}
+
+bool gm_arena_holds(CUdeviceptr p)
+{
+    return arena_of(p) >= 0;
+}
+
+bool gm_arena_try_free(CUdeviceptr p, unsigned api, CUresult *rc)
+{
+    int dev = arena_of(p);
+    if (dev < 0)
+        return false;
+    struct gm_arena *a = &arenas[dev];
+    uint64_t size = 0;
+    uint64_t t0 = gm_hook_ticks();
+    int r = gm_arena_free(a, p, &size);
+    uint64_t lat = gm_ticks_ns(gm_hook_ticks() - t0);
+    if (r != 0) {
+        *rc = CUDA_ERROR_INVALID_VALUE;
         return true;
     }
-    return false;
+    struct gm_dev *d = &gm_st.dev[dev];
+    gm_tel_free_frag(&gm_st.tel, (unsigned)dev, api, p, size, lat,
+                     gm_budget_used(&d->budget), gm_arena_frag_ppm(a));
+    *rc = CUDA_SUCCESS;
+    return true;
 }
 
 uint64_t gm_static_free(struct gm_dev *d)

@@ -617,17 +617,54 @@ static CUresult free_real_any(enum kind k, CUstream stream, CUdeviceptr p)
                      stream);
 }
 
+/* Wait for the work queued on the stream of a stream-ordered free. */
+static CUresult stream_sync_real(enum fkind k, CUstream s)
+{
+    CUresult rc = CUDA_ERROR_NOT_FOUND;
+    gm_depth++;
+    if (k == F_ASYNC_PTSZ && gm_real.cuStreamSynchronize_ptsz)
+        rc = gm_real.cuStreamSynchronize_ptsz(s);
+    else if (k == F_ASYNC && gm_real.cuStreamSynchronize)
+        rc = gm_real.cuStreamSynchronize(s);
+    gm_depth--;
+    return rc;
+}
+
+/* Static mode: a stream-ordered free of an arena block. The arena may
+ * hand the block out again at once (as after cuMemFree, which is
+ * synchronous), while cuMemFreeAsync promises that the work queued on its
+ * stream before it still sees the block: that stream is synchronised
+ * first (its error, if any, is the free's, and the block stays). False
+ * when `p` is in no arena. */
+static __attribute__((noinline, cold)) bool
+arena_free_async(enum fkind k, unsigned api, CUdeviceptr p, CUstream s,
+                 CUresult *rc)
+{
+    if (!gm_arena_holds(p))
+        return false;
+    *rc = stream_sync_real(k, s);
+    return *rc != CUDA_SUCCESS || gm_arena_try_free(p, api, rc);
+}
+
 static inline __attribute__((always_inline)) CUresult
 free_ptr(enum fkind k, unsigned api, CUdeviceptr p, CUstream s, bool plain)
 {
     /* The plain path's wrapper has tested gm_plain_now() and p. */
     if (!plain && (!gm_active() || p == 0))
         return free_real(k, p, s);
+    /* Static mode: an arena block goes back to its arena. */
     if ((k == F_V2 || k == F_V1) && !plain) {
         CUresult rc;
         if (GM_UNLIKELY(atomic_load_explicit(&gm_arena_bits,
                                              memory_order_relaxed) != 0) &&
             gm_arena_try_free(p, api, &rc))
+            return rc;
+    }
+    if ((k == F_ASYNC || k == F_ASYNC_PTSZ) && !plain &&
+        GM_UNLIKELY(atomic_load_explicit(&gm_arena_bits,
+                                         memory_order_relaxed) != 0)) {
+        CUresult rc;
+        if (arena_free_async(k, api, p, s, &rc))
             return rc;
     }
     struct gm_alloc a;

@@ -412,6 +412,16 @@ START_TEST(mode_static)
 }
 END_TEST
 
+/* A stream-ordered free of an arena block goes back to the arena, after
+ * its stream's work (tests/progs/apicheck.c s_static_free_async). */
+START_TEST(static_free_async_returns_to_the_arena)
+{
+    const char *env[] = { "GPUMEM_LIMIT=1G", "GPUMEM_MODE=static", NULL };
+    RUN_OK(env, apicheck(vias[_i]), "--via", vias[_i], "static-free-async");
+    ck_assert_ptr_nonnull(strstr(out, "ok static-free-async"));
+}
+END_TEST
+
 START_TEST(mode_staged)
 {
     const char *env[] = { "GPUMEM_MODE=staged", "GPUMEM_WARMUP=200ms",
@@ -989,6 +999,7 @@ static Suite *suite(void)
     TCase *m = tcase_create("modes");
     tcase_set_timeout(m, 60);
     tcase_add_loop_test(m, mode_static, 0, 3);
+    tcase_add_loop_test(m, static_free_async_returns_to_the_arena, 0, 3);
     tcase_add_test(m, mode_staged);
     tcase_add_test(m, oom_wait_release);
     tcase_add_test(m, oom_wait_timeout);

@@ -104,7 +104,8 @@ static void resolve(void)
     void *p = NULL;
     CU(gpa("cuGetProcAddress", &p, 12000, 0, NULL));
     gpa = (gpa_fn)p;
-    /* Base names: strip the _v2 suffix the way cudart asks. */
+    /* Base names: strip the _v2 suffix the way cudart asks; a _ptsz
+     * variant is the base name asked with the per-thread flag. */
 #define BYGPA(n)                                                          \
     do {                                                                  \
         char base[64];                                                    \
@@ -112,9 +113,15 @@ static void resolve(void)
         char *v = strstr(base, "_v2");                                    \
         if (v && v[3] == '\0')                                            \
             *v = '\0';                                                    \
+        cuuint64_t fl = 0;                                                \
+        v = strstr(base, "_ptsz");                                        \
+        if (v && v[5] == '\0') {                                          \
+            *v = '\0';                                                    \
+            fl = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;           \
+        }                                                                 \
         void *q = NULL;                                                   \
         CUdriverProcAddressQueryResult st;                                \
-        if (gpa(base, &q, 13000, 0, &st) == CUDA_SUCCESS)                 \
+        if (gpa(base, &q, 13000, fl, &st) == CUDA_SUCCESS)                \
             F.n = (__typeof__(F.n))q;                                     \
     } while (0);
     FNS(BYGPA)
@@ -218,7 +225,8 @@ static uint64_t reserved(CUmemoryPool p)
  * ground truth an array's charge is compared with). */
 struct sim_stats {
     uint64_t capacity, used, context, alloc, pool_reserved, pool_used, vmm,
-        arrays, managed, host, live, alloc_calls, pool_attr_calls;
+        arrays, managed, host, live, alloc_calls, pool_attr_calls,
+        stream_syncs;
     int contexts, primary_refs;
 };
 
@@ -1151,6 +1159,38 @@ static void s_static(void)
     printf("ok static: arena of %llu bytes\n", (unsigned long long)arena);
 }
 
+/* GPUMEM_MODE=static: a stream-ordered free of an arena block returns it
+ * to the arena (the driver still holds the whole arena, the room is back)
+ * after its stream was synchronised; a second free of it is refused and
+ * changes nothing. */
+static void s_static_free_async(void)
+{
+    uint64_t arena = sim_stats().alloc, f0 = free_now();
+    CUstream s;
+    CU(F.cuStreamCreate(&s, 0));
+    CUdeviceptr a = 0, b = 0, p = 0;
+    CU(F.cuMemAlloc_v2(&a, 64u << 20));
+    CU(F.cuMemAlloc_v2(&b, 64u << 20));
+    uint64_t syncs = sim_stats().stream_syncs;
+    CU(F.cuMemFreeAsync(b, s));
+    CHECK(sim_stats().stream_syncs == syncs + 1, "the stream was not "
+          "synchronised before the block went back");
+    CU(F.cuMemFreeAsync_ptsz(a, NULL));
+    CHECK(sim_stats().live == 1 && sim_stats().alloc == arena,
+          "the driver holds %llu bytes in %llu allocations (the arena: %llu)",
+          (unsigned long long)sim_stats().alloc,
+          (unsigned long long)sim_stats().live, (unsigned long long)arena);
+    CHECK(free_now() == f0, "free %llu, was %llu",
+          (unsigned long long)free_now(), (unsigned long long)f0);
+    CHECK(F.cuMemFreeAsync(a, s) == CUDA_ERROR_INVALID_VALUE,
+          "a second free of an arena block");
+    CU(F.cuMemAlloc_v2(&p, f0)); /* the arena whole again */
+    CU(F.cuMemFreeAsync(p, s));
+    CHECK(free_now() == f0 && sim_stats().live == 1, "after the last free");
+    CU(F.cuStreamDestroy_v2(s));
+    printf("ok static-free-async\n");
+}
+
 /* Group scenarios (run several at once under one GPUMEM_GROUP). */
 
 /* hold SIZE MS: allocate SIZE, say so, keep it MS milliseconds, free. */
@@ -1507,6 +1547,8 @@ int main(int argc, char **argv)
         s_warn();
     else if (strcmp(sc, "static") == 0)
         s_static();
+    else if (strcmp(sc, "static-free-async") == 0)
+        s_static_free_async();
     else if (strcmp(sc, "hold") == 0)
         s_hold(a1, a2);
     else if (strcmp(sc, "try") == 0)

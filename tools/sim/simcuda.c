@@ -206,6 +206,7 @@ static void sim_init_once(void)
     gm_sim.next_handle = 0x100;
     atomic_init(&gm_sim.alloc_calls, 0);
     atomic_init(&gm_sim.pool_attr_calls, 0);
+    atomic_init(&gm_sim.stream_syncs, 0);
     if (gm_sim_ext_init(&gm_sim.vmm_va, SIM_VMM_BASE, SIM_VMM_BASE + SIM_VMM_SPAN) != 0 ||
         gm_sim_ext_init(&gm_sim.low_va, SIM_LOW_BASE, SIM_LOW_END) != 0) {
         sim_init_rc = CUDA_ERROR_OUT_OF_MEMORY;
@@ -350,5 +351,6 @@ int gm_simcuda_stats(int dev, struct gm_simcuda_stats *out)
     pthread_mutex_unlock(&gm_sim.host_lock);
     out->alloc_calls = atomic_load(&gm_sim.alloc_calls);
     out->pool_attr_calls = atomic_load(&gm_sim.pool_attr_calls);
+    out->stream_syncs = atomic_load(&gm_sim.stream_syncs);
     return 0;
 }

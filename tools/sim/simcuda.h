@@ -47,6 +47,7 @@ struct gm_simcuda_stats {
     uint64_t live;          /* live allocations with a device address */
     uint64_t alloc_calls;   /* allocation calls seen (SIMCUDA_FAIL counter) */
     uint64_t pool_attr_calls; /* cuMemPoolGetAttribute calls, this process */
+    uint64_t stream_syncs;  /* cuStreamSynchronize(_ptsz) calls, this process */
     int contexts;           /* live contexts on this device */
     int primary_refs;       /* primary context reference count */
 };
@@ -200,6 +201,7 @@ struct gm_sim_state {
     struct gm_sim_dev dev[SIM_MAX_DEVICES];
     atomic_uint_fast64_t alloc_calls;
     atomic_uint_fast64_t pool_attr_calls; /* this process's own */
+    atomic_uint_fast64_t stream_syncs;    /* this process's own */
     pthread_mutex_t vmm_lock;       /* VMM handles, reservations, mappings */
     struct gm_sim_extents vmm_va;
     struct gm_sim_rmap vmm_res;     /* RESERVE records */

@@ -595,8 +595,10 @@ static CUresult stream_sync(CUstream s)
     if (rc != CUDA_SUCCESS)
         return rc;
     rc = gm_sim_stream_dev(s, &dev);
-    if (rc == CUDA_SUCCESS)
+    if (rc == CUDA_SUCCESS) {
+        atomic_fetch_add_explicit(&gm_sim.stream_syncs, 1, memory_order_relaxed);
         gm_sim_pools_sync(dev);
+    }
     return rc;
 }
 
