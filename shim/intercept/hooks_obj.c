@@ -365,11 +365,26 @@ GM_EXPORT CUresult CUDAAPI cuArray3DCreate(
     return array_create(&r, (void **)pHandle);
 }
 
+/* The levels the driver makes: CUDA clamps numMipmapLevels to
+ * [1, 1 + floor(log2(largest extent))]. The depth of a layered array is
+ * its layer count, which halves at no level, so it is no extent here (as
+ * the simulated driver, checked against a real one, counts it). */
+static unsigned mipmap_levels(const CUDA_ARRAY3D_DESCRIPTOR *d,
+                              unsigned levels)
+{
+    uint64_t big = d->Width > d->Height ? d->Width : d->Height;
+    if (!(d->Flags & CUDA_ARRAY3D_LAYERED) && d->Depth > big)
+        big = d->Depth;
+    unsigned chain = big ? 64u - (unsigned)__builtin_clzll(big) : 1u;
+    return levels == 0 ? 1u : levels > chain ? chain : levels;
+}
+
 static uint64_t mipmap_estimate(const CUDA_ARRAY3D_DESCRIPTOR *d,
                                 unsigned levels)
 {
     uint64_t sum = 0, w = d->Width, h = d->Height, dp = d->Depth;
-    for (unsigned l = 0; l < levels && l < 64; l++) {
+    levels = mipmap_levels(d, levels);
+    for (unsigned l = 0; l < levels; l++) {
         uint64_t b = extent_bytes(w, h, dp, d->Format, d->NumChannels);
         sum = b > UINT64_MAX - sum ? UINT64_MAX : sum + b;
         w = w > 1 ? w / 2 : w;
@@ -386,7 +401,7 @@ GM_EXPORT CUresult CUDAAPI cuMipmappedArrayCreate(
 {
     GM_NEED_REAL(cuMipmappedArrayCreate);
     if (!gm_active() || pHandle == NULL || desc == NULL ||
-        numMipmapLevels == 0 || (desc->Flags & CUDA_ARRAY3D_DEFERRED_MAPPING) ||
+        (desc->Flags & CUDA_ARRAY3D_DEFERRED_MAPPING) ||
         gm_real.cuMipmappedArrayDestroy == NULL)
         return gm_real.cuMipmappedArrayCreate(pHandle, desc, numMipmapLevels);
     struct areq r = { A_MIPMAP, desc, numMipmapLevels,

@@ -62,6 +62,14 @@ START_TEST(mapped_handle_stays_charged)
 }
 END_TEST
 
+START_TEST(mipmaps_charged_their_clamped_levels)
+{
+    const char *env[] = { "GPUMEM_LIMIT=2G", NULL };
+    RUN_OK(env, apicheck(vias[_i]), "--via", vias[_i], "mipmap-levels");
+    ck_assert_ptr_nonnull(strstr(out, "ok mipmap-levels"));
+}
+END_TEST
+
 START_TEST(every_api_refused)
 {
     const char *env[] = { "GPUMEM_LIMIT=1G", NULL };
@@ -963,6 +971,7 @@ static Suite *suite(void)
     tcase_add_loop_test(t, every_api_charged, 0, 3);
     tcase_add_loop_test(t, mapped_handle_stays_charged, 0, 3);
     tcase_add_loop_test(t, every_api_refused, 0, 3);
+    tcase_add_loop_test(t, mipmaps_charged_their_clamped_levels, 0, 3);
     tcase_add_test(t, gpa_variants_under_shim);
     tcase_add_test(t, gpa_variants_without_shim);
     tcase_add_test(t, rtld_next_caller_preserved);

@@ -427,6 +427,40 @@ static void s_apis(void)
     printf("ok apis via %s\n", via);
 }
 
+/* Mipmapped arrays are charged the levels the driver makes: the count
+ * clamped to [1, the full chain] (0 levels are one level). Run with
+ * GPUMEM_LIMIT=2G: one 8192 x 8192 float4 level is 1 GiB, so only one of
+ * four such arrays fits. */
+static void s_mipmap_levels(void)
+{
+    uint64_t f0 = free_now();
+    CUDA_ARRAY3D_DESCRIPTOR big = { 8192, 8192, 0, CU_AD_FORMAT_FLOAT, 4, 0 };
+    CUmipmappedArray m[4];
+    int made = 0;
+    for (int i = 0; i < 4; i++) {
+        CUresult rc = F.cuMipmappedArrayCreate(&m[made], &big, 0);
+        CHECK(rc == CUDA_SUCCESS || rc == CUDA_ERROR_OUT_OF_MEMORY,
+              "0 levels: rc %d", (int)rc);
+        if (rc == CUDA_SUCCESS)
+            made++;
+    }
+    CHECK(made == 1, "%d of four 1 GiB mipmaps under 2G", made);
+    expect_used(f0, sim_arrays(), "a mipmap of 0 levels");
+    CU(F.cuMipmappedArrayDestroy(m[0]));
+    const CUDA_ARRAY3D_DESCRIPTOR more[] = {
+        { 1000, 512, 0, CU_AD_FORMAT_HALF, 2, 0 },
+        { 64, 64, 300, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_LAYERED },
+        { 16, 16, 1024, CU_AD_FORMAT_UNSIGNED_INT8, 4, 0 },
+    };
+    for (unsigned i = 0; i < sizeof more / sizeof more[0]; i++) {
+        CU(F.cuMipmappedArrayCreate(&m[0], &more[i], 100));
+        expect_used(f0, sim_arrays(), "a mipmap of more than its chain");
+        CU(F.cuMipmappedArrayDestroy(m[0]));
+    }
+    expect_used(f0, 0, "mipmaps destroyed");
+    printf("ok mipmap-levels\n");
+}
+
 /* Each API is refused at the limit: fill, then try each kind. */
 static void s_limit_all(void)
 {
@@ -1532,6 +1566,8 @@ int main(int argc, char **argv)
         s_vmm_held();
     else if (strcmp(sc, "limit-all") == 0)
         s_limit_all();
+    else if (strcmp(sc, "mipmap-levels") == 0)
+        s_mipmap_levels();
     else if (strcmp(sc, "threads") == 0)
         s_threads(a1 ? (int)a1 : 100000);
     else if (strcmp(sc, "two") == 0)
