@@ -354,7 +354,9 @@ GM_EXPORT CUresult CUDAAPI cuArray3DCreate(
     CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v1 *desc)
 {
     GM_NEED_REAL(cuArray3DCreate);
+    /* Deferred mapping: no memory, as for cuArray3DCreate_v2. */
     if (!gm_active() || pHandle == NULL || desc == NULL ||
+        (desc->Flags & CUDA_ARRAY3D_DEFERRED_MAPPING) ||
         gm_real.cuArrayDestroy == NULL)
         return gm_real.cuArray3DCreate(pHandle, desc);
     struct areq r = { A_3D_V1, desc, 0,

@@ -49,7 +49,7 @@
     X(cuMemPoolSetAttribute) X(cuDeviceGetMemPool) X(cuMemPoolTrimTo)     \
     X(cuStreamSynchronize_ptsz) X(cuMemAllocAsync_ptsz) X(cuMemFreeAsync_ptsz) \
     X(cuMemGetAddressRange_v2) X(cuDevicePrimaryCtxRelease_v2)          \
-    X(cuDevicePrimaryCtxReset_v2)
+    X(cuDevicePrimaryCtxReset_v2) X(cuArray3DCreate)
 
 static struct {
 #define FIELD(n) __typeof__(n) *n;
@@ -132,6 +132,9 @@ static void resolve(void)
     void *q = NULL;
     CU(gpa("cuCtxCreate", &q, 3020, 0, NULL));
     F.cuCtxCreate_v2 = (__typeof__(F.cuCtxCreate_v2))q;
+    /* The same for the v1 (32-bit descriptor) cuArray3DCreate. */
+    CU(gpa("cuArray3DCreate", &q, 3010, 0, NULL));
+    F.cuArray3DCreate = (__typeof__(F.cuArray3DCreate))q;
 }
 
 static CUdevice dev0;
@@ -407,6 +410,19 @@ static void s_apis(void)
     expect_used(f0, 0, "deferred-mapping array");
     CU(F.cuArrayDestroy(arr));
     expect_used(f0, 0, "deferred array destroyed");
+    CUDA_ARRAY3D_DESCRIPTOR_v1 d1 = { 4096, 4096, 0, CU_AD_FORMAT_FLOAT, 4,
+                                      CUDA_ARRAY3D_DEFERRED_MAPPING };
+    CU(F.cuArray3DCreate(&arr, &d1)); /* v1: no memory either */
+    CHECK(sim_arrays() == 0, "the driver holds %llu bytes of arrays",
+          (unsigned long long)sim_arrays());
+    expect_used(f0, 0, "v1 deferred-mapping array");
+    CU(F.cuArrayDestroy(arr));
+    d1.Flags = 0;
+    CU(F.cuArray3DCreate(&arr, &d1)); /* v1 without the flag: charged */
+    CHECK(sim_arrays() > 0, "the v1 array took nothing");
+    expect_used(f0, sim_arrays(), "cuArray3DCreate (v1)");
+    CU(F.cuArrayDestroy(arr));
+    expect_used(f0, 0, "v1 array destroyed");
     /* pinned host memory is never charged to the device */
     void *hp;
     CU(F.cuMemHostAlloc(&hp, 8 << 20, 0));
