@@ -31,19 +31,38 @@ static inline struct gm_dev *gm_dev_get(int dev)
         return &gm_st.dev[dev];
     return gm_dev_get_slow(dev);
 }
+/* The one device with contexts (*dev) and its record (gm_ctx_sole),
+ * else NULL. */
+static inline struct gm_dev *gm_dev_sole(int *dev)
+{
+    /* Pairs with the release store in gm_ctx_devices_add. */
+    struct gm_dev *d = atomic_load_explicit(&gm_ctx_sole,
+                                            memory_order_acquire);
+    if (GM_LIKELY(d != NULL))
+        *dev = d->ordinal;
+    return d;
+}
 /* The current device (*dev) and its record, as gm_current_device and
  * gm_dev_get answer: one load (gm_ctx_sole) while one device has
  * contexts. */
 static inline struct gm_dev *gm_dev_current(int *dev)
 {
-    /* Pairs with the release store in gm_ctx_devices_add. */
-    struct gm_dev *d = atomic_load_explicit(&gm_ctx_sole,
-                                            memory_order_acquire);
-    if (GM_LIKELY(d != NULL)) {
-        *dev = d->ordinal;
+    struct gm_dev *d = gm_dev_sole(dev);
+    if (GM_LIKELY(d != NULL))
         return d;
-    }
     *dev = gm_current_device();
+    return gm_dev_get(*dev);
+}
+/* The device of stream `s` (*dev; -1 when none) and its record: the
+ * device CUDA serves a cuMemAllocAsync on `s` from. While one device has
+ * contexts every stream is on it (one load, as above); else
+ * gm_stream_device says. */
+static inline struct gm_dev *gm_dev_of_stream(CUstream s, int *dev)
+{
+    struct gm_dev *d = gm_dev_sole(dev);
+    if (GM_LIKELY(d != NULL))
+        return d;
+    *dev = gm_stream_device(s);
     return gm_dev_get(*dev);
 }
 /* Context memory, measured for each context made on the device: call

@@ -150,6 +150,36 @@ struct gm_pool *gm_pool_for_slow(int dev, CUmemoryPool pool)
                ? s : NULL;
 }
 
+/* The device whose default pool `pool` is, among the devices with
+ * contexts; -1 when none. */
+static int default_pool_device(CUmemoryPool pool)
+{
+    if (gm_real.cuDeviceGetDefaultMemPool == NULL)
+        return -1;
+    uint64_t m = atomic_load_explicit(&gm_ctx_devices, memory_order_relaxed);
+    for (; m != 0; m &= m - 1) {
+        int dev = __builtin_ctzll(m);
+        CUmemoryPool p = NULL;
+        gm_depth++;
+        CUresult rc = gm_real.cuDeviceGetDefaultMemPool(&p, (CUdevice)dev);
+        gm_depth--;
+        if (rc == CUDA_SUCCESS && p == pool)
+            return dev;
+    }
+    return -1;
+}
+
+int gm_pool_device(CUmemoryPool pool, CUstream stream)
+{
+    struct pool *s = slot(pool, 0, 0);
+    if (s != NULL)
+        return atomic_load_explicit(&s->dev, memory_order_relaxed);
+    int dev = pool != NULL ? default_pool_device(pool) : -1;
+    if (dev < 0)
+        gm_dev_of_stream(stream, &dev);
+    return dev;
+}
+
 uint64_t gm_pool_idle(struct gm_pool *s)
 {
     CUmemoryPool pool = gm_pool_handle(s);

@@ -104,6 +104,12 @@ gm_pool_for(int dev, CUmemoryPool pool)
     }
     return gm_pool_for_slow(dev, pool);
 }
+/* The device a cuMemAllocFromPoolAsync from `pool` on `stream` is served
+ * by, -1 when unknown: the pool's (as registered: created on it, or made
+ * its current pool); a pool the shim has not seen is looked for among the
+ * default pools of the devices with contexts, else taken for the
+ * stream's device's. */
+int gm_pool_device(CUmemoryPool pool, CUstream stream);
 CUmemoryPool gm_pool_handle(const struct gm_pool *s);
 /* Bytes the pool holds but has not handed out (RESERVED - USED). */
 uint64_t gm_pool_idle(struct gm_pool *s);

@@ -2,7 +2,7 @@
  * shim/account/state.c — the process-wide state (gm_st, the hooks' clock)
  * and which device a call is for.
  *
- * Invariant: the driver call made here runs with the nesting guard raised.
+ * Invariant: the driver calls made here run with the nesting guard raised.
  */
 #include "shim/account/state.h"
 
@@ -25,6 +25,38 @@ int gm_current_device_slow(void)
         return -1;
     gm_depth++;
     CUresult rc = gm_real.cuCtxGetDevice(&d);
+    gm_depth--;
+    return rc == CUDA_SUCCESS ? (int)d : -1;
+}
+
+/* A named stream's device by the context it was made in, where the
+ * driver has no cuStreamGetDevice (before CUDA 12.8). Guard raised. */
+static CUresult stream_ctx_device(CUstream s, CUdevice *d)
+{
+    CUcontext ctx = NULL, popped = NULL;
+    if (gm_real.cuStreamGetCtx == NULL || gm_real.cuCtxGetDevice == NULL ||
+        gm_real.cuCtxPushCurrent_v2 == NULL ||
+        gm_real.cuCtxPopCurrent_v2 == NULL)
+        return CUDA_ERROR_NOT_FOUND;
+    CUresult rc = gm_real.cuStreamGetCtx(s, &ctx);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if ((rc = gm_real.cuCtxPushCurrent_v2(ctx)) != CUDA_SUCCESS)
+        return rc;
+    rc = gm_real.cuCtxGetDevice(d);
+    gm_real.cuCtxPopCurrent_v2(&popped);
+    return rc;
+}
+
+int gm_stream_device(CUstream s)
+{
+    if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
+        return gm_current_device();
+    CUdevice d = -1;
+    gm_depth++;
+    CUresult rc = gm_real.cuStreamGetDevice != NULL
+                      ? gm_real.cuStreamGetDevice(s, &d)
+                      : stream_ctx_device(s, &d);
     gm_depth--;
     return rc == CUDA_SUCCESS ? (int)d : -1;
 }

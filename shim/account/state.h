@@ -73,6 +73,13 @@ static inline int gm_current_device(void)
         return __builtin_ctzll(m);
     return gm_current_device_slow();
 }
+/* The device of stream `s`, -1 if none: a default stream's (NULL,
+ * CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) is the current context's
+ * (gm_current_device); another's is asked of the driver:
+ * cuStreamGetDevice, or without it (drivers before CUDA 12.8) the device
+ * of the stream's context (cuStreamGetCtx, then cuCtxGetDevice with that
+ * context pushed). */
+int gm_stream_device(CUstream s);
 /* The device record of gm_ctx_devices' one device while there is exactly
  * one (set, with release, after its bit; that device is ready by then),
  * else NULL: the hot paths' current device and its record in one load.

@@ -86,6 +86,9 @@
     X(cuMipmappedArrayGetMemoryRequirements)                            \
     X(cuMemPoolGetAttribute)                                            \
     X(cuDeviceGetMemPool)                                               \
+    X(cuDeviceGetDefaultMemPool)                                        \
+    X(cuStreamGetDevice)                                                \
+    X(cuStreamGetCtx)                                                   \
     X(cuPointerGetAttribute)
 
 #endif

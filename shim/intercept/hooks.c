@@ -4,13 +4,15 @@
  * cuMemAllocAsync(_ptsz), cuMemAllocFromPoolAsync(_ptsz), and their frees.
  *
  * Each wrapper: guard (initialised, not nested, valid arguments) ->
- * reserve against the current device's budget -> real call (timed, guard
- * raised) -> commit, or roll back on failure. Frees take the entry out of
- * the table first (so a concurrent allocation that gets the same address
- * cannot collide with it), call the driver, and release the charge only on
- * success (the entry goes back on failure). Invalid arguments and calls
- * with no current context go to the driver untouched, so the program sees
- * the driver's own error.
+ * reserve against the budget of the device that serves the request (the
+ * current context's; the stream's for cuMemAllocAsync, the pool's for
+ * cuMemAllocFromPoolAsync) -> real call (timed, guard raised) -> commit,
+ * or roll back on failure. Frees take the entry out of the table first
+ * (so a concurrent allocation that gets the same address cannot collide
+ * with it), call the driver, and release the charge only on success (the
+ * entry goes back on failure). Invalid arguments and calls
+ * for no device (no current context, an unknown stream) go to the driver
+ * untouched, so the program sees the driver's own error.
  */
 #include "shim/admit/oomsnap.h"
 #include "shim/intercept/lifecycle.h"
@@ -225,15 +227,31 @@ alloc_async(enum kind k, int dev, struct gm_dev *d, const struct req *r,
     return CUDA_SUCCESS;
 }
 
+/* The device (*dev) a request is served by, and so charged to: CUDA
+ * serves cuMemAllocFromPoolAsync on the pool's device and
+ * cuMemAllocAsync from the current pool of the stream's device; the
+ * other allocations are the current context's. */
+static inline __attribute__((always_inline)) struct gm_dev *
+req_device(enum kind k, const struct req *r, int *dev)
+{
+    if (k >= K_POOL) {
+        *dev = gm_pool_device(r->pool, r->stream);
+        return gm_dev_get(*dev);
+    }
+    if (k >= K_ASYNC)
+        return gm_dev_of_stream(r->stream, dev);
+    return gm_dev_current(dev);
+}
+
 /* plain: the wrapper took the plain path (gm_plain_now); a constant in
  * each inlined copy, so that the feature checks it rules out fold away. */
 static inline __attribute__((always_inline)) CUresult
 alloc_ptr(enum kind k, const struct req *r, bool plain)
 {
     int dev;
-    struct gm_dev *d = gm_dev_current(&dev);
+    struct gm_dev *d = req_device(k, r, &dev);
     CUdeviceptr p = 0;
-    if (d == NULL) { /* no context: let the driver say so */
+    if (d == NULL) { /* no device (context, stream): the driver says */
         CUresult rc = call_real(k, r, &p, plain);
         if (rc == CUDA_SUCCESS)
             *r->out = p;

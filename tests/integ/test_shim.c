@@ -300,6 +300,19 @@ START_TEST(two_devices_two_limits)
 }
 END_TEST
 
+/* Stream-ordered memory is charged to, and refused against, the device
+ * that serves it: the stream's, the pool's (apicheck
+ * s_async_other_device). */
+START_TEST(async_charged_to_the_serving_device)
+{
+    const char *env[] = { "SIMCUDA_DEVICES=2", "GPUMEM_LIMIT_0=4G",
+                          "GPUMEM_LIMIT_1=2G", "GPUMEM_LOG_LEVEL=error",
+                          NULL };
+    RUN_OK(env, apicheck(vias[_i]), "--via", vias[_i], "async-other-device");
+    ck_assert_ptr_nonnull(strstr(out, "ok async-other-device"));
+}
+END_TEST
+
 START_TEST(pools_charge_their_reserve)
 {
     const char *env[] = { "GPUMEM_LIMIT=2G", "GPUMEM_LOG_LEVEL=error", NULL };
@@ -996,6 +1009,7 @@ static Suite *suite(void)
     tcase_add_test(a, share_limit_uses_local_ranks);
     tcase_add_test(a, limit_above_physical_clamps);
     tcase_add_test(a, two_devices_two_limits);
+    tcase_add_loop_test(a, async_charged_to_the_serving_device, 0, 3);
     tcase_add_test(a, fork_child_is_clean);
     tcase_add_loop_test(a, scribbled_header_is_not_trusted, 0, 3);
     tcase_add_loop_test(a, pools_charge_their_reserve, 0, 3);

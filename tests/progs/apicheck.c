@@ -49,7 +49,8 @@
     X(cuMemPoolSetAttribute) X(cuDeviceGetMemPool) X(cuMemPoolTrimTo)     \
     X(cuStreamSynchronize_ptsz) X(cuMemAllocAsync_ptsz) X(cuMemFreeAsync_ptsz) \
     X(cuMemGetAddressRange_v2) X(cuDevicePrimaryCtxRelease_v2)          \
-    X(cuDevicePrimaryCtxReset_v2) X(cuArray3DCreate)
+    X(cuDevicePrimaryCtxReset_v2) X(cuArray3DCreate)                    \
+    X(cuDeviceGetDefaultMemPool)
 
 static struct {
 #define FIELD(n) __typeof__(n) *n;
@@ -233,15 +234,20 @@ struct sim_stats {
     int contexts, primary_refs;
 };
 
-static struct sim_stats sim_stats(void)
+static struct sim_stats sim_stats_of(int dev)
 {
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     int (*st)(int, struct sim_stats *) =
         h ? (int (*)(int, struct sim_stats *))dlsym(h, "gm_simcuda_stats")
           : NULL;
     struct sim_stats s;
-    CHECK(st != NULL && st(0, &s) == 0, "not the simulated driver");
+    CHECK(st != NULL && st(dev, &s) == 0, "not the simulated driver");
     return s;
+}
+
+static struct sim_stats sim_stats(void)
+{
+    return sim_stats_of(0);
 }
 
 static uint64_t sim_arrays(void)
@@ -688,12 +694,17 @@ static void s_contexts(void)
     printf("ok contexts\n");
 }
 
-/* gpumem_used(0) of the preloaded shim: what it charges device 0 now. */
-static long long shim_used(void)
+/* gpumem_used(dev) of the preloaded shim: what it charges the device now. */
+static long long shim_used_on(int dev)
 {
     long long (*f)(int) = (long long (*)(int))dlsym(RTLD_DEFAULT, "gpumem_used");
     CHECK(f != NULL, "gpumem_used is not exported (run under the shim)");
-    return f(0);
+    return f(dev);
+}
+
+static long long shim_used(void)
+{
+    return shim_used_on(0);
 }
 
 /* A context's end frees what was made in it, and the shim gives the
@@ -1393,6 +1404,97 @@ static void s_two(uint64_t l0, uint64_t l1)
            (unsigned long long)l1);
 }
 
+/* Stream-ordered allocations of 1 GiB, four times: how many were served
+ * (each refusal must be an out-of-memory one). pool NULL: cuMemAllocAsync
+ * on `s`, else cuMemAllocFromPoolAsync from `pool` on `s`. */
+static int async_fill(CUdeviceptr *p, CUmemoryPool pool, CUstream s)
+{
+    int made = 0;
+    for (int i = 0; i < 4; i++) {
+        CUresult rc = pool == NULL
+                          ? F.cuMemAllocAsync(&p[made], 1u << 30, s)
+                          : F.cuMemAllocFromPoolAsync(&p[made], 1u << 30,
+                                                      pool, s);
+        CHECK(rc == CUDA_SUCCESS || rc == CUDA_ERROR_OUT_OF_MEMORY,
+              "rc %d", (int)rc);
+        made += rc == CUDA_SUCCESS;
+    }
+    return made;
+}
+
+/* Device 1 is charged what its pool holds (and nothing else of device 0
+ * moves): the driver's figure, the shim's, and the pool's reserve agree. */
+static void expect_dev1_pool(long long u0, long long u1, CUmemoryPool pool,
+                             const char *what)
+{
+    CHECK(shim_used_on(0) == u0, "%s: device 0 charged %lld, was %lld", what,
+          shim_used_on(0), u0);
+    CHECK(shim_used_on(1) == u1 + (long long)reserved(pool) &&
+              sim_stats_of(1).pool_reserved == reserved(pool),
+          "%s: device 1 charged %lld, was %lld; the pool holds %llu, the "
+          "driver's pools %llu", what, shim_used_on(1), u1,
+          (unsigned long long)reserved(pool),
+          (unsigned long long)sim_stats_of(1).pool_reserved);
+}
+
+/* Free four blocks on `s` and give the pool's memory back. */
+static void async_empty(CUdeviceptr *p, int n, CUmemoryPool pool, CUstream s)
+{
+    for (int i = 0; i < n; i++)
+        CU(F.cuMemFreeAsync(p[i], s));
+    CU(F.cuMemPoolTrimTo(pool, 0));
+}
+
+/* Two devices, device 1 limited to 2G (device 0 to more): stream-ordered
+ * memory is charged to the device that serves it, and refused against
+ * that device's limit. cuMemAllocAsync is served from the current pool
+ * of the stream's device, whatever context is current (none included);
+ * cuMemAllocFromPoolAsync from the pool's device, whatever the stream's,
+ * also for a pool the shim never saw made (a device's default pool).
+ * Each time only one of four 1 GiB blocks fits. */
+static void s_async_other_device(void)
+{
+    CUcontext c1;
+    CUstream s0, s1;
+    CUdeviceptr p[4];
+    CU(F.cuDevicePrimaryCtxRetain(&c1, 1));
+    CU(F.cuCtxSetCurrent(c1));
+    CU(F.cuStreamCreate(&s1, 0));
+    CU(F.cuCtxSetCurrent(ctx0));
+    CU(F.cuStreamCreate(&s0, 0));
+    long long u0 = shim_used_on(0), u1 = shim_used_on(1);
+    CUmemoryPool dp1, cp1;
+    CU(F.cuDeviceGetDefaultMemPool(&dp1, 1));
+    int n = async_fill(p, dp1, s0);
+    CHECK(n == 1, "%d GiB from device 1's default pool", n);
+    expect_dev1_pool(u0, u1, dp1, "device 1's default pool, stream of 0");
+    async_empty(p, n, dp1, s0);
+    n = async_fill(p, NULL, s1);
+    CHECK(n == 1, "%d GiB on a stream of device 1", n);
+    expect_dev1_pool(u0, u1, dp1, "stream of device 1, context of 0");
+    async_empty(p, n, dp1, s1);
+    CU(F.cuCtxSetCurrent(NULL));
+    n = async_fill(p, NULL, s1);
+    CHECK(n == 1, "%d GiB on a stream of device 1 without a context", n);
+    expect_dev1_pool(u0, u1, dp1, "stream of device 1, no context");
+    async_empty(p, n, dp1, s1);
+    CHECK(F.cuMemAllocAsync(&p[0], 1u << 20, NULL) ==
+              CUDA_ERROR_INVALID_CONTEXT,
+          "the default stream without a context");
+    CU(F.cuCtxSetCurrent(ctx0));
+    CUmemPoolProps pp = dev0_pool_props();
+    pp.location.id = 1;
+    CU(F.cuMemPoolCreate(&cp1, &pp));
+    n = async_fill(p, cp1, s0);
+    CHECK(n == 1, "%d GiB from a pool of device 1 on a stream of 0", n);
+    expect_dev1_pool(u0, u1, cp1, "a pool of device 1, stream of 0");
+    async_empty(p, n, cp1, s0);
+    CU(F.cuMemPoolDestroy(cp1));
+    CHECK(shim_used_on(1) == u1, "device 1 at the end: %lld, was %lld",
+          shim_used_on(1), u1);
+    printf("ok async-other-device\n");
+}
+
 /* This process's telemetry segment, mapped read-write (*len: its size);
  * NULL after a FAIL line when it cannot be had. */
 static struct gm_abi_header *own_segment(size_t *len)
@@ -1588,6 +1690,8 @@ int main(int argc, char **argv)
         s_threads(a1 ? (int)a1 : 100000);
     else if (strcmp(sc, "two") == 0)
         s_two(a1, a2);
+    else if (strcmp(sc, "async-other-device") == 0)
+        s_async_other_device();
     else if (strcmp(sc, "staged") == 0)
         s_staged();
     else if (strcmp(sc, "wait") == 0)

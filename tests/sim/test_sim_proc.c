@@ -139,6 +139,9 @@ static const struct gpa_row edges[] = {
     { "cuMemAllocAsync", 13000, 3, "cuMemAllocAsync_ptsz" },
     { "cuMemFreeAsync", 12000, 2, "cuMemFreeAsync_ptsz" },
     { "cuStreamSynchronize", 6050, 0, "cuStreamSynchronize" },
+    { "cuStreamGetDevice", 12080, 0, "cuStreamGetDevice" },
+    { "cuStreamGetDevice", 13000, 2, "cuStreamGetDevice_ptsz" },
+    { "cuStreamGetDevice", 12070, 0, NULL },
     { "cuStreamSynchronize", 13000, 3, "cuStreamSynchronize_ptsz" },
     /* The per-thread flag never falls back to a legacy variant of a name
      * that has per-thread ones. */

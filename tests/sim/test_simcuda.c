@@ -743,11 +743,42 @@ START_TEST(streams)
     ck_assert_int_eq(cuStreamSynchronize(s), CUDA_SUCCESS);
     ck_assert_int_eq(cuStreamSynchronize_ptsz(NULL), CUDA_SUCCESS);
     ck_assert_int_eq(cuStreamSynchronize(CU_STREAM_LEGACY), CUDA_SUCCESS);
+    CUdevice d = -1;
+    ck_assert_int_eq(cuStreamGetDevice(s, &d), CUDA_SUCCESS);
+    ck_assert_int_eq(d, 0);
+    ck_assert_int_eq(cuStreamGetDevice_ptsz(NULL, &d), CUDA_SUCCESS);
+    ck_assert_int_eq(cuStreamGetDevice(s, NULL), CUDA_ERROR_INVALID_VALUE);
     ck_assert_int_eq(cuStreamDestroy_v2(s), CUDA_SUCCESS);
+    ck_assert_int_eq(cuStreamGetDevice(s, &d), CUDA_ERROR_INVALID_HANDLE);
     ck_assert_int_eq(cuStreamSynchronize(s), CUDA_ERROR_INVALID_HANDLE);
     ck_assert_int_eq(cuStreamDestroy(s), CUDA_ERROR_INVALID_HANDLE);
     ck_assert_int_eq(cuCtxPopCurrent_v2(NULL), CUDA_SUCCESS);
     ck_assert_int_eq(cuStreamSynchronize(NULL), CUDA_ERROR_INVALID_CONTEXT);
+    ck_assert_int_eq(cuStreamGetDevice(CU_STREAM_LEGACY, &d),
+                     CUDA_ERROR_INVALID_CONTEXT);
+}
+END_TEST
+
+/* A stream belongs to the device of the context it was made in, whatever
+ * context is current when it is asked about. */
+START_TEST(stream_device)
+{
+    CUcontext c1;
+    CUstream s1;
+    CUdevice d = -1;
+    setenv("SIMCUDA_DEVICES", "2", 1);
+    CUcontext c0 = boot("1G", "0");
+    ck_assert_int_eq(cuDevicePrimaryCtxRetain(&c1, 1), CUDA_SUCCESS);
+    ck_assert_int_eq(cuCtxSetCurrent(c1), CUDA_SUCCESS);
+    ck_assert_int_eq(cuStreamCreate(&s1, 0), CUDA_SUCCESS);
+    ck_assert_int_eq(cuCtxSetCurrent(c0), CUDA_SUCCESS);
+    ck_assert_int_eq(cuStreamGetDevice(s1, &d), CUDA_SUCCESS);
+    ck_assert_int_eq(d, 1);
+    ck_assert_int_eq(cuStreamGetDevice(NULL, &d), CUDA_SUCCESS);
+    ck_assert_int_eq(d, 0);
+    ck_assert_int_eq(cuCtxSetCurrent(NULL), CUDA_SUCCESS);
+    ck_assert_int_eq(cuStreamGetDevice(s1, &d), CUDA_SUCCESS);
+    ck_assert_int_eq(d, 1);
 }
 END_TEST
 
@@ -799,6 +830,7 @@ static Suite *suite(void)
     tcase_add_test(t, latency);
     tcase_add_test(t, error_strings);
     tcase_add_test(t, streams);
+    tcase_add_test(t, stream_device);
     suite_add_tcase(s, t);
     return s;
 }

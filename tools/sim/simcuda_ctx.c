@@ -2,7 +2,8 @@
  * tools/sim/simcuda_ctx.c — contexts and streams of the simulated driver:
  * primary contexts (retain/release/reset/state/flags), cuCtxCreate v1-_v4,
  * cuCtxDestroy, the per-thread context stack (set/get/push/pop), the device
- * of a context, synchronisation, and cuStreamCreate/Destroy/Synchronize.
+ * of a context, synchronisation, and cuStreamCreate/Destroy/Synchronize/
+ * GetDevice.
  *
  * Context memory: every live context of a device (an active primary
  * context counts as one, every created context as one) charges
@@ -610,4 +611,28 @@ CUresult cuStreamSynchronize(CUstream hStream)
 CUresult cuStreamSynchronize_ptsz(CUstream hStream)
 {
     return stream_sync(hStream);
+}
+
+/* A named stream's device is the one of the context it was made in; the
+ * default streams' is the current context's. */
+static CUresult stream_device(CUstream s, CUdevice *device)
+{
+    int dev = -1;
+    CUresult rc = gm_sim_ready();
+    if (rc == CUDA_SUCCESS)
+        rc = device != NULL ? gm_sim_stream_dev(s, &dev)
+                            : CUDA_ERROR_INVALID_VALUE;
+    if (rc == CUDA_SUCCESS)
+        *device = dev;
+    return rc;
+}
+
+CUresult cuStreamGetDevice(CUstream hStream, CUdevice *device)
+{
+    return stream_device(hStream, device);
+}
+
+CUresult cuStreamGetDevice_ptsz(CUstream hStream, CUdevice *device)
+{
+    return stream_device(hStream, device);
 }

@@ -84,6 +84,8 @@ static const struct proc_ent proc_tab[] = {
     P("cuStreamDestroy", 4000, cuStreamDestroy_v2),
     P("cuStreamSynchronize", 2000, cuStreamSynchronize),
     PT("cuStreamSynchronize", 7000, cuStreamSynchronize_ptsz),
+    P("cuStreamGetDevice", 12080, cuStreamGetDevice),
+    PT("cuStreamGetDevice", 12080, cuStreamGetDevice_ptsz),
 
     P("cuMemGetInfo", 2000, cuMemGetInfo),
     P("cuMemGetInfo", 3020, cuMemGetInfo_v2),
