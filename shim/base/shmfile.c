@@ -49,17 +49,18 @@ int gm_shm_dir_check(const char *dir, uid_t owner, bool any_owner, char *err,
                      size_t cap)
 {
     struct stat st;
-    const char *why = NULL;
+    const char *why = NULL, *sep = " ";
     char buf[96];
-    if (dir == NULL || dir[0] != '/')
+    if (dir == NULL || dir[0] != '/') {
         why = "is not an absolute path";
-    else if (lstat(dir, &st) != 0)
-        why = strerror(errno);
-    else if (S_ISLNK(st.st_mode))
+    } else if (lstat(dir, &st) != 0) {
+        why = strerror(errno); /* a reason, not a predicate: after a colon */
+        sep = ": ";
+    } else if (S_ISLNK(st.st_mode)) {
         why = "is a symbolic link";
-    else if (!S_ISDIR(st.st_mode))
+    } else if (!S_ISDIR(st.st_mode)) {
         why = "is not a directory";
-    else if (!any_owner && st.st_uid != 0 && st.st_uid != owner) {
+    } else if (!any_owner && st.st_uid != 0 && st.st_uid != owner) {
         gm_msgf(buf, sizeof buf, "is owned by uid %u (neither root nor uid "
                 "%u)", (unsigned)st.st_uid, (unsigned)owner);
         why = buf;
@@ -72,7 +73,7 @@ int gm_shm_dir_check(const char *dir, uid_t owner, bool any_owner, char *err,
     }
     if (why == NULL)
         return 0;
-    gm_msgf(err, cap, "segment directory %s %s; it must be " GM_SHM_DIR_RULE,
-            dir ? dir : "(null)", why);
+    gm_msgf(err, cap, "segment directory %s%s%s; it must be " GM_SHM_DIR_RULE,
+            dir ? dir : "(null)", sep, why);
     return -1;
 }
