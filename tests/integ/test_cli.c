@@ -2,7 +2,7 @@
  * tests/integ/test_cli.c — what the gpumem command says to a new user:
  * gpumem run's group options, the message for a pid with no segment and
  * for one whose segment is refused (its path once, and why), the pointer
- * to gpumem-top, --version.
+ * to gpumem-top, --version, examples in messages that are accepted.
  */
 #include <check.h>
 #include <stdint.h>
@@ -163,6 +163,36 @@ START_TEST(policy_json_and_text_agree)
 }
 END_TEST
 
+/* The examples a refusal gives, "(A, B, C)" after `lead`, each accepted. */
+static void examples_accepted(const char *opt, const char *bad,
+                              const char *lead)
+{
+    const char *a[] = { gm_bpath("gpumem"), "exporter", "--once", opt, bad,
+                        NULL };
+    ck_assert_int_eq(gpumem(a), 2);
+    const char *p = strstr(out, lead);
+    ck_assert_msg(p != NULL && strchr(p, '(') != NULL, "%s", out);
+    char ex[128], said[512];
+    snprintf(said, sizeof said, "%s", p);
+    snprintf(ex, sizeof ex, "%s", strchr(p, '(') + 1);
+    ck_assert_ptr_nonnull(strchr(ex, ')'));
+    *strchr(ex, ')') = '\0';
+    for (char *save = NULL, *e = strtok_r(ex, ", ", &save); e != NULL;
+         e = strtok_r(NULL, ", ", &save)) {
+        const char *b[] = { gm_bpath("gpumem"), "exporter", "--once", opt, e,
+                            NULL };
+        ck_assert_msg(gpumem(b) == 0, "%s %s, an example of '%s', is "
+                      "refused: %s", opt, e, said, out);
+    }
+}
+
+START_TEST(exporter_duration_examples_are_accepted)
+{
+    examples_accepted("--interval", "500ms", "give a duration");
+    examples_accepted("--timeout", "1ms", "give a duration");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli");
@@ -175,6 +205,7 @@ int main(void)
     tcase_add_test(t, version_exits_0);
     tcase_add_test(t, json_keys_are_one_schema);
     tcase_add_test(t, policy_json_and_text_agree);
+    tcase_add_test(t, exporter_duration_examples_are_accepted);
     suite_add_tcase(s, t);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

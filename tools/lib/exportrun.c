@@ -124,7 +124,7 @@ static int parse_duration(const char *opt, const char *v, uint64_t min_ns,
     uint64_t ns;
     if (gm_parse_duration(v, &ns) != 0 || ns < min_ns || ns > 86400e9)
         return bad(opt, v, min_ns >= 1000000000ull
-                   ? "give a duration from 1s to 24h (500ms, 15s, 1m)"
+                   ? "give a duration from 1s to 24h (1s, 15s, 1m)"
                    : "give a duration from 10ms to 24h (500ms, 2s)");
     *out = ns;
     return 0;
