@@ -1,8 +1,9 @@
 /*
  * tests/integ/test_cli.c — what the gpumem command says to a new user:
  * gpumem run's group options, the message for a pid with no segment and
- * for one whose segment is refused (its path once, and why), the pointer
- * to gpumem-top, --version, examples in messages that are accepted.
+ * for one whose segment is refused (its path once, and why), the
+ * pointer to gpumem-top, --version, examples in messages that are accepted,
+ * an option's missing value (also when "--" follows it).
  */
 #include <check.h>
 #include <stdint.h>
@@ -193,6 +194,52 @@ START_TEST(exporter_duration_examples_are_accepted)
 }
 END_TEST
 
+/* Every value-taking option of every subcommand, followed by "--" (the
+ * end of the options) or by nothing, needs a value: "--" is never taken
+ * as one (gpumem record -o -- CMD wrote a file named "--"). */
+START_TEST(option_before_end_of_options_needs_a_value)
+{
+    static const char *const opts[][2] = {
+        { "run", "--limit" }, { "run", "--mode" }, { "run", "--on-oom" },
+        { "run", "--static-size" }, { "run", "--warmup" },
+        { "run", "--group" }, { "run", "--group-limit" },
+        { "run", "--priority" }, { "run", "--prefix" },
+        { "record", "-o" }, { "record", "--output" }, { "record", "--limit" },
+        { "replay", "--sweep" }, { "replay", "--points" },
+        { "replay", "--pid" }, { "replay", "--device-size" },
+        { "replay", "--mode" },
+        { "fit", "--limit" }, { "fit", "--param" }, { "fit", "--headroom" },
+        { "fit", "--max-runs" }, { "fit", "--mode" },
+        { "ps", "--job" }, { "ps", "--prefix" },
+        { "log", "--format" }, { "log", "--kinds" }, { "log", "--prefix" },
+        { "log", "--from" },
+        { "report", "--every" }, { "report", "--svg" }, { "report", "--from" },
+        { "report", "--prefix" },
+        { "exporter", "--listen" }, { "exporter", "--textfile" },
+        { "exporter", "--interval" }, { "exporter", "--timeout" },
+        { "exporter", "--compat" }, { "exporter", "--format" },
+        { "exporter", "--max-segments" }, { "exporter", "--prefix" },
+        { "gc", "--prefix" },
+    };
+    char want[96];
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+        snprintf(want, sizeof want, "option %s needs a value", opts[i][1]);
+        const char *a[] = { gm_bpath("gpumem"), opts[i][0], opts[i][1], "--",
+                            "true", NULL };
+        ck_assert_msg(gpumem(a) == 2 && strstr(out, want) != NULL,
+                      "gpumem %s %s -- true: %s", opts[i][0], opts[i][1], out);
+        const char *b[] = { gm_bpath("gpumem"), opts[i][0], opts[i][1], NULL };
+        ck_assert_msg(gpumem(b) == 2 && strstr(out, want) != NULL,
+                      "gpumem %s %s: %s", opts[i][0], opts[i][1], out);
+    }
+    ck_assert_msg(access("--", F_OK) != 0, "a file named -- was written");
+    const char *t[] = { gm_bpath("gpumem-top"), "--once", "--prefix", "--",
+                        NULL };
+    ck_assert_msg(gpumem(t) == 2 && strstr(out, "'--prefix'") != NULL, "%s",
+                  out);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli");
@@ -206,6 +253,7 @@ int main(void)
     tcase_add_test(t, json_keys_are_one_schema);
     tcase_add_test(t, policy_json_and_text_agree);
     tcase_add_test(t, exporter_duration_examples_are_accepted);
+    tcase_add_test(t, option_before_end_of_options_needs_a_value);
     suite_add_tcase(s, t);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

@@ -239,15 +239,19 @@ int gm_cmd_fit(int argc, char **argv)
             continue;
         }
         if ((r = gm_opt_value("fit", argc, argv, &i, "--headroom", &v)) != 0) {
-            if (r < 0 || gm_parse_percent(v, &f.headroom) != 0 ||
+            if (r < 0)
+                return GM_EXIT_USAGE;
+            if (gm_parse_percent(v, &f.headroom) != 0 ||
                 f.headroom < 0 || f.headroom >= 1)
                 return usage("--headroom takes NN% below 100%, not", v);
             continue;
         }
         if ((r = gm_opt_value("fit", argc, argv, &i, "--max-runs", &v)) != 0) {
             char *end;
-            long n = r < 0 ? 0 : strtol(v, &end, 10);
-            if (r < 0 || *end || n < 2 || n > 128)
+            if (r < 0)
+                return GM_EXIT_USAGE;
+            long n = strtol(v, &end, 10);
+            if (*end || n < 2 || n > 128)
                 return usage("--max-runs takes 2 to 128, not", v);
             maxrun = (int)n;
             continue;

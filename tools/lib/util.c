@@ -1037,7 +1037,8 @@ int gm_opt_value(const char *cmd, int argc, char **argv, int *i,
     }
     if (a[n] != '\0')
         return 0;
-    if (*i + 1 >= argc) {
+    /* "--" ends the options: it is never the value of the one before. */
+    if (*i + 1 >= argc || strcmp(argv[*i + 1], "--") == 0) {
         fprintf(stderr, "gpumem: %s: option %s needs a value (gpumem %s "
                 "--help)\n", cmd, name, cmd);
         return -1;

@@ -210,8 +210,9 @@ void gm_gscan_print_json(FILE *f, const struct gm_gscan *gs);
 
 /* Parse "--name VALUE" / "--name=VALUE" at argv[*i]; on a match stores
  * the value in *val, advances *i past it and returns 1; returns 0 when
- * argv[*i] is another argument, -1 (message printed) when the value is
- * missing. */
+ * argv[*i] is another argument, -1 (message printed: "option --name
+ * needs a value") when the value is missing: nothing follows, or "--",
+ * the end of the options, does. */
 int gm_opt_value(const char *cmd, int argc, char **argv, int *i,
                  const char *name, const char **val);
 

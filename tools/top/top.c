@@ -1021,7 +1021,7 @@ static int parse_args(struct top *t, int argc, char **argv)
     const char *popt = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        bool has_val = i + 1 < argc;
+        bool has_val = i + 1 < argc && strcmp(argv[i + 1], "--") != 0;
         double d;
         uint64_t n;
         if (strcmp(a, "--once") == 0)
