@@ -3,7 +3,8 @@
  * gpumem run's group options, the message for a pid with no segment and
  * for one whose segment is refused (its path once, and why), the
  * pointer to gpumem-top, --version, examples in messages that are accepted,
- * an option's missing value (also when "--" follows it).
+ * an option's missing value (also when "--" follows it), a flag given a
+ * value.
  */
 #include <check.h>
 #include <stdint.h>
@@ -240,6 +241,32 @@ START_TEST(option_before_end_of_options_needs_a_value)
 }
 END_TEST
 
+/* A flag of any subcommand given "=VALUE" says it takes no value (it was
+ * "unknown option --report=1"), and nothing runs. */
+START_TEST(flag_with_a_value_takes_none)
+{
+    static const char *const flags[][2] = {
+        { "run", "--report" }, { "run", "--keep" }, { "run", "--no-telemetry" },
+        { "record", "--report" }, { "replay", "--json" }, { "replay", "--pace" },
+        { "replay", "--together" }, { "fit", "--json" }, { "ps", "--json" },
+        { "ps", "--all" }, { "log", "-f" }, { "log", "--follow" },
+        { "report", "--json" }, { "exporter", "--once" },
+        { "exporter", "--dead" }, { "gc", "--dry-run" }, { "gc", "-n" },
+        { "policy", "--json" },
+    };
+    char arg[64], want[96];
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        snprintf(arg, sizeof arg, "%s=1", flags[i][1]);
+        snprintf(want, sizeof want, "option %s takes no value", flags[i][1]);
+        const char *a[] = { gm_bpath("gpumem"), flags[i][0], arg, "--",
+                            "/bin/echo", "ran", NULL };
+        ck_assert_msg(gpumem(a) == 2 && strstr(out, want) != NULL &&
+                      strstr(out, "ran") == NULL, "gpumem %s %s: %s",
+                      flags[i][0], arg, out);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli");
@@ -254,6 +281,7 @@ int main(void)
     tcase_add_test(t, policy_json_and_text_agree);
     tcase_add_test(t, exporter_duration_examples_are_accepted);
     tcase_add_test(t, option_before_end_of_options_needs_a_value);
+    tcase_add_test(t, flag_with_a_value_takes_none);
     suite_add_tcase(s, t);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

@@ -222,7 +222,9 @@ int gm_cmd_fit(int argc, char **argv)
         }
         const char *v = NULL;
         int r;
-        if (strcmp(argv[i], "--json") == 0) {
+        if ((r = gm_opt_flag("fit", argv[i], "--json")) != 0) {
+            if (r < 0)
+                return GM_EXIT_USAGE;
             f.json = true;
             continue;
         }

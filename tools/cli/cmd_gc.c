@@ -268,7 +268,10 @@ int gm_cmd_gc(int argc, char **argv)
     const char *popt = NULL;
     for (int i = 1; i < argc; i++) {
         int r;
-        if (strcmp(argv[i], "--dry-run") == 0 || strcmp(argv[i], "-n") == 0) {
+        if ((r = gm_opt_flag("gc", argv[i], "--dry-run")) != 0 ||
+            (r = gm_opt_flag("gc", argv[i], "-n")) != 0) {
+            if (r < 0)
+                return GM_EXIT_USAGE;
             dry = true;
         } else if ((r = gm_opt_value("gc", argc, argv, &i, "--prefix",
                                      &popt)) != 0) {

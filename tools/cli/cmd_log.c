@@ -465,10 +465,11 @@ static int parse_args(struct log_ctx *c, int argc, char **argv, int *pids,
     const char *popt = NULL, *v;
     for (int i = 1; i < argc; i++) {
         int r = 0;
-        if (strcmp(argv[i], "-f") == 0 || strcmp(argv[i], "--follow") == 0) {
+        if ((r = gm_opt_flag("log", argv[i], "-f")) > 0 ||
+            (r == 0 && (r = gm_opt_flag("log", argv[i], "--follow")) > 0)) {
             c->follow = true;
-        } else if ((r = gm_opt_value("log", argc, argv, &i, "--format",
-                                     &v)) > 0) {
+        } else if (r == 0 && (r = gm_opt_value("log", argc, argv, &i,
+                                               "--format", &v)) > 0) {
             if (strcmp(v, "jsonl") == 0)
                 c->fmt = FMT_JSONL;
             else if (strcmp(v, "csv") == 0)

@@ -157,7 +157,10 @@ int gm_cmd_policy(int argc, char **argv)
     int i, rc;
 
     for (i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
+        int r = gm_opt_flag("policy", argv[i], "--json");
+        if (r < 0)
+            return GM_EXIT_USAGE;
+        if (r > 0) {
             json = true;
             continue;
         }

@@ -139,9 +139,13 @@ int gm_cmd_ps(int argc, char **argv)
         if ((r = gm_opt_value("ps", argc, argv, &i, "--job", &job)) != 0) {
             if (r < 0)
                 return GM_EXIT_USAGE;
-        } else if (strcmp(argv[i], "--json") == 0) {
+        } else if ((r = gm_opt_flag("ps", argv[i], "--json")) != 0) {
+            if (r < 0)
+                return GM_EXIT_USAGE;
             json = true;
-        } else if (strcmp(argv[i], "--all") == 0) {
+        } else if ((r = gm_opt_flag("ps", argv[i], "--all")) != 0) {
+            if (r < 0)
+                return GM_EXIT_USAGE;
             flags |= GM_SCAN_ALL_USERS | GM_SCAN_DEAD;
         } else if ((r = gm_opt_value("ps", argc, argv, &i, "--prefix",
                                      &popt)) != 0) {

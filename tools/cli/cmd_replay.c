@@ -491,15 +491,21 @@ int gm_cmd_replay(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         int r;
-        if (strcmp(argv[i], "--json") == 0) {
+        if ((r = gm_opt_flag("replay", argv[i], "--json")) != 0) {
+            if (r < 0)
+                return GM_EXIT_USAGE;
             c.json = true;
             continue;
         }
-        if (strcmp(argv[i], "--pace") == 0) {
+        if ((r = gm_opt_flag("replay", argv[i], "--pace")) != 0) {
+            if (r < 0)
+                return GM_EXIT_USAGE;
             c.pace = true;
             continue;
         }
-        if (strcmp(argv[i], "--together") == 0) {
+        if ((r = gm_opt_flag("replay", argv[i], "--together")) != 0) {
+            if (r < 0)
+                return GM_EXIT_USAGE;
             c.together = c.pace = true;
             continue;
         }

@@ -579,9 +579,11 @@ static int parse_args(struct report_args *a, int argc, char **argv)
         int r = 0;
         uint64_t v;
         const char *every = NULL;
-        if (strcmp(argv[i], "--json") == 0)
+        if ((r = gm_opt_flag("report", argv[i], "--json")) != 0) {
+            if (r < 0)
+                return -1;
             a->json = true;
-        else if ((r = gm_opt_value("report", argc, argv, &i, "--every",
+        } else if ((r = gm_opt_value("report", argc, argv, &i, "--every",
                                    &every)) != 0) {
             if (r < 0)
                 return -1;

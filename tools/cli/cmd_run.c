@@ -125,8 +125,11 @@ int gm_run_apply_opt(const char *cmd, int argc, char **argv, int *i)
     for (size_t k = 0; k < NRUN_OPTS; k++) {
         const struct run_opt *o = &run_opts[k];
         if (o->flag) {
-            if (strcmp(argv[*i], o->opt) != 0)
+            int r = gm_opt_flag(cmd, argv[*i], o->opt);
+            if (r == 0)
                 continue;
+            if (r < 0)
+                return -1;
             setenv(o->var, o->set ? o->set : "1", 1);
             return 1;
         }

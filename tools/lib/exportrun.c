@@ -141,9 +141,13 @@ int gm_exporter_parse(int argc, char **argv, struct gm_exporter_cfg *c)
     bool listen = false;
     for (int i = 1; i < argc; i++) {
         int r;
-        if (strcmp(argv[i], "--once") == 0) {
+        if ((r = gm_opt_flag("exporter", argv[i], "--once")) != 0) {
+            if (r < 0)
+                return 2;
             c->once = true;
-        } else if (strcmp(argv[i], "--dead") == 0) {
+        } else if ((r = gm_opt_flag("exporter", argv[i], "--dead")) != 0) {
+            if (r < 0)
+                return 2;
             c->m.dead = true;
         } else if ((r = gm_opt_value("exporter", argc, argv, &i, "--listen",
                                      &v)) != 0) {

@@ -2,7 +2,7 @@
  * tools/lib/util.c — helpers shared by `gpumem` and `gpumem-top` (see
  * tools/lib/util.h): prefix choice, segment scans, the process
  * table in text and JSON, the scan of group segments and the groups
- * section in text and JSON.
+ * section in text and JSON, the options of the subcommands.
  *
  * Invariants: segments are opened read-only through the reader library and
  * closed again before gm_scan returns (a scan holds copies, not mappings);
@@ -1045,4 +1045,16 @@ int gm_opt_value(const char *cmd, int argc, char **argv, int *i,
     }
     *val = argv[++*i];
     return 1;
+}
+
+int gm_opt_flag(const char *cmd, const char *arg, const char *name)
+{
+    size_t n = strlen(name);
+    if (strncmp(arg, name, n) != 0 || (arg[n] != '\0' && arg[n] != '='))
+        return 0;
+    if (arg[n] == '\0')
+        return 1;
+    fprintf(stderr, "gpumem: %s: option %s takes no value, not '%s' (gpumem "
+            "%s --help)\n", cmd, name, arg + n + 1, cmd);
+    return -1;
 }

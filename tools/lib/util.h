@@ -5,7 +5,8 @@
  * per-device rows derived from them, the process table as text and
  * JSON (the same columns in `gpumem ps` and `gpumem-top --once/--json`),
  * and the same for shared budgets: a scan of the group segments
- * "<prefix>.group@<NAME>" and the groups section as text and JSON.
+ * "<prefix>.group@<NAME>" and the groups section as text and JSON; the
+ * options of the subcommands (an option's value, a flag).
  *
  * Invariants: a scan owns its records (gm_scan_free, gm_gscan_free release
  * them); rows point into the scan that produced them and live no longer
@@ -215,5 +216,10 @@ void gm_gscan_print_json(FILE *f, const struct gm_gscan *gs);
  * the end of the options, does. */
 int gm_opt_value(const char *cmd, int argc, char **argv, int *i,
                  const char *name, const char **val);
+
+/* Match the flag `name` (an option without a value) against arg: 1 when
+ * arg is the flag, 0 when it is another argument, -1 (message printed:
+ * "option --name takes no value") when it is "--name=VALUE". */
+int gm_opt_flag(const char *cmd, const char *arg, const char *name);
 
 #endif
