@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "shim/base/shmfile.h"
+
 static const char F_LIMIT[] =
     "use bytes, a number with K/M/G/T (binary units), NN%, share[:F], or none";
 static const char F_STATIC[] =
@@ -25,8 +27,7 @@ static const char F_ON_OOM[] =
     "use fail, wait, wait:DURATION (e.g. wait:30s), spill, or warn";
 static const char F_GROUP[] =
     "use 1 to 64 characters from A-Z a-z 0-9 _ . -";
-static const char F_PREFIX[] =
-    "use 1 to 32 characters from A-Z a-z 0-9 _ . -, not starting with .";
+static const char F_PREFIX[] = "use " GM_SHM_PREFIX_RULE;
 static const char F_SHM_DIR[] =
     "use an absolute directory path of at most 160 bytes, without . or .. "
     "components (e.g. /dev/shm or /run/gpumem)";
@@ -405,34 +406,12 @@ static bool apply_on_oom(struct load *c, enum gm_field f, const char *name,
 bool gm_pol_check_name(struct load *c, enum gm_field f, const char *name,
                        const char *val, size_t max, const char *forms)
 {
-    char what[96];
-    size_t i, n = strlen(val);
+    char buf[GM_NAME_WHY];
+    const char *why = gm_name_problem(val, max, buf, sizeof buf);
 
-    if (n == 0) {
-        gm_pol_bad(c, f, name, val, "is empty", forms);
-        return false;
-    }
-    for (i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)val[i];
-        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-            (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-')
-            continue;
-        if (ch < 0x21 || ch >= 0x7f)
-            snprintf(what, sizeof what,
-                     "contains a space, control or non-ASCII character");
-        else
-            snprintf(what, sizeof what, "contains '%c', which is not allowed",
-                     ch);
-        gm_pol_bad(c, f, name, val, what, forms);
-        return false;
-    }
-    if (n > max) {
-        snprintf(what, sizeof what, "is longer than %u characters",
-                 (unsigned)max);
-        gm_pol_bad(c, f, name, val, what, forms);
-        return false;
-    }
-    return true;
+    if (why != NULL)
+        gm_pol_bad(c, f, name, val, why, forms);
+    return why == NULL;
 }
 
 static bool apply_group(struct load *c, enum gm_field f, const char *name,
@@ -446,10 +425,11 @@ static bool apply_group(struct load *c, enum gm_field f, const char *name,
 static bool apply_prefix(struct load *c, enum gm_field f, const char *name,
                          const char *val)
 {
-    if (!gm_pol_check_name(c, f, name, val, GM_PREFIX_MAX, F_PREFIX))
-        return false;
-    if (val[0] == '.') { /* the segment writer refuses hidden names */
-        gm_pol_bad(c, f, name, val, "starts with '.'", F_PREFIX);
+    char buf[GM_NAME_WHY];
+    const char *why = gm_shm_prefix_problem(val, buf, sizeof buf);
+
+    if (why != NULL) {
+        gm_pol_bad(c, f, name, val, why, F_PREFIX);
         return false;
     }
     return copy_str(c->p->shm_prefix, sizeof c->p->shm_prefix, val);

@@ -17,10 +17,11 @@
 #include <stdint.h>
 
 #include "shim/base/log.h"
+#include "shim/base/shmfile.h"
 
 #define GM_MAX_DEVICES 64
 #define GM_NAME_MAX 64      /* group names: [A-Za-z0-9_.-]{1,64} */
-#define GM_PREFIX_MAX 32    /* shm prefix:  [A-Za-z0-9_.-]{1,32} */
+#define GM_PREFIX_MAX GM_SHM_PREFIX_MAX /* gm_shm_prefix_problem's rule */
 #define GM_PATH_MAX 4096
 #define GM_SHM_DIR_MAX 160  /* GPUMEM_SHM_DIR: an absolute path, bytes */
 

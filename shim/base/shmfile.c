@@ -1,6 +1,7 @@
 /*
  * shim/base/shmfile.c — checks and sizing for the shared-memory files gpumem
- * creates (see shim/base/shmfile.h). No malloc, no stdio.
+ * creates, and the rule for the names in their names (see
+ * shim/base/shmfile.h). No malloc, no stdio.
  */
 #include "shim/base/shmfile.h"
 #include "shim/base/msg.h"
@@ -76,4 +77,34 @@ int gm_shm_dir_check(const char *dir, uid_t owner, bool any_owner, char *err,
     gm_msgf(err, cap, "segment directory %s%s%s; it must be " GM_SHM_DIR_RULE,
             dir ? dir : "(null)", sep, why);
     return -1;
+}
+
+const char *gm_name_problem(const char *s, size_t max, char *buf, size_t cap)
+{
+    size_t n = strlen(s);
+    if (n == 0)
+        return "is empty";
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+            (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-')
+            continue;
+        if (ch < 0x21 || ch >= 0x7f)
+            return "contains a space, control or non-ASCII character";
+        gm_msgf(buf, cap, "contains '%c', which is not allowed", ch);
+        return buf;
+    }
+    if (n > max) {
+        gm_msgf(buf, cap, "is longer than %u characters", (unsigned)max);
+        return buf;
+    }
+    return NULL;
+}
+
+const char *gm_shm_prefix_problem(const char *s, char *buf, size_t cap)
+{
+    const char *why = gm_name_problem(s, GM_SHM_PREFIX_MAX, buf, cap);
+    if (why == NULL && s[0] == '.')
+        why = "starts with '.'";
+    return why;
 }

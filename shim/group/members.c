@@ -309,8 +309,11 @@ int gm_group_join(struct gm_group *g, const struct gm_group_params *p,
                 "A-Z a-z 0-9 _ . -)", p->name ? p->name : "", GM_NAME_MAX);
         return -1;
     }
-    if (!gm_grpi_name_ok(prefix, GM_PREFIX_MAX)) {
-        gm_msgf(msg, cap, "invalid segment prefix \"%s\"", prefix);
+    char why[GM_NAME_WHY];
+    const char *bad = gm_shm_prefix_problem(prefix, why, sizeof why);
+    if (bad != NULL) {
+        gm_msgf(msg, cap, "invalid segment prefix \"%s\" (it %s)", prefix,
+                bad);
         return -1;
     }
     if (gm_shm_dir_check(dir, geteuid(), false, msg, cap) != 0)

@@ -507,20 +507,6 @@ void gm_tel_sync(struct gm_tel *t, unsigned dev, uint64_t used, uint64_t peak)
 
 /* ---- segment creation --------------------------------------------------- */
 
-static bool prefix_ok(const char *p)
-{
-    size_t n = strlen(p);
-    if (n == 0 || n > 32 || p[0] == '.')
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = p[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-              (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
-            return false;
-    }
-    return true;
-}
-
 static void read_cmdline(char *dst, size_t cap)
 {
     int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
@@ -700,8 +686,11 @@ static void *open_shared(struct gm_tel *t, const struct gm_tel_params *p,
 {
     const char *prefix = p->prefix && p->prefix[0] ? p->prefix : "gpumem";
     const char *dir = p->shm_dir && p->shm_dir[0] ? p->shm_dir : "/dev/shm";
-    if (!prefix_ok(prefix)) {
-        gm_msgf(err, cap, "invalid segment prefix \"%s\"", prefix);
+    char why[GM_NAME_WHY];
+    const char *bad = gm_shm_prefix_problem(prefix, why, sizeof why);
+    if (bad != NULL) {
+        gm_msgf(err, cap, "invalid segment prefix \"%s\" (it %s)", prefix,
+                bad);
         return NULL;
     }
     if (gm_shm_dir_check(dir, geteuid(), false, err, cap) != 0)

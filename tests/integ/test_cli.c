@@ -4,7 +4,7 @@
  * for one whose segment is refused (its path once, and why), the
  * pointer to gpumem-top, --version, examples in messages that are accepted,
  * an option's missing value (also when "--" follows it), a flag given a
- * value.
+ * value, the segment prefixes the library refuses refused by every tool.
  */
 #include <check.h>
 #include <stdint.h>
@@ -267,6 +267,48 @@ START_TEST(flag_with_a_value_takes_none)
 }
 END_TEST
 
+/* A prefix the library refuses (empty, a leading '.', "..", '/') is
+ * refused by every tool that reads segments, in the library's words and
+ * with exit 2: an empty GPUMEM_SHM_PREFIX was read as the default, so
+ * gpumem gc cleaned the default prefix's segments. */
+START_TEST(tools_refuse_the_prefixes_the_library_refuses)
+{
+    static const char *const bad[][2] = {
+        { "", "is empty" }, { ".x", "starts with '.'" },
+        { "..", "starts with '.'" }, { "a/b", "contains '/'" },
+    };
+    static const char *const tools[][3] = {
+        { "gpumem", "ps", NULL }, { "gpumem", "gc", "--dry-run" },
+        { "gpumem", "log", NULL }, { "gpumem", "report", NULL },
+        { "gpumem", "exporter", "--once" }, { "gpumem-top", "--once", NULL },
+    };
+    char env[64], said[160], lib[160];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(env, sizeof env, "GPUMEM_SHM_PREFIX=%s", bad[i][0]);
+        const char *e[] = { env, NULL };
+        const char *pol[] = { gm_bpath("gpumem"), "policy", NULL };
+        ck_assert_int_eq(gm_run(e, 0, pol, out, sizeof out), 2);
+        snprintf(lib, sizeof lib, "GPUMEM_SHM_PREFIX='%s' %s", bad[i][0],
+                 bad[i][1]);
+        ck_assert_msg(strstr(out, lib) != NULL, "%s", out);
+        for (size_t k = 0; k < sizeof tools / sizeof tools[0]; k++) {
+            const char *a[] = { gm_bpath(tools[k][0]), tools[k][1],
+                                tools[k][2], NULL };
+            ck_assert_msg(gm_run(e, 0, a, out, sizeof out) == 2 &&
+                          strstr(out, lib) != NULL, "%s %s with %s: %s",
+                          tools[k][0], tools[k][1], env, out);
+            const char *o[] = { gm_bpath(tools[k][0]), tools[k][1], "--prefix",
+                                bad[i][0], tools[k][2], NULL };
+            snprintf(said, sizeof said, "--prefix '%s' %s", bad[i][0],
+                     bad[i][1]);
+            ck_assert_msg(gpumem(o) == 2 && strstr(out, said) != NULL,
+                          "%s %s --prefix '%s': %s", tools[k][0], tools[k][1],
+                          bad[i][0], out);
+        }
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli");
@@ -282,6 +324,7 @@ int main(void)
     tcase_add_test(t, exporter_duration_examples_are_accepted);
     tcase_add_test(t, option_before_end_of_options_needs_a_value);
     tcase_add_test(t, flag_with_a_value_takes_none);
+    tcase_add_test(t, tools_refuse_the_prefixes_the_library_refuses);
     suite_add_tcase(s, t);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

@@ -31,34 +31,23 @@
 #define SCAN_MAX 4096
 #define GSCAN_MAX 256
 
-static bool prefix_ok(const char *p)
-{
-    size_t n = strlen(p);
-    if (n == 0 || n > GM_PREFIX_MAX)
-        return false;
-    for (; *p; p++) {
-        char c = *p;
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-              (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
-            return false;
-    }
-    return true;
-}
-
 const char *gm_tool_prefix(const char *cmd, const char *opt)
 {
     const char *p = opt;
-    const char *from = "--prefix";
+    const char *from = "--prefix ";
     if (p == NULL) {
         p = getenv("GPUMEM_SHM_PREFIX");
-        from = "GPUMEM_SHM_PREFIX";
-        if (p == NULL || *p == '\0')
+        from = "GPUMEM_SHM_PREFIX=";
+        if (p == NULL)
             return "gpumem";
     }
-    if (!prefix_ok(p)) {
-        fprintf(stderr, "gpumem: %s: %s '%s' is not a segment prefix; use "
-                "1 to %d characters of A-Z a-z 0-9 _ . -\n", cmd, from, p,
-                GM_PREFIX_MAX);
+    /* The library's rule: a prefix it would refuse is refused here too
+     * (an empty one is not the default, as it is not in the library). */
+    char buf[GM_NAME_WHY], shown[GM_ESC_TERM_CAP(48)];
+    const char *why = gm_shm_prefix_problem(p, buf, sizeof buf);
+    if (why != NULL) {
+        fprintf(stderr, "gpumem: %s: %s'%s' %s; use " GM_SHM_PREFIX_RULE
+                "\n", cmd, from, gm_esc_term(p, 0, shown, sizeof shown), why);
         return NULL;
     }
     return gm_tool_dir_check(cmd) == 0 ? p : NULL;

@@ -30,11 +30,13 @@
 #include "tools/lib/escape.h"
 #include "tools/lib/reader.h"
 
-/* The segment prefix: opt when non-NULL, else $GPUMEM_SHM_PREFIX when set
- * and non-empty, else "gpumem". Returns NULL (a message printed, naming
- * `cmd`) when the name is not [A-Za-z0-9_.-]{1,32}, or when the segment
- * directory fails gm_tool_dir_check: every command that reads segments
- * starts here. */
+/* The segment prefix: opt when non-NULL, else $GPUMEM_SHM_PREFIX when set,
+ * else "gpumem". Returns NULL (a message printed, naming `cmd`, exit
+ * status 2 for the caller) when the name breaks the library's rule
+ * (gm_shm_prefix_problem: empty, longer than 32 characters, a character
+ * outside A-Za-z0-9_.-, a leading '.'), or when the segment directory
+ * fails gm_tool_dir_check: every command that reads segments starts
+ * here. */
 const char *gm_tool_prefix(const char *cmd, const char *opt);
 
 /* The directory holding segments and group files: $GPUMEM_SHM_DIR in its

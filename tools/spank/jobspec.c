@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "policy/parse.h"
+#include "shim/base/shmfile.h"
 
 const char gm_spank_mem_forms[] =
     "use SIZE (bytes, or a number with K/M/G/T: 512M, 40G), NN% of the GPU, "
@@ -271,8 +272,8 @@ static int site_arg(struct gm_spank_site *s, const char *a, char *err,
         static struct gm_policy p;
         char why[256];
         if (lib_load("GPUMEM_SHM_PREFIX", v, &p, why, sizeof why) != 0) {
-            snprintf(err, cap, "prefix='%.48s' %s; use 1 to 32 characters "
-                     "from A-Z a-z 0-9 _ . -", v, why);
+            snprintf(err, cap, "prefix='%.48s' %s; use "
+                     GM_SHM_PREFIX_RULE, v, why);
             return -1;
         }
         snprintf(s->prefix, sizeof s->prefix, "%s", p.shm_prefix);
