@@ -4,10 +4,12 @@
  * for one whose segment is refused (its path once, and why), the
  * pointer to gpumem-top, --version, examples in messages that are accepted,
  * an option's missing value (also when "--" follows it), a flag given a
- * value, the segment prefixes the library refuses refused by every tool.
+ * value, the segment prefixes the library refuses refused by every tool,
+ * what gpumem record makes of FILE when CMD cannot run or records nothing.
  */
 #include <check.h>
 #include <stdint.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -309,6 +311,61 @@ START_TEST(tools_refuse_the_prefixes_the_library_refuses)
 }
 END_TEST
 
+static bool file_holds(const char *path, const char *text)
+{
+    char buf[64] = "";
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strcmp(buf, text) == 0;
+}
+
+/* A CMD that cannot be executed (127: not found, 126: not executable)
+ * ran nothing: FILE stays as it was, or is not made, and that is said
+ * (no empty file in its place). A CMD that ran and made no CUDA call
+ * replaces FILE with an empty recording, and that is said. */
+START_TEST(record_leaves_file_when_cmd_cannot_run)
+{
+    char dir[] = "/tmp/gmtcli.XXXXXX", file[64], none[64];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(file, sizeof file, "%s/r.gmr", dir);
+    snprintf(none, sizeof none, "%s/none.gmr", dir);
+    FILE *f = fopen(file, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("an older recording", f);
+    fclose(f);
+    static const char *const cmds[][2] = { { "gmt-no-such-command", "127" },
+                                           { "/etc/passwd", "126" } };
+    for (size_t i = 0; i < 2; i++) {
+        const char *a[] = { gm_bpath("gpumem"), "record", "-o", file, "--",
+                            cmds[i][0], NULL };
+        ck_assert_int_eq(gpumem(a), atoi(cmds[i][1]));
+        ck_assert_msg(strstr(out, "nothing was recorded") != NULL &&
+                      strstr(out, "is left as it was") != NULL &&
+                      strstr(out, "-> ") == NULL, "%s", out);
+        ck_assert_msg(file_holds(file, "an older recording"), "%s changed",
+                      file);
+        const char *b[] = { gm_bpath("gpumem"), "record", "-o", none, "--",
+                            cmds[i][0], NULL };
+        ck_assert_int_eq(gpumem(b), atoi(cmds[i][1]));
+        ck_assert_msg(strstr(out, "was not written") != NULL, "%s", out);
+        ck_assert_int_ne(access(none, F_OK), 0);
+    }
+    const char *t[] = { gm_bpath("gpumem"), "record", "-o", file, "--",
+                        "true", NULL };
+    ck_assert_int_eq(gpumem(t), 0);
+    ck_assert_msg(strstr(out, "0 records -> ") != NULL &&
+                  strstr(out, "no process of the command made a CUDA "
+                         "memory call") != NULL, "%s", out);
+    ck_assert(file_holds(file, ""));
+    ck_assert_int_eq(unlink(file), 0);
+    ck_assert_int_eq(rmdir(dir), 0); /* the private directory is gone */
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli");
@@ -325,6 +382,7 @@ int main(void)
     tcase_add_test(t, option_before_end_of_options_needs_a_value);
     tcase_add_test(t, flag_with_a_value_takes_none);
     tcase_add_test(t, tools_refuse_the_prefixes_the_library_refuses);
+    tcase_add_test(t, record_leaves_file_when_cmd_cannot_run);
     suite_add_tcase(s, t);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

@@ -6,9 +6,12 @@
  * oldest process first, into FILE (docs/trace.md).
  *
  * Invariants: FILE is replaced whole (written beside it, then renamed),
- * never through a link; a section its writer did not close (crash, exec,
- * kill) is cut at its last record and marked COUNTED; the private
- * directory is removed on every path; the exit status is CMD's.
+ * never through a link, once CMD ran (with no section when no process
+ * made a recorded call, which is said); when CMD could not be executed
+ * nothing ran, FILE is left as it was (or not made) and the status is
+ * 126 or 127; a section its writer did not close (crash, exec, kill) is
+ * cut at its last record and marked COUNTED; the private directory is
+ * removed on every path; the exit status is CMD's.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -46,7 +49,10 @@ const char gm_help_record[] =
     "    processes are recorded whole; records that could not be stored\n"
     "    (a full disk) are counted, and the file says how many and where.\n"
     "    FILE is written when CMD has exited; a process CMD left running\n"
-    "    is in it up to that moment.\n"
+    "    is in it up to that moment. It is written when no process made\n"
+    "    a memory call too (it then holds none, and the line says so);\n"
+    "    when CMD cannot be executed nothing is recorded and FILE is left\n"
+    "    as it was.\n"
     "    The format is docs/trace.md; gpumem log --from FILE prints it,\n"
     "    gpumem replay FILE replays it under another policy.\n"
     "\n"
@@ -63,7 +69,8 @@ const char gm_help_record[] =
     "    The exit status of CMD (128+N when a signal N ended it).\n"
     "    1    The recording could not be written.\n"
     "    2    Usage error, or the policy is invalid.\n"
-    "    126  CMD could not be executed; 127 CMD was not found.\n"
+    "    126  CMD could not be executed; 127 CMD was not found (FILE is\n"
+    "         left as it was).\n"
     "\n"
     "EXAMPLES\n"
     "    gpumem record -o train.gmr -- python train.py\n"
@@ -215,12 +222,65 @@ static int join(const char *dir, const char *file)
         if (lost)
             fprintf(stderr, ", %llu LOST (see gpumem log --from)",
                     (unsigned long long)lost);
-        fprintf(stderr, " -> %s\n", file);
+        fprintf(stderr, " -> %s%s\n", file, total == 0 && lost == 0
+                ? " (no process of the command made a CUDA memory call "
+                  "under the shim)" : "");
     }
     return rc;
 }
 
 static volatile sig_atomic_t child_pid;
+
+/* Fork and execute cmd. Returns the child; 0 when cmd could not be
+ * executed (the child reaped, the errno of execvp in *exec_err: nothing
+ * ran); -1 when there is no child (message printed). The child says an
+ * exec failure through a pipe closed on a successful exec. */
+static pid_t spawn(char **cmd, int *exec_err)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        fprintf(stderr, "gpumem: record: pipe: %s\n", strerror(errno));
+        return -1;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "gpumem: record: fork: %s\n", strerror(errno));
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        execvp(cmd[0], cmd);
+        int e = errno;
+        fprintf(stderr, "gpumem: record: cannot execute '%s': %s\n", cmd[0],
+                strerror(e));
+        ssize_t w = write(fds[1], &e, sizeof e);
+        (void)w;
+        _exit(e == ENOENT ? 127 : 126);
+    }
+    close(fds[1]);
+    int e = 0;
+    ssize_t n;
+    while ((n = read(fds[0], &e, sizeof e)) < 0 && errno == EINTR)
+        ;
+    close(fds[0]);
+    if (n != (ssize_t)sizeof e)
+        return pid;
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    *exec_err = e;
+    return 0;
+}
+
+/* CMD never ran: say what became of FILE; the status of a failed exec. */
+static int not_executed(const char *file, int e)
+{
+    fprintf(stderr, "gpumem: record: nothing was recorded; %s %s\n", file,
+            access(file, F_OK) == 0 ? "is left as it was" : "was not written");
+    return e == ENOENT ? 127 : 126;
+}
 
 /* SIGTERM / SIGHUP: passed to CMD, whose end we wait for to join. */
 static void forward(int sig)
@@ -279,19 +339,11 @@ int gm_cmd_record(int argc, char **argv)
         rmdir(dir);
         return rc;
     }
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        fprintf(stderr, "gpumem: record: fork: %s\n", strerror(errno));
+    int exec_err = 0;
+    pid_t pid = spawn(&argv[i], &exec_err);
+    if (pid <= 0) {
         rmdir(dir);
-        return 1;
-    }
-    if (pid == 0) {
-        execvp(argv[i], &argv[i]);
-        int e = errno;
-        fprintf(stderr, "gpumem: record: cannot execute '%s': %s\n", argv[i],
-                strerror(e));
-        _exit(e == ENOENT ? 127 : 126);
+        return pid < 0 ? 1 : not_executed(file, exec_err);
     }
     /* The terminal's signals reach the child too; we outlive it to join. */
     child_pid = pid;
