@@ -5,7 +5,8 @@
  * pointer to gpumem-top, --version, examples in messages that are accepted,
  * an option's missing value (also when "--" follows it), a flag given a
  * value, the segment prefixes the library refuses refused by every tool,
- * what gpumem record makes of FILE when CMD cannot run or records nothing.
+ * what gpumem record makes of FILE when CMD cannot run or records nothing,
+ * what report, replay and log say of a file they cannot use.
  */
 #include <check.h>
 #include <stdint.h>
@@ -366,6 +367,49 @@ START_TEST(record_leaves_file_when_cmd_cannot_run)
 }
 END_TEST
 
+/* report --from a recording names the commands that read one, and a
+ * foreign file the form it takes; replay on a device too small for the
+ * context says the context's size; log --from and replay --pid say a
+ * process the file does not hold, with exit 1. */
+START_TEST(trace_file_refusals_say_what_to_do)
+{
+    char dir[] = "/tmp/gmtcli.XXXXXX", file[64];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(file, sizeof file, "%s/t.gmr", dir);
+    const char *rec[] = { gm_bpath("gpumem"), "record", "-o", file, "--",
+                          gm_bpath("gpumem-trainsim"), "--steps", "1",
+                          "--quiet", NULL };
+    ck_assert_msg(gpumem(rec) == 0, "%s", out);
+    const char *r1[] = { gm_bpath("gpumem"), "report", "--from", file, NULL };
+    ck_assert_int_eq(gpumem(r1), 1);
+    ck_assert_msg(strstr(out, "is a recording") != NULL &&
+                  strstr(out, "gpumem replay") != NULL &&
+                  strstr(out, "gpumem log --from") != NULL, "%s", out);
+    const char *r2[] = { gm_bpath("gpumem"), "report", "--from", "/etc/passwd",
+                         NULL };
+    ck_assert_int_eq(gpumem(r2), 1);
+    ck_assert_msg(strstr(out, "gpumem log --format jsonl") != NULL, "%s",
+                  out);
+    const char *env[] = { "SIMCUDA_CONTEXT=200M", NULL };
+    const char *p1[] = { gm_bpath("gpumem"), "replay", file, "--device-size",
+                         "100M", NULL };
+    ck_assert_int_eq(gm_run(env, 0, p1, out, sizeof out), 1);
+    ck_assert_msg(strstr(out, "below the context's 200.0M") != NULL &&
+                  strstr(out, "at least 200.0M") != NULL &&
+                  strstr(out, "error 2") == NULL, "%s", out);
+    const char *l1[] = { gm_bpath("gpumem"), "log", "--from", file, "99999",
+                         NULL };
+    ck_assert_int_eq(gpumem(l1), 1);
+    ck_assert_msg(strstr(out, "holds no process 99999") != NULL, "%s", out);
+    const char *p2[] = { gm_bpath("gpumem"), "replay", file, "--pid", "1",
+                         NULL };
+    ck_assert_int_eq(gpumem(p2), 1);
+    ck_assert_msg(strstr(out, "holds no process 1") != NULL, "%s", out);
+    ck_assert_int_eq(unlink(file), 0);
+    ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli");
@@ -383,6 +427,7 @@ int main(void)
     tcase_add_test(t, flag_with_a_value_takes_none);
     tcase_add_test(t, tools_refuse_the_prefixes_the_library_refuses);
     tcase_add_test(t, record_leaves_file_when_cmd_cannot_run);
+    tcase_add_test(t, trace_file_refusals_say_what_to_do);
     suite_add_tcase(s, t);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

@@ -4,7 +4,8 @@
  * libgpumem.so over the simulated driver, under the policy the run
  * options give, one process at a time (gpumem-replay, tools/replay), and
  * print what the shim did: peak, refusals, spills, waits, fragmentation
- * at the peak, live at the end.
+ * at the peak, live at the end; a replay that could not run says why
+ * (a device below the simulated context's size names that size).
  *
  * Invariants: every replay runs in a fresh process with the same driver
  * and device size, so replays of one file differ only by their policy;
@@ -70,7 +71,9 @@ const char gm_help_replay[] =
     "        Replay only process N of the file (default: each in turn).\n"
     "    --device-size SIZE\n"
     "        The simulated device's memory (default 80G, or more when the\n"
-    "        recording held more); NN% limits are of this size.\n"
+    "        recording held more); NN% limits are of this size. It must\n"
+    "        hold the simulated context (SIMCUDA_CONTEXT, 300M by\n"
+    "        default); below that nothing is replayed, and that is said.\n"
     "    --pace\n"
     "        Issue each call at its recorded time (relative to the start)\n"
     "        instead of back to back.\n"
@@ -100,6 +103,7 @@ struct res {
     uint64_t first_step, first_t, first_size, replay_ns, slow_ns;
     uint64_t physical, limit, peak, context, allocs, frees, refused, spills;
     uint64_t spilled, waits, over, frag_ppm, live_allocs, live_bytes, used;
+    uint64_t context_rc, context_size;  /* the context was not made */
     int status;
     uint64_t steps[1000];
     size_t nsteps;
@@ -157,7 +161,8 @@ static void set_field(struct res *r, const char *k, uint64_t v)
         F("spilled_bytes", spilled), F("waits", waits),
         F("over_limit", over), F("frag_at_peak_ppm", frag_ppm),
         F("live_allocs", live_allocs), F("live_bytes", live_bytes),
-        F("used", used),
+        F("used", used), F("context_rc", context_rc),
+        F("context_size", context_size),
 #undef F
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
@@ -247,6 +252,34 @@ static uint64_t realtime_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static void sz(uint64_t b, char *buf, size_t cap)
+{
+    gm_size_short(b, buf, cap);
+}
+
+/* A replay that failed (`what`: "of pid N", "at LIMIT"), on stderr; a
+ * device too small for the context says what it must hold. */
+static void say_failed(const struct ctx *c, const char *what,
+                       const struct res *r)
+{
+    char dev[32], ctx[32];
+    sz(c->devsize, dev, sizeof dev);
+    if (r->context_rc == 2 && r->context_size > 0) {
+        sz(r->context_size, ctx, sizeof ctx);
+        fprintf(stderr, "gpumem: replay: --device-size %s is below the "
+                "context's %s (the simulated driver's SIMCUDA_CONTEXT): "
+                "nothing can be replayed; give at least %s for the context "
+                "alone, or leave --device-size out (the default holds the "
+                "recording)\n", dev, ctx, ctx);
+    } else if (r->context_rc == 2) {
+        fprintf(stderr, "gpumem: replay: the context does not fit on a "
+                "device of --device-size %s; give a larger one\n", dev);
+    } else {
+        fprintf(stderr, "gpumem: replay: the replay %s failed (exit %d)\n",
+                what, r->status);
+    }
+}
+
 static int replay_once(struct ctx *c, size_t sec, const char *limit,
                        struct res *r)
 {
@@ -260,11 +293,6 @@ static int replay_once(struct ctx *c, size_t sec, const char *limit,
         return -1;
     }
     return replay_collect(ch, fd, r);
-}
-
-static void sz(uint64_t b, char *buf, size_t cap)
-{
-    gm_size_short(b, buf, cap);
 }
 
 static void print_text(uint32_t pid, const char *policy, const struct res *r)
@@ -404,8 +432,9 @@ static int sweep(struct ctx *c, size_t sec, uint32_t pid, uint64_t lo,
             l = hi;
         snprintf(lim, sizeof lim, "%llu", (unsigned long long)l);
         if (replay_once(c, sec, lim, &r) != 0 && r.peak == 0) {
-            fprintf(stderr, "gpumem: replay: the replay at %s failed (exit "
-                    "%d)\n", lim, r.status);
+            char what[48];
+            snprintf(what, sizeof what, "at %s", lim);
+            say_failed(c, what, &r);
             return 1;
         }
         char a[32], b[32], d[32];
@@ -660,8 +689,9 @@ int gm_cmd_replay(int argc, char **argv)
         else
             replay_once(&c, i, NULL, &r);
         if (r.status != 0 && r.peak == 0) {
-            fprintf(stderr, "gpumem: replay: the replay of pid %u failed "
-                    "(exit %d)\n", p->pid, r.status);
+            char what[48];
+            snprintf(what, sizeof what, "of pid %u", p->pid);
+            say_failed(&c, what, &r);
             rc = 1;
             continue;
         }
@@ -677,8 +707,11 @@ int gm_cmd_replay(int argc, char **argv)
     if (c.json && sw == NULL)
         printf("]}\n");
     if (!any && rc == 0) {
-        fprintf(stderr, "gpumem: replay: %s holds no %s\n", file,
-                pid > 0 ? "such process" : "events");
+        if (pid > 0)
+            fprintf(stderr, "gpumem: replay: %s holds no process %ld\n",
+                    file, pid);
+        else
+            fprintf(stderr, "gpumem: replay: %s holds no events\n", file);
         rc = 1;
     }
     free(all);

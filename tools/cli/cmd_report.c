@@ -11,7 +11,8 @@
  * exit report agree. A trace is turned into the same struct gm_snapshot
  * the segment would hold (counts, sizes and latency histograms, used,
  * peak, live allocations at the end); fragmentation is not in a trace and
- * reads 0. A trace line that is not one of ours is skipped, never trusted.
+ * reads 0. A trace line that is not one of ours is skipped, never trusted;
+ * a recording (gpumem record's magic) is named as one and not read.
  * The SVG title carries the command line in its terminal form
  * (tools/lib/escape.h); its timeline is told every event lost (counted
  * by the drain, or a trace's "lost" line) where it falls in the order.
@@ -25,6 +26,7 @@
 
 #include "policy/parse.h"
 #include "policy/policy.h"
+#include "shim/record/recfmt.h"
 #include "tools/cli/gpumem.h"
 #include "tools/cli/report_trend.h"
 #include "tools/lib/escape.h"
@@ -88,7 +90,10 @@ const char gm_help_report[] =
     "        device. Without history, a note says how many events were lost\n"
     "        and since when the curve is complete.\n"
     "    --from TRACE.jsonl\n"
-    "        Read a recorded trace instead of a segment ('-': stdin).\n"
+    "        Read a trace written by gpumem log --format jsonl instead of\n"
+    "        a segment ('-': stdin). A recording of gpumem record is not\n"
+    "        one: gpumem replay FILE gives its figures, gpumem log --from\n"
+    "        FILE its calls.\n"
     "    --prefix P\n"
     "        Read segments named P.<pid> (default: $GPUMEM_SHM_PREFIX, else\n"
     "        gpumem), in $GPUMEM_SHM_DIR (default /dev/shm). A PID is one\n"
@@ -501,13 +506,22 @@ static int trace_line(const char *line, int want, struct gm_snapshot *s,
     return (int)pid;
 }
 
+/* True when a file's first line starts as a recording does (its magic). */
+static bool is_recording(const char *line, ssize_t n)
+{
+    uint64_t magic = GM_REC_MAGIC;
+    return n >= (ssize_t)sizeof magic && memcmp(line, &magic, sizeof magic) == 0;
+}
+
 static int read_trace(FILE *f, int *want, struct gm_snapshot *s,
-                      struct gm_timeline *tl)
+                      struct gm_timeline *tl, bool *recording)
 {
     char *line = NULL;
     size_t cap = 0;
     int others = 0, first = *want;
-    while (getline(&line, &cap, f) > 0) {
+    ssize_t n = getline(&line, &cap, f);
+    *recording = is_recording(line, n);
+    for (; n > 0 && !*recording; n = getline(&line, &cap, f)) {
         int pid = trace_line(line, first, s, tl);
         if (pid == 0)
             continue;
@@ -542,12 +556,20 @@ static int report_trace(const struct report_args *a)
     s.dev_slots = GM_ABI_MAX_DEVICES;
     gm_tl_init(&tl);
     int pid = a->pid;
-    int rc = read_trace(f, &pid, &s, a->svg ? &tl : NULL);
+    bool recording = false;
+    int rc = read_trace(f, &pid, &s, a->svg ? &tl : NULL, &recording);
     if (!in)
         fclose(f);
-    if (rc == 0 && pid == 0) {
-        fprintf(stderr, "gpumem: report: %s holds no gpumem events\n",
+    if (recording) {
+        fprintf(stderr, "gpumem: report: %s is a recording (gpumem record), "
+                "not a trace; gpumem replay %s gives its figures under a "
+                "policy, gpumem log --from %s its calls\n", a->from, a->from,
                 a->from);
+        rc = 1;
+    } else if (rc == 0 && pid == 0) {
+        fprintf(stderr, "gpumem: report: %s holds no gpumem events; --from "
+                "takes a trace of gpumem log --format jsonl (gpumem log "
+                "--format jsonl PID > FILE)\n", a->from);
         rc = 1;
     }
     static struct gm_report_leaks rl;

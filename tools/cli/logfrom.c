@@ -5,7 +5,9 @@
  * the writer could not store records and one line per process that did
  * not close its section.
  *
- * Invariant: every record of the file is printed once, in file order.
+ * Invariant: every record of the file is printed once, in file order; a
+ * PID asked for that has no section in the file is said, and the exit
+ * status is then 1 (as gpumem replay --pid).
  */
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +23,24 @@ static bool wanted(const int *pids, size_t np, uint32_t pid)
         if ((uint32_t)pids[i] == pid)
             return true;
     return false;
+}
+
+/* Each PID asked for that the file has no section of: said; 1 if any. */
+static int say_missing(const char *file, const struct gm_trace *t,
+                       const int *pids, size_t np)
+{
+    int rc = 0;
+    for (size_t i = 0; i < np; i++) {
+        size_t k = 0;
+        while (k < t->nproc && t->proc[k].pid != (uint32_t)pids[i])
+            k++;
+        if (k < t->nproc)
+            continue;
+        fprintf(stderr, "gpumem: log: %s holds no process %d\n", file,
+                pids[i]);
+        rc = 1;
+    }
+    return rc;
 }
 
 int gm_log_from(const char *file, int fmt, const int *pids, size_t np)
@@ -100,6 +120,7 @@ int gm_log_from(const char *file, int fmt, const int *pids, size_t np)
                    p->lost == 1 ? "" : "s",
                    (unsigned long long)p->first_lost);
     }
+    int rc = say_missing(file, &t, pids, np);
     gm_trace_free(&t);
-    return 0;
+    return rc;
 }

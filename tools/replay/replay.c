@@ -3,7 +3,8 @@
  * process (section) of a recording (or text trace) again, in order, through
  * whatever libgpumem.so is preloaded, over the driver named on its
  * command line (the simulated one when run by `gpumem replay`), and
- * prints what happened as "key value" lines for `gpumem replay`.
+ * prints what happened as "key value" lines for `gpumem replay` (also why
+ * its context could not be made: "context_rc", "context_size").
  *
  * Invariants: recorded pointers and handles are mapped to the replay's
  * own; a free meets the oldest live allocation of its recorded address
@@ -248,6 +249,19 @@ static CUstream stream_for(uint64_t rec)
     return s;
 }
 
+/* A context the device had no room for: what one charges, when the
+ * driver can say (the simulated one). True when printed. */
+static bool say_context_size(void *h)
+{
+    uint64_t (*bytes)(void) = (uint64_t (*)(void))dlsym(h,
+                                                "gm_simcuda_context_bytes");
+    uint64_t b = bytes != NULL ? bytes() : 0;
+    if (b == 0)
+        return false;
+    printf("context_size %llu\n", (unsigned long long)b);
+    return true;
+}
+
 int main(int argc, char **argv)
 {
     const char *driver = NULL, *file = NULL;
@@ -319,6 +333,8 @@ int main(int argc, char **argv)
     if ((r = cu.init(0)) != CUDA_SUCCESS || (r = cu.dev_get(&dev, 0)) != 0 ||
         (r = cu.pctx_retain(&ctx, dev)) != 0 || (r = cu.ctx_set(ctx)) != 0) {
         printf("context_rc %d\n", (int)r);
+        if (r == OOM && say_context_size(h))
+            return 3; /* gpumem replay says it with the device's size */
         fprintf(stderr, "gpumem-replay: the context could not be made: "
                 "error %d\n", (int)r);
         return 3;

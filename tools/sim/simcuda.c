@@ -2,7 +2,7 @@
  * tools/sim/simcuda.c — the simulated driver's state, configuration and
  * initialisation: cuInit, cuDriverGetVersion, the SIMCUDA_* variables, the
  * allocation gate (fault injection, latency), capacity charging and the
- * exported gm_simcuda_stats().
+ * exported gm_simcuda_stats() and gm_simcuda_context_bytes().
  *
  * Configuration is read once, by the first cuInit (pthread_once); a bad
  * value prints "simcuda: ..." to stderr and makes every cuInit return
@@ -324,6 +324,11 @@ void *gm_sim_lock_handle(int kind, uint64_t key, struct gm_sim_dev **dp)
         if (again == NULL)
             return NULL;
     }
+}
+
+uint64_t gm_simcuda_context_bytes(void)
+{
+    return gm_sim_ready() == CUDA_SUCCESS ? gm_sim.cfg.context : 0;
 }
 
 int gm_simcuda_stats(int dev, struct gm_simcuda_stats *out)

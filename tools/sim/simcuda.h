@@ -1,6 +1,6 @@
 /*
  * tools/sim/simcuda.h — the simulated CUDA driver (build/sim/libcuda.so.1):
- * its one exported introspection call, and the internal interface shared by
+ * its two exported introspection calls, and the internal interface shared by
  * the tools/simcuda*.c files.
  *
  * Device memory is bookkeeping: addresses are numbers handed out from
@@ -56,6 +56,12 @@ struct gm_simcuda_stats {
  * or for a bad ordinal. */
 __attribute__((visibility("default")))
 int gm_simcuda_stats(int dev, struct gm_simcuda_stats *out);
+
+/* The bytes each context charges on its device (SIMCUDA_CONTEXT), so a
+ * program whose context was refused can say what a device must hold
+ * (gpumem-replay); 0 before a successful cuInit. */
+__attribute__((visibility("default")))
+uint64_t gm_simcuda_context_bytes(void);
 
 /* ---- internal ----------------------------------------------------------- */
 
