@@ -172,6 +172,8 @@ static void fitem(struct out *o, bool json, const struct gm_policy *p,
     item(o, json, gm_pol_field_names[f], p->src[f], json ? text : t, x);
 }
 
+static void limit_compact(const struct gm_limit *l, char *buf, size_t cap);
+
 static void fmt_pct(double fraction, char *buf, size_t cap)
 {
     size_t n = gm_format_decimal(fraction * 100.0, 7, buf, cap);
@@ -221,10 +223,17 @@ void gm_pol_limit_text(const struct gm_limit *l, char *buf, size_t cap)
     limit_strs(l, "physical memory", buf, cap, x, sizeof x);
 }
 
+/* A HAMi-core grant over a limit: its bytes (0: none) and its variable. */
+struct grant {
+    uint64_t bytes;
+    char name[48];
+};
+
 /* What else holds a limit: its HAMi-core origin, a ceiling that can only
- * be applied once the device's size is known. */
+ * be applied once the device's size is known (the admin's, a grant). */
 static void limit_notes(const struct gm_policy *p, const struct gm_limit *l,
-                        char *t, size_t cap, char *x, size_t xcap)
+                        const struct grant *g, char *t, size_t cap, char *x,
+                        size_t xcap)
 {
     const struct gm_limit *m = &p->admin.max_limit;
     char mt[128];
@@ -240,27 +249,106 @@ static void limit_notes(const struct gm_policy *p, const struct gm_limit *l,
         snprintf(t + strlen(t), cap - strlen(t), ", at most %s "
                  "(GPUMEM_MAX_LIMIT)", mt);
     }
+    if (g->bytes != 0 && l->kind != GM_LIMIT_NONE &&
+        l->kind != GM_LIMIT_BYTES) {
+        gm_format_size(g->bytes, mt, sizeof mt);
+        snprintf(t + strlen(t), cap - strlen(t), ", at most %s (%s)", mt,
+                 g->name);
+    }
+}
+
+/* The grant that holds device d (its own, else the one over all
+ * devices; d = GM_MAX_DEVICES: the one over all devices). */
+static struct grant grant_of(const struct gm_policy *p, unsigned d)
+{
+    struct grant g = { p->hami_cap, "CUDA_DEVICE_MEMORY_LIMIT" };
+
+    if (d < GM_MAX_DEVICES && p->hami_cap_dev[d] != 0) {
+        g.bytes = p->hami_cap_dev[d];
+        snprintf(g.name, sizeof g.name, "CUDA_DEVICE_MEMORY_LIMIT_%u", d);
+    }
+    return g;
+}
+
+/* What the environment asked of a limit a grant holds down: the text an
+ * admin ceiling kept (`kept`), else the limit as it was parsed. */
+static void asked_text(const struct gm_limit *l, const char *kept, char *buf,
+                       size_t cap)
+{
+    if (kept != NULL && kept[0] != '\0')
+        snprintf(buf, cap, "%s", kept);
+    else if (l->kind == GM_LIMIT_BYTES)
+        gm_format_size(l->bytes, buf, cap);
+    else
+        limit_compact(l, buf, cap);
+}
+
+/* One limit row, as the environment (or the admin) gave it, or, when a
+ * grant holds it down, the grant with what was asked: the effective
+ * value, as for an admin ceiling (fitem). f: GM_F_LIMIT for the row of
+ * every device (which fitem shows), else a device's row. */
+static void limit_row(struct out *o, bool json, const struct gm_policy *p,
+                      const char *name, enum gm_field f, enum gm_source src,
+                      const struct gm_limit *l, const struct grant *g)
+{
+    char t[384], x[256], a[64], v[128];
+    struct gm_limit held;
+
+    if (!gm_pol_hami_held(l, g->bytes, &held)) {
+        limit_strs(l, "physical memory", t, sizeof t, x, sizeof x);
+        limit_notes(p, l, g, t, sizeof t, x, sizeof x);
+        if (f == GM_F_LIMIT)
+            fitem(o, json, p, f, t, x);
+        else
+            item(o, json, name, src, t, x);
+        return;
+    }
+    asked_text(l, p->clamped[f] ? p->asked[f] : NULL, a, sizeof a);
+    limit_strs(&held, "physical memory", v, sizeof v, x, sizeof x);
+    snprintf(t, sizeof t, "%s (asked %s, the grant of %s)", v, a, g->name);
+    struct out xo = { x, sizeof x, strlen(x), 0, true };
+    putf(&xo, ", \"clamped\": true, \"asked\": ");
+    put_jstr(&xo, a);
+    putf(&xo, ", \"ceiling\": \"%s\"", g->name);
+    item(o, json, name, src, json ? v : t, x);
+}
+
+/* A device row for device d when what holds there is not what the row
+ * of every device shows: its own GPUMEM_LIMIT_<d>, or a grant of its own
+ * that holds GPUMEM_LIMIT down otherwise than on the other devices. */
+static bool dev_row(struct out *o, bool json, const struct gm_policy *p,
+                    unsigned d)
+{
+    char name[32];
+    struct grant g = grant_of(p, d), all = grant_of(p, GM_MAX_DEVICES);
+    struct gm_limit here = p->limit, shown = p->limit;
+
+    snprintf(name, sizeof name, "GPUMEM_LIMIT_%u", d);
+    if (p->dev_limit_set[d]) {
+        limit_row(o, json, p, name, GM_F_LIMIT_N, p->src[GM_F_LIMIT_N],
+                  &p->dev_limit[d], &g);
+        return true;
+    }
+    if (p->hami_cap_dev[d] == 0)
+        return false;
+    (void)gm_pol_hami_held(&p->limit, g.bytes, &here);
+    (void)gm_pol_hami_held(&p->limit, all.bytes, &shown);
+    if (here.kind == shown.kind && here.bytes == shown.bytes)
+        return false;
+    limit_row(o, json, p, name, GM_F_LIMIT_N, GM_SRC_ENV, &p->limit, &g);
+    return true;
 }
 
 static void fmt_limits(struct out *o, bool json, const struct gm_policy *p)
 {
-    char t[384], x[256], name[32];
+    struct grant all = grant_of(p, GM_MAX_DEVICES);
     unsigned i;
     bool any = false;
 
-    limit_strs(&p->limit, "physical memory", t, sizeof t, x, sizeof x);
-    limit_notes(p, &p->limit, t, sizeof t, x, sizeof x);
-    fitem(o, json, p, GM_F_LIMIT, t, x);
-    for (i = 0; i < GM_MAX_DEVICES; i++) {
-        if (!p->dev_limit_set[i])
-            continue;
-        any = true;
-        snprintf(name, sizeof name, "GPUMEM_LIMIT_%u", i);
-        limit_strs(&p->dev_limit[i], "physical memory", t, sizeof t, x,
-                   sizeof x);
-        limit_notes(p, &p->dev_limit[i], t, sizeof t, x, sizeof x);
-        item(o, json, name, p->src[GM_F_LIMIT_N], t, x);
-    }
+    limit_row(o, json, p, gm_pol_field_names[GM_F_LIMIT], GM_F_LIMIT,
+              p->src[GM_F_LIMIT], &p->limit, &all);
+    for (i = 0; i < GM_MAX_DEVICES; i++)
+        any |= dev_row(o, json, p, i);
     if (!any)
         item(o, json, gm_pol_field_names[GM_F_LIMIT_N], GM_SRC_DEFAULT, NULL, NULL);
 }

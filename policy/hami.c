@@ -141,6 +141,16 @@ static void as_limits(struct load *c, const struct hami *h)
     }
 }
 
+bool gm_pol_hami_held(const struct gm_limit *l, uint64_t cap,
+                      struct gm_limit *out)
+{
+    if (cap == 0 || !(l->kind == GM_LIMIT_NONE ||
+                      (l->kind == GM_LIMIT_BYTES && l->bytes > cap)))
+        return false;
+    *out = (struct gm_limit){ GM_LIMIT_BYTES, cap, 0.0, 0 };
+    return true;
+}
+
 /* One cap against the job's limit for that device: a line when the two
  * compare and the job's is above (else it is taken per device). */
 static void cap_note(struct load *c, const struct gm_limit *l,
@@ -148,9 +158,9 @@ static void cap_note(struct load *c, const struct gm_limit *l,
                      const char *hval, uint64_t cap)
 {
     char a[SHOW_MAX + 4], b[SHOW_MAX + 4], sz[32];
+    struct gm_limit held;
 
-    if (!(l->kind == GM_LIMIT_NONE ||
-          (l->kind == GM_LIMIT_BYTES && l->bytes > cap)))
+    if (!gm_pol_hami_held(l, cap, &held))
         return;
     gm_pol_show(lval, a, sizeof a);
     gm_pol_show(hval, b, sizeof b);

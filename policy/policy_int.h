@@ -109,6 +109,12 @@ void gm_pol_admin_enforce(struct load *c) __attribute__((visibility("hidden")));
  * caps over them. */
 void gm_pol_hami_apply(struct load *c, bool as_limit)
     __attribute__((visibility("hidden")));
+/* The limit a HAMi-core grant of cap bytes (0: none) leaves of l: the
+ * grant when l is none or a larger size (*out set, true), else l stands
+ * (false; a percentage or share is held per device once its size is
+ * known). */
+bool gm_pol_hami_held(const struct gm_limit *l, uint64_t cap,
+                      struct gm_limit *out) __attribute__((visibility("hidden")));
 /* CUDA_DISABLE_CONTROL, honoured only when the admin allows it. */
 void gm_pol_hami_disable(struct load *c) __attribute__((visibility("hidden")));
 /* First value of `name` in envp, or NULL. */

@@ -4,7 +4,8 @@
  * variables (policy/hami.c, gm_parse_hami_size_ex): defaults and their
  * source, every ceiling against the environment (tighten, never loosen),
  * bad lines with PATH:LINE, the trust checks on real files (as root), the
- * HAMi-core forms and their mapping, CUDA_DISABLE_CONTROL.
+ * HAMi-core forms and their mapping, CUDA_DISABLE_CONTROL, the grant's
+ * effective value in gpumem policy's text and JSON.
  */
 #include <check.h>
 #include <errno.h>
@@ -506,6 +507,49 @@ START_TEST(hami_mapping)
 }
 END_TEST
 
+/* A grant that holds the job's limit down is shown as the effective
+ * value, with what was asked, as an admin ceiling is: in text and JSON,
+ * on the row of every device and on a device's own row. */
+START_TEST(hami_format_shows_the_grant)
+{
+    static char out[16384];
+
+    ALOAD("", "CUDA_DEVICE_MEMORY_LIMIT=8192m", "GPUMEM_LIMIT=16G");
+    gm_policy_format(&p, false, out, sizeof out);
+    ck_assert_msg(strstr(out, "GPUMEM_LIMIT           8.0 GiB (8589934592 B) "
+                          "(asked 16.0 GiB, the grant of "
+                          "CUDA_DEVICE_MEMORY_LIMIT)") != NULL, "%s", out);
+    gm_policy_format(&p, true, out, sizeof out);
+    ck_assert_msg(strstr(out, "\"GPUMEM_LIMIT\": {\"value\": \"8.0 GiB "
+                          "(8589934592 B)\", \"kind\": \"bytes\", \"bytes\": "
+                          "8589934592, \"clamped\": true, \"asked\": "
+                          "\"16.0 GiB\", \"ceiling\": "
+                          "\"CUDA_DEVICE_MEMORY_LIMIT\", \"source\": \"env\"}")
+                  != NULL, "%s", out);
+    ALOAD("", "CUDA_DEVICE_MEMORY_LIMIT_0=8192m", "GPUMEM_LIMIT=none");
+    gm_policy_format(&p, false, out, sizeof out);
+    ck_assert_msg(strstr(out, "GPUMEM_LIMIT           none     ") != NULL &&
+                  strstr(out, "GPUMEM_LIMIT_0         8.0 GiB (8589934592 B) "
+                         "(asked none, the grant of "
+                         "CUDA_DEVICE_MEMORY_LIMIT_0)") != NULL &&
+                  strstr(out, "GPUMEM_LIMIT_1 ") == NULL, "%s", out);
+    gm_policy_format(&p, true, out, sizeof out);
+    ck_assert_msg(strstr(out, "\"GPUMEM_LIMIT_0\": {\"value\": \"8.0 GiB "
+                          "(8589934592 B)\", \"kind\": \"bytes\"") != NULL &&
+                  strstr(out, "\"GPUMEM_LIMIT_<N>\"") == NULL, "%s", out);
+    /* A grant that does not hold the limit down changes nothing shown. */
+    ALOAD("", "CUDA_DEVICE_MEMORY_LIMIT=8192m", "GPUMEM_LIMIT=2G");
+    gm_policy_format(&p, false, out, sizeof out);
+    ck_assert_msg(strstr(out, "GPUMEM_LIMIT           2.0 GiB (2147483648 B) "
+                          "            env\n") != NULL, "%s", out);
+    /* A percentage is held per device: the row says up to what. */
+    ALOAD("", "CUDA_DEVICE_MEMORY_LIMIT=8192m", "GPUMEM_LIMIT=50%");
+    gm_policy_format(&p, false, out, sizeof out);
+    ck_assert_msg(strstr(out, "50% of physical memory, at most 8.0 GiB "
+                          "(CUDA_DEVICE_MEMORY_LIMIT)") != NULL, "%s", out);
+}
+END_TEST
+
 START_TEST(hami_messages)
 {
     ALOAD("", "CUDA_DEVICE_MEMORY_LIMIT=1.5g");
@@ -735,6 +779,7 @@ static Suite *admin_suite(void)
     tcase_add_loop_test(t, hami_refusals, 0, N(hami_bad));
     tcase_add_test(t, hami_mapping);
     tcase_add_test(t, hami_messages);
+    tcase_add_test(t, hami_format_shows_the_grant);
     tcase_add_test(t, disable_control);
     suite_add_tcase(s, t);
     return s;
