@@ -2,7 +2,8 @@
  * policy/options.c — the GPUMEM_* option table: for each variable, the
  * accepted forms (the "use ..." text of its messages) and the function
  * that parses and applies its value, with the limit forms (bytes, NN%,
- * share[:F] from the local rank count) they share.
+ * share[:F] from the local rank count, to a part in a billion) they
+ * share.
  *
  * Invariant: an apply function either stores a validated value (and marks
  * its source) or reports one message and leaves the default in place.
@@ -110,6 +111,13 @@ static bool copy_str(char *dst, size_t cap, const char *src)
 
 /* ---- limits ------------------------------------------------------------ */
 
+/* A limit takes its percentage or share fraction to 9 decimal places of
+ * the fraction (parts per billion, gm_limit_resolve), and gpumem policy
+ * shows it to as many: a smaller one would resolve to nothing, and is
+ * refused as 0% is. */
+#define FRACTION_MIN 1e-9
+#define PCT_MIN 1e-7    /* FRACTION_MIN in percent, as "0.0000001" parses */
+
 /* Local ranks for `share`: first rank variable present decides. */
 static bool local_ranks(struct load *c, enum gm_field f, const char *name,
                         const char *val, unsigned *ranks)
@@ -163,6 +171,11 @@ static bool parse_share(struct load *c, enum gm_field f, const char *name,
                 F_LIMIT);
             return false;
         }
+        if (frac < FRACTION_MIN) {
+            gm_pol_bad(c, f, name, val, "has a share fraction below "
+                "0.000000001, the finest a limit is taken to", F_LIMIT);
+            return false;
+        }
     } else if (*fs != '\0') {
         gm_pol_bad(c, f, name, val, "is not a size", F_LIMIT);
         return false;
@@ -190,6 +203,12 @@ static bool parse_limit_pct(struct load *c, enum gm_field f, const char *name,
     if (pct <= 0.0) {
         gm_pol_bad(c, f, name, val, "is 0%, which would allow no memory at all",
             F_LIMIT);
+        return false;
+    }
+    if (pct < PCT_MIN) {
+        gm_pol_bad(c, f, name, val, "is below 0.0000001% (one part in a "
+            "billion), the finest a limit is taken to: it would allow no "
+            "memory at all", F_LIMIT);
         return false;
     }
     if (pct > 100.0) {
@@ -313,6 +332,11 @@ static bool apply_static_size(struct load *c, enum gm_field f,
                 pct <= 0.0 ? "is 0% of the limit"
                            : "is above 100% of the limit",
                 F_STATIC);
+            return false;
+        }
+        if (pct < PCT_MIN) {
+            gm_pol_bad(c, f, name, val, "is below 0.0000001% of the limit, "
+                "the finest a size is taken to", F_STATIC);
             return false;
         }
         c->p->static_size.kind = GM_LIMIT_PERCENT;

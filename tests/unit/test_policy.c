@@ -187,10 +187,14 @@ static const struct err_case bad_limits[] = {
     { "50%x", "has unexpected text 'x' after '50%'" },
     { "0%", "is 0%" },
     { "0.0%", "is 0%" },
+    { "0.0000000001%", "is below 0.0000001% (one part in a billion), the "
+                       "finest a limit is taken to" },
+    { "0.00000009%", "is below 0.0000001%" },
     { "101%", "is above 100%" },
     { "100.5%", "is above 100%" },
     { "-5%", "is negative" },
     { "share:0", "has a share fraction outside (0, 1]" },
+    { "share:0.0000000009", "has a share fraction below 0.000000001" },
     { "share:1.5", "has a share fraction outside (0, 1]" },
     { "share:", "has a share fraction that is empty" },
     { "share:abc", "has a share fraction that is not a number" },
@@ -428,6 +432,18 @@ START_TEST(resolve_rounding)
     LOAD("GPUMEM_LIMIT=share:0.011", "LOCAL_WORLD_SIZE=1");
     expect_clean();
     ck_assert_uint_eq(gm_policy_limit_for(&p, 0, 10000000000ull), 110000000);
+    /* The finest percentage and share: one part in a billion, shown as
+     * written (never as "0%") and resolved to it. */
+    static char out[16384];
+    LOAD("GPUMEM_LIMIT=0.0000001%");
+    expect_clean();
+    ck_assert_uint_eq(gm_policy_limit_for(&p, 0, 80 * GiB), 85);
+    gm_policy_format(&p, false, out, sizeof out);
+    ck_assert_msg(strstr(out, "0.0000001% of physical memory") != NULL, "%s",
+                  out);
+    LOAD("GPUMEM_LIMIT=share:0.000000001", "LOCAL_WORLD_SIZE=1");
+    expect_clean();
+    ck_assert_uint_eq(gm_policy_limit_for(&p, 0, 80 * GiB), 85);
 }
 END_TEST
 
@@ -497,6 +513,7 @@ END_TEST
 
 static const struct err_case bad_static[] = {
     { "0%", "is 0% of the limit" },
+    { "0.00000001%", "is below 0.0000001% of the limit" },
     { "101%", "is above 100% of the limit" },
     { "0", "is zero" },
     { "", "is empty" },
