@@ -9,8 +9,8 @@
  * what report, replay and log say of a file they cannot use.
  */
 #include <check.h>
-#include <stdint.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
