@@ -116,6 +116,14 @@ else
     echo "note: no reference traces at ${GM_TRACES:-$SRC/../shared/reference/traces}: a trace made here replayed instead"
 fi
 
+# the simulated device is sized by what the recording held at once, not
+# by all it ever allocated: 60 pairs of 1 GiB keep the default 80 GiB
+awk 'BEGIN { for (i = 0; i < 60; i++) {
+    printf "1 %d alloc 1073741824 0x%x 0 0\n", 2 * i, 65536 + i
+    printf "1 %d free 0 0x%x 0 0\n", 2 * i + 1, 65536 + i } }' >"$T/pairs.trace"
+d=$("$G" replay "$T/pairs.trace" --json | num device_bytes)
+[ "$d" = 85899345920 ] || bad "60 pairs of 1 GiB: device of $d bytes (want 80 GiB)"
+
 # ---- trainsim: recording replays to the run's own figures --------------
 TS="$B/gpumem-trainsim --steps 6 --eval-every 3 --quiet"
 for m in "grow" "static" "staged --warmup 1ms"; do

@@ -303,6 +303,63 @@ START_TEST(load_text)
 }
 END_TEST
 
+/* The peak of a process: frees, releases and destroys give back what they
+ * held; a retained or mapped handle stays held until its last release or
+ * unmap; failed calls count nothing. */
+START_TEST(peak_follows_what_is_held)
+{
+    static const struct { unsigned op; uint64_t size, addr, aux; uint32_t rc; }
+        calls[] = {
+        { GM_RO_ALLOC, 100, 0xa, 0, 0 },      /* 100 */
+        { GM_RO_ALLOC, 50, 0xb, 0, 0 },       /* 150 */
+        { GM_RO_FREE, 0, 0xa, 0, 0 },         /* 50 */
+        { GM_RO_ALLOC, 120, 0xc, 0, 0 },      /* 170 */
+        { GM_RO_FREE, 0, 0xb, 0, 0 },
+        { GM_RO_FREE, 0, 0xc, 0, 0 },         /* 0 */
+        { GM_RO_CREATE, 1000, 0x77, 0, 0 },   /* 1000 */
+        { GM_RO_RETAIN, 0, 0x77, 0x10000, 0 },
+        { GM_RO_MAP, 1000, 0x77, 0x10000, 0 },
+        { GM_RO_RELEASE, 0, 0x77, 0, 0 },
+        { GM_RO_RELEASE, 0, 0x77, 0, 0 },     /* still mapped: 1000 */
+        { GM_RO_ALLOC, 500, 0xd, 0, 0 },      /* 1500, the peak */
+        { GM_RO_UNMAP, 1000, 0, 0x10000, 0 }, /* 500 */
+        { GM_RO_ALLOC, 100, 0xe, 0, 0 },      /* 600 */
+        { GM_RO_ALLOC, 5000, 0, 0, 2 },       /* refused: nothing */
+        { GM_RO_ARRAY, 700, 0x5, 0, 0 },      /* 1300 */
+        { GM_RO_ARRAY_DESTROY, 0, 0x5, 0, 0 },
+    };
+    enum { N = sizeof calls / sizeof calls[0] };
+    struct gm_tev ev[N];
+    memset(ev, 0, sizeof ev);
+    for (size_t i = 0; i < N; i++) {
+        ev[i].seq = i + 1;
+        ev[i].op = (uint16_t)calls[i].op;
+        ev[i].size = calls[i].size;
+        ev[i].addr = calls[i].addr;
+        ev[i].aux = calls[i].aux;
+        ev[i].rc = calls[i].rc;
+    }
+    struct gm_tproc pr = { .pid = 1, .first = 0, .count = N };
+    struct gm_trace t = { .ev = ev, .n = N, .cap = N, .proc = &pr, .nproc = 1 };
+    ck_assert_uint_eq(gm_trace_peak(&t, &pr), 1500);
+    /* Many allocations, one at a time: the peak is one of them. */
+    enum { M = 20000 };
+    struct gm_tev *many = calloc(2 * M, sizeof *many);
+    ck_assert_ptr_nonnull(many);
+    for (size_t i = 0; i < M; i++) {
+        many[2 * i] = (struct gm_tev){ .op = GM_RO_ALLOC, .size = 1u << 30,
+                                       .addr = 0x1000 + i };
+        many[2 * i + 1] = (struct gm_tev){ .op = GM_RO_FREE,
+                                           .addr = 0x1000 + i };
+    }
+    struct gm_tproc pm = { .pid = 2, .first = 0, .count = 2 * M };
+    struct gm_trace tm = { .ev = many, .n = 2 * M, .cap = 2 * M,
+                           .proc = &pm, .nproc = 1 };
+    ck_assert_uint_eq(gm_trace_peak(&tm, &pm), 1u << 30);
+    free(many);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("trace");
@@ -316,6 +373,7 @@ int main(void)
     tcase_add_test(tc, load_unclosed_and_sections);
     tcase_add_test(tc, load_refuses_bad_binary);
     tcase_add_test(tc, load_text);
+    tcase_add_test(tc, peak_follows_what_is_held);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

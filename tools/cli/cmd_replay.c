@@ -70,10 +70,11 @@ const char gm_help_replay[] =
     "    --pid N\n"
     "        Replay only process N of the file (default: each in turn).\n"
     "    --device-size SIZE\n"
-    "        The simulated device's memory (default 80G, or more when the\n"
-    "        recording held more); NN% limits are of this size. It must\n"
-    "        hold the simulated context (SIMCUDA_CONTEXT, 300M by\n"
-    "        default); below that nothing is replayed, and that is said.\n"
+    "        The simulated device's memory (default 80G, or twice the most\n"
+    "        a process of the recording held at once plus 1G, when that is\n"
+    "        more); NN% limits are of this size. It must hold the\n"
+    "        simulated context (SIMCUDA_CONTEXT, 300M by default); below\n"
+    "        that nothing is replayed, and that is said.\n"
     "    --pace\n"
     "        Issue each call at its recorded time (relative to the start)\n"
     "        instead of back to back.\n"
@@ -370,21 +371,6 @@ static int parse_size(const char *s, uint64_t *out)
     return gm_parse_size(s, out) == 0 ? 0 : -1;
 }
 
-/* The most the process ever held, from the file itself. */
-static uint64_t trace_peak(const struct gm_trace *t, const struct gm_tproc *p)
-{
-    uint64_t live = 0, peak = 0;
-    for (size_t i = 0; i < p->count; i++) {
-        const struct gm_tev *e = &t->ev[p->first + i];
-        if (gm_rec_op_allocates(e->op) && e->rc == 0) {
-            live += e->size;
-            if (live > peak)
-                peak = live;
-        }
-    }
-    return peak;
-}
-
 static const char *mode_now(void)
 {
     const char *m = getenv("GPUMEM_MODE");
@@ -608,7 +594,7 @@ int gm_cmd_replay(int argc, char **argv)
     if (!devset) { /* room for what the recording held, twice over */
         uint64_t most = 0;
         for (size_t i = 0; i < t.nproc; i++) {
-            uint64_t pk = trace_peak(&t, &t.proc[i]);
+            uint64_t pk = gm_trace_peak(&t, &t.proc[i]);
             most = pk > most ? pk : most;
         }
         if (most * 2 + (1ull << 30) > c.devsize)

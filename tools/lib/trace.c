@@ -42,6 +42,167 @@ bool gm_rec_op_allocates(unsigned op)
     }
 }
 
+/* ---- peak --------------------------------------------------------------- */
+
+/* What is held, by kind and key, in an open-addressing table: kind 0 is
+ * an empty slot, or a removed one when `dead` (probes pass over it). A
+ * mapping (HK_MAP, key its start) holds its length in size and its
+ * handle in aux. */
+enum { HK_PTR = 1, HK_HANDLE, HK_ARRAY, HK_MAP };
+struct held {
+    uint64_t key, size, aux;
+    uint32_t refs;
+    uint8_t kind, dead;
+};
+struct heldtab { struct held *v; size_t cap, used; };
+
+static size_t held_hash(uint64_t key, unsigned kind, size_t cap)
+{
+    uint64_t h = (key ^ ((uint64_t)kind << 60)) * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h >> 17) & (cap - 1);
+}
+
+static struct held *held_find(struct heldtab *t, unsigned kind, uint64_t key)
+{
+    if (t->cap == 0)
+        return NULL;
+    for (size_t i = held_hash(key, kind, t->cap);; i = (i + 1) & (t->cap - 1)) {
+        struct held *h = &t->v[i];
+        if (h->kind == 0 && !h->dead)
+            return NULL;
+        if (h->kind == kind && h->key == key)
+            return h;
+    }
+}
+
+/* Rebuild the table at `cap` slots, without the removed ones. */
+static int held_rehash(struct heldtab *t, size_t cap)
+{
+    struct held *v = calloc(cap, sizeof *v);
+    if (v == NULL)
+        return -1;
+    size_t n = 0;
+    for (size_t i = 0; i < t->cap; i++) {
+        if (t->v[i].kind == 0)
+            continue;
+        size_t j = held_hash(t->v[i].key, t->v[i].kind, cap);
+        while (v[j].kind != 0)
+            j = (j + 1) & (cap - 1);
+        v[j] = t->v[i];
+        n++;
+    }
+    free(t->v);
+    t->v = v;
+    t->cap = cap;
+    t->used = n;
+    return 0;
+}
+
+/* A new entry with one reference; NULL without memory. `used` counts
+ * entries and removed slots, at most half the table. */
+static struct held *held_put(struct heldtab *t, unsigned kind, uint64_t key,
+                             uint64_t size, uint64_t aux)
+{
+    if ((t->used + 1) * 2 > t->cap) {
+        size_t live = 0;
+        for (size_t i = 0; i < t->cap; i++)
+            live += t->v[i].kind != 0;
+        size_t cap = t->cap == 0 ? 1024
+                     : (live + 1) * 4 > t->cap ? t->cap * 2 : t->cap;
+        if (held_rehash(t, cap) != 0)
+            return NULL;
+    }
+    size_t i = held_hash(key, kind, t->cap);
+    while (t->v[i].kind != 0 || t->v[i].dead)
+        i = (i + 1) & (t->cap - 1);
+    t->v[i] = (struct held){ key, size, aux, 1, (uint8_t)kind, 0 };
+    t->used++;
+    return &t->v[i];
+}
+
+static void held_remove(struct held *h)
+{
+    h->kind = 0;
+    h->dead = 1;
+}
+
+/* Drop a reference; the bytes it held when it was the last one. */
+static uint64_t held_drop(struct heldtab *t, unsigned kind, uint64_t key)
+{
+    struct held *h = held_find(t, kind, key);
+    if (h == NULL || --h->refs > 0)
+        return 0;
+    held_remove(h);
+    return h->size;
+}
+
+static unsigned alloc_kind(unsigned op)
+{
+    return op == GM_RO_CREATE ? HK_HANDLE : op == GM_RO_ARRAY ? HK_ARRAY
+                                                              : HK_PTR;
+}
+
+/* cuMemUnmap(start, size): the mappings back to back from start go, each
+ * dropping its handle's reference; the bytes that freed. */
+static uint64_t unmapped(struct heldtab *t, uint64_t start, uint64_t size)
+{
+    uint64_t at = start, freed = 0;
+    struct held *m;
+    while (at - start < size && (m = held_find(t, HK_MAP, at)) != NULL) {
+        uint64_t len = m->size, handle = m->aux;
+        held_remove(m);
+        freed += held_drop(t, HK_HANDLE, handle);
+        if (len == 0)
+            break;
+        at += len;
+    }
+    return freed;
+}
+
+uint64_t gm_trace_peak(const struct gm_trace *t, const struct gm_tproc *p)
+{
+    struct heldtab tab = { NULL, 0, 0 };
+    uint64_t live = 0, peak = 0;
+    for (size_t i = 0; i < p->count; i++) {
+        const struct gm_tev *e = &t->ev[p->first + i];
+        struct held *h;
+        if (e->rc != 0)
+            continue;
+        switch (e->op) {
+        case GM_RO_FREE: case GM_RO_FREE_ASYNC:
+            live -= held_drop(&tab, HK_PTR, e->addr);
+            break;
+        case GM_RO_RELEASE:
+            live -= held_drop(&tab, HK_HANDLE, e->addr);
+            break;
+        case GM_RO_ARRAY_DESTROY:
+            live -= held_drop(&tab, HK_ARRAY, e->addr);
+            break;
+        case GM_RO_RETAIN:
+            if ((h = held_find(&tab, HK_HANDLE, e->addr)) != NULL)
+                h->refs++;
+            break;
+        case GM_RO_MAP: /* size, addr = handle, aux = start */
+            if (held_find(&tab, HK_HANDLE, e->addr) != NULL &&
+                held_put(&tab, HK_MAP, e->aux, e->size, e->addr) != NULL)
+                held_find(&tab, HK_HANDLE, e->addr)->refs++;
+            break;
+        case GM_RO_UNMAP: /* size, aux = start */
+            live -= unmapped(&tab, e->aux, e->size);
+            break;
+        default:
+            if (gm_rec_op_allocates(e->op) &&
+                held_put(&tab, alloc_kind(e->op), e->addr, e->size, 0)) {
+                live += e->size;
+                peak = live > peak ? live : peak;
+            }
+            break;
+        }
+    }
+    free(tab.v);
+    return peak;
+}
+
 static int push_ev(struct gm_trace *t, const struct gm_tev *e)
 {
     if (t->n == t->cap) {

@@ -53,4 +53,10 @@ const char *gm_rec_op_name(unsigned op);
  * alloc, create, array). */
 bool gm_rec_op_allocates(unsigned op);
 
+/* The most process p held at once by its successful calls: allocations
+ * less what their frees, releases and destroys gave back (a handle's
+ * retains and mappings keep it, as they keep the driver's memory); 0 on
+ * no memory for the count. */
+uint64_t gm_trace_peak(const struct gm_trace *t, const struct gm_tproc *p);
+
 #endif
