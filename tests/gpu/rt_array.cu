@@ -2,14 +2,15 @@
  * tests/gpu/rt_array.cu — CUDA arrays: cudaMallocArray (cuArray3DCreate or
  * cuArrayCreate underneath) and cudaMallocMipmappedArray
  * (cuMipmappedArrayCreate). Their charge is what the driver says they take,
- * at least the texels asked for; the limit edge runs with each as the unit
+ * at least the texels asked for (a mipmapped array of 0 levels is made,
+ * and charged, with one); the limit edge runs with each as the unit
  * (cudaMalloc fills the rest), and there is no drift.
  */
 #include "gc_rt.h"
 
 static const size_t aw = 4096, ah = 4096; /* float texels: 64 MiB */
 static const size_t mw = 2048, mh = 2048; /* float, full mip chain */
-static const unsigned mlevels = 12;
+static unsigned mlevels = 12;   /* 0 is clamped to 1 by the driver */
 
 static int array_alloc(void **h)
 {
@@ -57,5 +58,10 @@ int main(int argc, char **argv)
     struct gc_unit m = {"cudaMallocMipmappedArray",
                         (unsigned long long)mw * mh * sizeof(float), mip_alloc, mip_free};
     gc_edge_unit(&m, &rt_malloc_api, rt_meminfo);
+    /* 0 levels: the driver makes one, and the charge follows it. */
+    mlevels = 0;
+    struct gc_unit m0 = {"cudaMallocMipmappedArray, 0 levels",
+                         (unsigned long long)mw * mh * sizeof(float), mip_alloc, mip_free};
+    gc_edge_unit(&m0, &rt_malloc_api, rt_meminfo);
     return gc_finish();
 }
