@@ -17,9 +17,10 @@
 #include "shim/driver/nvml.h"
 #include "shim/driver/real.h"
 
-/* False when the driver says there is no such device: nothing is
- * recorded (no telemetry block, no group entry) and the caller lets the
- * driver answer the call. */
+/* False when the driver says there is no such device, or is not
+ * initialised (a call before cuInit): nothing is recorded (no telemetry
+ * block, no group entry, the record stays unresolved for a later call)
+ * and the caller lets the driver answer the call. */
 static bool resolve_device(int dev, struct gm_dev *d)
 {
     size_t total = 0;
@@ -28,7 +29,8 @@ static bool resolve_device(int dev, struct gm_dev *d)
     if (gm_real.cuDeviceTotalMem_v2 != NULL)
         rc = gm_real.cuDeviceTotalMem_v2(&total, (CUdevice)dev);
     gm_depth--;
-    if (rc == CUDA_ERROR_INVALID_DEVICE)
+    if (rc == CUDA_ERROR_INVALID_DEVICE || rc == CUDA_ERROR_NOT_INITIALIZED ||
+        rc == CUDA_ERROR_DEINITIALIZED)
         return false;
     if (rc != CUDA_SUCCESS)
         total = 0;

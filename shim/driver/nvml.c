@@ -64,6 +64,8 @@ int gm_nvml_cuda_uuid(int dev, char *out, size_t cap)
     CUresult rc = gm_real.cuDeviceGetUuid_v2(&u, (CUdevice)dev);
     if (rc == CUDA_ERROR_INVALID_DEVICE)
         return -2;
+    if (rc == CUDA_ERROR_NOT_INITIALIZED || rc == CUDA_ERROR_DEINITIALIZED)
+        return -3;
     if (rc != CUDA_SUCCESS)
         return -1;
     const unsigned char *b = (const unsigned char *)u.bytes;

@@ -31,7 +31,8 @@ void gm_nvml_load(void);
 
 /* CUDA device `dev`'s UUID as NVML writes it ("GPU-xxxxxxxx-xxxx-..."),
  * through the real driver: 0; -2 when there is no such device (or no
- * cuDeviceGetUuid_v2), -1 when the driver cannot say. */
+ * cuDeviceGetUuid_v2), -3 when the driver is not initialised (before
+ * cuInit), -1 when it cannot say otherwise. */
 int gm_nvml_cuda_uuid(int dev, char *out, size_t cap);
 
 #endif

@@ -161,7 +161,8 @@ struct nv_view {
 };
 
 /* CUDA ordinal of the device with this UUID, through the real driver;
- * -1 when CUDA does not see it. */
+ * -1 when CUDA does not see it, -2 when the driver is not initialised
+ * yet (the shim started before the program's cuInit). */
 static int cuda_ordinal(const char *uuid)
 {
     for (int ord = 0; ord < GM_MAX_DEVICES; ord++) {
@@ -169,6 +170,8 @@ static int cuda_ordinal(const char *uuid)
         gm_depth++;
         int got = gm_nvml_cuda_uuid(ord, u, sizeof u);
         gm_depth--;
+        if (got == -3)
+            return -2;
         if (got == -2)
             return -1; /* past the last device */
         if (got == 0 && strcmp(u, uuid) == 0)
@@ -177,13 +180,16 @@ static int cuda_ordinal(const char *uuid)
     return -1;
 }
 
-/* CUDA is initialised here: the same view as cuMemGetInfo on that device. */
+/* The shim is initialised here: the same view as cuMemGetInfo on that
+ * device. *uninit: the driver is not initialised yet (no view here). */
 static bool view_cuda(const char *uuid, uint64_t total, uint64_t free,
-                      struct nv_view *v)
+                      struct nv_view *v, bool *uninit)
 {
+    *uninit = false;
     if (!gm_st.policy.nvml_view)
         return false;
     int ord = cuda_ordinal(uuid);
+    *uninit = ord == -2;
     if (ord < 0)
         return false;
     uint64_t f = free, t = total;
@@ -292,7 +298,12 @@ static bool nv_view(void *real, gm_nvml_dev h, uint64_t total, uint64_t free,
     char uuid[GM_NVML_UUID_BUFFER];
     if (lib_uuid(h, uuid, sizeof uuid) != GM_NVML_SUCCESS)
         return false;
-    return view_cuda(uuid, total, free, v);
+    bool uninit;
+    if (view_cuda(uuid, total, free, v, &uninit))
+        return true;
+    /* Before the program's cuInit the process has no CUDA device yet:
+     * the view of a process without CUDA (the job's charge). */
+    return uninit && view_solo(h, total, free, v);
 }
 
 /* ---- memory -------------------------------------------------------------- */

@@ -230,6 +230,20 @@ START_TEST(nvml_only_with_limits_sees_them)
 }
 END_TEST
 
+/* Calls before cuInit resolve nothing for good: NVML shows the limit
+ * after a CUDA call the driver refused as not initialised, a primary
+ * retain before cuInit gets the driver's answer (3), and the device's
+ * limit resolves once the driver is up (50% of 80 GiB on both sides). */
+START_TEST(calls_before_cuinit_resolve_nothing)
+{
+    const char *env[] = { "GPUMEM_LIMIT=50%", NULL };
+    RUN(out, 1, env, prog(vias[_i]), "--via", vias[_i], "early");
+    has(out, "before cuInit: info rc 3 nvml total=42949672960\n");
+    has(out, "retain before cuInit rc 3\n");
+    has(out, "after cuInit: cuda total=42949672960 nvml total=42949672960\n");
+}
+END_TEST
+
 /* NULL outputs, an unknown handle, a NULL count, a wrong struct version:
  * NVML's own codes, the same with the shim and a limit as without. */
 START_TEST(errors_are_nvmls_own)
@@ -390,6 +404,7 @@ static Suite *suite(void)
     tcase_add_loop_test(t, nvml_only_costs_nothing, 0, 2);
     tcase_add_loop_test(t, nvml_only_with_limits_sees_them, 0, 2);
     tcase_add_loop_test(t, errors_are_nvmls_own, 0, 3);
+    tcase_add_loop_test(t, calls_before_cuinit_resolve_nothing, 0, 3);
     tcase_add_test(t, context_measured_through_nvml_not_the_fallback);
     tcase_add_loop_test(t, nvml_only_shows_the_jobs_charge, 0, 2);
     suite_add_tcase(s, t);

@@ -11,6 +11,9 @@
  *            steps and this process's process-list entries (v1, v2, v3)
  *   nvmlview [--via P] map           every CUDA device (ordinal, UUID,
  *            cuMemGetInfo total) and every NVML device (index, UUID, total)
+ *   nvmlview [--via P] early          NVML's total after a CUDA call made
+ *            before cuInit, a primary retain's answer before cuInit, then
+ *            CUDA's and NVML's totals once initialised
  *   nvmlview [--via P] info          NVML only: every device's figures and
  *            process count, whether libcuda is loaded, the thread count
  *   nvmlview [--via P] errors        NVML's answers to a NULL output, an
@@ -21,6 +24,7 @@
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <dirent.h>
+#include <stdbool.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,7 +144,7 @@ static void *cu(void *h, gpa_fn gpa, const char *name, const char *family)
     return need(p, family);
 }
 
-static void load_cuda(void)
+static void load_cuda_syms(bool init)
 {
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
     if (h == NULL) {
@@ -158,10 +162,15 @@ static void load_cuda(void)
     C.managed = cu(h, gpa, "cuMemAllocManaged", "cuMemAllocManaged");
     C.free = cu(h, gpa, "cuMemFree_v2", "cuMemFree");
     C.info = cu(h, gpa, "cuMemGetInfo_v2", "cuMemGetInfo");
-    if (C.init(0) != CUDA_SUCCESS) {
+    if (init && C.init(0) != CUDA_SUCCESS) {
         fprintf(stderr, "nvmlview: cuInit failed\n");
         exit(1);
     }
+}
+
+static void load_cuda(void)
+{
+    load_cuda_syms(true);
 }
 
 static void cuda_uuid(int ord, char *out, size_t cap)
@@ -299,6 +308,34 @@ static int cmd_map(void)
     return 0;
 }
 
+/* Calls before cuInit: NVML's figures then (after a CUDA call that found
+ * the driver not initialised), a primary retain's answer, then CUDA's and
+ * NVML's totals once initialised. */
+static int cmd_early(void)
+{
+    load_nvml();
+    load_cuda_syms(false);
+    gm_nvml_dev h;
+    struct gm_nvml_memory m;
+    size_t f = 0, t = 0;
+    CUcontext c = NULL;
+    if (N.by_index(0, &h))
+        return 1;
+    CUresult r0 = C.info(&f, &t);
+    if (N.mem(h, &m))
+        return 1;
+    printf("before cuInit: info rc %d nvml total=%llu\n", (int)r0, m.total);
+    printf("retain before cuInit rc %d\n", (int)C.retain(&c, 0));
+    if (C.init(0) != CUDA_SUCCESS)
+        return 1;
+    use_device(0);
+    C.info(&f, &t);
+    if (N.mem(h, &m))
+        return 1;
+    printf("after cuInit: cuda total=%zu nvml total=%llu\n", t, m.total);
+    return 0;
+}
+
 static int threads(void)
 {
     DIR *d = opendir("/proc/self/task");
@@ -395,6 +432,8 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IONBF, 0);
     if (i < argc && strcmp(argv[i], "loop") == 0 && i + 2 < argc)
         return cmd_loop(atol(argv[i + 1]), strtoull(argv[i + 2], NULL, 0));
+    if (i < argc && strcmp(argv[i], "early") == 0)
+        return cmd_early();
     if (i < argc && strcmp(argv[i], "map") == 0)
         return cmd_map();
     if (i < argc && strcmp(argv[i], "info") == 0)
