@@ -137,18 +137,25 @@ static uint64_t context_bytes(int dev, CUcontext ctx,
 {
     struct gm_nvml_sample after;
     uint64_t b;
+    const char *how;
     if (before->ok && gm_nvml_sample(dev, &after)) {
         if (after.own_listed) {
             uint64_t was = before->s.own_listed ? before->s.own_used : 0;
             b = after.own_used > was ? after.own_used - was : 0;
+            how = "this process's NVML entry";
         } else {
             b = after.device_used > before->s.device_used
                     ? after.device_used - before->s.device_used : 0;
+            how = "the device's use in NVML around it";
         }
     } else {
         b = first ? driver_in_use(ctx) : 0;
+        how = first ? "the driver's total - free" : "nothing";
     }
     uint64_t floor = first ? 0 : gm_ctx_first_bytes(dev);
+    if (b < floor)
+        how = "the first context's size";
+    gm_log(GM_LOG_DEBUG, "device %d: context measured by %s", dev, how);
     return b > floor ? b : floor;
 }
 

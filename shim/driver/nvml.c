@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "shim/driver/nvml_api.h"
@@ -77,17 +78,31 @@ int gm_nvml_cuda_uuid(int dev, char *out, size_t cap)
     return 0;
 }
 
-/* This process's entry in the compute-process list (NVML lock held). */
+/* This process's entry in the compute-process list (NVML lock held). The
+ * list is read into a buffer of 64 entries on the stack, else into one
+ * of the size NVML asks for (a device shared by more processes; a few
+ * tries, as the list may grow between them). */
 static void own_entry(gm_nvml_dev h, struct gm_nvml_sample *s)
 {
-    enum { CAP = 64 };
-    struct gm_nvml_proc_v2 buf[CAP]; /* big enough for either stride */
-    unsigned int n = CAP;
+    enum { CAP = 64, TRIES = 4 };
+    struct gm_nvml_proc_v2 stack[CAP]; /* big enough for either stride */
+    void *buf = stack, *big = NULL;
+    unsigned int cap = CAP, n = CAP;
     s->own_listed = false;
-    if (procs == NULL || procs(h, &n, buf) != GM_NVML_SUCCESS)
+    if (procs == NULL)
         return;
+    int rc = procs(h, &n, buf);
+    for (int t = 0; rc == GM_NVML_ERROR_INSUFFICIENT_SIZE && t < TRIES; t++) {
+        cap = n + n / 4 + 16;
+        void *nb = realloc(big, (size_t)cap * sizeof(struct gm_nvml_proc_v2));
+        if (nb == NULL)
+            break;
+        buf = big = nb;
+        n = cap;
+        rc = procs(h, &n, buf);
+    }
     unsigned int self = (unsigned int)getpid();
-    for (unsigned int i = 0; i < n && i < CAP; i++) {
+    for (unsigned int i = 0; rc == GM_NVML_SUCCESS && i < n && i < cap; i++) {
         const char *rec = (const char *)buf + (size_t)i * proc_stride;
         const struct gm_nvml_proc_v1 *p = (const struct gm_nvml_proc_v1 *)rec;
         if (p->pid == self && p->usedGpuMemory != GM_NVML_VALUE_NOT_AVAILABLE) {
@@ -95,6 +110,7 @@ static void own_entry(gm_nvml_dev h, struct gm_nvml_sample *s)
             s->own_listed = true;
         }
     }
+    free(big);
 }
 
 void gm_nvml_load(void)
