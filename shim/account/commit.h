@@ -94,7 +94,8 @@ static inline __attribute__((always_inline)) void gm_acct_commit_as(
                           t0, t1, plain);
 }
 
-/* plain as in gm_acct_commit_as (no group, no on_oom=wait doorbell). */
+/* plain as in gm_acct_commit_as (no group, no on_oom=wait doorbell, no
+ * spilled block). */
 static inline __attribute__((always_inline)) void gm_acct_released_as(
     const struct gm_alloc *a, unsigned api, bool tel, uint64_t t0,
     uint64_t t1, bool plain)
@@ -109,6 +110,11 @@ static inline __attribute__((always_inline)) void gm_acct_released_as(
             gm_grp_give(d, a->size);
     } else {
         used = gm_budget_used(&d->budget);
+        /* A spilled block was no allocation of the device: its free is
+         * none either (gm_tel_alloc_ev never saw it). A run that spills
+         * is never plain, so the plain copies test nothing here. */
+        if (!plain && (a->flags & GM_AF_SPILL))
+            tel = false;
     }
     if (tel) {
         struct gm_tel_ev e = {

@@ -97,7 +97,8 @@ void gm_dev_reset(void);
 extern int gm_hook_clock __attribute__((visibility("hidden")));
 /* True when the run uses none of the features an allocation or a free
  * must otherwise look for on its way: no group, grow mode (no static
- * arena, no staged freeze), no on_oom=wait doorbell, no recording. Set
+ * arena, no staged freeze), no on_oom=wait doorbell, no on_oom=spill
+ * (a spilled block's free publishes nothing), no recording. Set
  * once at initialisation, before the state is published (read-only
  * after). Initialisation turns it into gm_plain_ready
  * (shim/intercept/lifecycle.h), which the hot wrappers test once to take

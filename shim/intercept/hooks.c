@@ -124,9 +124,15 @@ spill(int dev, struct gm_dev *d, uint64_t size, unsigned api, CUdeviceptr *p)
     gm_depth--;
     if (rc != CUDA_SUCCESS)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    uint64_t t = gm_hook_ticks();
-    gm_acct_commit(dev, d, GM_NS_PTR, *p, size, api,
-                   GM_AF_SPILL | GM_AF_UNCHARGED, t, t);
+    /* Recorded (its free must find it) but published as its spill event
+     * only: it is no allocation of the device (no count, latency, live
+     * bytes or fragmentation interval; docs/metrics.md). */
+    struct gm_alloc a = {
+        .key = *p, .size = size, .dev = (uint8_t)dev, .ns = GM_NS_PTR,
+        .api = (uint8_t)api, .flags = GM_AF_SPILL | GM_AF_UNCHARGED,
+        .refs = 1,
+    };
+    gm_acct_commit_as(d, &a, false, 0, 0, false);
     return CUDA_SUCCESS;
 }
 

@@ -295,6 +295,7 @@ static int init_locked(void)
                      gm_st.policy.group[0] == '\0' &&
                          gm_st.policy.mode == GM_MODE_GROW &&
                          gm_st.policy.on_oom != GM_OOM_WAIT &&
+                         gm_st.policy.on_oom != GM_OOM_SPILL &&
                          !__atomic_load_n(&gm_rec_on, __ATOMIC_RELAXED),
                      __ATOMIC_RELAXED);
     if (!atfork_registered) {

@@ -1133,6 +1133,8 @@ static void s_wait(const char *how, uint64_t d_ms)
 
 /* GPUMEM_ON_OOM=spill: past the limit cuMemAlloc is served as managed
  * memory, freed by cuMemFree. */
+static struct gm_abi_header *own_segment(size_t *len);
+
 static void s_spill(void)
 {
     uint64_t f0 = free_now();
@@ -1156,6 +1158,26 @@ static void s_spill(void)
           "async spilled");
     CU(F.cuMemFree_v2(fill));
     expect_used(f0, 0, "after spill");
+    /* The spills are no allocations of the device: the figures count the
+     * fill alone (one allocation, one free, its bytes). */
+    size_t len;
+    struct gm_abi_header *h = own_segment(&len);
+    if (h != NULL) {
+        const struct gm_abi_dev *d0 = (const struct gm_abi_dev *)(h + 1);
+        uint64_t timed = 0;
+        for (unsigned b = 0; b < GM_ABI_LAT_BUCKETS; b++)
+            timed += d0->lat_hist[b];
+        CHECK(d0->allocs == 1 && d0->frees == 1 && d0->spills == 2 &&
+                  d0->live_allocs == 0 && d0->total_bytes == f0 && timed == 1,
+              "figures: %llu allocs, %llu frees, %llu spills, %llu live, "
+              "%llu bytes (fill %llu), %llu timed",
+              (unsigned long long)d0->allocs, (unsigned long long)d0->frees,
+              (unsigned long long)d0->spills,
+              (unsigned long long)d0->live_allocs,
+              (unsigned long long)d0->total_bytes, (unsigned long long)f0,
+              (unsigned long long)timed);
+        munmap(h, len);
+    }
     printf("ok spill\n");
 }
 

@@ -82,7 +82,7 @@ static const struct gm_expo_family fams[F_COUNT] = {
         "Bytes of allocations the program never freed that the driver "
         "freed with their context" },
     [F_FRAG] = { "gpumem_fragmentation_ratio", G, "ratio",
-        "External fragmentation after the last allocation or free, 0..1" },
+        "External fragmentation at the last sync point (docs/metrics.md), 0..1" },
     [F_FRAG_PEAK] = { "gpumem_fragmentation_at_peak_ratio", G, "ratio",
         "External fragmentation when the peak was last reached, 0..1" },
     [F_GROWTH] = { "gpumem_growth_bytes_per_second", G, "bytes_per_second",
