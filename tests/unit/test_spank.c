@@ -9,6 +9,7 @@
 #include <check.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "policy/policy.h"
@@ -393,6 +394,49 @@ START_TEST(task_vars_share)
 }
 END_TEST
 
+/* A per-task limit the library would refuse fails the task's setup,
+ * naming the value, the task count and the most tasks it allows; the
+ * variables are left untouched. */
+START_TEST(task_vars_refused_split)
+{
+    struct gm_spank_site s = site_of("");
+    struct gm_spank_job j;
+    static struct gm_spank_var v[GM_SPANK_VARS];
+    int n;
+
+    ck_assert_int_eq(gm_spank_job_make(&s, "share:0.000000001", NULL, &j, err,
+                                       sizeof err), 0);
+    n = gm_spank_task_vars(&s, &j, 7, 1, NULL, v, err, sizeof err);
+    ck_assert_str_eq(var(v, n, "GPUMEM_LIMIT"), "0.0000001%");
+    v[0].name = "untouched";
+    err[0] = '\0';
+    ck_assert_int_eq(gm_spank_task_vars(&s, &j, 7, 4, NULL, v, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "--gpu-mem=share:0.000000001 with 4 tasks on this "
+                         "node: each task's GPUMEM_LIMIT='0.000000025%' is "
+                         "below 0.0000001%") != NULL, "%s", err);
+    ck_assert_msg(strstr(err, "allows at most 1 task on a node") != NULL, "%s", err);
+    ck_assert_str_eq(v[0].name, "untouched");
+    /* static mode splits every form: 50% among 4e9 tasks */
+    gm_spank_job_make(&s, "50%", "mode=static", &j, err, sizeof err);
+    ck_assert_int_eq(gm_spank_task_vars(&s, &j, 7, 4000000000u, NULL, v, err,
+                                        sizeof err), -1);
+    ck_assert_msg(strstr(err, "--gpu-mem=50% with 4000000000 tasks on this node: "
+                         "each task's GPUMEM_LIMIT='0.000000013%'") != NULL, "%s", err);
+    /* the most it names is the loader's own edge */
+    const char *most = strstr(err, "at most ");
+    ck_assert_ptr_nonnull(most);
+    unsigned long m = strtoul(most + 8, NULL, 10);
+    ck_assert_int_gt(gm_spank_task_vars(&s, &j, 7, (uint32_t)m, NULL, v, err,
+                                        sizeof err), 0);
+    ck_assert_int_eq(gm_spank_task_vars(&s, &j, 7, (uint32_t)m + 1, NULL, v, err,
+                                        sizeof err), -1);
+    /* bytes never go below one byte: accepted */
+    gm_spank_job_make(&s, "3", "mode=static", &j, err, sizeof err);
+    n = gm_spank_task_vars(&s, &j, 7, 4000000000u, NULL, v, err, sizeof err);
+    ck_assert_str_eq(var(v, n, "GPUMEM_LIMIT"), "1");
+}
+END_TEST
+
 START_TEST(task_vars_inactive_and_long)
 {
     struct gm_spank_site s = site_of("");
@@ -447,6 +491,7 @@ static Suite *spank_suite(void)
     tcase_add_test(t, job_default_and_inactive);
     tcase_add_test(t, task_vars_bytes);
     tcase_add_test(t, task_vars_share);
+    tcase_add_test(t, task_vars_refused_split);
     tcase_add_test(t, task_vars_inactive_and_long);
     suite_add_tcase(s, t);
     return s;

@@ -4,7 +4,9 @@
  * ceiling, and the variables of each task.
  *
  * Invariants: a value is accepted only when the library's own policy
- * loader accepts it in the variable it ends up in; the job's memory is
+ * loader accepts it in the variable it ends up in (at submission the
+ * variables of a one-task step; each task's own limit, which depends on
+ * the node's task count, again when the task is set up); the job's memory is
  * never above a ceiling of the same unit, and with a ceiling of another
  * unit the group limit is the ceiling, so the job's tasks on one GPU
  * together never pass it; a job of a site with a ceiling is never left
@@ -335,34 +337,59 @@ static bool same_unit(const struct gm_limit *a, const struct gm_limit *m)
     return a->kind == GM_LIMIT_PERCENT || a->kind == GM_LIMIT_SHARE;
 }
 
-/* The job's variables together, as the library loads them (one task's
- * view; the cross-checks between limit, mode and on-OOM). */
-static int check_combined(const struct gm_spank_job *j, char *err, size_t cap)
+/* The first line of the loader's message, without its "gpumem: " and,
+ * when cut, without the closing "; use ..." list of forms. */
+static void diag_line(const char *text, bool cut, char *out, size_t cap)
+{
+    size_t skip = strncmp(text, "gpumem: ", 8) == 0 ? 8 : 0;
+    size_t len = strcspn(text + skip, "\n");
+    const char *use = cut ? strstr(text + skip, "; use ") : NULL;
+
+    if (use != NULL && (size_t)(use - text - skip) < len)
+        len = (size_t)(use - text - skip);
+    snprintf(out, cap, "%.*s", (int)len, text + skip);
+}
+
+/* Load a task's variables, all together, with the library's loader; on
+ * refusal the loader's first line goes to why (see diag_line). */
+static int load_vars(const struct gm_spank_var *vars, int n, bool cut,
+                     char *why, size_t cap)
 {
     static struct gm_policy p;
     static struct gm_diag d;
-    char lim[96], glim[112], mode[48], oom[80];
-    char group[] = "GPUMEM_GROUP=" GM_SPANK_GROUP_PREFIX "1";
-    char *envp[6] = { mode, oom, NULL, NULL, NULL, NULL };
+    static char ent[GM_SPANK_VARS][GM_PATH_MAX + 160];
+    char *envp[GM_SPANK_VARS + 1];
+    int i;
 
-    snprintf(mode, sizeof mode, "GPUMEM_MODE=%s",
-             gm_mode_name(j->pol.mode_set ? j->pol.mode : GM_MODE_GROW));
-    snprintf(oom, sizeof oom, "GPUMEM_ON_OOM=%s",
-             j->pol.on_oom_set ? j->pol.on_oom_text : "fail");
-    if (j->mem.kind != GM_LIMIT_NONE) {
-        size_t n = (size_t)snprintf(lim, sizeof lim, "GPUMEM_LIMIT=");
-        gm_spank_limit_text(&j->mem, 1.0, lim + n, sizeof lim - n);
-        snprintf(glim, sizeof glim, "GPUMEM_GROUP_%s", lim + 7);
-        envp[2] = lim;
-        envp[3] = glim;
-        envp[4] = group;
+    for (i = 0; i < n; i++) {
+        snprintf(ent[i], sizeof ent[i], "%s=%s", vars[i].name, vars[i].value);
+        envp[i] = ent[i];
     }
+    envp[n] = NULL;
     if (gm_policy_load(&p, envp, &d) == 0)
         return 0;
-    size_t skip = strncmp(d.text, "gpumem: ", 8) == 0 ? 8 : 0;
-    size_t len = strcspn(d.text + skip, "\n");
-    snprintf(err, cap, "--gpu-mem=%s with --gpu-mem-policy: %.*s",
-             j->mem_text[0] ? j->mem_text : "(none)", (int)len, d.text + skip);
+    diag_line(d.text, cut, why, cap);
+    return -1;
+}
+
+static int build_vars(const struct gm_spank_site *site,
+                      const struct gm_spank_job *job, uint32_t jobid,
+                      uint32_t ntasks, const char *preload,
+                      struct gm_spank_var *vars, char *err, size_t cap);
+
+/* The job's variables as the task of a one-task step gets them, loaded
+ * together (the cross-checks between limit, mode and on-OOM). */
+static int check_combined(const struct gm_spank_site *site,
+                          const struct gm_spank_job *j, char *err, size_t cap)
+{
+    static struct gm_spank_var v[GM_SPANK_VARS];
+    char why[GM_SPANK_ERR_MAX];
+    int n = build_vars(site, j, 1, 1, NULL, v, why, sizeof why);
+
+    if (n >= 0 && load_vars(v, n, false, why, sizeof why) == 0)
+        return 0;
+    snprintf(err, cap, "--gpu-mem=%s with --gpu-mem-policy: %s",
+             j->mem_text[0] ? j->mem_text : "(none)", why);
     return -1;
 }
 
@@ -399,8 +426,6 @@ int gm_spank_job_make(const struct gm_spank_site *site, const char *mem,
         }
     }
     j.active = true;
-    if (check_combined(&j, err, cap) != 0)
-        return -1;
     if (site->has_max && j.mem.kind != GM_LIMIT_NONE) {
         if (!same_unit(&j.mem, &site->max)) {
             j.mixed = true;
@@ -414,6 +439,8 @@ int gm_spank_job_make(const struct gm_spank_site *site, const char *mem,
             j.clamped = true;
         }
     }
+    if (check_combined(site, &j, err, cap) != 0)
+        return -1;
     *job = j;
     return 0;
 }
@@ -490,18 +517,15 @@ long_:
     return -1;
 }
 
-int gm_spank_task_vars(const struct gm_spank_site *site,
-                       const struct gm_spank_job *job, uint32_t jobid,
-                       uint32_t ntasks, const char *preload,
-                       struct gm_spank_var *vars, char *err, size_t cap)
+/* The variables of one task (gm_spank_task_vars without the checks). */
+static int build_vars(const struct gm_spank_site *site,
+                      const struct gm_spank_job *job, uint32_t jobid,
+                      uint32_t ntasks, const char *preload,
+                      struct gm_spank_var *vars, char *err, size_t cap)
 {
     const size_t vc = sizeof vars[0].value;
     int n = 0;
 
-    if (!job->active)
-        return 0;
-    if (ntasks == 0)
-        ntasks = 1;
     if (job->mem.kind != GM_LIMIT_NONE) {
         /* Static mode takes each task's whole limit up front: the tasks'
          * arenas split the budget, as share does. */
@@ -541,5 +565,67 @@ int gm_spank_task_vars(const struct gm_spank_site *site,
     if (preload_with(site->lib, preload, vars[n].value, vc, err, cap) != 0)
         return -1;
     n++;
+    return n;
+}
+
+/* The most tasks on a node whose variables the library accepts (the
+ * task's own limit only shrinks as the count grows); 0 when not even one. */
+static uint32_t most_tasks(const struct gm_spank_site *site,
+                           const struct gm_spank_job *job)
+{
+    static struct gm_spank_var v[GM_SPANK_VARS];
+    char why[8];
+    uint32_t lo = 0, hi = UINT32_MAX;
+
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2 + 1;
+        int n = build_vars(site, job, 1, mid, NULL, v, why, sizeof why);
+        if (n >= 0 && load_vars(v, n, true, why, sizeof why) == 0)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* The refusal of a task's variables: the value, the task count, the
+ * loader's reason and the most tasks the value allows. */
+static void task_refusal(const struct gm_spank_site *site,
+                         const struct gm_spank_job *job, uint32_t ntasks,
+                         const char *why, char *err, size_t cap)
+{
+    uint32_t most = most_tasks(site, job);
+    char more[160] = "";
+
+    if (most > 0 && most < ntasks)
+        snprintf(more, sizeof more, "; this --gpu-mem allows at most %u "
+                 "task%s on a node: run fewer tasks per node or give a larger "
+                 "--gpu-mem", (unsigned)most, most == 1 ? "" : "s");
+    snprintf(err, cap, "--gpu-mem=%s with %u tasks on this node: each "
+             "task's %s%s", job->mem_text[0] ? job->mem_text : "(none)",
+             (unsigned)ntasks, why, more);
+}
+
+int gm_spank_task_vars(const struct gm_spank_site *site,
+                       const struct gm_spank_job *job, uint32_t jobid,
+                       uint32_t ntasks, const char *preload,
+                       struct gm_spank_var *vars, char *err, size_t cap)
+{
+    static struct gm_spank_var v[GM_SPANK_VARS];
+    char why[GM_SPANK_ERR_MAX];
+    int n;
+
+    if (!job->active)
+        return 0;
+    if (ntasks == 0)
+        ntasks = 1;
+    n = build_vars(site, job, jobid, ntasks, preload, v, err, cap);
+    if (n < 0)
+        return -1;
+    if (load_vars(v, n, true, why, sizeof why) != 0) {
+        task_refusal(site, job, ntasks, why, err, cap);
+        return -1;
+    }
+    memcpy(vars, v, (size_t)n * sizeof v[0]);
     return n;
 }

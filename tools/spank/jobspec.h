@@ -90,7 +90,9 @@ int gm_spank_pol_parse(const char *opt, const char *val, unsigned allow,
                        struct gm_spank_pol *out, char *err, size_t cap);
 
 /* The job from the site and the user's values (mem / pol may be NULL:
- * not given). Fails on a policy the site does not allow. */
+ * not given). Fails on a policy the site does not allow, or when the
+ * library refuses the variables of a one-task step (the task count of a
+ * node is checked by gm_spank_task_vars). */
 int gm_spank_job_make(const struct gm_spank_site *site, const char *mem,
                       const char *pol, struct gm_spank_job *job, char *err,
                       size_t cap);
@@ -112,8 +114,12 @@ struct gm_spank_var {
  * GPUMEM_GROUP_LIMIT, GPUMEM_MODE, GPUMEM_ON_OOM, GPUMEM_SHM_PREFIX and
  * LD_PRELOAD (the library prepended to `preload`, the task's current
  * value or NULL, unless it is already one of its entries). `ntasks` is
- * the step's task count on the node (0 is taken as 1). Returns how many
- * were written to vars[0..GM_SPANK_VARS), or -1 with err. */
+ * the step's task count on the node (0 is taken as 1). The variables are
+ * loaded together by the library's loader, as the task will: a value it
+ * refuses (a share split so finely that each task's part is below one
+ * part in a billion of the GPU) fails here, with the value, the task
+ * count and the most tasks the value allows. Returns how many were
+ * written to vars[0..GM_SPANK_VARS), or -1 with err. */
 int gm_spank_task_vars(const struct gm_spank_site *site,
                        const struct gm_spank_job *job, uint32_t jobid,
                        uint32_t ntasks, const char *preload,
