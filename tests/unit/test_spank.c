@@ -259,6 +259,42 @@ START_TEST(job_clamped_fraction)
 }
 END_TEST
 
+/* A ceiling in another unit: the notice says what each task is held to,
+ * by the rule its GPUMEM_LIMIT follows, in a readable size. */
+START_TEST(job_notice_mixed)
+{
+    struct gm_spank_site pct = site_of("max=50%");
+    struct gm_spank_site bytes = site_of("max=40G");
+    struct gm_spank_job j;
+    static struct gm_spank_var v[GM_SPANK_VARS];
+    char note[GM_SPANK_ERR_MAX];
+    int n;
+
+    gm_spank_job_make(&pct, "60G", "mode=static", &j, err, sizeof err);
+    gm_spank_job_notice(&pct, &j, note, sizeof note);
+    ck_assert_str_eq(note, "gpumem: --gpu-mem=60G and this cluster's ceiling "
+                     "of 50% per GPU are in different units; each task is "
+                     "held to 60.0 GiB divided by the job's tasks on the node "
+                     "(mode=static), and the job's tasks on one GPU together "
+                     "to 50%");
+    n = gm_spank_task_vars(&pct, &j, 7, 2, NULL, v, err, sizeof err);
+    ck_assert_str_eq(var(v, n, "GPUMEM_LIMIT"), "32212254720");    /* 30G */
+    gm_spank_job_make(&pct, "60G", NULL, &j, err, sizeof err);
+    gm_spank_job_notice(&pct, &j, note, sizeof note);
+    ck_assert_msg(strstr(note, "each task is held to 60.0 GiB, and") != NULL,
+                  "%s", note);
+    gm_spank_job_make(&bytes, "30%", "mode=static", &j, err, sizeof err);
+    gm_spank_job_notice(&bytes, &j, note, sizeof note);
+    ck_assert_msg(strstr(note, "each task is held to 30% of the GPU divided by "
+                         "the job's tasks on the node (mode=static), and")
+                  != NULL, "%s", note);
+    gm_spank_job_make(&bytes, "share:0.5", "mode=static", &j, err, sizeof err);
+    gm_spank_job_notice(&bytes, &j, note, sizeof note);
+    ck_assert_msg(strstr(note, "each task is held to 0.5 of the GPU divided by "
+                         "the job's tasks on the node, and") != NULL, "%s", note);
+}
+END_TEST
+
 START_TEST(job_default_and_inactive)
 {
     struct gm_spank_site none = site_of("");
@@ -488,6 +524,7 @@ static Suite *spank_suite(void)
     t = tcase_create("job");
     tcase_add_test(t, job_clamped_bytes);
     tcase_add_test(t, job_clamped_fraction);
+    tcase_add_test(t, job_notice_mixed);
     tcase_add_test(t, job_default_and_inactive);
     tcase_add_test(t, task_vars_bytes);
     tcase_add_test(t, task_vars_share);

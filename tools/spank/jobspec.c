@@ -329,6 +329,31 @@ size_t gm_spank_limit_text(const struct gm_limit *l, double scale, char *buf,
     return (size_t)snprintf(buf, cap, "%s%%", num);
 }
 
+/* Whether each task's own limit is its part of the job's (1/n): share
+ * always; every form in static mode, which takes each task's whole limit
+ * up front, so that the tasks' arenas split the budget as share does. */
+static bool splits(const struct gm_spank_job *j)
+{
+    return j->mem.kind == GM_LIMIT_SHARE ||
+           (j->pol.mode_set && j->pol.mode == GM_MODE_STATIC);
+}
+
+/* Each task's own limit with n (>= 1) tasks on the node: a split size
+ * never below one byte; a split fraction of the GPU, share:F included,
+ * is F / n (GPUMEM_LIMIT states it as a percentage). */
+static struct gm_limit task_limit(const struct gm_spank_job *j, uint32_t n)
+{
+    struct gm_limit each = j->mem;
+
+    if (!splits(j))
+        return each;
+    if (each.kind == GM_LIMIT_BYTES)
+        each.bytes = each.bytes / n ? each.bytes / n : 1;
+    else
+        each.fraction = each.fraction / n;
+    return each;
+}
+
 /* Both in one unit: bytes, or fractions of the GPU (NN% and share:F). */
 static bool same_unit(const struct gm_limit *a, const struct gm_limit *m)
 {
@@ -445,6 +470,27 @@ int gm_spank_job_make(const struct gm_spank_site *site, const char *mem,
     return 0;
 }
 
+/* What each task is held to, in words (task_limit's rule): the task
+ * count of a node is not known at submission, so a split is named as one,
+ * "60.0 GiB divided by the job's tasks on the node (mode=static)". */
+static void each_words(const struct gm_spank_job *j, char *buf, size_t cap)
+{
+    struct gm_limit one = task_limit(j, 1);
+    char v[48];
+
+    if (one.kind == GM_LIMIT_BYTES)
+        gm_format_size(one.bytes, v, sizeof v);
+    else if (one.kind == GM_LIMIT_SHARE)
+        gm_format_decimal(one.fraction, 9, v, sizeof v);
+    else
+        gm_spank_limit_text(&one, 1.0, v, sizeof v);
+    snprintf(buf, cap, "%s%s%s%s", v,
+             one.kind == GM_LIMIT_BYTES ? "" : " of the GPU",
+             splits(j) ? " divided by the job's tasks on the node" : "",
+             splits(j) && j->mem.kind != GM_LIMIT_SHARE ? " (mode=static)"
+                                                         : "");
+}
+
 size_t gm_spank_job_notice(const struct gm_spank_site *site,
                            const struct gm_spank_job *job, char *buf,
                            size_t cap)
@@ -470,15 +516,8 @@ size_t gm_spank_job_notice(const struct gm_spank_site *site,
             site->max_text, got);
     }
     if (job->mixed) {
-        char each[96];
-        if (job->mem.kind == GM_LIMIT_SHARE) {
-            char f[32];
-            gm_format_decimal(job->mem.fraction, 9, f, sizeof f);
-            snprintf(each, sizeof each, "%s of the GPU divided by the job's "
-                     "tasks on the node", f);
-        } else {
-            gm_spank_limit_text(&job->mem, 1.0, each, sizeof each);
-        }
+        char each[128];
+        each_words(job, each, sizeof each);
         return (size_t)snprintf(buf, cap, "gpumem: --gpu-mem=%s and this "
             "cluster's ceiling of %s per GPU are in different units; each "
             "task is held to %s, and the job's tasks on one GPU together to "
@@ -527,19 +566,9 @@ static int build_vars(const struct gm_spank_site *site,
     int n = 0;
 
     if (job->mem.kind != GM_LIMIT_NONE) {
-        /* Static mode takes each task's whole limit up front: the tasks'
-         * arenas split the budget, as share does. */
-        bool split = job->mem.kind == GM_LIMIT_SHARE ||
-                     (job->pol.mode_set && job->pol.mode == GM_MODE_STATIC);
+        struct gm_limit each = task_limit(job, ntasks);
         vars[n].name = "GPUMEM_LIMIT";
-        if (split && job->mem.kind == GM_LIMIT_BYTES) {
-            struct gm_limit each = job->mem;
-            each.bytes = job->mem.bytes / ntasks ? job->mem.bytes / ntasks : 1;
-            gm_spank_limit_text(&each, 1.0, vars[n].value, vc);
-        } else {
-            gm_spank_limit_text(&job->mem, split ? 1.0 / ntasks : 1.0,
-                                vars[n].value, vc);
-        }
+        gm_spank_limit_text(&each, 1.0, vars[n].value, vc);
         n++;
         vars[n].name = "GPUMEM_GROUP_LIMIT";
         gm_spank_limit_text(job->mixed ? &site->max : &job->mem, 1.0,

@@ -98,7 +98,10 @@ int gm_spank_job_make(const struct gm_spank_site *site, const char *mem,
                       size_t cap);
 
 /* The line telling the user what the ceiling did to the request ("" when
- * nothing happened); snprintf-like. */
+ * nothing happened); with a ceiling of another unit it says what each
+ * task is held to, by the rule of gm_spank_task_vars (a split as the
+ * job's value divided by the node's tasks, unknown at submission);
+ * snprintf-like. */
 size_t gm_spank_job_notice(const struct gm_spank_site *site,
                            const struct gm_spank_job *job, char *buf,
                            size_t cap);
