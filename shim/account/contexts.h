@@ -1,7 +1,7 @@
 /*
  * shim/account/contexts.h — the contexts whose memory the shim charged:
- * context handle -> device, bytes charged, whether it is the device's
- * primary context and whether the process's group took the bytes too.
+ * context handle -> device, bytes charged (to the device's budget and,
+ * in a group, to the group), whether it is the device's primary context.
  *
  * Invariants: a context is listed exactly while its charge stands, from
  * its measured creation until its end is seen (cuCtxDestroy, the primary
@@ -27,7 +27,6 @@ struct gm_ctx_ent {
     uint64_t bytes;     /* charged to the device's budget */
     int dev;
     bool primary;       /* the device's primary context */
-    bool grouped;       /* the group took the bytes too */
 };
 
 /* List a charged context; false when the table is full (created ones). */

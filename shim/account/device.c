@@ -167,8 +167,7 @@ static void context_release(const struct gm_ctx_ent *e)
     if (d == NULL)
         return;
     uint64_t used = gm_budget_release(&d->budget, e->bytes);
-    if (e->grouped)
-        gm_grp_give(d, e->bytes);
+    gm_grp_give(d, e->bytes);
     gm_release_wake();
     gm_tel_event(&gm_st.tel, GM_EV_CONTEXT_END, (unsigned)e->dev, GM_API_NONE,
                  e->bytes, 0, used);
@@ -181,11 +180,14 @@ static void context_release(const struct gm_ctx_ent *e)
 }
 
 /* Charge a created context within the limit and the group, or refuse it
- * (nothing charged). */
+ * (nothing charged). `soft` (on_oom=warn) lets it past the process limit,
+ * never past the group's. */
 static enum gm_ctx_verdict charge_within(struct gm_dev *d, uint64_t bytes,
-                                         uint64_t *used)
+                                         bool soft, uint64_t *used)
 {
-    if (!gm_budget_reserve(&d->budget, bytes, used))
+    if (soft)
+        *used = gm_budget_force(&d->budget, bytes);
+    else if (!gm_budget_reserve(&d->budget, bytes, used))
         return GM_CTX_REFUSED_LIMIT;
     if (!gm_grp_take(d, bytes)) {
         *used = gm_budget_release(&d->budget, bytes);
@@ -194,6 +196,18 @@ static enum gm_ctx_verdict charge_within(struct gm_dev *d, uint64_t bytes,
     }
     gm_grp_committed(d);
     return GM_CTX_KEPT;
+}
+
+/* Charge a context that is kept whatever the limits say (a primary one,
+ * or a created one whose destroy failed): memory the driver holds, so it
+ * goes on the budget and on the group past their limits, as a pool's
+ * growth does. Returns the budget's use after it. */
+static uint64_t charge_kept(struct gm_dev *d, uint64_t bytes)
+{
+    uint64_t used = gm_budget_force(&d->budget, bytes);
+    gm_grp_settle(d, bytes, 0);
+    gm_grp_committed(d);
+    return used;
 }
 
 enum gm_ctx_verdict gm_dev_context_created(int dev, CUcontext ctx,
@@ -213,23 +227,16 @@ enum gm_ctx_verdict gm_dev_context_created(int dev, CUcontext ctx,
     gm_depth--;
     *bytes_out = bytes;
     uint64_t used = 0;
-    bool grouped = true;
-    if (may_refuse && !before->primary && gm_st.policy.on_oom != GM_OOM_WARN) {
-        enum gm_ctx_verdict v = charge_within(d, bytes, &used);
+    if (may_refuse && !before->primary) {
+        enum gm_ctx_verdict v = charge_within(
+            d, bytes, gm_st.policy.on_oom == GM_OOM_WARN, &used);
         if (v != GM_CTX_KEPT) {
             if (first && gm_ctx_first_bytes(dev) == 0)
                 gm_ctx_set_first_bytes(dev, bytes); /* for the next one */
             return v;
         }
     } else {
-        used = gm_budget_force(&d->budget, bytes);
-        grouped = gm_grp_take(d, bytes);
-        if (!grouped)
-            gm_log(GM_LOG_WARN, "device %d: group '%s' is full; this "
-                   "context's memory is not counted in it", dev,
-                   gm_st.policy.group);
-        else
-            gm_grp_committed(d);
+        used = charge_kept(d, bytes);
     }
     first = atomic_exchange(&d->ctx_measured, 1) == 0;
     if (first) {
@@ -238,8 +245,7 @@ enum gm_ctx_verdict gm_dev_context_created(int dev, CUcontext ctx,
     }
     gm_tel_context(&gm_st.tel, (unsigned)dev, bytes, used,
                    gm_budget_peak(&d->budget));
-    struct gm_ctx_ent e = { (uintptr_t)ctx, bytes, dev, before->primary,
-                            grouped };
+    struct gm_ctx_ent e = { (uintptr_t)ctx, bytes, dev, before->primary };
     if (!gm_ctx_add(&e)) {
         static atomic_flag warned = ATOMIC_FLAG_INIT;
         if (!atomic_flag_test_and_set(&warned))

@@ -77,7 +77,9 @@ static inline struct gm_dev *gm_dev_of_stream(CUstream s, int *dev)
  * returns its handle) gives it back. A retain of a primary context that is
  * already charged measures nothing. With may_refuse, a created (not a
  * primary) context that does not fit under the limit or in the group is
- * not charged (unless on_oom=warn): the caller destroys it. */
+ * not charged (on_oom=warn lets it past the process limit, never past the
+ * group's): the caller destroys it. Any other context is kept and charged
+ * to the budget and the group alike, past their limits if need be. */
 struct gm_ctx_probe {
     bool ok;                    /* NVML answered before the creation */
     bool measure;               /* a new context is expected */

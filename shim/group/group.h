@@ -18,7 +18,9 @@
  *    recomputes every device's `used` from the member slots, marks the
  *    mutex consistent and reclaims dead members before going on.
  *  - dev[d].used == sum over LIVE slots of charged[d] whenever the mutex is
- *    free, and dev[d].used <= dev[d].limit for a device with a limit.
+ *    free, and dev[d].used <= dev[d].limit for a device with a limit but
+ *    for what gm_group_charge adds without the admission rule (memory the
+ *    driver already holds: a pool's growth, a member's primary context).
  *  - `gen` is a seqlock for readers that take no lock: odd while a locker
  *    may be changing fields, even otherwise.
  *  - `initialised` is stored last (release) by the creator; nothing else is

@@ -3,7 +3,8 @@
  * several processes under one GPUMEM_GROUP limit never pass it together
  * (the group segment is sampled while they run), a SIGKILLed member's
  * memory becomes available to the others within a second,
- * GPUMEM_ON_OOM=wait waits for another process to free, and `gpumem gc`
+ * GPUMEM_ON_OOM=wait waits for another process to free, members'
+ * contexts count in the group past its limit, and `gpumem gc`
  * never takes a group file for a process segment (by its name or its
  * contents).
  */
@@ -216,6 +217,54 @@ START_TEST(wait_across_processes)
 }
 END_TEST
 
+static void wait_for(const char *log, const char *what)
+{
+    double t0 = now_ms();
+    while (!file_contains(log, what) && now_ms() - t0 < 10000) {
+        struct timespec ts = { 0, 10000000 };
+        nanosleep(&ts, NULL);
+    }
+    ck_assert_msg(file_contains(log, what), "no \"%s\" in %s: %s", what,
+                  log, out);
+}
+
+/* Members' primary contexts count in the group as in their processes,
+ * past its limit if need be: the group's use stays the sum of its
+ * members' charges, and what no longer fits is refused. */
+START_TEST(contexts_count_in_the_group_past_its_limit)
+{
+    unique("x");
+    const char *env[] = { env_prefix, env_group, "GPUMEM_GROUP_LIMIT=1000M",
+                          "SIMCUDA_CONTEXT=300M", "GPUMEM_LOG_LEVEL=error",
+                          NULL };
+    char la[128], lb[128];
+    snprintf(la, sizeof la, "/tmp/%s.a.log", prefix);
+    snprintf(lb, sizeof lb, "/tmp/%s.b.log", prefix);
+    const char *hold[] = { "hold", "629145600", "6000", NULL }; /* 600M */
+    pid_t a = start(env, la, hold);
+    wait_for(la, "holding");
+    const char *try[] = { "try", "104857600", "sleep:3000", NULL };
+    pid_t b = start(env, lb, try);
+    wait_for(lb, "try 104857600 rc");
+    char path[256], err[256];
+    group_path(path, sizeof path);
+    struct gm_group_view v;
+    ck_assert_msg(gm_group_snapshot(path, &v, err, sizeof err) == 0, "%s",
+                  err);
+    uint64_t sum = 0;
+    for (unsigned m = 0; m < v.nmembers; m++)
+        sum += v.member[m].used[0];
+    ck_assert_uint_eq(v.nmembers, 2);
+    ck_assert_uint_eq(v.dev[0].used, 1200ull << 20); /* 2 contexts + 600M */
+    ck_assert_uint_eq(sum, v.dev[0].used);
+    ck_assert_msg(file_contains(lb, "try 104857600 rc 2"), "%s", out);
+    ck_assert_int_eq(finish(b), 0);
+    ck_assert_int_eq(finish(a), 0);
+    unlink(la);
+    unlink(lb);
+}
+END_TEST
+
 struct found { const char *name; char path[256]; };
 
 static int find_group(void *arg, const char *path, const char *name)
@@ -297,6 +346,7 @@ int main(void)
     tcase_add_test(t, four_processes_never_pass_the_limit);
     tcase_add_test(t, killed_member_is_reclaimed);
     tcase_add_test(t, wait_across_processes);
+    tcase_add_test(t, contexts_count_in_the_group_past_its_limit);
     tcase_add_test(t, gc_never_takes_a_group_for_a_process_segment);
     suite_add_tcase(s, t);
     SRunner *r = srunner_create(s);

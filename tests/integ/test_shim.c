@@ -210,6 +210,19 @@ START_TEST(created_context_past_the_group_refused)
 }
 END_TEST
 
+/* The same under GPUMEM_ON_OOM=warn: it softens the process limit only;
+ * the group's stays hard for a context too. */
+START_TEST(created_context_past_the_group_refused_under_warn)
+{
+    const char *env[] = { "GPUMEM_LIMIT=1G", "SIMCUDA_CONTEXT=200M",
+                          "GPUMEM_GROUP=ctxgroupw", "GPUMEM_GROUP_LIMIT=300M",
+                          "GPUMEM_ON_OOM=warn", NULL };
+    RUN_OK(env, apicheck("dlsym"), "--via", "dlsym", "ctx-group");
+    ck_assert_msg(strstr(out, "does not fit in group 'ctxgroupw'") != NULL,
+                  "%s", out);
+}
+END_TEST
+
 /* Four threads retaining and releasing the primary context: charged
  * whenever one holds it, nothing left when none does. */
 START_TEST(primary_retain_release_race)
@@ -1005,6 +1018,7 @@ static Suite *suite(void)
     tcase_add_loop_test(a, first_created_context_past_the_limit_refused, 0, 3);
     tcase_add_test(a, primary_retain_release_race);
     tcase_add_test(a, created_context_past_the_group_refused);
+    tcase_add_test(a, created_context_past_the_group_refused_under_warn);
     tcase_add_test(a, percent_limit_resolves_against_physical);
     tcase_add_test(a, share_limit_uses_local_ranks);
     tcase_add_test(a, limit_above_physical_clamps);

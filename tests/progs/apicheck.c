@@ -1308,6 +1308,7 @@ static void s_try(int n, char **sizes)
         unsigned long long size = strtoull(sizes[k], NULL, 0);
         CUresult rc = F.cuMemAlloc_v2(&p, (size_t)size);
         printf("try %llu rc %d\n", size, (int)rc);
+        fflush(stdout); /* read while the process lives on */
         if (rc == CUDA_SUCCESS)
             CU(F.cuMemFree_v2(p));
     }
