@@ -18,7 +18,8 @@
 #include "shim/account/state.h"
 
 /* Reserve `size` on the device budget and, if the device is in a group,
- * on the group; on refusal nothing stays reserved and *by_group says
+ * on the group; on refusal nothing stays reserved, *used is the budget's
+ * use without the request (what a refusal publishes) and *by_group says
  * whether the group refused. */
 static inline bool gm_admit_take(struct gm_dev *d, uint64_t size,
                                  uint64_t *used, bool *by_group)
@@ -28,7 +29,7 @@ static inline bool gm_admit_take(struct gm_dev *d, uint64_t size,
         return false;
     if (gm_grp_take(d, size))
         return true;
-    gm_budget_release(&d->budget, size);
+    *used = gm_budget_release(&d->budget, size);
     *by_group = true;
     return false;
 }

@@ -4,7 +4,8 @@
  * (the group segment is sampled while they run), a SIGKILLed member's
  * memory becomes available to the others within a second,
  * GPUMEM_ON_OOM=wait waits for another process to free, members'
- * contexts count in the group past its limit, and `gpumem gc`
+ * contexts count in the group past its limit, a request the group
+ * refuses is not published as the process's use, and `gpumem gc`
  * never takes a group file for a process segment (by its name or its
  * contents).
  */
@@ -265,6 +266,35 @@ START_TEST(contexts_count_in_the_group_past_its_limit)
 }
 END_TEST
 
+/* A request the group refuses leaves the process's published use and
+ * peak as they were, as a refusal by the process limit does. */
+START_TEST(group_refusal_is_not_published_as_use)
+{
+    unique("r");
+    const char *env[] = { env_prefix, env_group, "GPUMEM_GROUP_LIMIT=1000M",
+                          "SIMCUDA_CONTEXT=0", NULL };
+    const char *env_b[] = { env_prefix, env_group, "GPUMEM_GROUP_LIMIT=1000M",
+                            "SIMCUDA_CONTEXT=0", "GPUMEM_LIMIT=150M",
+                            "GPUMEM_REPORT=1", NULL };
+    char la[128], lb[128];
+    snprintf(la, sizeof la, "/tmp/%s.a.log", prefix);
+    snprintf(lb, sizeof lb, "/tmp/%s.b.log", prefix);
+    const char *hold[] = { "hold", "996147200", "4000", NULL }; /* 950M */
+    pid_t a = start(env, la, hold);
+    wait_for(la, "holding");
+    const char *try[] = { "try", "104857600", NULL };
+    pid_t b = start(env_b, lb, try);
+    ck_assert_int_eq(finish(b), 0);
+    ck_assert_msg(file_contains(lb, "try 104857600 rc 2"), "%s", out);
+    ck_assert_msg(file_contains(lb, "peak 0 B of 150.0 MiB limit"), "%s", out);
+    ck_assert_msg(file_contains(lb, "refused 100 MiB at 0.0 s: 0 B used"),
+                  "%s", out);
+    ck_assert_int_eq(finish(a), 0);
+    unlink(la);
+    unlink(lb);
+}
+END_TEST
+
 struct found { const char *name; char path[256]; };
 
 static int find_group(void *arg, const char *path, const char *name)
@@ -347,6 +377,7 @@ int main(void)
     tcase_add_test(t, killed_member_is_reclaimed);
     tcase_add_test(t, wait_across_processes);
     tcase_add_test(t, contexts_count_in_the_group_past_its_limit);
+    tcase_add_test(t, group_refusal_is_not_published_as_use);
     tcase_add_test(t, gc_never_takes_a_group_for_a_process_segment);
     suite_add_tcase(s, t);
     SRunner *r = srunner_create(s);
