@@ -198,8 +198,9 @@ struct gm_group {
 /* Opens (creating if needed) the group's segment and claims a member
  * slot for this process (pid + /proc start time + the slot's liveness
  * lock). Dead members, and a slot left by this process's image before
- * exec, are reclaimed first. `g` is overwritten: it must not hold a
- * membership.
+ * exec, are reclaimed first; a member that then finds no other live one
+ * clears the device table (limits, peaks), so the group starts over as a
+ * new one. `g` is overwritten: it must not hold a membership.
  * Returns 0, or -1 with the reason in msg (nothing held then): bad name,
  * a file at the path that is not a valid group segment of this user
  * (symbolic link, other owner, mode other than 0600, wrong size, magic,

@@ -1,6 +1,7 @@
 /*
  * shim/group/members.c — member slots: joining (claiming a slot, the first
- * member's parameters), registering a device by UUID, whether a member is
+ * member's parameters, a group whose members all died started over),
+ * registering a device by UUID, whether a member is
  * gone (pid, start time, zombie), freeing a dead member's slot and
  * charges, the reaper thread, leaving and forgetting after fork.
  *
@@ -255,6 +256,33 @@ static int claim_slot_locked(struct gm_group *g, unsigned *freed)
     return -1;
 }
 
+/* A member that finds no other live one (after reclaiming the dead) is
+ * the group's first: what the dead left on each device (its limit, peak,
+ * reclaimed bytes) goes, and devices are registered again as in a new
+ * file, where the first to register one fixes its limit. The caller holds
+ * the mutex, so a member joining later sees this one live and keeps the
+ * table. Nothing is charged then: the dead members' charges are freed and
+ * ours is 0. */
+static void start_over_if_alone_locked(struct gm_group *g)
+{
+    struct gm_group_seg *s = g->seg;
+    unsigned live;
+    (void)gm_grpi_live_weight(s, &live);
+    if (live != 1)
+        return;
+    for (int d = 0; d < GM_GROUP_MAX_DEVICES; d++) {
+        struct gm_group_dev *v = &s->dev[d];
+        __atomic_store_n(&v->present, 0, __ATOMIC_RELEASE);
+        for (int k = 0; k < 16; k++)
+            ST(&v->uuid[k], 0);
+        ST(&v->limit, 0);
+        ST(&v->physical, 0);
+        ST(&v->used, 0);
+        ST(&v->peak, 0);
+        ST(&v->reclaimed_bytes, 0);
+    }
+}
+
 /* Maps the segment (creating it) and takes its lock; a segment closed by
  * gc or a last leaver meanwhile is retried. Returns 0 locked, -1 (msg). */
 static int attach_locked(struct gm_group *g, char *msg, size_t cap)
@@ -337,6 +365,8 @@ int gm_group_join(struct gm_group *g, const struct gm_group_params *p,
     int slot = claim_slot_locked(g, &freed);
     int e = errno;
     g->slot = slot < 0 ? -1 : slot;
+    if (slot >= 0)
+        start_over_if_alone_locked(g);
     gm_grpi_seg_unlock(g->seg);
     if (freed > 0)
         gm_grpi_wake_waiters(g);

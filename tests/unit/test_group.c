@@ -6,9 +6,10 @@
  * device table and the mismatched-limit warning, the exact limit edge, the
  * priority rule, a 4-process stress that must never pass the limit and must
  * end at zero, reclaim of SIGKILLed members (on refusal, by the reaper, as
- * zombies), pid reuse, lock recovery after members die holding it, waits
- * across processes, the creation race, hostile or truncated segments, the
- * fail-open rule, and the tools' list/snapshot/gc. Then the hardening:
+ * zombies), a group whose members all died starting over, pid reuse, lock
+ * recovery after members die holding it, waits across processes, the
+ * creation race, hostile or truncated segments, the fail-open rule, and
+ * the tools' list/snapshot/gc. Then the hardening:
  * liveness through the slot lock (a member that execs is gone, one that
  * closed its descriptors is not), forged or zeroed mutexes (every wait
  * bounded, the group broken), and names that never meet a process
@@ -881,6 +882,41 @@ START_TEST(killed_member_reclaimed_on_refusal)
     ck_assert_uint_eq(v.dev[gdev].reclaimed_bytes, L / 2);
     ck_assert_uint_eq(v.nmembers, 1);
     ck_assert_uint_eq(v.dev[gdev].used, L);
+    gm_group_leave(&g);
+}
+END_TEST
+
+/* A group whose members all died starts over with its next member, the
+ * group's first live one: its limit applies, as in a new file, and a
+ * member joining while it lives keeps that limit. */
+START_TEST(group_of_dead_members_starts_over)
+{
+    struct kid k = spawn(params("again", 1, 8ull << 30));
+    ck_assert_int_eq(ask(&k, 'R', 6ull << 30, 0).ok, 1);
+    kid_kill(&k, true);
+    struct gm_group g;
+    struct gm_group_params p = params("again", 1, 2ull << 30);
+    char msg[512];
+    ck_assert_int_eq(gm_group_join(&g, &p, msg, sizeof msg), 0);
+    int gdev = gm_group_device(&g, UUID0, PHYS, msg, sizeof msg);
+    ck_assert_int_ge(gdev, 0);
+    ck_assert_str_eq(msg, "");
+    struct gm_group_view v;
+    snap_ok("again", &v);
+    ck_assert_uint_eq(v.dev[gdev].limit, 2ull << 30);
+    ck_assert_uint_eq(v.dev[gdev].used, 0);
+    ck_assert_uint_eq(v.nmembers, 1);
+    ck_assert_uint_eq(v.reclaims, 1);
+    ck_assert(!gm_group_reserve(&g, gdev, (2ull << 30) + 1, NULL));
+    ck_assert(gm_group_reserve(&g, gdev, 1ull << 30, NULL));
+    struct kid b = spawn(params("again", 1, 8ull << 30));
+    ck_assert_str_eq(b.join.msg,
+                     "group 'again' already has a limit of 2.0 GiB on this "
+                     "device; ignoring GPUMEM_GROUP_LIMIT=8.0 GiB");
+    ck_assert_int_eq(ask(&b, 'R', 1ull << 30, 0).ok, 1);
+    ck_assert_int_eq(ask(&b, 'R', 1, 0).ok, 0);
+    kid_quit(&b);
+    gm_group_release(&g, gdev, 1ull << 30);
     gm_group_leave(&g);
 }
 END_TEST
@@ -1866,6 +1902,7 @@ int main(void)
     tcase_add_test(t, equal_weights_borrow_freely);
     tcase_add_test(t, four_processes_never_pass_the_limit_and_end_at_zero);
     tcase_add_test(t, killed_member_reclaimed_on_refusal);
+    tcase_add_test(t, group_of_dead_members_starts_over);
     tcase_add_test(t, unreaped_zombie_member_is_dead);
     tcase_add_test(t, reaper_reclaims_within_a_second);
     tcase_add_test(t, pid_reuse_is_not_the_same_process);
