@@ -23,6 +23,9 @@
 
 static char out[1 << 16];
 static char prefix[64], env_prefix[96], env_group[96];
+static char la[128], lb[128];   /* the logs of members a and b */
+static char env_limit[96], env_ctx[96];
+static const char *menv[8];     /* a member's environment (member_env) */
 
 static void unique(const char *tag)
 {
@@ -30,6 +33,20 @@ static void unique(const char *tag)
     snprintf(prefix, sizeof prefix, "gmtg%s%d_%d", tag, (int)getpid(), n++);
     snprintf(env_prefix, sizeof env_prefix, "GPUMEM_SHM_PREFIX=%s", prefix);
     snprintf(env_group, sizeof env_group, "GPUMEM_GROUP=team");
+    snprintf(la, sizeof la, "/tmp/%s.a.log", prefix);
+    snprintf(lb, sizeof lb, "/tmp/%s.b.log", prefix);
+}
+
+/* menv: the test's prefix and group, GPUMEM_GROUP_LIMIT=limit,
+ * SIMCUDA_CONTEXT=ctx, and up to two more variables (NULL: none). */
+static void member_env(const char *limit, const char *ctx, const char *more,
+                       const char *more2)
+{
+    snprintf(env_limit, sizeof env_limit, "GPUMEM_GROUP_LIMIT=%s", limit);
+    snprintf(env_ctx, sizeof env_ctx, "SIMCUDA_CONTEXT=%s", ctx);
+    const char *e[] = { env_prefix, env_group, env_limit, env_ctx, more,
+                        more2, NULL };
+    memcpy(menv, e, sizeof e);
 }
 
 static double now_ms(void)
@@ -95,18 +112,38 @@ static int file_contains(const char *path, const char *what)
     return strstr(out, what) != NULL;
 }
 
+/* Waits up to 10 s for `what` in the log of a member. */
+static void wait_for(const char *log, const char *what)
+{
+    double t0 = now_ms();
+    while (!file_contains(log, what) && now_ms() - t0 < 10000) {
+        struct timespec ts = { 0, 10000000 };
+        nanosleep(&ts, NULL);
+    }
+    ck_assert_msg(file_contains(log, what), "no \"%s\" in %s: %s", what,
+                  log, out);
+}
+
+/* Starts member a (menv, log la) holding `size` bytes for `ms`
+ * milliseconds, and waits until it holds them. */
+static pid_t start_holding(const char *size, const char *ms)
+{
+    const char *hold[] = { "hold", size, ms, NULL };
+    pid_t a = start(menv, la, hold);
+    wait_for(la, "holding");
+    return a;
+}
+
 START_TEST(four_processes_never_pass_the_limit)
 {
     unique("s");
-    const char *env[] = { env_prefix, env_group, "GPUMEM_GROUP_LIMIT=512M",
-                          "SIMCUDA_CONTEXT=8M", "GPUMEM_LOG_LEVEL=error",
-                          NULL };
+    member_env("512M", "8M", "GPUMEM_LOG_LEVEL=error", NULL);
     const char *args[] = { "churn", "1500", NULL };
     pid_t kids[4];
     char logs[4][128];
     for (int i = 0; i < 4; i++) {
         snprintf(logs[i], sizeof logs[i], "/tmp/%s.%d.log", prefix, i);
-        kids[i] = start(env, logs[i], args);
+        kids[i] = start(menv, logs[i], args);
     }
     char path[256];
     group_path(path, sizeof path);
@@ -150,22 +187,10 @@ END_TEST
 START_TEST(killed_member_is_reclaimed)
 {
     unique("k");
-    const char *env[] = { env_prefix, env_group, "GPUMEM_GROUP_LIMIT=1G",
-                          "SIMCUDA_CONTEXT=8M", "GPUMEM_LOG_LEVEL=error",
-                          NULL };
-    char la[128], lb[128];
-    snprintf(la, sizeof la, "/tmp/%s.a.log", prefix);
-    snprintf(lb, sizeof lb, "/tmp/%s.b.log", prefix);
-    const char *hold[] = { "hold", "629145600", "60000", NULL }; /* 600M */
-    pid_t a = start(env, la, hold);
-    double t0 = now_ms();
-    while (!file_contains(la, "holding") && now_ms() - t0 < 5000) {
-        struct timespec ts = { 0, 10000000 };
-        nanosleep(&ts, NULL);
-    }
-    ck_assert_msg(file_contains(la, "holding"), "a never held: %s", out);
+    member_env("1G", "8M", "GPUMEM_LOG_LEVEL=error", NULL);
+    pid_t a = start_holding("629145600", "60000"); /* 600M */
     const char *grab[] = { "grab", "629145600", "5000", NULL };
-    pid_t b = start(env, lb, grab);
+    pid_t b = start(menv, lb, grab);
     struct timespec ts = { 0, 300000000 };
     nanosleep(&ts, NULL); /* b is refused meanwhile */
     kill(a, SIGKILL);
@@ -188,24 +213,12 @@ END_TEST
 START_TEST(wait_across_processes)
 {
     unique("w");
-    const char *env[] = { env_prefix, env_group, "GPUMEM_GROUP_LIMIT=1G",
-                          "SIMCUDA_CONTEXT=8M", "GPUMEM_ON_OOM=wait:10s",
-                          NULL };
-    char la[128], lb[128];
-    snprintf(la, sizeof la, "/tmp/%s.a.log", prefix);
-    snprintf(lb, sizeof lb, "/tmp/%s.b.log", prefix);
-    const char *hold[] = { "hold", "629145600", "800", NULL };
-    pid_t a = start(env, la, hold);
-    double t0 = now_ms();
-    while (!file_contains(la, "holding") && now_ms() - t0 < 5000) {
-        struct timespec ts = { 0, 10000000 };
-        nanosleep(&ts, NULL);
-    }
-    ck_assert(file_contains(la, "holding"));
+    member_env("1G", "8M", "GPUMEM_ON_OOM=wait:10s", NULL);
+    pid_t a = start_holding("629145600", "800");
     /* b asks once: its one cuMemAlloc waits until a frees. */
     const char *grab[] = { "grab", "629145600", "1", NULL };
     double tb = now_ms();
-    pid_t b = start(env, lb, grab);
+    pid_t b = start(menv, lb, grab);
     ck_assert_int_eq(finish(a), 0);
     int rc = finish(b);
     double took = now_ms() - tb;
@@ -218,34 +231,16 @@ START_TEST(wait_across_processes)
 }
 END_TEST
 
-static void wait_for(const char *log, const char *what)
-{
-    double t0 = now_ms();
-    while (!file_contains(log, what) && now_ms() - t0 < 10000) {
-        struct timespec ts = { 0, 10000000 };
-        nanosleep(&ts, NULL);
-    }
-    ck_assert_msg(file_contains(log, what), "no \"%s\" in %s: %s", what,
-                  log, out);
-}
-
 /* Members' primary contexts count in the group as in their processes,
  * past its limit if need be: the group's use stays the sum of its
  * members' charges, and what no longer fits is refused. */
 START_TEST(contexts_count_in_the_group_past_its_limit)
 {
     unique("x");
-    const char *env[] = { env_prefix, env_group, "GPUMEM_GROUP_LIMIT=1000M",
-                          "SIMCUDA_CONTEXT=300M", "GPUMEM_LOG_LEVEL=error",
-                          NULL };
-    char la[128], lb[128];
-    snprintf(la, sizeof la, "/tmp/%s.a.log", prefix);
-    snprintf(lb, sizeof lb, "/tmp/%s.b.log", prefix);
-    const char *hold[] = { "hold", "629145600", "6000", NULL }; /* 600M */
-    pid_t a = start(env, la, hold);
-    wait_for(la, "holding");
+    member_env("1000M", "300M", "GPUMEM_LOG_LEVEL=error", NULL);
+    pid_t a = start_holding("629145600", "6000"); /* 600M */
     const char *try[] = { "try", "104857600", "sleep:3000", NULL };
-    pid_t b = start(env, lb, try);
+    pid_t b = start(menv, lb, try);
     wait_for(lb, "try 104857600 rc");
     char path[256], err[256];
     group_path(path, sizeof path);
@@ -271,19 +266,11 @@ END_TEST
 START_TEST(group_refusal_is_not_published_as_use)
 {
     unique("r");
-    const char *env[] = { env_prefix, env_group, "GPUMEM_GROUP_LIMIT=1000M",
-                          "SIMCUDA_CONTEXT=0", NULL };
-    const char *env_b[] = { env_prefix, env_group, "GPUMEM_GROUP_LIMIT=1000M",
-                            "SIMCUDA_CONTEXT=0", "GPUMEM_LIMIT=150M",
-                            "GPUMEM_REPORT=1", NULL };
-    char la[128], lb[128];
-    snprintf(la, sizeof la, "/tmp/%s.a.log", prefix);
-    snprintf(lb, sizeof lb, "/tmp/%s.b.log", prefix);
-    const char *hold[] = { "hold", "996147200", "4000", NULL }; /* 950M */
-    pid_t a = start(env, la, hold);
-    wait_for(la, "holding");
+    member_env("1000M", "0", NULL, NULL);
+    pid_t a = start_holding("996147200", "4000"); /* 950M */
     const char *try[] = { "try", "104857600", NULL };
-    pid_t b = start(env_b, lb, try);
+    member_env("1000M", "0", "GPUMEM_LIMIT=150M", "GPUMEM_REPORT=1");
+    pid_t b = start(menv, lb, try);
     ck_assert_int_eq(finish(b), 0);
     ck_assert_msg(file_contains(lb, "try 104857600 rc 2"), "%s", out);
     ck_assert_msg(file_contains(lb, "peak 0 B of 150.0 MiB limit"), "%s", out);
