@@ -133,8 +133,11 @@ bool gm_arena_try_alloc(int dev, struct gm_dev *d, uint64_t size,
         *rc = r == -EINVAL ? CUDA_ERROR_INVALID_VALUE
                            : CUDA_ERROR_OUT_OF_MEMORY;
         if (r == -ENOMEM) {
+            /* The device's figures are the budget's (context and the
+             * whole arena); the message says it was the arena's room. */
             gm_admit_refused(d, (unsigned)dev, api, size,
-                          gm_arena_used(a), a->size);
+                             gm_budget_used(&d->budget),
+                             gm_budget_limit(&d->budget));
             gm_log(GM_LOG_WARN, "device %d: %s of %llu bytes refused: the "
                    "static arena has no free block that large", dev,
                    gm_api_name(api), (unsigned long long)size);

@@ -1235,8 +1235,21 @@ static void s_static(void)
         if (live[k])
             CU(F.cuMemFree_v2(live[k]));
     CUdeviceptr p;
+    /* A refusal by the arena changes no figure of the device: its used
+     * stays what the budget holds (context and arena). */
+    size_t len;
+    struct gm_abi_header *h = own_segment(&len);
+    const struct gm_abi_dev *d0 = h ? (const struct gm_abi_dev *)(h + 1) : NULL;
+    uint64_t used0 = d0 ? d0->used : 0;
     CHECK(F.cuMemAlloc_v2(&p, arena + 1) == CUDA_ERROR_OUT_OF_MEMORY,
           "past the arena");
+    if (d0 != NULL) {
+        CHECK(d0->used == used0 && d0->refusals == 1,
+              "after the arena's refusal: used %llu (was %llu), %llu refused",
+              (unsigned long long)d0->used, (unsigned long long)used0,
+              (unsigned long long)d0->refusals);
+        munmap(h, len);
+    }
     CU(F.cuMemAlloc_v2(&p, arena)); /* whole again after coalescing */
     CU(F.cuMemFree_v2(p));
     printf("ok static: arena of %llu bytes\n", (unsigned long long)arena);
