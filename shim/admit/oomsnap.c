@@ -81,7 +81,8 @@ static void snapshot(const struct gm_tw *tw, struct gm_dev *d, unsigned dev,
 void gm_admit_refused(struct gm_dev *d, unsigned dev, unsigned api,
                       uint64_t size, uint64_t used, uint64_t limit)
 {
-    gm_tel_refuse(&gm_st.tel, dev, api, size, used, limit);
+    gm_tel_refuse(&gm_st.tel, dev, api, size, used, limit,
+                  gm_budget_peak(&d->budget));
     if (!gm_telemetry_on())
         return;
     /* The writer's view of the segment (its layout as laid out, not as

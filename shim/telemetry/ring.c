@@ -293,7 +293,8 @@ void gm_tel_free(struct gm_tel *t, unsigned dev, unsigned api, uint64_t addr,
 }
 
 void gm_tel_refuse(struct gm_tel *t, unsigned dev, unsigned api,
-                   uint64_t size, uint64_t used, uint64_t limit)
+                   uint64_t size, uint64_t used, uint64_t limit,
+                   uint64_t peak)
 {
     uint64_t now = gm_clock_realtime_ns();
     const struct gm_tw *w = tw_lock(t);
@@ -302,7 +303,7 @@ void gm_tel_refuse(struct gm_tel *t, unsigned dev, unsigned api,
     struct gm_abi_dev *d = tw_stats_begin(w, dev, now);
     if (d != NULL) {
         tw_inc(&d->refusals);
-        tw_set_used_peak(d, used, 0, now);
+        tw_set_used_peak(d, used, peak, now);
         tw_stats_end(d);
     }
     tw_ring_push(w, GM_EV_OOM, api, dev, now, 0, size, 0, used, limit);

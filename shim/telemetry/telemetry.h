@@ -151,10 +151,13 @@ void gm_tel_alloc_frag(struct gm_tel *t, unsigned dev, unsigned api,
 void gm_tel_free_frag(struct gm_tel *t, unsigned dev, unsigned api,
                       uint64_t addr, uint64_t size, uint64_t lat_ns,
                       uint64_t used_after, uint32_t frag_ppm);
-/* Request refused: refusals++, used = used. Record GM_EV_OOM {size,
+/* Request refused: refusals++, used = used, peak raised to `peak` (the
+ * accounting's own: a pool growth undone before the refusal raised it
+ * with no event of its own; 0 when none). Record GM_EV_OOM {size,
  * used_after = used, extra = limit}. */
 void gm_tel_refuse(struct gm_tel *t, unsigned dev, unsigned api,
-                   uint64_t size, uint64_t used, uint64_t limit);
+                   uint64_t size, uint64_t used, uint64_t limit,
+                   uint64_t peak);
 /* The hot path's form of the two above: one prepared event, time-stamp
  * and latency already in nanoseconds. */
 struct gm_tel_ev {

@@ -34,7 +34,7 @@ static void make_template(void)
         gm_tel_alloc(&t, (unsigned)(i & 1), 1, 0x1000 * i, 4096 << (i % 9),
                      1000 * i, 4096 * i, 4096 * i);
     gm_tel_frag(&t, 0, 12345);
-    gm_tel_refuse(&t, 1, 1, 1ull << 31, 4096, 1ull << 30);
+    gm_tel_refuse(&t, 1, 1, 1ull << 31, 4096, 1ull << 30, 0);
     gm_tel_host(&t, 16, 0xabc, -4096);
 }
 

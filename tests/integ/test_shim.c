@@ -62,6 +62,16 @@ START_TEST(mapped_handle_stays_charged)
 }
 END_TEST
 
+/* A pool growth undone at the limit leaves its moment in the published
+ * peak, as in the accounting's. */
+START_TEST(undone_pool_growth_is_in_the_peak)
+{
+    const char *env[] = { "GPUMEM_LIMIT=1G", NULL };
+    RUN_OK(env, apicheck(vias[_i]), "--via", vias[_i], "async-peak");
+    ck_assert_ptr_nonnull(strstr(out, "ok async-peak"));
+}
+END_TEST
+
 START_TEST(mipmaps_charged_their_clamped_levels)
 {
     const char *env[] = { "GPUMEM_LIMIT=2G", NULL };
@@ -996,6 +1006,7 @@ static Suite *suite(void)
     tcase_add_loop_test(t, edge_exact, 0, 3);
     tcase_add_loop_test(t, every_api_charged, 0, 3);
     tcase_add_loop_test(t, mapped_handle_stays_charged, 0, 3);
+    tcase_add_loop_test(t, undone_pool_growth_is_in_the_peak, 0, 3);
     tcase_add_loop_test(t, every_api_refused, 0, 3);
     tcase_add_loop_test(t, mipmaps_charged_their_clamped_levels, 0, 3);
     tcase_add_test(t, gpa_variants_under_shim);

@@ -321,6 +321,41 @@ static void s_vmm_held(void)
     printf("ok vmm-held via %s\n", via);
 }
 
+static struct gm_abi_header *own_segment(size_t *len);
+
+/* Stream-ordered allocations until the pool's growth passes the limit
+ * and is undone: the device's published peak is the accounting's (the
+ * growth was held for a moment), as gpumem_peak says, before the exit. */
+static void s_async_peak(void)
+{
+    long long (*peak)(int) =
+        (long long (*)(int))dlsym(RTLD_DEFAULT, "gpumem_peak");
+    CHECK(peak != NULL, "gpumem_peak not found (not under the shim?)");
+    CUstream s;
+    CU(F.cuStreamCreate(&s, 0));
+    static CUdeviceptr p[4096];
+    int n = 0;
+    CUresult rc = CUDA_SUCCESS;
+    while (n < 4096 && (rc = F.cuMemAllocAsync(&p[n], 3u << 20, s)) ==
+                           CUDA_SUCCESS)
+        n++;
+    CHECK(rc == CUDA_ERROR_OUT_OF_MEMORY, "never refused: rc %d", (int)rc);
+    size_t len;
+    struct gm_abi_header *h = own_segment(&len);
+    if (h != NULL && peak != NULL) {
+        const struct gm_abi_dev *d0 = (const struct gm_abi_dev *)(h + 1);
+        CHECK(d0->peak == (uint64_t)peak(0),
+              "published peak %llu, the accounting's %lld",
+              (unsigned long long)d0->peak, peak(0));
+        munmap(h, len);
+    }
+    for (int i = 0; i < n; i++)
+        CU(F.cuMemFreeAsync(p[i], s));
+    CU(F.cuStreamSynchronize(s));
+    CU(F.cuStreamDestroy_v2(s));
+    printf("ok async-peak via %s\n", via);
+}
+
 static void s_apis(void)
 {
     uint64_t f0 = free_now();
@@ -1718,6 +1753,8 @@ int main(int argc, char **argv)
         s_apis();
     else if (strcmp(sc, "vmm-held") == 0)
         s_vmm_held();
+    else if (strcmp(sc, "async-peak") == 0)
+        s_async_peak();
     else if (strcmp(sc, "limit-all") == 0)
         s_limit_all();
     else if (strcmp(sc, "mipmap-levels") == 0)

@@ -118,7 +118,7 @@ START_TEST(test_bucket_boundaries)
     ck_assert_uint_eq(p[1].frees, 1);
     ck_assert_uint_eq(p[1].live_allocs, 1);
     /* A refusal counts in its bucket; a gap of idle seconds has none. */
-    gm_tel_refuse(&m.t, 0, GM_API_MEM_ALLOC, 1 << 20, 50, 1000);
+    gm_tel_refuse(&m.t, 0, GM_API_MEM_ALLOC, 1 << 20, 50, 1000, 0);
     /* gm_tel_refuse stamps the real clock: the bucket of "now" (second
      * 1000 or so) opens and bucket 1 closes without the refusal. */
     n = series(&m, 0, p);

@@ -57,7 +57,7 @@ static void workload(struct gm_tel *t)
                     9000, used);
     }
     gm_tel_frag(t, 0, 150000); /* below the peak: frag at peak stays */
-    gm_tel_refuse(t, 0, GM_API_MEM_ALLOC, 4ull << 30, used, 4ull << 30);
+    gm_tel_refuse(t, 0, GM_API_MEM_ALLOC, 4ull << 30, used, 4ull << 30, 0);
     gm_tel_alloc(t, 1, GM_API_MEM_CREATE, 0x2000, 2 * MiB, 0, 2 * MiB,
                  2 * MiB);
     gm_tel_event(t, GM_EV_SPILL, 1, GM_API_MEM_ALLOC, 1ull << 30, 0xdead,

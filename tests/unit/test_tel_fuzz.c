@@ -54,7 +54,7 @@ static void setup(void)
     for (uint64_t i = 0; i < 30; i++)
         gm_tel_free(&t, (unsigned)(i % 3), 4, 0x1000 * i, 4096 << (i % 9), 9,
                     0);
-    gm_tel_refuse(&t, 1, 1, 1ull << 31, 4096, 1ull << 30);
+    gm_tel_refuse(&t, 1, 1, 1ull << 31, 4096, 1ull << 30, 0);
     gm_tel_host(&t, 16, 0xabc, 8192);
     gm_tel_step(&t, 3);
     gm_tel_mark(&t, "epoch 1");
