@@ -132,6 +132,15 @@ static uint64_t round_u64(double v)
     return v >= 1.8e19 ? UINT64_MAX : (uint64_t)(v + 0.5);
 }
 
+/* Steps to the limit in whole steps, rounded down as everywhere they are
+ * shown (docs/metrics.md, "The forecast"). */
+static uint64_t whole_steps(double v)
+{
+    if (!(v > 0))
+        return 0;
+    return v >= 1.8e19 ? UINT64_MAX : (uint64_t)v; /* truncates: floor */
+}
+
 /* The warning line on stderr, unless the log level mutes warnings (the
  * record is written anyway). */
 static void warn_line(unsigned dev, const struct gm_trend *r, uint64_t limit)
@@ -151,7 +160,7 @@ static void warn_line(unsigned dev, const struct gm_trend *r, uint64_t limit)
                      "gpumem: device %u: the limit (%s) is forecast in about "
                      "%llu s (%llu steps): used floor %s, growing %s per "
                      "step (%s/s)\n", dev, lim, secs,
-                     (unsigned long long)round_u64(r->steps_to_limit), floor,
+                     (unsigned long long)whole_steps(r->steps_to_limit), floor,
                      per_step, rate);
     } else {
         n = snprintf(line, sizeof line,
@@ -212,7 +221,7 @@ void gm_forecast_check(const struct gm_tw *w, struct gm_abi_dev *d,
         return;
     warn_line(dev, &r, limit);
     uint64_t steps_left = r.by_step && !isnan(r.steps_to_limit)
-                              ? round_u64(r.steps_to_limit) : UINT64_MAX;
+                              ? whole_steps(r.steps_to_limit) : UINT64_MAX;
     tw_ring_push(w, GM_EV_FORECAST, GM_API_NONE, dev, now, 0,
                  round_u64(r.seconds_to_limit), steps_left,
                  round_u64(r.floor_now), round_u64(r.bytes_per_second));

@@ -385,7 +385,12 @@ size_t gm_trend_format(char *buf, size_t cap, unsigned dev,
              (unsigned long long)ev->from, (unsigned long long)ev->to);
     }
     if (!isnan(r->steps_to_limit)) {
-        gm_format_decimal(r->steps_to_limit, 0, a, sizeof a);
+        /* Whole steps, rounded down, as the JSON's "steps" (the shim
+         * links no libm: a cast truncates, and steps_to_limit >= 0). */
+        double whole = r->steps_to_limit < 1.8e19
+                           ? (double)(uint64_t)r->steps_to_limit
+                           : r->steps_to_limit;
+        gm_format_decimal(whole, 0, a, sizeof a);
         gm_trend_format_seconds(r->seconds_to_limit, b, sizeof b);
         emit(&o, "; limit in about %s steps (%s)", a, b);
     } else if (!isnan(r->seconds_to_limit)) {

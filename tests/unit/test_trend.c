@@ -321,6 +321,27 @@ START_TEST(verdict_line)
 }
 END_TEST
 
+/* Steps to the limit are whole steps rounded down, as the JSON's "steps"
+ * (3.7 steps left: "about 3"). */
+START_TEST(verdict_line_rounds_steps_down)
+{
+    char line[256];
+    struct gm_trend r;
+    memset(&r, 0, sizeof r);
+    r.verdict = GM_TREND_GROWS;
+    r.by_step = 1;
+    r.points = 20;
+    r.steps = 20;
+    r.seconds = 10;
+    r.bytes_per_step = 1 << 20;
+    r.bytes_per_second = 2 << 20;
+    r.steps_to_limit = 3.7;
+    r.seconds_to_limit = 1.85;
+    gm_trend_format(line, sizeof line, 0, &r, NULL);
+    ck_assert_msg(strstr(line, "limit in about 3 steps") != NULL, "%s", line);
+}
+END_TEST
+
 static Suite *trend_suite(void)
 {
     Suite *s = suite_create("trend");
@@ -333,6 +354,7 @@ static Suite *trend_suite(void)
     tcase_add_test(tc, thresholds);
     tcase_add_test(tc, slope_matches_brute_force);
     tcase_add_test(tc, verdict_line);
+    tcase_add_test(tc, verdict_line_rounds_steps_down);
     suite_add_tcase(s, tc);
     return s;
 }
