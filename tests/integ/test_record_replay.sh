@@ -29,8 +29,12 @@
 #     and record says so;
 #   - a file size limit makes records lost: the file says how many;
 #   - fit on trainsim --batch returns the largest batch of trainsim's own
-#     memory model (--print-peak + context) within ceil(log2(HI-LO))+2
-#     runs, answer+1 is refused, and an impossible limit says no value fits.
+#     memory model (--print-peak + context) within ceil(log2(HI-LO))+4
+#     runs, answer+1 is refused, and an impossible limit says no value fits;
+#   - where memory is not affine in the batch (--api async, mixed, vmm:
+#     peaks in steps) fit still proves its answer within the budget (it
+#     runs, answer+1 is refused), and a --max-runs that ends the search
+#     first says the answer is not proved.
 # Exit 0 pass, 1 fail.
 BUILD=${BUILD:-build}
 B=$(cd "$BUILD" && pwd) || exit 1
@@ -258,7 +262,7 @@ done
 ans=$(num answer < "$T/fit.json")
 runs=$(grep -o '"value":' "$T/fit.json" | wc -l)
 [ "$ans" = "$lo" ] || bad "fit: answer $ans, trainsim's model says $lo"
-[ "$runs" -le 11 ] || bad "fit: $runs runs, more than ceil(log2(399))+2 = 11"
+[ "$runs" -le 13 ] || bad "fit: $runs runs, more than ceil(log2(399))+4 = 13"
 "$G" run --limit $LIM -- "$B/gpumem-trainsim" --steps 3 --eval-every 0 --quiet \
     --batch "$ans" >/dev/null 2>&1 || bad "fit: the answer $ans does not run"
 "$G" run --limit $LIM -- "$B/gpumem-trainsim" --steps 3 --eval-every 0 --quiet \
@@ -275,6 +279,26 @@ done
     --steps 3 --eval-every 0 --quiet --batch '{batch}' > "$T/fit.json"
 ans=$(num answer < "$T/fit.json")
 [ "$ans" = "$lo" ] || bad "fit --headroom 10%: answer $ans, trainsim's model says $lo"
+# memory in steps: the answer is proved (it runs, answer + 1 does not)
+# within ceil(log2(511))+4 = 13 runs
+for c in "1G async" "700M async" "700M mixed" "1G vmm"; do
+    set -- $c
+    "$G" fit --limit $1 --param batch=1:512 --json -- "$B/gpumem-trainsim" --steps 3 \
+        --quiet --api $2 --batch '{batch}' > "$T/fit.json"
+    ans=$(num answer < "$T/fit.json")
+    runs=$(grep -o '"value":' "$T/fit.json" | wc -l)
+    grep -q '"complete":true' "$T/fit.json" || bad "fit $c: answer $ans not proved in $runs runs"
+    [ "$runs" -le 13 ] || bad "fit $c: $runs runs, more than 13"
+    "$G" run --limit $1 -- "$B/gpumem-trainsim" --steps 3 --quiet --api $2 \
+        --batch "$ans" >/dev/null 2>&1 || bad "fit $c: the answer $ans does not run"
+    "$G" run --limit $1 -- "$B/gpumem-trainsim" --steps 3 --quiet --api $2 \
+        --batch $((ans + 1)) >/dev/null 2>&1 && bad "fit $c: answer $ans + 1 runs too"
+done
+# a budget that ends the search first: the answer is said to be unproved
+"$G" fit --limit 1G --param batch=1:512 --max-runs 4 -- "$B/gpumem-trainsim" --steps 3 \
+    --quiet --api async --batch '{batch}' > "$T/fit.txt"
+tail -n 1 "$T/fit.txt" | grep -q '; not proved: the run budget ended with [0-9]*\.\.[0-9]* not run' ||
+    bad "fit --max-runs 4: $(tail -n 1 "$T/fit.txt")"
 "$G" fit --limit 100M --param batch=1:400 -- "$B/gpumem-trainsim" --steps 3 --quiet \
     --batch '{batch}' > "$T/nofit.txt"; st=$?
 [ $st = 1 ] && grep -q '^no value of batch' "$T/nofit.txt" || bad "fit: no value fits: status $st, $(tail -n 1 "$T/nofit.txt")"

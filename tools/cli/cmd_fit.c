@@ -11,11 +11,17 @@
  * prove the boundary; a candidate outside the open interval between the
  * largest value known to fit and the smallest known not to, or a
  * prediction that did not halve that interval, is replaced by its
- * midpoint (bisection).
+ * midpoint (bisection). A guess (a prediction, or the value after one)
+ * is run only when bisection could still close the interval in the runs
+ * left after it, whatever the guess answers (may_guess), so memory that
+ * is not affine (peaks in steps of a pool's chunk) costs the guesses'
+ * runs, never the proof. The default budget is the two ends, bisection's
+ * ceil(log2(HI-LO)) and two runs for guesses that miss.
  *
  * Invariants: the answer was run and fitted; answer + 1 was run and did
- * not fit, or is past HI, or the run budget ended (said so); at most
- * --max-runs runs (default ceil(log2(HI-LO)) + 2).
+ * not fit, or is past HI, or a --max-runs below bisection's need ended
+ * the search (said so); at most --max-runs runs (default
+ * ceil(log2(HI-LO)) + 4, within which the boundary is always proved).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,7 +54,10 @@ const char gm_help_fit[] =
     "    next candidate is predicted from their peaks (memory is close to\n"
     "    fixed + per-item in a batch size), then the value after it is run\n"
     "    to prove the boundary; when a prediction misses, bisection takes\n"
-    "    over. Every run is printed (value, peak, refusals, exit status,\n"
+    "    over. A guess is run only when bisection could still finish in the\n"
+    "    runs left, so within the default budget the answer is always\n"
+    "    proved: it fits and the value after it does not (or is past HI).\n"
+    "    Every run is printed (value, peak, refusals, exit status,\n"
     "    seconds), then the answer and the headroom left at it, or that no\n"
     "    value fits.\n"
     "\n"
@@ -61,7 +70,10 @@ const char gm_help_fit[] =
     "        A value fits only when its peak leaves P of the limit free\n"
     "        (10%; default 0%).\n"
     "    --max-runs N\n"
-    "        Stop after N runs (default ceil(log2(HI-LO)) + 2).\n"
+    "        Stop after N runs (default ceil(log2(HI-LO)) + 4: the two\n"
+    "        ends, bisection and two runs for guesses). A budget that ends\n"
+    "        first leaves the answer unproved, and the answer line says so\n"
+    "        with the values not run.\n"
     "    --json\n"
     "        One JSON object instead of text.\n"
     "    RUN OPTIONS\n"
@@ -210,6 +222,29 @@ static struct run *run_at(struct fit *f, long long v)
     return r;
 }
 
+/* Runs bisection takes to close an interval of width w (the largest
+ * value known to fit to the smallest known not to) to width 1: each run
+ * at the midpoint leaves at most ceil(w / 2). */
+static int bisect_runs(long long w)
+{
+    int k = 0;
+    for (; w > 1; w = w - w / 2)
+        k++;
+    return k;
+}
+
+/* Whether a guess at cand in (good, bad) may be run: bisection can still
+ * close whichever part of the interval the guess leaves in the runs left
+ * after it, or it could not close the interval anyway (a --max-runs below
+ * the default), when a guess is the only chance. */
+static bool may_guess(const struct fit *f, long long good, long long bad,
+                      long long cand)
+{
+    int left = f->maxrun - f->nrun;
+    long long worst = cand - good > bad - cand ? cand - good : bad - cand;
+    return left - 1 >= bisect_runs(worst) || left < bisect_runs(bad - good);
+}
+
 int gm_cmd_fit(int argc, char **argv)
 {
     struct fit f = { .headroom = 0 };
@@ -291,7 +326,7 @@ int gm_cmd_fit(int argc, char **argv)
     if (!has)
         return usage("the command has no", key);
     f.maxrun = maxrun ? maxrun
-                      : (int)ceil(log2((double)(hi - lo))) + 2;
+                      : (int)ceil(log2((double)(hi - lo))) + 4;
     if (f.maxrun > 128)
         f.maxrun = 128;
     setenv("GPUMEM_LIMIT", limit, 1);
@@ -350,7 +385,7 @@ int gm_cmd_fit(int argc, char **argv)
                     cand = good + 1;
                 if (cand >= bad)
                     cand = bad - 1;
-                from_model = true;
+                from_model = may_guess(&f, good, bad, cand);
             }
         }
         if (!from_model)
@@ -365,7 +400,8 @@ int gm_cmd_fit(int argc, char **argv)
             if (g1 == g2)
                 g1 = NULL;
             /* A prediction that fitted: prove the boundary at once. */
-            if (from_model && cand + 1 < bad && f.nrun < f.maxrun) {
+            if (from_model && cand + 1 < bad && f.nrun < f.maxrun &&
+                may_guess(&f, good, bad, cand + 1)) {
                 r = run_at(&f, cand + 1);
                 if (r->fits) {
                     good = cand + 1;
@@ -408,10 +444,13 @@ int gm_cmd_fit(int argc, char **argv)
         gm_size_short(ans->peak, a, sizeof a);
         gm_size_short(f.limit - ans->peak, b, sizeof b);
         printf("answer: %s=%lld (peak %s, headroom %s = %.1f%% of the "
-               "limit; %d runs)%s\n", name, good, a, b,
+               "limit; %d runs)", name, good, a, b,
                100.0 * (double)(f.limit - ans->peak) / (double)f.limit,
-               f.nrun, stopped ? "; the run budget ended before the "
-               "boundary was proved" : "");
+               f.nrun);
+        if (stopped)
+            printf("; not proved: the run budget ended with %lld..%lld "
+                   "not run (%lld refused)", good + 1, bad - 1, bad);
+        printf("\n");
     } else {
         printf("no value of %s in %lld..%lld fits under %s (%s=%lld: exit "
                "%d, %llu refusals)\n", name, lo, hi, limit, name, lo,
