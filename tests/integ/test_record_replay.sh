@@ -14,6 +14,10 @@
 #     staged modes;
 #   - a sweep's smallest limit with no refusal (grow: the peak; static:
 #     searched) has none, and a byte (grow) or a MiB (static) below has;
+#     a recording with stream-ordered pools (trainsim --api async), whose
+#     pools a refusal's reclaim trims, is searched below its peak in grow
+#     mode too: none at the answer, some a MiB below, and the program run
+#     under the shim agrees at both;
 #   - memory the driver freed with its context (apicheck ctx-frees) is
 #     recorded as frees the program did not call: the replay, in one
 #     context, ends with nothing live and as many frees as allocations;
@@ -172,6 +176,30 @@ for mode in grow static; do
     [ "$r0" = 0 ] && [ "${r1:-0}" -gt 0 ] ||
         bad "sweep $mode: $r0 refusals at its answer $best, $r1 at $below"
 done
+
+# grow mode with pools: a refusal's reclaim trims them, so the smallest
+# limit lies below the unlimited peak and is searched
+AS="$B/gpumem-trainsim --quiet --steps 8 --eval-every 3 --api async"
+"$G" record -o "$T/as.gmr" -- $AS >/dev/null 2>&1
+"$G" replay "$T/as.gmr" --sweep 400M:2G --points 3 --json >"$T/as.json"
+best=$(num smallest_without_refusal_bytes <"$T/as.json")
+peak=$("$G" replay "$T/as.gmr" --json | num peak_bytes)
+if [ -z "$best" ]; then
+    bad "sweep grow async: no smallest limit"
+else
+    below=$((best - 1048576))
+    r0=$("$G" replay "$T/as.gmr" --limit "$best" --json | num refusals)
+    r1=$("$G" replay "$T/as.gmr" --limit "$below" --json | num refusals)
+    [ "$r0" = 0 ] && [ "${r1:-0}" -gt 0 ] && [ "$best" -lt "$peak" ] ||
+        bad "sweep grow async: $r0 refusals at its answer $best, $r1 at $below (peak $peak)"
+    "$G" run --limit "$best" -- $AS >/dev/null 2>&1 ||
+        bad "sweep grow async: the program is refused at the answer $best"
+    "$G" run --limit "$below" -- $AS >/dev/null 2>&1 &&
+        bad "sweep grow async: the program runs a MiB below the answer $best"
+fi
+# without pools the peak is the answer, in 2 replays
+n=$("$G" replay "$T/ts.gmr" --sweep 300M:1G --points 3 --json | num search_replays)
+[ "$n" = 2 ] || bad "sweep grow without pools: $n search replays (want 2)"
 
 # ---- VMM: create, map, unmap, release, by every lookup path -----------
 for via in link dlsym gpa; do

@@ -61,10 +61,14 @@ const char gm_help_replay[] =
     "\n"
     "    With --sweep LO:HI the file is replayed at --points limits from\n"
     "    LO to HI (default 9) and a table is printed, then the smallest\n"
-    "    limit with no refusal: in grow mode the unlimited peak (context\n"
-    "    included), checked by replaying at it; in other\n"
-    "    modes it depends on fragmentation and is searched by bisection to\n"
-    "    1 MiB.\n"
+    "    limit with no refusal. In grow mode it is the unlimited peak\n"
+    "    (context included), checked by replaying at it, unless the\n"
+    "    process made stream-ordered allocations: a refusal first trims\n"
+    "    their pools, so a lower limit may serve every call, and the limit\n"
+    "    is searched by bisection to 1 MiB from the context plus the\n"
+    "    largest request up to the peak (2 + log2 of that span in MiB\n"
+    "    replays). In other modes it depends on fragmentation and is\n"
+    "    searched by bisection to 1 MiB between LO and HI.\n"
     "\n"
     "OPTIONS\n"
     "    --pid N\n"
@@ -402,8 +406,91 @@ static const char *label(void)
     return o ? buf : "no limit";
 }
 
-static int sweep(struct ctx *c, size_t sec, uint32_t pid, uint64_t lo,
-                 uint64_t hi, unsigned points)
+/* What a grow-mode search needs to know of a process's requests. */
+struct need {
+    uint64_t largest; /* the largest request charged its size */
+    bool pooled;      /* a stream-ordered request: a pool to reclaim */
+};
+
+/* The requests of process p the replay issues (those the recording
+ * served or refused for memory). Pitched requests and arrays, charged
+ * what the driver chooses, do not count towards the largest. */
+static struct need need_of(const struct gm_trace *t, const struct gm_tproc *p)
+{
+    struct need n = { 0, false };
+    for (size_t k = 0; k < p->count; k++) {
+        const struct gm_tev *e = &t->ev[p->first + k];
+        if (!gm_rec_op_allocates(e->op) || (e->rc != 0 && e->rc != 2))
+            continue;
+        n.pooled |= e->op == GM_RO_ASYNC || e->op == GM_RO_POOL_ALLOC;
+        if (e->op != GM_RO_PITCH && e->op != GM_RO_ARRAY && e->size > n.largest)
+            n.largest = e->size;
+    }
+    return n;
+}
+
+/* One replay of section sec at limit l; true when it ran and refused no
+ * call. */
+static bool clean_at(struct ctx *c, size_t sec, uint64_t l, unsigned *runs)
+{
+    char lim[32];
+    struct res r;
+    snprintf(lim, sizeof lim, "%llu", (unsigned long long)l);
+    (*runs)++;
+    return replay_once(c, sec, lim, &r) == 0 && r.refused_calls == 0;
+}
+
+/* Bisection to 1 MiB between a limit that refuses (a, not replayed
+ * again) and one that does not (b): the smallest limit found to refuse
+ * nothing. */
+static uint64_t bisect_clean(struct ctx *c, size_t sec, uint64_t a,
+                             uint64_t b, unsigned *runs)
+{
+    while (b > a && b - a > (1ull << 20)) {
+        uint64_t m = a + (b - a) / 2;
+        if (clean_at(c, sec, m, runs))
+            b = m;
+        else
+            a = m;
+    }
+    return b;
+}
+
+/* Grow mode: the unlimited replay's peak (context included) refuses
+ * nothing. With no stream-ordered request, use under any limit that
+ * refuses nothing is the same as without one, so that peak is the
+ * answer (one replay to confirm). A pool, though, is trimmed before a
+ * refusal ("Reclaim before refusing"), so a lower limit may serve every
+ * call: then bisection from the context plus the largest request (any
+ * limit below refuses that request) up to the peak. */
+static bool search_grow(struct ctx *c, size_t sec, struct need n,
+                        uint64_t *best, unsigned *runs)
+{
+    struct res r;
+    replay_once(c, sec, "none", &r);
+    (*runs)++;
+    uint64_t peak = r.peak, floor = r.context + n.largest;
+    if (!clean_at(c, sec, peak, runs))
+        return false;
+    *best = peak;
+    if (n.pooled && floor > 0 && floor <= peak)
+        *best = bisect_clean(c, sec, floor - 1, peak, runs);
+    return true;
+}
+
+/* Static and staged modes: what fits depends on the arena's
+ * fragmentation, so the sweep's ends are searched by bisection. */
+static bool search_arena(struct ctx *c, size_t sec, uint64_t lo, uint64_t hi,
+                         uint64_t *best, unsigned *runs)
+{
+    if (!clean_at(c, sec, hi, runs))
+        return false;
+    *best = bisect_clean(c, sec, lo, hi, runs);
+    return true;
+}
+
+static int sweep(struct ctx *c, size_t sec, uint32_t pid, struct need need,
+                 uint64_t lo, uint64_t hi, unsigned points)
 {
     char lim[32];
     struct res r;
@@ -445,39 +532,9 @@ static int sweep(struct ctx *c, size_t sec, uint32_t pid, uint64_t lo,
     /* The smallest limit with no refusal. */
     uint64_t best = 0;
     unsigned runs = 0;
-    bool found = false;
-    if (strcmp(mode_now(), "grow") == 0) {
-        replay_once(c, sec, "none", &r);
-        runs++;
-        uint64_t cand = r.peak;
-        snprintf(lim, sizeof lim, "%llu", (unsigned long long)cand);
-        replay_once(c, sec, lim, &r);
-        runs++;
-        if (r.refused_calls == 0) {
-            found = true;
-            best = cand;
-        }
-    } else {
-        const uint64_t step = 1ull << 20;
-        uint64_t a = lo, b = hi;
-        snprintf(lim, sizeof lim, "%llu", (unsigned long long)b);
-        replay_once(c, sec, lim, &r);
-        runs++;
-        if (r.refused_calls == 0) {
-            found = true;
-            while (b - a > step) {
-                uint64_t m = a + (b - a) / 2;
-                snprintf(lim, sizeof lim, "%llu", (unsigned long long)m);
-                replay_once(c, sec, lim, &r);
-                runs++;
-                if (r.refused_calls == 0)
-                    b = m;
-                else
-                    a = m;
-            }
-            best = b;
-        }
-    }
+    bool found = strcmp(mode_now(), "grow") == 0
+                     ? search_grow(c, sec, need, &best, &runs)
+                     : search_arena(c, sec, lo, hi, &best, &runs);
     char a[32];
     sz(best, a, sizeof a);
     if (c->json) {
@@ -664,7 +721,7 @@ int gm_cmd_replay(int argc, char **argv)
         if (p->count == 0)
             continue;
         if (sw != NULL) {
-            if (sweep(&c, i, p->pid, lo, hi, points) != 0)
+            if (sweep(&c, i, p->pid, need_of(&t, p), lo, hi, points) != 0)
                 rc = 1;
             any = true;
             continue;
