@@ -4,7 +4,7 @@
  * The file grows by windows of WINDOW bytes: each window is reserved with
  * posix_fallocate (so a full disk or a file size limit is an error code
  * here, never a SIGBUS on a store) and mapped shared; a record is a
- * 64-byte store into the window under one mutex, which also gives the
+ * 64-byte store into the window under one lock, which also gives the
  * records of all threads one order (seq). A window left behind stays in
  * the page cache and reaches the file whatever becomes of the process.
  *
@@ -15,7 +15,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -29,10 +29,16 @@
 
 #define WINDOW (1u << 20)  /* bytes mapped at a time (a multiple of 64) */
 #define RETRY_EVERY 256u   /* after a loss, try to grow again every N */
+#define CLOSE_WAIT_NS 1000000000ull /* how long gm_rec_close waits */
 
 int gm_rec_on;
 
-static pthread_mutex_t rec_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The lock: the holder's thread id, 0 when free. Not a mutex, so that a
+ * thread can tell it holds it already (a signal handler that interrupted
+ * a record: its record is dropped and counted in sig_lost; its exit()
+ * leaves the section unclosed), and gm_rec_close can give up waiting. */
+static int rec_owner;
+static uint64_t sig_lost;           /* dropped in a handler, not yet counted */
 static char rec_dir[4096];
 static int rec_fd = -1;
 static int rec_failed;              /* the file could not be opened */
@@ -55,6 +61,38 @@ static void put_header(uint32_t flags)
         .first_lost_seq = lost ? first_lost : 0,
     };
     (void)!pwrite(rec_fd, &h, sizeof h, 0);
+}
+
+enum { LK_TAKEN, LK_MINE, LK_BUSY };
+
+/* Take the lock; wait at most wait_ns (0: as long as it takes). */
+static int lock_take(uint64_t wait_ns)
+{
+    int me = (int)gm_thread_id();
+    uint64_t since = 0;
+    for (unsigned spins = 0;; spins++) {
+        int cur = 0;
+        if (__atomic_compare_exchange_n(&rec_owner, &cur, me, false,
+                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+            return LK_TAKEN;
+        if (cur == me)
+            return LK_MINE;
+        if (spins < 100)
+            continue;
+        sched_yield();
+        if (wait_ns == 0 || spins % 64 != 0)
+            continue;
+        uint64_t now = gm_clock_monotonic_ns();
+        if (since == 0)
+            since = now;
+        else if (now - since > wait_ns)
+            return LK_BUSY;
+    }
+}
+
+static void lock_drop(void)
+{
+    __atomic_store_n(&rec_owner, 0, __ATOMIC_RELEASE);
 }
 
 /* Open DIR/<pid>.<k>.gmr, new (O_EXCL: an exec'd image of the same pid
@@ -134,6 +172,14 @@ static struct gm_rec *slot(void)
 
 static void store(const struct gm_rec *r)
 {
+    uint64_t dropped = __atomic_exchange_n(&sig_lost, 0, __ATOMIC_RELAXED);
+    if (dropped) {
+        if (lost == 0)
+            first_lost = seq + 1;
+        seq += dropped;
+        lost += dropped;
+        pending_lost += dropped;
+    }
     seq++;
     if (pending_lost) {
         struct gm_rec *s = slot();
@@ -196,20 +242,33 @@ void gm_rec_put(unsigned op, unsigned flags, int dev, uint64_t size,
         .dev = dev < 0 || dev > 254 ? 255 : (uint8_t)dev,
         .flags = (uint8_t)flags,
     };
-    pthread_mutex_lock(&rec_lock);
+    if (lock_take(0) == LK_MINE) {
+        /* A handler that interrupted this thread's record: the state is
+         * half updated; the record is counted lost by the next store. */
+        if (rec_fd >= 0)
+            __atomic_fetch_add(&sig_lost, 1, __ATOMIC_RELAXED);
+        return;
+    }
     if (!__atomic_load_n(&gm_rec_on, __ATOMIC_RELAXED) ||
         (rec_fd < 0 && (rec_failed || start_file() != 0))) {
-        pthread_mutex_unlock(&rec_lock);
+        lock_drop();
         return;
     }
     r.t_ns = gm_clock_monotonic_ns() - start_mono;
     store(&r);
-    pthread_mutex_unlock(&rec_lock);
+    lock_drop();
 }
 
 void gm_rec_close(void)
 {
-    pthread_mutex_lock(&rec_lock);
+    /* Never waits long: when the lock is this thread's (exit() from a
+     * handler that interrupted a record) or its holder does not let it go
+     * within CLOSE_WAIT_NS, the section is left unclosed, as after a
+     * crash (readers count its records). */
+    if (lock_take(CLOSE_WAIT_NS) != LK_TAKEN) {
+        __atomic_store_n(&gm_rec_on, 0, __ATOMIC_RELAXED);
+        return;
+    }
     if (rec_fd >= 0) {
         if (win != NULL)
             munmap(win, WINDOW);
@@ -221,7 +280,7 @@ void gm_rec_close(void)
         rec_fd = -1;
     }
     __atomic_store_n(&gm_rec_on, 0, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&rec_lock);
+    lock_drop();
 }
 
 void gm_rec_fork_child(void)
@@ -236,5 +295,6 @@ void gm_rec_fork_child(void)
         close(rec_fd);
     rec_fd = -1;
     rec_failed = 0;
-    pthread_mutex_init(&rec_lock, NULL);
+    sig_lost = 0;
+    __atomic_store_n(&rec_owner, 0, __ATOMIC_RELAXED);
 }

@@ -268,7 +268,23 @@ rp=$!; sleep 0.3; kill -TERM $rp; wait $rp; st=$?
 n=$("$G" log --from "$T/tm.gmr" --format csv | grep -c ',alloc,')
 [ "${n:-0}" -gt 0 ] || bad "SIGTERM: nothing joined ($(cat "$T/tm.err"))"
 
+# exit() from a SIGALRM handler that interrupted a recorded call
+# (tests/progs/sigexit): the process ends, its section readable
+hung=0
+for i in 1 2 3 4 5 6 7 8; do
+    rm -rf "$T/se"; mkdir -m 700 "$T/se"
+    GPUMEM_RECORD="$T/se" LD_PRELOAD="$B/libgpumem.so" \
+        timeout -s KILL 10 "$B/tests/progs/sigexit" 30 2>/dev/null
+    st=$?
+    [ $st = 0 ] || { hung=$((hung + 1)); continue; }
+    cat "$T/se"/*.gmr > "$T/se.gmr"
+    "$G" log --from "$T/se.gmr" --format csv >/dev/null 2>&1 ||
+        bad "sigexit: its recording does not read"
+done
+[ $hung = 0 ] || bad "sigexit recorded: $hung of 8 runs did not end (137: hung)"
+
 # ---- lost records are said --------------------------------------------
+
 ( trap '' XFSZ; ulimit -f 1024
   "$G" record -o "$T/big.gmr" -- "$B/gpumem-trainsim" --steps 2000 --eval-every 0 \
       --quiet ) >/dev/null 2>"$T/big.err"
