@@ -15,11 +15,16 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
-bool gm_shm_fsize_would_kill(size_t len)
+bool gm_shm_fsize_over(size_t len)
 {
     struct rlimit rl;
-    if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
-        rl.rlim_cur >= len)
+    return getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+           rl.rlim_cur < len;
+}
+
+bool gm_shm_fsize_would_kill(size_t len)
+{
+    if (!gm_shm_fsize_over(len))
         return false;
     struct sigaction sa;
     if (sigaction(SIGXFSZ, NULL, &sa) != 0)

@@ -16,6 +16,10 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+/* True when a file of len bytes would exceed RLIMIT_FSIZE (growing it
+ * raises SIGXFSZ, whatever that signal's action). */
+bool gm_shm_fsize_over(size_t len);
+
 /* True when creating a file of len bytes would exceed RLIMIT_FSIZE while
  * SIGXFSZ keeps its default action (which would kill the process). */
 bool gm_shm_fsize_would_kill(size_t len);

@@ -2,8 +2,9 @@
  * shim/record/record.c — the recording sink (see record.h).
  *
  * The file grows by windows of WINDOW bytes: each window is reserved with
- * posix_fallocate (so a full disk or a file size limit is an error code
- * here, never a SIGBUS on a store) and mapped shared; a record is a
+ * posix_fallocate (so a full disk is an error code here, never a SIGBUS
+ * on a store; a window past RLIMIT_FSIZE is not asked for, so never a
+ * SIGXFSZ) and mapped shared; a record is a
  * 64-byte store into the window under one lock, which also gives the
  * records of all threads one order (seq). A window left behind stays in
  * the page cache and reaches the file whatever becomes of the process.
@@ -25,6 +26,7 @@
 
 #include "shim/base/clock.h"
 #include "shim/base/safefile.h"
+#include "shim/base/shmfile.h"
 #include "shim/record/record.h"
 
 #define WINDOW (1u << 20)  /* bytes mapped at a time (a multiple of 64) */
@@ -146,7 +148,10 @@ static int map_window(uint64_t off)
         munmap(win, WINDOW);
         win = NULL;
     }
-    if (posix_fallocate(rec_fd, (off_t)base, WINDOW) != 0)
+    /* Past RLIMIT_FSIZE, posix_fallocate would raise SIGXFSZ (by default
+     * fatal): a window that would pass the limit is never asked for. */
+    if (gm_shm_fsize_over((size_t)(base + WINDOW)) ||
+        posix_fallocate(rec_fd, (off_t)base, WINDOW) != 0)
         return -1;
     void *p = mmap(NULL, WINDOW, PROT_READ | PROT_WRITE, MAP_SHARED, rec_fd,
                    (off_t)base);

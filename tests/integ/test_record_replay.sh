@@ -289,6 +289,15 @@ done
   "$G" record -o "$T/big.gmr" -- "$B/gpumem-trainsim" --steps 2000 --eval-every 0 \
       --quiet ) >/dev/null 2>"$T/big.err"
 grep -q 'LOST' "$T/big.err" || bad "a file size limit: no loss reported ($(cat "$T/big.err"))"
+# the same limit with SIGXFSZ at its default action: not a kill, a loss
+rm -rf "$T/fz"; mkdir -m 700 "$T/fz"
+( ulimit -f 97
+  GPUMEM_RECORD="$T/fz" LD_PRELOAD="$B/libgpumem.so" "$B/gpumem-trainsim" \
+      --steps 200 --eval-every 0 --quiet ) >/dev/null 2>&1; st=$?
+[ $st = 0 ] || bad "a file size limit of 99328 bytes: trainsim exited $st (153: SIGXFSZ)"
+cat "$T/fz"/*.gmr > "$T/fz.gmr" 2>/dev/null
+"$G" log --from "$T/fz.gmr" --format jsonl 2>/dev/null | grep -q '"lost":[1-9]' ||
+    bad "a file size limit of 99328 bytes: no loss in the file"
 
 # ---- fit ----------------------------------------------------------------
 ctx=$(GPUMEM_REPORT=json:$T/c.json "$G" run --limit none -- "$B/gpumem-trainsim" --steps 1 \
