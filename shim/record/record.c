@@ -44,6 +44,7 @@ static uint64_t sig_lost;           /* dropped in a handler, not yet counted */
 static char rec_dir[4096];
 static int rec_fd = -1;
 static int rec_failed;              /* the file could not be opened */
+static uint64_t rec_dev, rec_ino;   /* the file rec_fd was opened on */
 static unsigned char *win;          /* mapping of [win_off, win_off+WINDOW) */
 static uint64_t win_off;
 static uint64_t n;                  /* records stored */
@@ -52,8 +53,31 @@ static uint64_t lost, first_lost, pending_lost, since_try;
 static uint64_t start_mono, start_real;
 static uint32_t start_ppid;
 
+/* Whether rec_fd still is the recording's file: a program that closed
+ * every descriptor may have opened its own under the number (the group
+ * code's gm_grpi_fd_ours does the same). When it is not, recording stops
+ * without touching that descriptor, and without a word on stderr (which
+ * may be the program's file too): the section stays unclosed (records
+ * already in the mapping are in the file), what follows is not recorded. */
+static bool fd_ours(void)
+{
+    struct stat st;
+    if (rec_fd >= 0 && rec_ino != 0 && fstat(rec_fd, &st) == 0 &&
+        (uint64_t)st.st_dev == rec_dev && (uint64_t)st.st_ino == rec_ino)
+        return true;
+    if (win != NULL)
+        munmap(win, WINDOW);
+    win = NULL;
+    rec_fd = -1;
+    rec_failed = 1;
+    __atomic_store_n(&gm_rec_on, 0, __ATOMIC_RELAXED);
+    return false;
+}
+
 static void put_header(uint32_t flags)
 {
+    if (!fd_ours())
+        return;
     struct gm_rec_header h = {
         .magic = GM_REC_MAGIC, .version = GM_REC_VERSION,
         .header_size = sizeof h, .record_size = GM_REC_SIZE,
@@ -130,6 +154,12 @@ static int start_file(void)
         rec_failed = 1;
         return -1;
     }
+    struct stat st;
+    rec_dev = rec_ino = 0;
+    if (fstat(rec_fd, &st) == 0) {
+        rec_dev = (uint64_t)st.st_dev;
+        rec_ino = (uint64_t)st.st_ino;
+    }
     start_ppid = (uint32_t)getppid();
     start_mono = gm_clock_monotonic_ns();
     start_real = gm_clock_realtime_ns();
@@ -148,6 +178,8 @@ static int map_window(uint64_t off)
         munmap(win, WINDOW);
         win = NULL;
     }
+    if (!fd_ours())
+        return -1;
     /* Past RLIMIT_FSIZE, posix_fallocate would raise SIGXFSZ (by default
      * fatal): a window that would pass the limit is never asked for. */
     if (gm_shm_fsize_over((size_t)(base + WINDOW)) ||
@@ -274,7 +306,7 @@ void gm_rec_close(void)
         __atomic_store_n(&gm_rec_on, 0, __ATOMIC_RELAXED);
         return;
     }
-    if (rec_fd >= 0) {
+    if (rec_fd >= 0 && fd_ours()) {
         if (win != NULL)
             munmap(win, WINDOW);
         win = NULL;

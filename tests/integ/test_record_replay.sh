@@ -283,6 +283,20 @@ for i in 1 2 3 4 5 6 7 8; do
 done
 [ $hung = 0 ] || bad "sigexit recorded: $hung of 8 runs did not end (137: hung)"
 
+# a program that closes every descriptor and opens its own files, which
+# get the recording's number (tests/progs/fdclose): the file is left
+# as the program wrote it
+rm -rf "$T/fc"; mkdir -m 700 "$T/fc"
+GPUMEM_RECORD="$T/fc" LD_PRELOAD="$B/libgpumem.so" \
+    "$B/tests/progs/fdclose" "$T/fc.mine" 20000 2>/dev/null || bad "fdclose failed"
+for f in "$T"/fc.mine.*; do
+    [ "$(od -An -c "$f" | tr -d ' \n')" = 'mine\n' ] ||
+        bad "fdclose: the recording wrote into the program's ${f##*/} ($(wc -c < "$f") bytes)"
+done
+cat "$T/fc"/*.gmr > "$T/fc.gmr"
+"$G" log --from "$T/fc.gmr" --format csv 2>/dev/null | grep -q ',alloc,' ||
+    bad "fdclose: the allocations before the close are not kept"
+
 # ---- lost records are said --------------------------------------------
 
 ( trap '' XFSZ; ulimit -f 1024
