@@ -10,13 +10,15 @@
  * the page cache and reaches the file whatever becomes of the process.
  *
  * Invariants: `n` records are in the file after the header; lost records
- * are counted in `lost` and announced by one GM_RO_LOST record when
+ * are counted in `lost` (and the header's lost and first_lost_seq
+ * rewritten at each loss) and announced by one GM_RO_LOST record when
  * storing resumes; the header's count and CLOSED flag are written only by
  * gm_rec_close, which also truncates the file to its exact length.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -121,6 +123,17 @@ static void lock_drop(void)
     __atomic_store_n(&rec_owner, 0, __ATOMIC_RELEASE);
 }
 
+/* The losses into the header as they happen, so that a section never
+ * closed (killed) still says them. */
+static void put_lost(void)
+{
+    if (!fd_ours())
+        return;
+    uint64_t v[2] = { lost, first_lost };
+    (void)!pwrite(rec_fd, v, sizeof v,
+                  (off_t)offsetof(struct gm_rec_header, lost));
+}
+
 /* Open DIR/<pid>.<k>.gmr, new (O_EXCL: an exec'd image of the same pid
  * takes the next k; a planted file or link is never written). */
 static int open_file(void)
@@ -216,6 +229,7 @@ static void store(const struct gm_rec *r)
         seq += dropped;
         lost += dropped;
         pending_lost += dropped;
+        put_lost();
     }
     seq++;
     if (pending_lost) {
@@ -242,6 +256,7 @@ lose:
         first_lost = seq;
     lost++;
     pending_lost++;
+    put_lost();
 }
 
 int gm_rec_open(const char *dir, char *err, size_t errcap)

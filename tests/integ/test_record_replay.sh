@@ -312,6 +312,16 @@ rm -rf "$T/fz"; mkdir -m 700 "$T/fz"
 cat "$T/fz"/*.gmr > "$T/fz.gmr" 2>/dev/null
 "$G" log --from "$T/fz.gmr" --format jsonl 2>/dev/null | grep -q '"lost":[1-9]' ||
     bad "a file size limit of 99328 bytes: no loss in the file"
+# ... and killed before it closed its section: the file still says them
+rm -rf "$T/fk"; mkdir -m 700 "$T/fk"
+( ulimit -f 97
+  GPUMEM_RECORD="$T/fk" LD_PRELOAD="$B/libgpumem.so" exec "$B/gpumem-trainsim" \
+      --steps 100000000 --eval-every 0 --quiet ) >/dev/null 2>&1 &
+kp=$!; sleep 0.5; kill -KILL $kp; { wait $kp; } 2>/dev/null
+cat "$T/fk"/*.gmr > "$T/fk.gmr" 2>/dev/null
+"$G" log --from "$T/fk.gmr" --format jsonl 2>/dev/null |
+    grep '"kind":"process"' | grep '"closed":false' | grep -q '"lost":[1-9]' ||
+    bad "a file size limit, then kill -9: the section does not say its losses"
 
 # ---- fit ----------------------------------------------------------------
 ctx=$(GPUMEM_REPORT=json:$T/c.json "$G" run --limit none -- "$B/gpumem-trainsim" --steps 1 \
