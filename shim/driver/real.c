@@ -104,6 +104,14 @@ int gm_real_load(const char *path, char *err, size_t errcap)
                  why ? why : "unknown error");
         return -1;
     }
+    /* A library that loads but is no driver (no cuInit) would leave every
+     * slot NULL and the first call would jump to address 0. */
+    if (rdlsym(h, "cuInit") == NULL) {
+        snprintf(err, errcap, "'%s' is not a CUDA driver: it has no cuInit",
+                 path);
+        dlclose(h);
+        return -1;
+    }
     fill(rdlsym, h, false);
     return 0;
 }

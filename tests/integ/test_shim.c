@@ -734,6 +734,32 @@ START_TEST(unloadable_driver_with_limit_exits_2)
 }
 END_TEST
 
+/* A library that loads but is no driver (no cuInit) is refused like one
+ * that cannot be loaded, never called through NULL slots. */
+START_TEST(non_driver_library_with_limit_exits_2)
+{
+    const char *env[] = { "GPUMEM_CUDA_LIBRARY=/lib/x86_64-linux-gnu/libm.so.6",
+                          "GPUMEM_LIMIT=1G", "SIMCUDA_MEMORY=16G", NULL };
+    const char *argv[] = { apicheck(vias[_i]), "--via", vias[_i], "try",
+                           "8589934592", NULL };
+    int rc = gm_run(env, 1, argv, out, sizeof out);
+    ck_assert_msg(rc == 2, "exit %d:\n%s", rc, out);
+    ck_assert_msg(strstr(out, "is not a CUDA driver: it has no cuInit")
+                  != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "try 8589934592 rc 0") == NULL, "ran: %s", out);
+}
+END_TEST
+
+START_TEST(non_driver_library_without_limit_passes_through)
+{
+    const char *env[] = { "GPUMEM_CUDA_LIBRARY=/lib/x86_64-linux-gnu/libm.so.6",
+                          "SIMCUDA_MEMORY=16G", NULL };
+    RUN_OK(env, apicheck("dlsym"), "--via", "dlsym", "try", "8589934592");
+    ck_assert_msg(strstr(out, "try 8589934592 rc 0\n") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "is not a CUDA driver") != NULL, "%s", out);
+}
+END_TEST
+
 START_TEST(unloadable_driver_warn_keeps_limit)
 {
     const char *env[] = { "GPUMEM_CUDA_LIBRARY=/nonexistent/libcuda.so.1",
@@ -1066,6 +1092,8 @@ static Suite *suite(void)
     tcase_add_loop_test(l, unloadable_driver_with_limit_exits_2, 0, 3);
     tcase_add_loop_test(l, unloadable_driver_warn_keeps_limit, 0, 3);
     tcase_add_test(l, unloadable_driver_without_limit_passes_through);
+    tcase_add_loop_test(l, non_driver_library_with_limit_exits_2, 0, 3);
+    tcase_add_test(l, non_driver_library_without_limit_passes_through);
     tcase_add_loop_test(l, driver_refusal_leaves_no_peak, 0, 3);
     tcase_add_test(l, driver_refusal_does_not_raise_staged_limit);
     tcase_add_test(l, warn_request_refused_by_the_driver_leaves_no_trace);
