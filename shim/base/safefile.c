@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,6 +50,17 @@ int gm_file_replace(const char *path, const void *buf, size_t n, char *err,
     int k = snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", path);
     if (k < 0 || (size_t)k >= sizeof tmp) {
         snprintf(err, cap, "cannot write %s: the path is too long", path);
+        return -1;
+    }
+    /* A file size limit below n would raise SIGXFSZ in the write (fatal by
+     * default, the program's own handler otherwise) and leave a partial
+     * temporary file: refuse before creating anything. */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur < n) {
+        snprintf(err, cap, "cannot write %s: the file (%zu bytes) is larger "
+                 "than this process's file size limit (RLIMIT_FSIZE, %llu "
+                 "bytes)", path, n, (unsigned long long)rl.rlim_cur);
         return -1;
     }
     int fd = mkostemp(tmp, O_CLOEXEC); /* O_EXCL, mode 0600 */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -126,6 +127,50 @@ END_TEST
 
 static unsigned long long json_num(const char *json, const char *key);
 static void read_report(const char *path, char *buf, size_t cap);
+
+/* A file size limit below the report's size: the report is lost with a
+ * message, the program is not killed by SIGXFSZ at exit, and no temporary
+ * file is left beside the path. */
+START_TEST(report_over_fsize_limit_is_lost_cleanly)
+{
+    char dir[128], path[200], re[220];
+    snprintf(dir, sizeof dir, "/tmp/gmt-fsize-%d-XXXXXX", (int)getpid());
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/r.json", dir);
+    snprintf(re, sizeof re, "GPUMEM_REPORT=json:%s", path);
+    const char *env[] = { "SIMCUDA_MEMORY=16G", re, NULL };
+    const char *argv[] = { apicheck("link"), "--via", "link", "try",
+                           "268435456", NULL };
+    /* The limit is inherited by the program; it is lifted again before
+     * check writes its own results to a file. */
+    struct rlimit rl, low;
+    ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &rl), 0);
+    low = rl;
+    low.rlim_cur = 300;
+    int set = setrlimit(RLIMIT_FSIZE, &low);
+    int rc = gm_run(env, 1, argv, out, sizeof out);
+    int unset = setrlimit(RLIMIT_FSIZE, &rl);
+    ck_assert_int_eq(set, 0);
+    ck_assert_int_eq(unset, 0);
+    int left = 0;
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        char f[520];
+        snprintf(f, sizeof f, "%s/%s", dir, e->d_name);
+        unlink(f);
+        left++;
+    }
+    closedir(d);
+    rmdir(dir);
+    ck_assert_msg(rc == 0, "exit %d:\n%s", rc, out);
+    ck_assert_msg(strstr(out, "the report is lost") != NULL &&
+                  strstr(out, "RLIMIT_FSIZE, 300 bytes") != NULL, "%s", out);
+    ck_assert_msg(left == 0, "%d file(s) left in %s", left, dir);
+}
+END_TEST
 
 /* Every context counts against the limit while it lives (apicheck's
  * contexts scenario), through each lookup path; the exit report's context
@@ -1092,6 +1137,7 @@ static Suite *suite(void)
     tcase_add_loop_test(l, unloadable_driver_with_limit_exits_2, 0, 3);
     tcase_add_loop_test(l, unloadable_driver_warn_keeps_limit, 0, 3);
     tcase_add_test(l, unloadable_driver_without_limit_passes_through);
+    tcase_add_test(l, report_over_fsize_limit_is_lost_cleanly);
     tcase_add_loop_test(l, non_driver_library_with_limit_exits_2, 0, 3);
     tcase_add_test(l, non_driver_library_without_limit_passes_through);
     tcase_add_loop_test(l, driver_refusal_leaves_no_peak, 0, 3);
