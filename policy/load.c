@@ -590,8 +590,41 @@ static void admin_stage(struct load *c, struct gm_admin_file *a)
     memset(c->bad, 0, sizeof c->bad);
 }
 
+const char *gm_policy_field_name(enum gm_field f)
+{
+    return (unsigned)f < GM_F_COUNT ? gm_pol_field_names[f] : "?";
+}
+
+bool gm_policy_field_is_path(enum gm_field f)
+{
+    return f == GM_F_CUDA_LIBRARY || f == GM_F_REPORT || f == GM_F_RECORD ||
+           f == GM_F_SHM_DIR || f == GM_F_SHM_PREFIX;
+}
+
+/* Secure execution: drop the environment's file and library names. A
+ * report to standard error (0, 1, stderr) names no file and is kept. */
+static void drop_paths(struct load *c)
+{
+    for (size_t i = 0; i < GM_F_COUNT; i++) {
+        enum gm_field f = (enum gm_field)i;
+        if (c->val[f] == NULL || !gm_policy_field_is_path(f))
+            continue;
+        if (f == GM_F_REPORT && strncmp(c->val[f], "json:", 5) != 0)
+            continue;
+        c->val[f] = NULL;
+        c->p->secure_ignored[f] = true;
+    }
+}
+
 int gm_policy_load_ex(struct gm_policy *p, char *const *envp,
                       struct gm_admin_file *a, struct gm_diag *d)
+{
+    return gm_policy_load_secure(p, envp, a, false, d);
+}
+
+int gm_policy_load_secure(struct gm_policy *p, char *const *envp,
+                          struct gm_admin_file *a, bool secure,
+                          struct gm_diag *d)
 {
     struct load c;
     size_t i;
@@ -606,6 +639,8 @@ int gm_policy_load_ex(struct gm_policy *p, char *const *envp,
         admin_stage(&c, a);
     save_base(&c);
     collect(&c);
+    if (secure)
+        drop_paths(&c);
     bool hami_as_limit = !env_sets_limit(&c);
     for (i = 0; i < gm_pol_table_len; i++) {
         enum gm_field f = gm_pol_table[i].f;
@@ -635,8 +670,15 @@ int gm_policy_load(struct gm_policy *p, char *const *envp, struct gm_diag *d)
 int gm_policy_load_node(struct gm_policy *p, char *const *envp,
                         struct gm_admin_file *a, struct gm_diag *d)
 {
+    return gm_policy_load_node_secure(p, envp, a, false, d);
+}
+
+int gm_policy_load_node_secure(struct gm_policy *p, char *const *envp,
+                               struct gm_admin_file *a, bool secure,
+                               struct gm_diag *d)
+{
     gm_admin_read(gm_admin_policy_path, a);
-    return gm_policy_load_ex(p, envp, a, d);
+    return gm_policy_load_secure(p, envp, a, secure, d);
 }
 
 /* ---- public: resolution ------------------------------------------------ */

@@ -134,6 +134,9 @@ struct gm_policy {
      * the value asked, shown by gpumem policy. */
     bool clamped[GM_F_COUNT];
     char asked[GM_F_COUNT][48];
+    /* A secure-execution load (setuid/setgid, AT_SECURE): the environment
+     * value of a variable that names a file or a library was ignored. */
+    bool secure_ignored[GM_F_COUNT];
     /* GPUMEM_LIMIT / GPUMEM_LIMIT_<N> came from HAMi-core's
      * CUDA_DEVICE_MEMORY_LIMIT[_<N>] (policy/hami.c). */
     bool hami;
@@ -178,11 +181,31 @@ int gm_policy_load(struct gm_policy *p, char *const *envp, struct gm_diag *d);
 int gm_policy_load_ex(struct gm_policy *p, char *const *envp,
                       struct gm_admin_file *a, struct gm_diag *d);
 
+/* gm_policy_load_ex for a program in secure-execution mode (secure
+ * true: setuid/setgid, getauxval(AT_SECURE)): the environment's values of
+ * the variables that name files or libraries (GPUMEM_CUDA_LIBRARY,
+ * GPUMEM_REPORT=json:PATH, GPUMEM_RECORD, GPUMEM_SHM_DIR,
+ * GPUMEM_SHM_PREFIX) are ignored, marked in p->secure_ignored; the admin
+ * file's still apply, and so do every limit and other setting. */
+int gm_policy_load_secure(struct gm_policy *p, char *const *envp,
+                          struct gm_admin_file *a, bool secure,
+                          struct gm_diag *d);
+
+/* True when the policy `f` names a file or a library (ignored from the
+ * environment of a secure-execution program). */
+bool gm_policy_field_is_path(enum gm_field f);
+/* The variable's name, e.g. "GPUMEM_REPORT". */
+const char *gm_policy_field_name(enum gm_field f);
+
 /* What the shim and the tools call: read the node's admin file
  * (gm_admin_policy_path, fixed at build time) into `a`, then
  * gm_policy_load_ex. */
 int gm_policy_load_node(struct gm_policy *p, char *const *envp,
                         struct gm_admin_file *a, struct gm_diag *d);
+/* The same with gm_policy_load_secure's `secure`. */
+int gm_policy_load_node_secure(struct gm_policy *p, char *const *envp,
+                               struct gm_admin_file *a, bool secure,
+                               struct gm_diag *d);
 
 /* policy/admin.c: "$(SYSCONFDIR)/gpumem/policy", fixed when the library
  * is built (make SYSCONFDIR=...); never taken from the environment. */

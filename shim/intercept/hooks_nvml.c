@@ -210,9 +210,11 @@ static bool solo_valid;
 
 static void solo_load(void)
 {
-    int bad = gm_policy_load(&solo_policy, environ, &solo_diag);
+    int bad = gm_policy_load_secure(&solo_policy, environ, NULL,
+                                    gm_secure_exec(), &solo_diag);
     if (bad || solo_policy.log_level > GM_LOG_QUIET)
         (void)gm_write_all(STDERR_FILENO, solo_diag.text, solo_diag.len);
+    gm_secure_note(&solo_policy);
     solo_valid = bad == 0;
 }
 

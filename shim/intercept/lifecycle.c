@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -252,13 +253,44 @@ static bool load_driver(void)
     return true;
 }
 
+bool gm_secure_exec(void)
+{
+    /* The one place AT_SECURE is read: set for setuid/setgid programs and
+     * those with file capabilities, where the environment is the invoking
+     * user's, not the program's. */
+    return getauxval(AT_SECURE) != 0;
+}
+
+void gm_secure_note(const struct gm_policy *p)
+{
+    static atomic_bool said;
+    char names[256];
+    size_t n = 0;
+    names[0] = '\0';
+    for (size_t i = 0; i < GM_F_COUNT; i++) {
+        if (!p->secure_ignored[i] || n >= sizeof names)
+            continue;
+        int k = snprintf(names + n, sizeof names - n, "%s%s", n ? ", " : "",
+                         gm_policy_field_name((enum gm_field)i));
+        if (k > 0)
+            n += (size_t)k;
+    }
+    if (n == 0 || atomic_exchange(&said, true))
+        return;
+    gm_log(GM_LOG_INFO, "secure-execution program (setuid, setgid or file "
+           "capabilities): %s ignored from the environment (they name files "
+           "or libraries); limits still apply", names);
+}
+
 static int init_locked(void)
 {
     static struct gm_diag diag;
     static struct gm_admin_file admin;
     memset(&diag, 0, sizeof diag);
-    int bad = gm_policy_load_node(&gm_st.policy, environ, &admin, &diag);
+    int bad = gm_policy_load_node_secure(&gm_st.policy, environ, &admin,
+                                         gm_secure_exec(), &diag);
     gm_log_set_level(gm_st.policy.log_level);
+    gm_secure_note(&gm_st.policy);
     if (gm_st.policy.log_level > GM_LOG_QUIET || bad)
         (void)gm_write_all(STDERR_FILENO, diag.text, diag.len);
     /* The admin's file is wrong or untrusted: no environment variable may

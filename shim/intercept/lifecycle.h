@@ -25,6 +25,13 @@ extern _Atomic int gm_init_state __attribute__((visibility("hidden")));
 
 void gm_init_slow(void);
 
+struct gm_policy;
+/* getauxval(AT_SECURE): the policy is loaded with gm_policy_load_secure's
+ * secure set, ignoring the environment's file and library names. */
+bool gm_secure_exec(void);
+/* Says once, at info level, which variables a secure load ignored. */
+void gm_secure_note(const struct gm_policy *p);
+
 /* True when accounting applies to this call: initialised, and not nested
  * inside another wrapper or our own driver calls. */
 static inline bool gm_active(void)

@@ -985,6 +985,48 @@ START_TEST(library_forms)
 }
 END_TEST
 
+/* A secure-execution (setuid) load ignores the environment's file and
+ * library names, and keeps its limits and other settings. */
+START_TEST(secure_load_ignores_paths)
+{
+    char *env[] = { "GPUMEM_CUDA_LIBRARY=/home/u/evil.so",
+                    "GPUMEM_REPORT=json:/etc/shadow",
+                    "GPUMEM_RECORD=/home/u/rec",
+                    "GPUMEM_SHM_DIR=/home/u/shm",
+                    "GPUMEM_SHM_PREFIX=mine",
+                    "GPUMEM_LIMIT=2G", "GPUMEM_ON_OOM=wait", NULL };
+    rc = gm_policy_load_secure(&p, env, NULL, true, &d);
+    expect_clean();
+    ck_assert_str_eq(p.cuda_library, "libcuda.so.1");
+    ck_assert_int_eq(p.report, GM_REPORT_NONE);
+    ck_assert_str_eq(p.record_dir, "");
+    ck_assert_str_eq(p.shm_dir, "/dev/shm");
+    ck_assert_str_eq(p.shm_prefix, "gpumem");
+    ck_assert_int_eq(p.src[GM_F_CUDA_LIBRARY], GM_SRC_DEFAULT);
+    ck_assert(p.secure_ignored[GM_F_CUDA_LIBRARY]);
+    ck_assert(p.secure_ignored[GM_F_REPORT]);
+    ck_assert(p.secure_ignored[GM_F_RECORD]);
+    ck_assert(p.secure_ignored[GM_F_SHM_DIR]);
+    ck_assert(p.secure_ignored[GM_F_SHM_PREFIX]);
+    ck_assert(!p.secure_ignored[GM_F_LIMIT]);
+    ck_assert_int_eq(p.limit.kind, GM_LIMIT_BYTES);
+    ck_assert_uint_eq(p.limit.bytes, 2 * GiB);
+    ck_assert_int_eq(p.on_oom, GM_OOM_WAIT);
+    /* A report on standard error names no file: kept. */
+    char *env2[] = { "GPUMEM_REPORT=stderr", NULL };
+    rc = gm_policy_load_secure(&p, env2, NULL, true, &d);
+    expect_clean();
+    ck_assert_int_eq(p.report, GM_REPORT_STDERR);
+    ck_assert(!p.secure_ignored[GM_F_REPORT]);
+    /* Not secure: every value applies. */
+    rc = gm_policy_load_secure(&p, env, NULL, false, &d);
+    expect_clean();
+    ck_assert_str_eq(p.cuda_library, "/home/u/evil.so");
+    ck_assert_int_eq(p.report, GM_REPORT_JSON);
+    ck_assert(!p.secure_ignored[GM_F_CUDA_LIBRARY]);
+}
+END_TEST
+
 START_TEST(shm_dir_forms)
 {
     /* The identity variables are gpumem's, not typos. */
@@ -1387,6 +1429,7 @@ static Suite *policy_suite(void)
     tcase_add_test(t, format_json);
     tcase_add_test(t, summary);
     tcase_add_test(t, names);
+    tcase_add_test(t, secure_load_ignores_paths);
     suite_add_tcase(s, t);
     return s;
 }
