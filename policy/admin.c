@@ -36,6 +36,18 @@ static void refuse(struct gm_admin_file *a, const char *fmt, ...)
     va_end(ap);
 }
 
+/* EMFILE/ENFILE: nothing is wrong with the file; this process could not
+ * open it to check. Still REFUSED (fail closed), with its own words. */
+static bool refuse_no_fd(struct gm_admin_file *a, int e, const char *shown)
+{
+    if (e != EMFILE && e != ENFILE)
+        return false;
+    refuse(a, "this process has no file descriptor left (opening %s: %s)",
+           shown, strerror(e));
+    a->no_fd = true;
+    return true;
+}
+
 /* Owner root, and no write bit for group or others unless sticky. */
 static bool mode_trusted(struct gm_admin_file *a, const struct stat *st,
                          const char *what, bool dir)
@@ -65,7 +77,7 @@ static int open_dir(struct gm_admin_file *a, int dirfd, const char *name,
     if (fd < 0) {
         if (errno == ENOENT)
             a->state = GM_ADMIN_ABSENT;
-        else
+        else if (!refuse_no_fd(a, errno, shown))
             refuse(a, "directory %s cannot be opened (%s)", shown,
                    strerror(errno));
         return -1;
@@ -109,7 +121,7 @@ static void read_file(struct gm_admin_file *a, int dirfd, const char *name)
         else if (errno == ELOOP)
             refuse(a, "%s is a symbolic link (install the file itself)",
                    a->path);
-        else
+        else if (!refuse_no_fd(a, errno, a->path))
             refuse(a, "%s cannot be opened (%s)", a->path,
                    strerror(errno));
         return;
@@ -162,6 +174,7 @@ void gm_admin_read(const char *path, struct gm_admin_file *a)
 
     a->state = GM_ADMIN_ABSENT;
     a->why[0] = '\0';
+    a->no_fd = false;
     a->len = 0;
     a->text[0] = '\0';
     snprintf(a->path, sizeof a->path, "%s", path ? path : "");

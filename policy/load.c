@@ -571,6 +571,14 @@ static void admin_stage(struct load *c, struct gm_admin_file *a)
 
     p->admin_state = a->state;
     snprintf(p->admin_path, sizeof p->admin_path, "%s", a->path);
+    if (a->state == GM_ADMIN_REFUSED && a->no_fd) {
+        gm_pol_msg(c, true, "gpumem: the admin policy file %s cannot be "
+            "checked: %s; no CUDA program may run without its check (raise "
+            "the process's open-file limit, ulimit -n, or close descriptors "
+            "before the first CUDA call)", a->path, a->why);
+        p->admin_fatal = true;
+        return;
+    }
     if (a->state == GM_ADMIN_REFUSED) {
         gm_pol_msg(c, true, "gpumem: the admin policy file %s is not "
             "trusted: %s; no CUDA program may run on this node until it is "

@@ -60,6 +60,7 @@ struct gm_admin_file {
     enum gm_admin_state state;
     char path[GM_PATH_MAX];
     char why[512];          /* REFUSED: what is wrong with it */
+    bool no_fd;             /* REFUSED because no descriptor was left */
     size_t len;
     char text[GM_ADMIN_TEXT_MAX + 1];   /* READ: the contents, NUL-ended */
 };

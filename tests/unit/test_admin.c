@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -744,6 +745,37 @@ START_TEST(read_refusals)
 }
 END_TEST
 
+/* No descriptor left (EMFILE): the file cannot be checked, which is
+ * said as such (not as an untrusted file), and it still fails closed. */
+START_TEST(read_without_descriptors)
+{
+    struct rlimit rl, low;
+    ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    low = rl;
+    low.rlim_cur = 32;
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+    int fds[64], n = 0;
+    while (n < 64 && (fds[n] = dup(0)) >= 0)
+        n++;
+    int e = errno;
+    gm_admin_read("/etc/gpumem/policy", &af);
+    while (n > 0)
+        close(fds[--n]);
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    ck_assert_int_eq(e, EMFILE);
+    ck_assert_int_eq(af.state, GM_ADMIN_REFUSED);
+    ck_assert(af.no_fd);
+    ck_assert_msg(strstr(af.why, "no file descriptor left") != NULL, "%s",
+                  af.why);
+    rc = gm_policy_load_ex(&p, NULL, &af, &d);
+    ck_assert_int_eq(rc, -1);
+    ck_assert(p.admin_fatal);
+    ck_assert_msg(strstr(d.text, "cannot be checked: this process has no "
+                         "file descriptor left") != NULL, "%s", d.text);
+    ck_assert_msg(strstr(d.text, "not trusted") == NULL, "%s", d.text);
+}
+END_TEST
+
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static Suite *admin_suite(void)
@@ -758,6 +790,7 @@ static Suite *admin_suite(void)
     tcase_add_test(t, env_cannot_set_rules);
     tcase_add_test(t, read_trusted);
     tcase_add_test(t, read_refusals);
+    tcase_add_test(t, read_without_descriptors);
     suite_add_tcase(s, t);
 
     t = tcase_create("rules");
