@@ -56,8 +56,9 @@ void gm_grp_init(void)
                                                            : sizeof line - 1);
             _exit(2);
         }
-        gm_log(GM_LOG_WARN, "cannot join group '%s' (%s); running with the "
-               "process limit only", p->group, why);
+        gm_log(GM_LOG_WARN, "cannot join group '%s' (%s); the group limit "
+               "is not enforced in this process, running with the process "
+               "limit only", p->group, why);
         return;
     }
     struct gm_group_params gp = {
@@ -67,8 +68,9 @@ void gm_grp_init(void)
     };
     char msg[512] = "";
     if (gm_group_join(&group, &gp, msg, sizeof msg) != 0) {
-        gm_log(GM_LOG_WARN, "cannot join group '%s' (%s); running with the "
-               "process limit only", p->group, msg[0] ? msg : "unknown");
+        gm_log(GM_LOG_WARN, "cannot join group '%s' (%s); the group limit "
+               "is not enforced in this process, running with the process "
+               "limit only", p->group, msg[0] ? msg : "unknown");
         return;
     }
     if (msg[0])

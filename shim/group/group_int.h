@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "shim/group/group.h"
 
@@ -113,6 +114,12 @@ void gm_grpi_adopt(struct gm_group *g, struct gm_group_seg *mem, int fd)
 int gm_grpi_seg_lock(struct gm_group_seg *s)
     __attribute__((visibility("hidden")));
 void gm_grpi_seg_unlock(struct gm_group_seg *s)
+    __attribute__((visibility("hidden")));
+/* Whether this thread holds s's mutex (gm_grpi_seg_lock then answers -1
+ * at once instead of waiting on itself). */
+bool gm_grpi_seg_held(const struct gm_group_seg *s)
+    __attribute__((visibility("hidden")));
+pid_t gm_grpi_gettid(void)
     __attribute__((visibility("hidden")));
 uint64_t gm_grpi_reclaim_slot_locked(struct gm_group *g, int i)
     __attribute__((visibility("hidden")));

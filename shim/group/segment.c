@@ -126,12 +126,44 @@ static int timed_lock(pthread_mutex_t *m)
 /* Takes the mutex, waiting at most LOCK_WAIT_NS. Returns 0, 1 when it was
  * recovered from a dead owner (state repaired), -1 when it did not respond
  * in time or cannot be used (forged owner, garbage, not recoverable). */
+/* The segment whose mutex this thread holds, or is taking or giving back
+ * (from before pthread_mutex_*lock until after pthread_mutex_unlock), and
+ * the holder's tid: a thread interrupted there by a signal whose handler
+ * comes back into the group (leave from exit(), a reservation) must never
+ * wait on itself. Its own lock attempt would also overwrite the robust
+ * list's pending entry, which is how the kernel finds a mutex that a
+ * thread dies in the middle of locking or unlocking. */
+static __thread const struct gm_group_seg *t_held
+    __attribute__((tls_model("initial-exec")));
+static __thread pid_t t_held_tid __attribute__((tls_model("initial-exec")));
+
+bool gm_grpi_seg_held(const struct gm_group_seg *s)
+{
+    return s != NULL && __atomic_load_n(&t_held, __ATOMIC_RELAXED) == s &&
+           t_held_tid == gm_grpi_gettid();
+}
+
+/* The kernel's id of the calling thread (cached per thread, reset in a
+ * fork child: shim/base/clock.h). */
+pid_t gm_grpi_gettid(void)
+{
+    return (pid_t)gm_thread_id();
+}
+
 int gm_grpi_seg_lock(struct gm_group_seg *s)
 {
     pthread_mutex_t *m = &s->hdr.lock.m;
+    if (gm_grpi_seg_held(s))
+        return -1;   /* ours already: waiting would wait on ourselves */
+    t_held_tid = gm_grpi_gettid();
+    __atomic_store_n(&t_held, s, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
     int rc = timed_lock(m);
-    if (rc != 0 && rc != EOWNERDEAD)
+    if (rc != 0 && rc != EOWNERDEAD) {
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        __atomic_store_n(&t_held, NULL, __ATOMIC_RELAXED);
         return -1;
+    }
     /* Writers' half of the seqlock: gen odd before any field changes. An
      * acq_rel read-modify-write keeps the field stores that follow from
      * moving above it (readers: take_copy). A dead writer may have left
@@ -142,6 +174,8 @@ int gm_grpi_seg_lock(struct gm_group_seg *s)
         repair_locked(s);
         if (pthread_mutex_consistent(m) != 0) {
             pthread_mutex_unlock(m);
+            __atomic_signal_fence(__ATOMIC_SEQ_CST);
+            __atomic_store_n(&t_held, NULL, __ATOMIC_RELAXED);
             return -1;
         }
         return 1;
@@ -155,6 +189,8 @@ void gm_grpi_seg_unlock(struct gm_group_seg *s)
     __atomic_store_n(&s->hdr.gen, (LD(&s->hdr.gen) | 1u) + 1,
                      __ATOMIC_RELEASE);
     pthread_mutex_unlock(&s->hdr.lock.m);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    __atomic_store_n(&t_held, NULL, __ATOMIC_RELAXED);
 }
 
 /* ---- segment creation and validation ------------------------------------- */
@@ -433,10 +469,17 @@ int gm_grpi_open_existing(const char *path, const char *name, bool ours,
 
 /* Drops the mapping and its descriptor (both exist together; a number
  * that now names another file is not ours to close). Never unlocks: in a
- * fork child the open file, and its liveness lock, are the parent's. */
+ * fork child the open file, and its liveness lock, are the parent's.
+ * A mapping whose mutex this thread still holds (a signal handler left the
+ * group from inside its critical section) is kept, with its descriptor:
+ * the mutex is on this thread's robust list, and only while it stays
+ * mapped can the kernel mark it owner-dead when the process ends, for the
+ * next member to repair; unmapped, it would stay locked for good. */
 void gm_grpi_unmap(struct gm_group *g)
 {
-    if (g->seg != NULL) {
+    if (g->seg != NULL && gm_grpi_seg_held(g->seg)) {
+        /* kept until the process ends (see above) */
+    } else if (g->seg != NULL) {
         if (gm_grpi_fd_ours(g))
             close(g->fd);
         munmap(g->seg, g->len);

@@ -282,6 +282,75 @@ START_TEST(group_refusal_is_not_published_as_use)
 }
 END_TEST
 
+/* A member that cannot join (here: a file of the wrong size at the
+ * group's path) says that the group limit is not enforced for it. */
+START_TEST(failed_join_says_the_group_limit_is_not_enforced)
+{
+    unique("j");
+    char path[256];
+    group_path(path, sizeof path);
+    int fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, "x", 1), 1);
+    close(fd);
+    member_env("1000M", "0", NULL, NULL);
+    const char *try[] = { "try", "104857600", NULL };
+    pid_t a = start(menv, la, try);
+    ck_assert_int_eq(finish(a), 0);
+    ck_assert_msg(file_contains(la, "cannot join group 'team' ("), "%s", out);
+    ck_assert_msg(file_contains(la, "the group limit is not enforced in this "
+                                    "process, running with the process "
+                                    "limit only"), "%s", out);
+    unlink(path);
+    unlink(la);
+}
+END_TEST
+
+/* Members that end by exit() from a signal handler, at a random point of
+ * their allocations (inside the group's critical section too), never
+ * wait on their own lock at exit, and the group stays usable: every next
+ * member joins (tests/progs/sigexit.c). */
+START_TEST(exit_from_a_signal_handler_leaves_the_group_usable)
+{
+    unique("s");
+    member_env("2G", "0", NULL, NULL);
+    char abs[2048], lib[2200], sim[2200], prog[2200];
+    ck_assert_ptr_nonnull(realpath(gm_build_dir(), abs));
+    snprintf(lib, sizeof lib, "%s/libgpumem.so", abs);
+    snprintf(sim, sizeof sim, "%s/sim", abs);
+    snprintf(prog, sizeof prog, "%s/tests/progs/sigexit", abs);
+    for (int i = 0; i < 12; i++) {
+        double t0 = now_ms();
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+            FILE *f = fopen(la, "w");
+            if (f) {
+                dup2(fileno(f), 1);
+                dup2(fileno(f), 2);
+            }
+            setenv("LD_LIBRARY_PATH", sim, 1);
+            setenv("LD_PRELOAD", lib, 1);
+            for (const char *const *e = menv; *e; e++)
+                putenv((char *)*e);
+            execl(prog, prog, "50", (char *)NULL);
+            _exit(127);
+        }
+        ck_assert_int_eq(finish(pid), 0);
+        double ms = now_ms() - t0;
+        ck_assert_msg(!file_contains(la, "cannot join"), "run %d: %s", i,
+                      out);
+        ck_assert_msg(!file_contains(la, "became unusable"), "run %d: %s",
+                      i, out);
+        ck_assert_msg(ms < 1500, "run %d took %.0f ms", i, ms);
+    }
+    char path[256];
+    group_path(path, sizeof path);
+    unlink(path);
+    unlink(la);
+}
+END_TEST
+
 struct found { const char *name; char path[256]; };
 
 static int find_group(void *arg, const char *path, const char *name)
@@ -365,6 +434,8 @@ int main(void)
     tcase_add_test(t, wait_across_processes);
     tcase_add_test(t, contexts_count_in_the_group_past_its_limit);
     tcase_add_test(t, group_refusal_is_not_published_as_use);
+    tcase_add_test(t, failed_join_says_the_group_limit_is_not_enforced);
+    tcase_add_test(t, exit_from_a_signal_handler_leaves_the_group_usable);
     tcase_add_test(t, gc_never_takes_a_group_for_a_process_segment);
     suite_add_tcase(s, t);
     SRunner *r = srunner_create(s);

@@ -36,6 +36,7 @@
 
 #include "shim/base/clock.h"
 #include "shim/group/group.h"
+#include "shim/group/group_int.h"
 #include "shim/telemetry/telemetry.h"
 
 __extension__ typedef unsigned __int128 u128;
@@ -1151,6 +1152,49 @@ START_TEST(lock_survives_members_killed_inside_it)
 }
 END_TEST
 
+/* A member that leaves while its own thread holds the mutex (a signal
+ * handler calling exit() inside the critical section) neither waits on
+ * itself nor unmaps the held mutex: the kernel marks it owner-dead at exit
+ * and the next member joins at once, repairing it. */
+START_TEST(leave_while_holding_the_lock_does_not_break_the_group)
+{
+    const uint64_t L = 1000;
+    struct gm_group_params p = params("selfheld", 1.0, L);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        struct gm_group g;
+        char msg[512];
+        if (gm_group_join(&g, &p, msg, sizeof msg) != 0)
+            _exit(10);
+        struct gm_group_seg *seg = g.seg;
+        if (gm_grpi_seg_lock(seg) < 0)
+            _exit(11);
+        uint64_t t0 = gm_clock_monotonic_ns();
+        gm_group_leave(&g);
+        if (gm_clock_monotonic_ns() - t0 > 500 * MS)
+            _exit(12);   /* waited on itself */
+        if (!gm_grpi_seg_held(seg) || seg->hdr.magic != GM_GROUP_MAGIC)
+            _exit(13);   /* the held mutex must stay mapped */
+        _exit(0);
+    }
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert(WIFEXITED(st));
+    ck_assert_int_eq(WEXITSTATUS(st), 0);
+    struct gm_group g2;
+    uint64_t t0 = gm_clock_monotonic_ns();
+    join_ok(&g2, &p, NULL);
+    ck_assert_uint_lt(gm_clock_monotonic_ns() - t0, 1000 * MS);
+    ck_assert(!gm_group_broken(&g2));
+    static struct gm_group_view v;
+    snap_ok("selfheld", &v);
+    ck_assert_uint_ge(v.repairs, 1);
+    ck_assert_uint_eq(v.nmembers, 1);   /* the child's slot reclaimed */
+    gm_group_leave(&g2);
+}
+END_TEST
+
 /* ---- waiting ------------------------------------------------------------- */
 
 START_TEST(wait_is_served_by_another_process_release)
@@ -1908,6 +1952,7 @@ int main(void)
     tcase_add_test(t, pid_reuse_is_not_the_same_process);
     tcase_add_test(t, full_group_refuses_a_65th_member);
     tcase_add_test(t, lock_survives_members_killed_inside_it);
+    tcase_add_test(t, leave_while_holding_the_lock_does_not_break_the_group);
     tcase_add_test(t, wait_is_served_by_another_process_release);
     tcase_add_test(t, simultaneous_first_members_share_one_segment);
     tcase_add_test(t, abandoned_creation_is_taken_over_live_one_is_not);
