@@ -737,7 +737,25 @@ static void *open_shared(struct gm_tel *t, const struct gm_tel_params *p,
         return NULL;
     }
     t->fd = fd;
+    struct stat st;
+    t->file_dev = t->file_ino = 0;
+    if (fstat(fd, &st) == 0) {
+        t->file_dev = (uint64_t)st.st_dev;
+        t->file_ino = (uint64_t)st.st_ino;
+    }
     return mem;
+}
+
+/* Whether t->fd still is the segment's descriptor: the program may have
+ * closed it (close_range, a daemon closing every descriptor) and got the
+ * number back for a file of its own, which is never ours to close or
+ * unlock. */
+static bool fd_ours(const struct gm_tel *t)
+{
+    struct stat st;
+    return t->fd >= 0 && t->file_ino != 0 && fstat(t->fd, &st) == 0 &&
+           (uint64_t)st.st_dev == t->file_dev &&
+           (uint64_t)st.st_ino == t->file_ino;
 }
 
 int gm_tel_open(struct gm_tel *t, const struct gm_tel_params *p, char *err,
@@ -748,6 +766,7 @@ int gm_tel_open(struct gm_tel *t, const struct gm_tel_params *p, char *err,
     t->shared = false;
     t->path[0] = '\0';
     t->fd = -1;
+    t->file_dev = t->file_ino = 0;
     if (err != NULL && errcap > 0)
         err[0] = '\0';
     uint32_t cap = ring_cap(p->ring_events), slots = dev_slots(p->dev_slots);
@@ -774,6 +793,7 @@ int gm_tel_open_mem(struct gm_tel *t, void *mem, size_t len,
     size_t need = gm_tel_layout_size(cap, slots);
     t->hdr = NULL;
     t->fd = -1;
+    t->file_dev = t->file_ino = 0;
     t->path[0] = '\0';
     if (mem == NULL || len < need || ((uintptr_t)mem & 63u) != 0)
         return -1;
@@ -810,7 +830,7 @@ void gm_tel_close(struct gm_tel *t, bool keep)
     if (t->shared) {
         if (!keep)
             unlink(t->path);
-        if (t->fd >= 0) {
+        if (fd_ours(t)) {
             /* Explicitly: the mapping we leave keeps the file open. */
             flock(t->fd, LOCK_UN);
             close(t->fd);
@@ -824,8 +844,10 @@ void gm_tel_forget(struct gm_tel *t)
     /* Our copies only: the lock belongs to the open file that parent and
      * child share, so it is never unlocked here (that would unlock the
      * parent's); closing our descriptor and unmapping our copy of the
-     * mapping drops our references, so the lock ends with the parent. */
-    if (t->hdr != NULL && t->shared && t->fd >= 0)
+     * mapping drops our references, so the lock ends with the parent.
+     * A number that names another file now (the program closed ours and
+     * reused it) is the program's: left open. */
+    if (t->hdr != NULL && t->shared && fd_ours(t))
         close(t->fd);
     if (t->hdr != NULL && t->map_len > 0)
         munmap(t->hdr, t->map_len);

@@ -83,6 +83,9 @@ struct gm_tel {
     bool shared;                 /* false: private fallback memory */
     char path[256];              /* segment path when shared */
     int fd;                      /* shared: open, holds flock(LOCK_EX) */
+    uint64_t file_dev, file_ino; /* fd's file at open: a number the
+                                    program closed and reused names
+                                    another file, never closed by us */
 };
 
 /* Open (create) this process's segment `<shm_dir>/<prefix>.<pid>` (with

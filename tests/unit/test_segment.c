@@ -632,6 +632,44 @@ START_TEST(test_forget_in_child)
 }
 END_TEST
 
+/* A program that closes the segment's descriptor and gets the number back
+ * for a file of its own (a daemon closing every descriptor, then opening
+ * its log) keeps it: a fork child's forget does not close it, and close
+ * at exit neither unlocks nor closes it. */
+START_TEST(test_reused_fd_number_is_left_alone)
+{
+    struct gm_tel t;
+    struct gm_tel_params p = params();
+    char err[256], log[300];
+    ck_assert_int_eq(gm_tel_open(&t, &p, err, sizeof err), 0);
+    int num = t.fd;
+    ck_assert_int_ge(num, 0);
+    snprintf(log, sizeof log, "%s/daemon.log", dir);
+    int lf = open(log, O_CREAT | O_TRUNC | O_RDWR, 0600);
+    ck_assert_int_ge(lf, 0);
+    ck_assert_int_eq(dup2(lf, num), num);   /* closes ours, reuses it */
+    close(lf);
+    ck_assert_int_eq(flock(num, LOCK_EX | LOCK_NB), 0);
+    pid_t c = fork();
+    if (c == 0) {
+        gm_tel_forget(&t);
+        _exit(dprintf(num, "child\n") == 6 ? 0 : 1);
+    }
+    int st;
+    ck_assert_int_eq(waitpid(c, &st, 0), c);
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    gm_tel_close(&t, false);
+    ck_assert_int_eq(dprintf(num, "parent\n"), 7);
+    int other = open(log, O_RDONLY);
+    ck_assert_int_ge(other, 0);
+    ck_assert_int_ne(flock(other, LOCK_SH | LOCK_NB), 0);   /* still ours */
+    close(other);
+    close(num);
+    ck_assert(file_has(log, "child\nparent\n"));
+    unlink(log);
+}
+END_TEST
+
 static Suite *segment_suite(void)
 {
     Suite *s = suite_create("segment");
@@ -652,6 +690,7 @@ static Suite *segment_suite(void)
     tcase_add_test(tc, test_dir_rules);
     tcase_add_test(tc, test_name_carries_pidns);
     tcase_add_test(tc, test_forget_in_child);
+    tcase_add_test(tc, test_reused_fd_number_is_left_alone);
     suite_add_tcase(s, tc);
     return s;
 }
