@@ -343,7 +343,9 @@ void gm_rec_fork_child(void)
     if (win != NULL)
         munmap(win, WINDOW);
     win = NULL;
-    if (rec_fd >= 0)
+    /* Only while the number still names the recording: a program that
+     * closed it may have a file of its own there. */
+    if (rec_fd >= 0 && fd_ours())
         close(rec_fd);
     rec_fd = -1;
     rec_failed = 0;

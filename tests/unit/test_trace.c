@@ -360,6 +360,44 @@ START_TEST(peak_follows_what_is_held)
 }
 END_TEST
 
+/* A fork child leaves alone a descriptor number the program took over
+ * after closing the recording's (a daemon that closed every descriptor
+ * and opened its log). */
+START_TEST(sink_fork_child_leaves_a_reused_fd)
+{
+    char err[256], link[64], target[512], log[300], real[256];
+    ck_assert_int_eq(gm_rec_open(dir, err, sizeof err), 0);
+    gm_rec_put(GM_RO_ALLOC, 0, 0, 1, 0x10, 0, 0, 0);
+    ck_assert_ptr_nonnull(realpath(dir, real));
+    int fd = -1;
+    for (int i = 3; i < 1024 && fd < 0; i++) { /* the recording's number */
+        snprintf(link, sizeof link, "/proc/self/fd/%d", i);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n > 0) {
+            target[n] = '\0';
+            if (strncmp(target, real, strlen(real)) == 0)
+                fd = i;
+        }
+    }
+    ck_assert_int_ge(fd, 0);
+    snprintf(log, sizeof log, "%s/program.log", dir);
+    int own = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ck_assert_int_ge(own, 0);
+    ck_assert_int_eq(dup2(own, fd), fd); /* the program's file, there */
+    close(own);
+    pid_t ch = fork();
+    if (ch == 0) {
+        gm_rec_fork_child();
+        _exit(write(fd, "child\n", 6) == 6 ? 0 : 1);
+    }
+    int st;
+    waitpid(ch, &st, 0);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                  "the child could not write its own descriptor");
+    close(fd);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("trace");
@@ -368,6 +406,7 @@ int main(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, sink_roundtrip);
     tcase_add_test(tc, sink_fork_child_own_file);
+    tcase_add_test(tc, sink_fork_child_leaves_a_reused_fd);
     tcase_add_test(tc, sink_refuses_open_directory);
     tcase_add_test(tc, sink_counts_lost_records);
     tcase_add_test(tc, load_unclosed_and_sections);
