@@ -27,15 +27,23 @@ static int vmm_release(void *h)
     return (int)cuMemRelease((CUmemGenericAllocationHandle)(uintptr_t)h);
 }
 
+/* One handle of unit_bytes, its creation checked. */
+static bool create_checked(CUmemGenericAllocationHandle *h)
+{
+    void *hv = NULL;
+    int rc = vmm_create(&hv);
+    *h = (CUmemGenericAllocationHandle)(uintptr_t)hv;
+    return gc_check(rc == 0, "cuMemCreate(%zu) succeeds (got %d)", unit_bytes, rc);
+}
+
 /* Create, map, use, retain and release; free memory must follow. */
 static void check_map_and_refcount(CUdevice dev)
 {
     size_t f0 = gc_free_now(drv_meminfo);
-    void *hv = NULL;
-    int rc = vmm_create(&hv);
-    if (!gc_check(rc == 0, "cuMemCreate(%zu) succeeds (got %d)", unit_bytes, rc))
+    CUmemGenericAllocationHandle h;
+    if (!create_checked(&h))
         return;
-    CUmemGenericAllocationHandle h = (CUmemGenericAllocationHandle)(uintptr_t)hv;
+    int rc;
     size_t f1 = gc_free_now(drv_meminfo);
     if (gc_limit)
         gc_check(f0 - f1 == unit_bytes, "cuMemCreate charged exactly %zu (free fell by %zu)",
@@ -88,11 +96,10 @@ static void check_map_and_refcount(CUdevice dev)
 static void check_release_while_mapped(void)
 {
     size_t f0 = gc_free_now(drv_meminfo);
-    void *hv = NULL;
-    int rc = vmm_create(&hv);
-    if (!gc_check(rc == 0, "cuMemCreate(%zu) succeeds (got %d)", unit_bytes, rc))
+    CUmemGenericAllocationHandle h;
+    if (!create_checked(&h))
         return;
-    CUmemGenericAllocationHandle h = (CUmemGenericAllocationHandle)(uintptr_t)hv;
+    int rc;
     CUdeviceptr va = 0;
     rc = (int)cuMemAddressReserve(&va, unit_bytes, 0, 0, 0);
     if (rc == 0)
