@@ -186,6 +186,13 @@ static inline void tw_add(uint64_t *f, uint64_t v)
     TW_ST(f, o + v < o ? UINT64_MAX : o + v);
 }
 
+/* A count down by one, stopping at 0 (tw_sub's clamp, cheaper). */
+static inline void tw_dec(uint64_t *f)
+{
+    uint64_t o = TW_LD(f);
+    TW_ST(f, o - (o != 0));
+}
+
 /* Sums bounded by what exists (live bytes: memory held; latencies: 2^64
  * ns is 584 years) add plainly. */
 static inline void tw_add_bounded(uint64_t *f, uint64_t v)
@@ -299,7 +306,10 @@ tw_ring_push_as(const struct gm_tw *w, uint32_t tid, unsigned kind,
     TW_ST(&h->ring_head, i + 1);
     struct gm_abi_record *r = &w->ring[i & w->ring_mask];
     uint64_t want = i + 1, s = TW_LD(&r->seq);
-    if (__builtin_expect((s & GM_ABI_SEQ_BUSY) || s >= want, 0)) {
+    /* A busy mark is the top bit, and want stays below 2^63 (so many
+     * events cannot happen): one compare finds a busy slot and a slot
+     * already at or past this index alike. */
+    if (__builtin_expect(s >= want, 0)) {
         /* Not a slot this process's writer left (another program's
          * bytes; a dead writer's slot is repaired when its lock is taken
          * over). Never wait, drop. */
@@ -398,7 +408,7 @@ gm_tel_free_ev(struct gm_tel *t, const struct gm_tel_ev *e)
          * (e->ended is a constant false on the free path: folded away). */
         if (!e->ended) {
             tw_inc(&d->frees);
-            tw_sub(&d->live_allocs, 1);
+            tw_dec(&d->live_allocs);
             tw_sub(&d->live_bytes, e->size);
         }
         tw_set_used_peak(d, e->used, 0, e->ts_ns);
