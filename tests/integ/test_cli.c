@@ -239,8 +239,18 @@ START_TEST(option_before_end_of_options_needs_a_value)
     ck_assert_msg(access("--", F_OK) != 0, "a file named -- was written");
     const char *t[] = { gm_bpath("gpumem-top"), "--once", "--prefix", "--",
                         NULL };
-    ck_assert_msg(gpumem(t) == 2 && strstr(out, "'--prefix'") != NULL, "%s",
-                  out);
+    ck_assert_msg(gpumem(t) == 2 &&
+                  strstr(out, "option --prefix needs a value "
+                              "(gpumem-top --help)") != NULL, "%s", out);
+    static const char *const top_opts[] = { "-d", "--delay", "-n",
+                                            "--iterations", "--job" };
+    for (size_t i = 0; i < sizeof top_opts / sizeof top_opts[0]; i++) {
+        snprintf(want, sizeof want, "option %s needs a value", top_opts[i]);
+        const char *c[] = { gm_bpath("gpumem-top"), "--once", top_opts[i],
+                            NULL };
+        ck_assert_msg(gpumem(c) == 2 && strstr(out, want) != NULL,
+                      "gpumem-top --once %s: %s", top_opts[i], out);
+    }
 }
 END_TEST
 
@@ -267,6 +277,20 @@ START_TEST(flag_with_a_value_takes_none)
                       strstr(out, "ran") == NULL, "gpumem %s %s: %s",
                       flags[i][0], arg, out);
     }
+    /* gpumem-top by the same rules (it said "unknown option or missing
+     * value '--once=1'"), its values also after '='. */
+    static const char *const top_flags[] = { "--once", "--json" };
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(arg, sizeof arg, "%s=1", top_flags[i]);
+        snprintf(want, sizeof want, "option %s takes no value, not '1' "
+                 "(gpumem-top --help)", top_flags[i]);
+        const char *a[] = { gm_bpath("gpumem-top"), arg, NULL };
+        ck_assert_msg(gpumem(a) == 2 && strstr(out, want) != NULL,
+                      "gpumem-top %s: %s", arg, out);
+    }
+    const char *v[] = { gm_bpath("gpumem-top"), "--delay=0.5",
+                        "--iterations=1", "--once", NULL };
+    ck_assert_msg(gpumem(v) == 0 && strstr(out, "PID") != NULL, "%s", out);
 }
 END_TEST
 

@@ -1013,6 +1013,15 @@ void gm_gscan_print_json(FILE *f, const struct gm_gscan *gs)
 
 /* ---- options ------------------------------------------------------------- */
 
+/* Where a subcommand's help is: gpumem-top is a program of its own. */
+static void help_ref(const char *cmd, char *buf, size_t n)
+{
+    if (strcmp(cmd, "top") == 0)
+        snprintf(buf, n, "gpumem-top --help");
+    else
+        snprintf(buf, n, "gpumem %s --help", cmd);
+}
+
 int gm_opt_value(const char *cmd, int argc, char **argv, int *i,
                  const char *name, const char **val)
 {
@@ -1028,8 +1037,10 @@ int gm_opt_value(const char *cmd, int argc, char **argv, int *i,
         return 0;
     /* "--" ends the options: it is never the value of the one before. */
     if (*i + 1 >= argc || strcmp(argv[*i + 1], "--") == 0) {
-        fprintf(stderr, "gpumem: %s: option %s needs a value (gpumem %s "
-                "--help)\n", cmd, name, cmd);
+        char ref[64];
+        help_ref(cmd, ref, sizeof ref);
+        fprintf(stderr, "gpumem: %s: option %s needs a value (%s)\n", cmd,
+                name, ref);
         return -1;
     }
     *val = argv[++*i];
@@ -1043,7 +1054,9 @@ int gm_opt_flag(const char *cmd, const char *arg, const char *name)
         return 0;
     if (arg[n] == '\0')
         return 1;
-    fprintf(stderr, "gpumem: %s: option %s takes no value, not '%s' (gpumem "
-            "%s --help)\n", cmd, name, arg + n + 1, cmd);
+    char ref[64];
+    help_ref(cmd, ref, sizeof ref);
+    fprintf(stderr, "gpumem: %s: option %s takes no value, not '%s' (%s)\n",
+            cmd, name, arg + n + 1, ref);
     return -1;
 }

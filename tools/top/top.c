@@ -1016,44 +1016,68 @@ static int bad(const char *what, const char *v)
     return -1;
 }
 
+/* One option at argv[*i]: 1 when taken (a value, if any, consumed), 0
+ * when it is no option of ours, -1 when it was wrong (message printed).
+ * The same rules as the gpumem subcommands' (tools/lib/util.h): a flag
+ * takes no "=VALUE", an option's value may follow or be given after
+ * '=', and "--" is never a value. */
+static int parse_one(struct top *t, int argc, char **argv, int *i,
+                     const char **popt)
+{
+    const char *a = argv[*i], *v = NULL;
+    double d;
+    uint64_t n;
+    int r;
+    if ((r = gm_opt_flag("top", a, "--once")) != 0) {
+        t->once = true;
+        return r;
+    }
+    if ((r = gm_opt_flag("top", a, "--json")) != 0) {
+        t->json = true;
+        return r;
+    }
+    if ((r = gm_opt_value("top", argc, argv, i, "--prefix", popt)) != 0)
+        return r;
+    if ((r = gm_opt_value("top", argc, argv, i, "--job", &v)) != 0) {
+        if (r < 0)
+            return r;
+        if (v[0] == '\0' || strlen(v) >= sizeof t->m.job_filter)
+            return bad("--job needs a job of 1 to 63 characters, not", v);
+        snprintf(t->m.job_filter, sizeof t->m.job_filter, "%s", v);
+        return 1;
+    }
+    if ((r = gm_opt_value("top", argc, argv, i, "-d", &v)) != 0 ||
+        (r = gm_opt_value("top", argc, argv, i, "--delay", &v)) != 0) {
+        if (r < 0)
+            return r;
+        if (gm_parse_number(v, &d) != 0 || d < 0.1 || d > 3600)
+            return bad("-d needs seconds from 0.1 to 3600, not", v);
+        t->delay = d;
+        return 1;
+    }
+    if ((r = gm_opt_value("top", argc, argv, i, "-n", &v)) != 0 ||
+        (r = gm_opt_value("top", argc, argv, i, "--iterations", &v)) != 0) {
+        if (r < 0)
+            return r;
+        if (gm_parse_uint(v, &n) != 0 || n == 0 || n > 1u << 30)
+            return bad("-n needs a positive count, not", v);
+        t->iters = (long)n;
+        return 1;
+    }
+    return 0;
+}
+
 static int parse_args(struct top *t, int argc, char **argv)
 {
     const char *popt = NULL;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool has_val = i + 1 < argc && strcmp(argv[i + 1], "--") != 0;
-        double d;
-        uint64_t n;
-        if (strcmp(a, "--once") == 0)
-            t->once = true;
-        else if (strcmp(a, "--json") == 0)
-            t->json = true;
-        else if (strcmp(a, "--prefix") == 0 && has_val)
-            popt = argv[++i];
-        else if (strncmp(a, "--prefix=", 9) == 0)
-            popt = a + 9;
-        else if ((strcmp(a, "--job") == 0 && has_val) ||
-                 strncmp(a, "--job=", 6) == 0) {
-            const char *v = a[5] == '=' ? a + 6 : argv[++i];
-            if (v[0] == '\0' || strlen(v) >= sizeof t->m.job_filter)
-                return bad("--job needs a job of 1 to 63 characters, not", v);
-            snprintf(t->m.job_filter, sizeof t->m.job_filter, "%s", v);
-        }
-        else if ((strcmp(a, "-d") == 0 || strcmp(a, "--delay") == 0) &&
-                 has_val) {
-            if (gm_parse_number(argv[++i], &d) != 0 || d < 0.1 || d > 3600)
-                return bad("-d needs seconds from 0.1 to 3600, not",
-                           argv[i]);
-            t->delay = d;
-        } else if ((strcmp(a, "-n") == 0 || strcmp(a, "--iterations") == 0)
-                   && has_val) {
-            if (gm_parse_uint(argv[++i], &n) != 0 || n == 0 || n > 1u << 30)
-                return bad("-n needs a positive count, not", argv[i]);
-            t->iters = (long)n;
-        } else {
-            return bad(a[0] == '-' ? "unknown option or missing value"
-                                   : "unexpected argument", a);
-        }
+        int r = parse_one(t, argc, argv, &i, &popt);
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            return bad(argv[i][0] == '-' ? "unknown option"
+                                         : "unexpected argument",
+                       argv[i]);
     }
     if (t->once && t->json)
         return bad("choose one of --once and --json, not both:", "--once");
