@@ -110,11 +110,11 @@ static void grow(void)
     free(old);
 }
 
-/* Remove the oldest live entry of key; false when none. */
-static bool take(unsigned ns, uint64_t key, uint64_t *val)
+/* The slot of the oldest live entry of key; SIZE_MAX when none. */
+static size_t oldest(unsigned ns, uint64_t key)
 {
     if (tcap == 0)
-        return false;
+        return SIZE_MAX;
     size_t i = hash(key, ns) & (tcap - 1), best = SIZE_MAX;
     while (tab[i].used != 0) {
         if (tab[i].used == 1 && tab[i].key == key && tab[i].ns == ns &&
@@ -122,6 +122,20 @@ static bool take(unsigned ns, uint64_t key, uint64_t *val)
             best = i;
         i = (i + 1) & (tcap - 1);
     }
+    return best;
+}
+
+/* The oldest live entry's value of key, left in place; 0 when none. */
+static uint64_t peek(unsigned ns, uint64_t key)
+{
+    size_t i = oldest(ns, key);
+    return i == SIZE_MAX ? 0 : tab[i].val;
+}
+
+/* Remove the oldest live entry of key; false when none. */
+static bool take(unsigned ns, uint64_t key, uint64_t *val)
+{
+    size_t best = oldest(ns, key);
     if (best == SIZE_MAX)
         return false;
     *val = tab[best].val;
@@ -145,10 +159,7 @@ enum {
  * replay maps nothing, so it holds such a release back until then. */
 static uint64_t maps_of(uint64_t h)
 {
-    uint64_t n = 0;
-    if (take(NS_MAPS, h, &n))
-        put(NS_MAPS, h, n);
-    return n;
+    return peek(NS_MAPS, h);
 }
 
 static void maps_add(uint64_t h, int by)
