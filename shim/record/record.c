@@ -47,6 +47,7 @@ static char rec_dir[4096];
 static int rec_fd = -1;
 static int rec_failed;              /* the file could not be opened */
 static uint64_t rec_dev, rec_ino;   /* the file rec_fd was opened on */
+static char rec_path[sizeof rec_dir + 64]; /* and its name */
 static unsigned char *win;          /* mapping of [win_off, win_off+WINDOW) */
 static uint64_t win_off;
 static uint64_t n;                  /* records stored */
@@ -55,18 +56,38 @@ static uint64_t lost, first_lost, pending_lost, since_try;
 static uint64_t start_mono, start_real;
 static uint32_t start_ppid;
 
-/* Whether rec_fd still is the recording's file: a program that closed
- * every descriptor may have opened its own under the number (the group
- * code's gm_grpi_fd_ours does the same). When it is not, recording stops
- * without touching that descriptor, and without a word on stderr (which
- * may be the program's file too): the section stays unclosed (records
- * already in the mapping are in the file), what follows is not recorded. */
-static bool fd_ours(void)
+/* Whether fd is the file the recording opened (device and inode saved at
+ * the open). */
+static bool names_file(int fd)
 {
     struct stat st;
-    if (rec_fd >= 0 && rec_ino != 0 && fstat(rec_fd, &st) == 0 &&
-        (uint64_t)st.st_dev == rec_dev && (uint64_t)st.st_ino == rec_ino)
+    return fd >= 0 && rec_ino != 0 && fstat(fd, &st) == 0 &&
+           (uint64_t)st.st_dev == rec_dev && (uint64_t)st.st_ino == rec_ino;
+}
+
+/* Whether rec_fd still is the recording's file: a program that closed
+ * every descriptor may have opened its own under the number (the group
+ * code's gm_grpi_fd_ours does the same). When it is not, the file is
+ * opened again by its name (never following a link), and kept when it is
+ * still the same file: the old number, maybe the program's file now, is
+ * never touched, and the mapping of the window, which outlives its
+ * descriptor, goes on. When the file is gone or another, recording stops,
+ * without a word on stderr (which may be the program's file too): the
+ * section stays unclosed (records already in the mapping are in the
+ * file), what follows is not recorded. */
+static bool fd_ours(void)
+{
+    if (names_file(rec_fd))
         return true;
+    if (rec_ino != 0 && rec_path[0] != '\0') {
+        int fd = open(rec_path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+        if (names_file(fd)) {
+            rec_fd = fd;
+            return true;
+        }
+        if (fd >= 0)
+            close(fd);
+    }
     if (win != NULL)
         munmap(win, WINDOW);
     win = NULL;
@@ -138,17 +159,18 @@ static void put_lost(void)
  * takes the next k; a planted file or link is never written). */
 static int open_file(void)
 {
-    char path[sizeof rec_dir + 64];
+    char *path = rec_path;
     for (unsigned k = 0; k < 1000; k++) {
-        snprintf(path, sizeof path, "%s/%ld.%u.gmr", rec_dir, (long)getpid(),
-                 k);
+        snprintf(path, sizeof rec_path, "%s/%ld.%u.gmr", rec_dir,
+                 (long)getpid(), k);
         int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
                       O_CLOEXEC, 0600);
         if (fd >= 0)
             return fd;
         if (errno != EEXIST)
-            return -1;
+            break;
     }
+    path[0] = '\0';
     return -1;
 }
 
@@ -345,7 +367,7 @@ void gm_rec_fork_child(void)
     win = NULL;
     /* Only while the number still names the recording: a program that
      * closed it may have a file of its own there. */
-    if (rec_fd >= 0 && fd_ours())
+    if (names_file(rec_fd))
         close(rec_fd);
     rec_fd = -1;
     rec_failed = 0;
