@@ -3,10 +3,12 @@
  * an offset, and written to a file that another user may have prepared a
  * trap for (a report path in a shared directory).
  *
- * Invariant: the bytes reach the path only through a new file this
- * process created (O_EXCL, mode 0600, in the path's own directory) and
- * then renamed over the path: a symlink at the path is replaced, never
- * followed, and no other file is ever opened for writing.
+ * Invariant: the bytes reach the path only as one append to a regular
+ * file of this user's with a single name (created mode 0600 when absent,
+ * made 0600 when others could read it): a symlink at the path is never
+ * followed, another user's file or a hard link is never written, and
+ * nothing is ever truncated, so writers that share the path all keep
+ * their bytes.
  */
 #ifndef GM_SAFEFILE_H
 #define GM_SAFEFILE_H
@@ -23,10 +25,12 @@ int gm_write_all(int fd, const void *buf, size_t n);
  * false on an error or end of file first (a file truncated meanwhile). */
 bool gm_pread_all(int fd, void *buf, size_t n, uint64_t off);
 
-/* Write buf[0..n) as the whole content of `path`, replacing whatever was
- * there (file or symlink) atomically. Returns 0, or -1 with a message
- * naming the path and the reason in err. */
-int gm_file_replace(const char *path, const void *buf, size_t n, char *err,
-                    size_t cap);
+/* Append buf[0..n) to `path` in one write(2) on an O_APPEND descriptor,
+ * so that processes appending to the same file at once never interleave
+ * (a local file system places each such write whole), never past the
+ * file size limit (RLIMIT_FSIZE: refused, no SIGXFSZ). Returns 0, or -1
+ * with a message naming the path and the reason in err. */
+int gm_file_append(const char *path, const void *buf, size_t n, char *err,
+                   size_t cap);
 
 #endif

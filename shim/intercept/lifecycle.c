@@ -110,8 +110,10 @@ static void exit_report(void)
     size_t n = gm_report_from_segment(&gm_st.tel,
                                       p->report == GM_REPORT_JSON, buf,
                                       sizeof buf);
-    if (n >= sizeof buf)
+    if (n >= sizeof buf) { /* cut short: still a line of its own */
         n = sizeof buf - 1;
+        buf[n - 1] = '\n';
+    }
     if (p->report != GM_REPORT_JSON)
         n = verdict_lines(&gm_st.tel.w, buf, sizeof buf - 1, n);
     if (held)
@@ -121,8 +123,10 @@ static void exit_report(void)
         (void)gm_write_all(STDERR_FILENO, buf, n);
         return;
     }
-    /* Never through a symlink, never readable by others: the report holds
-     * the command line, as the 0600 segment does. */
+    /* Appended, one line per process, so that every process of a command
+     * keeps its report; never through a symlink, never readable by
+     * others: the report holds the command line, as the 0600 segment
+     * does. */
     char path[GM_PATH_MAX], err[GM_PATH_MAX + 128];
     expand_pid(p->report_path, path, sizeof path);
     int fd = own_stream(path);
@@ -130,7 +134,7 @@ static void exit_report(void)
         (void)gm_write_all(fd, buf, n);
         return;
     }
-    if (gm_file_replace(path, buf, n, err, sizeof err) != 0)
+    if (gm_file_append(path, buf, n, err, sizeof err) != 0)
         gm_log(GM_LOG_ERROR, "the report is lost: %s", err);
 }
 

@@ -36,6 +36,13 @@ def clean_env(conf=None):
     return env
 
 
+def reports(path):
+    """The exit reports at path: one JSON object per line, one line per
+    process that reported (GPUMEM_REPORT=json appends)."""
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
 def run(cmd, env, timeout=300):
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
 
@@ -61,8 +68,8 @@ def refused_or_oom(tool, limit, batch):
         if r.returncode == 3:
             return True, "exit 3"
         try:
-            with open(rep, encoding="utf-8") as f:
-                refused = sum(d.get("refused", 0) for d in json.load(f)["devices"])
+            refused = sum(d.get("refused", 0) for r in reports(rep)
+                          for d in r["devices"])
         except (OSError, ValueError, KeyError):
             refused = 0
         return r.returncode == 0 and refused > 0, f"exit {r.returncode}, {refused} refused"
@@ -106,9 +113,11 @@ def case_replay(c, tool, conf):
         if not c.check(r.returncode == 0, f"the recorded run ends well ({r.returncode}: "
                                           f"{(r.stdout + r.stderr)[-300:]})"):
             return
-        with open(rep, encoding="utf-8") as f:
-            real = json.load(f)
-        dev = real["devices"][0]
+        real = [r for r in reports(rep) if r["devices"]]
+        if not c.check(len(real) == 1, f"one process of the run used the GPU "
+                                       f"({len(real)} reports)"):
+            return
+        dev = real[0]["devices"][0]
         ctx = dev.get("context_peak_bytes", dev["context_bytes"])
         real_alloc = dev["peak_bytes"] - ctx
         p = run([tool, "replay", rec, "--json"], clean_env())

@@ -35,6 +35,9 @@
 #   - fit on trainsim --batch returns the largest batch of trainsim's own
 #     memory model (--print-peak + context) within ceil(log2(HI-LO))+4
 #     runs, answer+1 is refused, and an impossible limit says no value fits;
+#   - fit on a command of two processes answers what the first alone
+#     does, by its peak (headroom) and by its refusal (exit 0 from the
+#     second); gpumem run of two processes keeps both reports;
 #   - where memory is not affine in the batch (--api async, mixed, vmm:
 #     peaks in steps) fit still proves its answer within the budget (it
 #     runs, answer+1 is refused), and a --max-runs that ends the search
@@ -136,6 +139,7 @@ d=$("$G" replay "$T/pairs.trace" --json | num device_bytes)
 TS="$B/gpumem-trainsim --steps 6 --eval-every 3 --quiet"
 for m in "grow" "static" "staged --warmup 1ms"; do
     set -- $m; mode=$1; shift
+    rm -f "$T/rep.json" # each process appends its report
     GPUMEM_REPORT=json:$T/rep.json "$G" record -o "$T/ts.gmr" --limit 1G --mode $mode "$@" \
         -- $TS >/dev/null 2>&1
     for k in peak_bytes allocs frees refused live_bytes; do
@@ -150,6 +154,7 @@ a=$(GPUMEM_SHM_DIR=$T/shm "$G" replay "$T/ts.gmr" --limit 1G --json | num peak_b
 b=$("$G" replay "$T/ts.gmr" --limit 1G --json | num peak_bytes)
 [ -n "$a" ] && [ "$a" = "$b" ] || bad "replay under GPUMEM_SHM_DIR: peak '$a', in /dev/shm '$b'"
 # a refused run replays to the same refusal
+rm -f "$T/rep.json"
 GPUMEM_REPORT=json:$T/rep.json "$G" record -o "$T/ts.gmr" --limit 420M -- $TS 2>/dev/null
 a=$(num refused < "$T/rep.json")
 b=$("$G" replay "$T/ts.gmr" --limit 420M --json | num refusals)
@@ -361,6 +366,29 @@ done
     --steps 3 --eval-every 0 --quiet --batch '{batch}' > "$T/fit.json"
 ans=$(num answer < "$T/fit.json")
 [ "$ans" = "$lo" ] || bad "fit --headroom 10%: answer $ans, trainsim's model says $lo"
+# a command of two processes is judged by both: the first's peak (the
+# second, batch 1, peaks far lower) and the first's refusal (sh exits with
+# the second's 0) decide, as they would alone
+TSB="$B/gpumem-trainsim --steps 3 --eval-every 0 --quiet --batch"
+for c in "&& --limit 2G --headroom 30%" "; --limit 1G"; do
+    set -- $c; sep=$1; shift
+    "$G" fit "$@" --param batch=1:512 --json -- $TSB '{batch}' > "$T/fit1.json"
+    "$G" fit "$@" --param batch=1:512 --json -- sh -c \
+        "$TSB {batch} $sep $TSB 1" > "$T/fit2.json"
+    a=$(num answer < "$T/fit1.json"); b=$(num answer < "$T/fit2.json")
+    [ -n "$a" ] && [ "$a" = "$b" ] ||
+        bad "fit $c: two processes answer '$b', the first alone '$a'"
+    grep -q '"processes":2,' "$T/fit2.json" ||
+        bad "fit $c: not every run counted two processes: $(cat "$T/fit2.json")"
+done
+# every process's report is kept: the first's refusal, then the second's
+rm -f "$T/two.json"
+GPUMEM_REPORT=json:$T/two.json "$G" run --limit 1G -- sh -c \
+    "$TSB 512; $TSB 1 --steps 1" >/dev/null 2>&1
+n=$(grep -c '^{"pid":' "$T/two.json")
+a=$(sed -n 1p "$T/two.json" | num refused); b=$(sed -n 2p "$T/two.json" | num refused)
+[ "$n" = 2 ] && [ "$a" = 1 ] && [ "$b" = 0 ] ||
+    bad "gpumem run of two processes: $n reports, refusals '$a' then '$b'"
 # memory in steps: the answer is proved (it runs, answer + 1 does not)
 # within ceil(log2(511))+4 = 13 runs
 for c in "1G async" "700M async" "700M mixed" "1G vmm"; do

@@ -688,16 +688,19 @@ START_TEST(exit_report_exact)
 }
 END_TEST
 
-/* A report path where someone planted a symlink: the link is replaced by
- * the report, the file it pointed to is untouched, the report is 0600. */
+/* A report path where someone planted a symlink: the report is lost with
+ * a message, the link stays and the file it points to is untouched; the
+ * same for a second name (hard link) of a file, and, as root, for another
+ * user's file. */
 START_TEST(report_never_follows_a_symlink)
 {
     static char rep[1 << 14];
     char dir[] = "/tmp/gmt-replink-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    char victim[128], path[128], re[160];
+    char victim[128], path[128], hard[128], re[160];
     snprintf(victim, sizeof victim, "%s/victim", dir);
     snprintf(path, sizeof path, "%s/report.json", dir);
+    snprintf(hard, sizeof hard, "%s/hard.json", dir);
     FILE *v = fopen(victim, "w");
     ck_assert_ptr_nonnull(v);
     fputs("precious\n", v);
@@ -706,21 +709,105 @@ START_TEST(report_never_follows_a_symlink)
     snprintf(re, sizeof re, "GPUMEM_REPORT=json:%s", path);
     const char *env[] = { "GPUMEM_LIMIT=1G", re, NULL };
     RUN_OK(env, apicheck("gpa"), "--via", "gpa", "info");
-    read_report(victim, rep, sizeof rep);
-    ck_assert_str_eq(rep, "precious\n");
+    ck_assert_msg(strstr(out, "the report is lost") != NULL &&
+                  strstr(out, "it is a symbolic link") != NULL, "%s", out);
     struct stat st;
     ck_assert_int_eq(lstat(path, &st), 0);
-    ck_assert_msg(S_ISREG(st.st_mode), "the report is not a plain file");
+    ck_assert_msg(S_ISLNK(st.st_mode), "the link was replaced");
+    ck_assert_int_eq(link(victim, hard), 0);
+    snprintf(re, sizeof re, "GPUMEM_REPORT=json:%s", hard);
+    RUN_OK(env, apicheck("gpa"), "--via", "gpa", "info");
+    ck_assert_msg(strstr(out, "the report is lost") != NULL &&
+                  strstr(out, "other names (hard links)") != NULL, "%s", out);
+    unlink(hard);
+    if (geteuid() == 0) {
+        ck_assert_int_eq(chown(victim, 65534, 65534), 0);
+        snprintf(re, sizeof re, "GPUMEM_REPORT=json:%s", victim);
+        RUN_OK(env, apicheck("gpa"), "--via", "gpa", "info");
+        ck_assert_msg(strstr(out, "belongs to another user") != NULL, "%s",
+                      out);
+    }
+    unlink(path);
+    read_report(victim, rep, sizeof rep);
+    ck_assert_str_eq(rep, "precious\n");
+    ck_assert_int_eq(rmdir(dir), 0); /* nothing else left behind */
+}
+END_TEST
+
+/* Lines of a report file, each checked to be one whole JSON object. */
+static int report_lines(const char *text)
+{
+    int n = 0;
+    for (const char *l = text; *l; n++) {
+        const char *e = strchr(l, '\n');
+        ck_assert_msg(e != NULL, "a report line without its end: %.2000s", l);
+        ck_assert_msg(strncmp(l, "{\"pid\":", 7) == 0 &&
+                      strncmp(e - 2, "]}", 2) == 0,
+                      "not one report per line: %.*s",
+                      (int)(e - l < 2000 ? e - l : 2000), l);
+        l = e + 1;
+    }
+    return n;
+}
+
+/* Every process of a command appends its own report, one line each: the
+ * first's refusal survives the second's report, in order. A file there
+ * already, the user's own, is kept and made 0600. */
+START_TEST(report_of_every_process_kept)
+{
+    static char rep[1 << 16];
+    char path[128], re[160], cmd[1024];
+    snprintf(path, sizeof path, "/tmp/gmt-repall-%d.json", (int)getpid());
+    snprintf(re, sizeof re, "GPUMEM_REPORT=json:%s", path);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("{\"pid\":1,\"earlier\":[]}\n", f);
+    fclose(f);
+    ck_assert_int_eq(chmod(path, 0644), 0);
+    snprintf(cmd, sizeof cmd, "%s --via gpa try 2147483648; %s --via gpa try "
+             "1048576", apicheck("gpa"), apicheck("gpa"));
+    const char *env[] = { "GPUMEM_LIMIT=1G", "SIMCUDA_CONTEXT=100M", re,
+                          NULL };
+    RUN_OK(env, "/bin/sh", "-c", cmd);
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
     ck_assert_uint_eq(st.st_mode & 0777, 0600);
     read_report(path, rep, sizeof rep);
-    ck_assert_msg(strstr(rep, "\"limit_bytes\"") != NULL, "%s", rep);
-    /* A second run replaces the first report. */
-    RUN_OK(env, apicheck("gpa"), "--via", "gpa", "info");
-    ck_assert_int_eq(lstat(path, &st), 0);
-    ck_assert_uint_eq(st.st_mode & 0777, 0600);
+    ck_assert_int_eq(report_lines(rep), 3);
+    const char *a = strchr(rep, '\n') + 1, *b = strchr(a, '\n') + 1;
+    ck_assert_uint_eq(json_num(a, "refused"), 1);
+    ck_assert_uint_eq(json_num(b, "refused"), 0);
+    ck_assert_uint_eq(json_num(b, "peak_bytes"), 101ull << 20);
+}
+END_TEST
+
+/* Processes that end at once, all reporting to one path: no report lost,
+ * none torn or interleaved with another. */
+START_TEST(reports_of_concurrent_processes_do_not_interleave)
+{
+    static char rep[1 << 18];
+    enum { N = 16 };
+    char path[128], re[160], cmd[8192];
+    snprintf(path, sizeof path, "/tmp/gmt-repconc-%d.json", (int)getpid());
+    snprintf(re, sizeof re, "GPUMEM_REPORT=json:%s", path);
     unlink(path);
-    unlink(victim);
-    ck_assert_int_eq(rmdir(dir), 0); /* no temporary file left behind */
+    size_t o = 0;
+    for (int k = 1; k <= N; k++)
+        o += (size_t)snprintf(cmd + o, sizeof cmd - o, "%s --via gpa try %d "
+                              "& ", apicheck("gpa"), k << 20);
+    snprintf(cmd + o, sizeof cmd - o, "wait");
+    const char *env[] = { "GPUMEM_LIMIT=1G", "SIMCUDA_CONTEXT=100M", re,
+                          NULL };
+    RUN_OK(env, "/bin/sh", "-c", cmd);
+    read_report(path, rep, sizeof rep);
+    ck_assert_int_eq(report_lines(rep), N);
+    for (int k = 1; k <= N; k++) {
+        char key[64];
+        snprintf(key, sizeof key, "\"peak_bytes\":%d,", (100 + k) << 20);
+        const char *p = strstr(rep, key);
+        ck_assert_msg(p != NULL && strstr(p + 1, key) == NULL,
+                      "the report of %d MiB not there once:\n%.2000s", k, rep);
+    }
 }
 END_TEST
 
@@ -1133,6 +1220,8 @@ static Suite *suite(void)
     tcase_add_test(l, policy_command);
     tcase_add_test(l, exit_report_exact);
     tcase_add_test(l, report_never_follows_a_symlink);
+    tcase_add_test(l, report_of_every_process_kept);
+    tcase_add_test(l, reports_of_concurrent_processes_do_not_interleave);
     tcase_add_test(l, report_to_the_own_stdout);
     tcase_add_test(l, bad_config_exits_2);
     tcase_add_test(l, bad_config_warn_runs);

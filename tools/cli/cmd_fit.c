@@ -4,7 +4,9 @@
  * largest integer value of NAME for which CMD, run under the limit,
  * exits 0 with no refusal.
  *
- * Each run's exit report (GPUMEM_REPORT=json) gives its peak. Memory is
+ * Each run's exit reports (GPUMEM_REPORT=json, one line per process of
+ * CMD) give its peak: the largest of any process on any device; a
+ * refusal in any process means the value does not fit. Memory is
  * close to affine in a batch-like parameter (fixed + per item), so once
  * two values are known to fit, the next candidate is where the line
  * through their peaks meets the limit, and then the value after it, to
@@ -49,8 +51,9 @@ const char gm_help_fit[] =
     "DESCRIPTION\n"
     "    Runs CMD under libgpumem.so with the limit, {NAME} in its\n"
     "    arguments replaced by a candidate value, and finds the largest\n"
-    "    integer value in LO..HI for which CMD exits 0 with no refusal.\n"
-    "    Each run's exit report gives its peak; once two values fit, the\n"
+    "    integer value in LO..HI for which CMD exits 0 with no refusal in\n"
+    "    any of its processes. A run's peak is the largest in the exit\n"
+    "    reports of all its processes (any device); once two values fit, the\n"
     "    next candidate is predicted from their peaks (memory is close to\n"
     "    fixed + per-item in a batch size), then the value after it is run\n"
     "    to prove the boundary; when a prediction misses, bisection takes\n"
@@ -92,8 +95,8 @@ const char gm_help_fit[] =
 
 struct run {
     long long value;
-    uint64_t peak, refused;
-    int status;
+    uint64_t peak, refused;   /* the largest of its processes; all of theirs */
+    int status, reports;      /* reports: its processes that reported */
     double secs;
     bool fits;
 };
@@ -166,6 +169,30 @@ static uint64_t json_max(const char *text, const char *key)
     return m;
 }
 
+/* The run's reports, one JSON line per process that reported (the shim
+ * appends each): the largest peak of any device in any of them, the
+ * refusals of all. The number of reports. */
+static int read_reports(const char *path, struct run *r)
+{
+    FILE *in = fopen(path, "r");
+    if (in == NULL)
+        return 0;
+    char *line = NULL;
+    size_t cap = 0;
+    int n = 0;
+    while (getline(&line, &cap, in) > 0) {
+        if (strstr(line, "\"pid\":") == NULL)
+            continue;
+        uint64_t peak = json_max(line, "\"peak_bytes\":");
+        r->peak = peak > r->peak ? peak : r->peak;
+        r->refused += json_sum(line, "\"refused\":");
+        n++;
+    }
+    free(line);
+    fclose(in);
+    return n;
+}
+
 static struct run *run_at(struct fit *f, long long v)
 {
     struct run *r = &f->runs[f->nrun++];
@@ -200,22 +227,15 @@ static struct run *run_at(struct fit *f, long long v)
               (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     r->status = ch < 0 ? 126 : WIFEXITED(st) ? WEXITSTATUS(st)
                                              : 128 + WTERMSIG(st);
-    char buf[65536];
-    FILE *in = fopen(f->report, "r");
-    size_t n = in ? fread(buf, 1, sizeof buf - 1, in) : 0;
-    if (in)
-        fclose(in);
-    buf[n] = '\0';
-    r->peak = json_max(buf, "\"peak_bytes\":");
-    r->refused = json_sum(buf, "\"refused\":");
+    r->reports = read_reports(f->report, r);
     double room = (double)f->limit * (1.0 - f->headroom);
-    r->fits = r->status == 0 && r->refused == 0 && n > 0 &&
+    r->fits = r->status == 0 && r->refused == 0 && r->reports > 0 &&
               (double)r->peak <= room;
     if (!f->json) {
         char a[32];
         gm_size_short(r->peak, a, sizeof a);
         printf("  %s=%-8lld peak %-10s refusals %-4llu exit %-3d %.2f s%s\n",
-               f->name, v, n ? a : "-", (unsigned long long)r->refused,
+               f->name, v, r->reports ? a : "-", (unsigned long long)r->refused,
                r->status, r->secs, r->fits ? "  fits" : "");
         fflush(stdout);
     }
@@ -427,10 +447,12 @@ int gm_cmd_fit(int argc, char **argv)
                (unsigned long long)f.limit, f.headroom);
         for (int k = 0; k < f.nrun; k++)
             printf("%s{\"value\":%lld,\"peak_bytes\":%llu,\"refusals\":%llu,"
-                   "\"exit\":%d,\"seconds\":%.3f,\"fits\":%s}", k ? "," : "",
-                   f.runs[k].value, (unsigned long long)f.runs[k].peak,
-                   (unsigned long long)f.runs[k].refused, f.runs[k].status,
-                   f.runs[k].secs, f.runs[k].fits ? "true" : "false");
+                   "\"processes\":%d,\"exit\":%d,\"seconds\":%.3f,"
+                   "\"fits\":%s}", k ? "," : "", f.runs[k].value,
+                   (unsigned long long)f.runs[k].peak,
+                   (unsigned long long)f.runs[k].refused, f.runs[k].reports,
+                   f.runs[k].status, f.runs[k].secs,
+                   f.runs[k].fits ? "true" : "false");
         if (ans)
             printf("],\"answer\":%lld,\"answer_peak_bytes\":%llu,"
                    "\"headroom_bytes\":%llu,\"complete\":%s}\n", good,
