@@ -381,6 +381,12 @@ for c in "&& --limit 2G --headroom 30%" "; --limit 1G"; do
     grep -q '"processes":2,' "$T/fit2.json" ||
         bad "fit $c: not every run counted two processes: $(cat "$T/fit2.json")"
 done
+# --headroom 0%, the default, is accepted as given (it was refused:
+# "takes NN% below 100%") and answers as without it
+f0=$("$G" fit --limit 1G --headroom 0% --param batch=1:512 --json -- \
+    $TSB '{batch}' | num answer)
+[ -n "$f0" ] && [ "$f0" = "$a" ] ||
+    bad "fit --headroom 0%: answer '$f0', without it '$a'"
 # every process's report is kept: the first's refusal, then the second's
 rm -f "$T/two.json"
 GPUMEM_REPORT=json:$T/two.json "$G" run --limit 1G -- sh -c \

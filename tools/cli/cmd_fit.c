@@ -298,9 +298,13 @@ int gm_cmd_fit(int argc, char **argv)
         if ((r = gm_opt_value("fit", argc, argv, &i, "--headroom", &v)) != 0) {
             if (r < 0)
                 return GM_EXIT_USAGE;
-            if (gm_parse_percent(v, &f.headroom) != 0 ||
-                f.headroom < 0 || f.headroom >= 1)
-                return usage("--headroom takes NN% below 100%, not", v);
+            /* 0% is the default, so it is accepted as given too. */
+            double pct;
+            if (gm_parse_pct_ex(v, &pct, NULL) != GM_PERR_OK || pct < 0 ||
+                pct >= 100)
+                return usage("--headroom takes NN% from 0% to below 100%, "
+                             "not", v);
+            f.headroom = pct / 100.0;
             continue;
         }
         if ((r = gm_opt_value("fit", argc, argv, &i, "--max-runs", &v)) != 0) {
