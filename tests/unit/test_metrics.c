@@ -5,20 +5,24 @@
  * labels; the bounds (--max-segments, the time budget, the size of the
  * text) skip the rest with their reason and keep the text valid; a copy
  * whose device block is never consistent is exported without that device
- * (reason "inconsistent"); a second file that means the same process
- * here is skipped (reason "duplicate"), so no label set appears twice; a
+ * (reason "inconsistent"), and a group file whose copy is never
+ * consistent gives none of its series (counted the same), its member
+ * still labelled; a second file that means the same process here is
+ * skipped (reason "duplicate"), so no label set appears twice; a
  * copy of a process that is not running is left out unless asked; an
  * unreadable directory fails with its name and still yields the health
  * figures; errors add up across scrapes.
  */
 #include <check.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "shim/group/group.h"
 #include "shim/telemetry/telemetry.h"
 #include "tools/lib/metrics.h"
 #include "tools/lib/reader.h"
@@ -220,6 +224,62 @@ START_TEST(test_inconsistent)
 }
 END_TEST
 
+/* A group of this process with 4096 bytes charged on one device; its
+ * seqlock then set to odd (a locker that died inside an update), as
+ * every copy then reads it. */
+static void odd_gen_group(struct gm_group *g, bool odd)
+{
+    struct gm_group_params p = { .dir = dir, .prefix = "gmu",
+                                 .name = "gm-odd", .weight = 1,
+                                 .limit = { .kind = GM_LIMIT_BYTES,
+                                            .bytes = 1ull << 30 } };
+    static const unsigned char uuid[16] = { 0xab };
+    char msg[512], path[300];
+    ck_assert_msg(gm_group_join(g, &p, msg, sizeof msg) == 0, "%s", msg);
+    int gdev = gm_group_device(g, uuid, 80ull << 30, msg, sizeof msg);
+    ck_assert_int_ge(gdev, 0);
+    ck_assert(gm_group_reserve(g, gdev, 4096, NULL));
+    if (!odd)
+        return;
+    snprintf(path, sizeof path, "%s/gmu.group@gm-odd", dir);
+    int fd = open(path, O_RDWR);
+    ck_assert_int_ge(fd, 0);
+    uint64_t gen;
+    off_t at = (off_t)offsetof(struct gm_group_hdr, gen);
+    ck_assert_int_eq(pread(fd, &gen, sizeof gen, at), (ssize_t)sizeof gen);
+    gen |= 1;
+    ck_assert_int_eq(pwrite(fd, &gen, sizeof gen, at), (ssize_t)sizeof gen);
+    close(fd);
+}
+
+START_TEST(test_inconsistent_group)
+{
+    memset(&tot, 0, sizeof tot);
+    struct gm_group g;
+    struct gm_metrics_opts o;
+    opts(&o);
+    char s[128];
+    snprintf(s, sizeof s, "gpumem_process_info{pid=\"%d\",", (int)getpid());
+    odd_gen_group(&g, false);
+    char *t = scrape(&o, 0);
+    ck_assert_ptr_nonnull(strstr(t, "\ngpumem_group_used_bytes{group=\"gm-odd\""));
+    ck_assert_uint_eq(value_of(t, "gpumem_scrape_groups "), 1);
+    free(t);
+    gm_group_leave(&g);
+    odd_gen_group(&g, true);
+    t = scrape(&o, 0);
+    /* None of the group's figures; counted; its member still labelled. */
+    ck_assert_ptr_null(strstr(t, "\ngpumem_group_"));
+    ck_assert_uint_eq(value_of(t, "gpumem_scrape_groups "), 0);
+    ck_assert_uint_eq(value_of(t,
+        "gpumem_scrape_errors_total{reason=\"inconsistent\"} "), 1);
+    ck_assert_ptr_nonnull(strstr(t, s));
+    ck_assert_ptr_nonnull(strstr(strstr(t, s), ",group=\"gm-odd\""));
+    free(t);
+    gm_group_leave(&g);
+}
+END_TEST
+
 static void initial_pidns(unsigned char *img, size_t n)
 {
     (void)n;
@@ -336,6 +396,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_figures);
     tcase_add_test(tc, test_bounds);
     tcase_add_test(tc, test_inconsistent);
+    tcase_add_test(tc, test_inconsistent_group);
     tcase_add_test(tc, test_duplicate_labels_skipped);
     tcase_add_test(tc, test_missing_dir);
     tcase_add_test(tc, test_write_file);

@@ -7,8 +7,9 @@
  * whole scrape (memory is the text plus a few hundred bytes per process
  * for the per-device sums, the HAMi rows and the labels seen); every
  * segment is closed before the next is opened; a device is exported only
- * when its copy is consistent (GM_SNAP_OK), so no torn figure reaches a
- * time series; no label set is written twice (a process whose labels
+ * when its copy is consistent (GM_SNAP_OK), a group only when its copy
+ * was taken between two updates, so no torn figure reaches a time
+ * series; no label set is written twice (a process whose labels
  * equal an earlier one's is skipped); the per-device sums count only
  * writers that are alive.
  */
@@ -121,7 +122,8 @@ static const struct gm_expo_family fams[F_COUNT] = {
     [F_GROUPS] = { "gpumem_scrape_groups", G, NULL,
         "Group files exported by this scrape" },
     [F_ERRS] = { "gpumem_scrape_errors_total", C, NULL,
-        "Segments or device blocks skipped since the exporter started" },
+        "Segments, device blocks or group files skipped since the "
+        "exporter started" },
     [F_DUR] = { "gpumem_scrape_duration_seconds", G, "seconds",
         "Time this scrape took to read every segment" },
 };
@@ -273,10 +275,14 @@ static void group_series(struct scrape *s, const struct gm_group_view *v)
 }
 
 /* Reads every group file: its series, and its members for the process
- * label "group". Returns the number exported. */
+ * label "group". A copy never taken between two updates gives no series
+ * (counted "inconsistent"), only its members: each slot's pid and start
+ * time name a process that is or was a member. Returns the number of
+ * groups exported. */
 static unsigned read_groups(struct scrape *s)
 {
     struct gm_gpaths gp;
+    unsigned exported = 0;
     if (gm_group_paths(s->o->dir, s->o->prefix, &gp) < 0)
         return 0;
     struct gm_group_view *v = malloc(sizeof *v);
@@ -302,11 +308,16 @@ static unsigned read_groups(struct scrape *s)
         for (unsigned m = 0; m < v->nmembers && m < GM_GROUP_MAX_MEMBERS; m++)
             add_member(s, v->member[m].pid, v->member[m].start_ticks,
                        v->pidns, g);
-        group_series(s, v);
+        if (v->consistent) {
+            group_series(s, v);
+            exported++;
+        } else {
+            s->skipped[GM_MX_INCONSISTENT]++;
+        }
     }
     free(v);
     free(gp.path);
-    return s->ngroups;
+    return exported;
 }
 
 static const char *group_of(const struct scrape *s, int pid, uint64_t pidns,

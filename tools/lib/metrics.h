@@ -11,9 +11,9 @@
  * segments and 256 group files are read, it stops reading when its time
  * budget is spent, and its text never exceeds max_bytes. A segment that
  * cannot be read (unreadable, invalid or half-written, truncated while
- * read, a device block that is never consistent) is skipped and counted
- * under its reason in gpumem_scrape_errors_total; nothing a segment holds
- * makes a scrape fail. No two series of a scrape have one label set: a
+ * read, a device block or group file that is never consistent) is skipped
+ * and counted under its reason in gpumem_scrape_errors_total; nothing a
+ * segment holds makes a scrape fail. No two series of a scrape have one label set: a
  * process whose labels equal those of one exported before it in the same
  * scrape is skipped (reason "duplicate"). Figures are those of the snapshot `gpumem ps
  * --json` prints (the same reader, the same fields).
@@ -37,8 +37,9 @@ enum gm_mx_reason {
     GM_MX_INVALID,         /* not a segment this tool reads: bad magic,
                               version, sizes, a link, half-written */
     GM_MX_FAULTED,         /* truncated or unreadable while copied */
-    GM_MX_INCONSISTENT,    /* a device block never read consistently, or
-                              breaking the writer's invariants */
+    GM_MX_INCONSISTENT,    /* a device block or a group file never read
+                              consistently, or breaking the writer's
+                              invariants */
     GM_MX_LIMIT,           /* past --max-segments or the size bound */
     GM_MX_TIMEOUT,         /* left when the scrape's time ran out */
     GM_MX_DUPLICATE,       /* the labels of a process already exported
