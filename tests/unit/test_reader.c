@@ -152,6 +152,34 @@ START_TEST(test_list_ids)
 }
 END_TEST
 
+/* Past max, the lowest ids are the ones kept, in order, whatever order
+ * the directory lists the names in (created here highest first and
+ * lowest first, shuffled). */
+START_TEST(test_list_ids_keeps_the_lowest)
+{
+    static const int pids[] = { 1063, 1001, 1040, 1000, 1022, 1002, 1050,
+                                1010, 1003, 1061, 1030, 1004, 1062, 1011 };
+    char path[256];
+    for (unsigned i = 0; i < sizeof pids / sizeof *pids; i++) {
+        snprintf(path, sizeof path, "%s/gmrd.%d", dir, pids[i]);
+        write_file(path, "x", 1);
+    }
+    snprintf(path, sizeof path, "%s/gmrd.1000.ns9", dir);
+    write_file(path, "x", 1);
+    struct gm_seg_id ids[5];
+    ck_assert_int_eq(gm_reader_list_ids(dir, "gmrd", ids, 5), 15);
+    static const struct gm_seg_id want[5] = {
+        { 1000, 0 }, { 1000, 9 }, { 1001, 0 }, { 1002, 0 }, { 1003, 0 } };
+    for (unsigned i = 0; i < 5; i++) {
+        ck_assert_int_eq(ids[i].pid, want[i].pid);
+        ck_assert_uint_eq(ids[i].pidns, want[i].pidns);
+    }
+    ck_assert_int_eq(gm_reader_list_ids(dir, "gmrd", ids, 1), 15);
+    ck_assert_int_eq(ids[0].pid, 1000);
+    ck_assert_uint_eq(ids[0].pidns, 0);
+}
+END_TEST
+
 /* /proc/locks lines: only FLOCK WRITE holders count; waiters ("->"),
  * POSIX and OFD locks, readers, malformed lines are skipped. */
 START_TEST(test_locks_parse)
@@ -652,6 +680,7 @@ static Suite *reader_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_list_prefix);
     tcase_add_test(tc, test_list_ids);
+    tcase_add_test(tc, test_list_ids_keeps_the_lowest);
     tcase_add_test(tc, test_locks_parse);
     tcase_add_test(tc, test_valid_image_accepted);
     tcase_add_test(tc, test_each_header_check);

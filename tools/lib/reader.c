@@ -521,6 +521,36 @@ static int cmp_id(const void *a, const void *b)
     return (x->pidns > y->pidns) - (x->pidns < y->pidns);
 }
 
+/* ids[0..n) is a heap with the greatest id on top: id replaces the top
+ * and sinks to its place. */
+static void heap_sink(struct gm_seg_id *ids, size_t n, struct gm_seg_id id)
+{
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && cmp_id(&ids[c + 1], &ids[c]) > 0)
+            c++;
+        if (cmp_id(&ids[c], &id) <= 0)
+            break;
+        ids[i] = ids[c];
+        i = c;
+    }
+    ids[i] = id;
+}
+
+/* ids[0..n) a heap, greatest on top: id added at n rises to its place. */
+static void heap_rise(struct gm_seg_id *ids, size_t n, struct gm_seg_id id)
+{
+    size_t i = n;
+    while (i > 0 && cmp_id(&ids[(i - 1) / 2], &id) < 0) {
+        ids[i] = ids[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    ids[i] = id;
+}
+
 int gm_reader_list_ids(const char *dir, const char *prefix,
                        struct gm_seg_id *ids, size_t max)
 {
@@ -535,8 +565,11 @@ int gm_reader_list_ids(const char *dir, const char *prefix,
         if (strncmp(name, prefix, plen) != 0 || name[plen] != '.' ||
             !parse_id(name + plen + 1, &id)) /* "group@x" fails here */
             continue;
+        /* The lowest max ids, whatever order the directory lists. */
         if (count < max)
-            ids[count] = id;
+            heap_rise(ids, count, id);
+        else if (max > 0 && cmp_id(&id, &ids[0]) < 0)
+            heap_sink(ids, max, id);
         if (count < INT_MAX)
             count++;
     }

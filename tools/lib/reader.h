@@ -51,7 +51,8 @@ struct gm_seg_id {
 };
 
 /* Every segment of a prefix in dir, both name forms, ordered by pid then
- * pidns, at most max stored. Returns how many exist (may exceed max), or
+ * pidns, at most max stored: the lowest max of them, whatever order the
+ * directory lists them in. Returns how many exist (may exceed max), or
  * -1 when dir cannot be read (errno set). */
 int gm_reader_list_ids(const char *dir, const char *prefix,
                        struct gm_seg_id *ids, size_t max);
