@@ -3,18 +3,20 @@
  * directory of its own holding this process's live segment and copies of
  * it under other names: the figures written appear under the right
  * labels; the bounds (--max-segments, the time budget, the size of the
- * text) skip the rest with their reason and keep the text valid; a copy
- * whose device block is never consistent is exported without that device
- * (reason "inconsistent"), and a group file whose copy is never
- * consistent gives none of its series (counted the same), its member
- * still labelled; a second file that means the same process here is
- * skipped (reason "duplicate"), so no label set appears twice; a
- * copy of a process that is not running is left out unless asked; an
- * unreadable directory fails with its name and still yields the health
- * figures; errors add up across scrapes.
+ * text) skip the rest with their reason and keep the text valid, the
+ * --max-segments places going to live writers, then kept, then dead
+ * ones, each by pid; a copy whose device block is never consistent is
+ * exported without that device (reason "inconsistent"), and a group
+ * file whose copy is never consistent gives none of its series (counted
+ * the same), its member still labelled; a second file that means the
+ * same process here is skipped (reason "duplicate"), so no label set
+ * appears twice; a copy of a process that is not running is left out
+ * unless asked; an unreadable directory fails with its name and still
+ * yields the health figures; errors add up across scrapes.
  */
 #include <check.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,11 +162,14 @@ START_TEST(test_bounds)
     struct gm_metrics_opts o;
     opts(&o);
     o.max_segments = 1;
+    o.dead = true;
     char *t = scrape(&o, 0);
     ck_assert_uint_eq(value_of(t,
         "gpumem_scrape_errors_total{reason=\"limit\"} "), 2);
-    /* Which one is read is the listing's choice. */
-    ck_assert_uint_le(value_of(t, "gpumem_scrape_segments "), 1);
+    /* The slot goes to the live writer. */
+    ck_assert_uint_eq(value_of(t, "gpumem_scrape_segments "), 1);
+    ck_assert_ptr_nonnull(strstr(t, "gpumem_process_info{pid=\""));
+    ck_assert_ptr_null(strstr(t, "gpumem_process_info{pid=\"99999"));
     free(t);
     opts(&o);
     o.timeout_ns = 0;
@@ -196,6 +201,54 @@ START_TEST(test_bounds)
     /* The sums count the live writer only. */
     ck_assert_uint_eq(value_of(t, "gpumem_device_used_bytes{device=\"0\"} "),
                       8192);
+    free(t);
+}
+END_TEST
+
+static void closed_kept(unsigned char *img, size_t n)
+{
+    (void)n;
+    ((struct gm_abi_header *)(void *)img)->flags |=
+        GM_ABI_F_CLOSED | GM_ABI_F_KEPT;
+}
+
+/* Whether the scrape exported the process pid (its info row). */
+static bool exported(const char *t, int pid)
+{
+    char s[64];
+    snprintf(s, sizeof s, "\ngpumem_process_info{pid=\"%d\",", pid);
+    return strstr(t, s) != NULL;
+}
+
+/* The --max-segments slots go to what will be exported: the live writer,
+ * then kept segments, then (with --dead) dead ones, each by pid; dead
+ * segments left out anyway take none and are not counted. */
+START_TEST(test_bounds_export_order)
+{
+    memset(&tot, 0, sizeof tot);
+    copy_as(999970, NULL);          /* dead: the lowest pids */
+    copy_as(999971, NULL);
+    copy_as(999980, closed_kept);
+    copy_as(999981, closed_kept);
+    struct gm_metrics_opts o;
+    opts(&o);
+    o.max_segments = 2;
+    char *t = scrape(&o, 0);
+    ck_assert_uint_eq(value_of(t, "gpumem_scrape_segments "), 2);
+    ck_assert(exported(t, (int)getpid()));
+    ck_assert(exported(t, 999980));
+    ck_assert_uint_eq(value_of(t,
+        "gpumem_scrape_errors_total{reason=\"limit\"} "), 1);
+    free(t);
+    memset(&tot, 0, sizeof tot);
+    o.dead = true;
+    o.max_segments = 4;
+    t = scrape(&o, 0);
+    ck_assert_uint_eq(value_of(t, "gpumem_scrape_segments "), 4);
+    ck_assert(exported(t, 999981) && exported(t, 999970));
+    ck_assert(!exported(t, 999971));
+    ck_assert_uint_eq(value_of(t,
+        "gpumem_scrape_errors_total{reason=\"limit\"} "), 1);
     free(t);
 }
 END_TEST
@@ -395,6 +448,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_figures);
     tcase_add_test(tc, test_bounds);
+    tcase_add_test(tc, test_bounds_export_order);
     tcase_add_test(tc, test_inconsistent);
     tcase_add_test(tc, test_inconsistent_group);
     tcase_add_test(tc, test_duplicate_labels_skipped);

@@ -5,7 +5,8 @@
  *
  * Invariants: one snapshot buffer and one group view are reused for the
  * whole scrape (memory is the text plus a few hundred bytes per process
- * for the per-device sums, the HAMi rows and the labels seen); every
+ * for the per-device sums, the HAMi rows and the labels seen, and 17
+ * bytes per segment listed); every
  * segment is closed before the next is opened; a device is exported only
  * when its copy is consistent (GM_SNAP_OK), a group only when its copy
  * was taken between two updates, so no torn figure reaches a time
@@ -645,27 +646,36 @@ static void trends(struct scrape *s, const struct gm_seg *seg,
     }
 }
 
+/* Opens one segment; false when it cannot be, counted by reason unless
+ * its writer removed it since the listing. */
+static bool open_seg(struct scrape *s, const struct gm_seg_id *id,
+                     struct gm_seg *seg)
+{
+    char err[256], path[512];
+    if (gm_seg_open_id(seg, s->o->dir, s->o->prefix, id, err, sizeof err)
+        == 0)
+        return true;
+    int e = errno;
+    struct stat st;
+    if (id->pidns)
+        snprintf(path, sizeof path, "%s/%s.%d.ns%llu", s->o->dir,
+                 s->o->prefix, id->pid, (unsigned long long)id->pidns);
+    else
+        snprintf(path, sizeof path, "%s/%s.%d", s->o->dir, s->o->prefix,
+                 id->pid);
+    if (lstat(path, &st) != 0 && errno == ENOENT)
+        return false;   /* its writer exited since the listing */
+    s->skipped[e == EACCES ? GM_MX_UNREADABLE : GM_MX_INVALID]++;
+    return false;
+}
+
 /* Opens, copies and exports one segment; false when it was skipped. */
 static bool read_process(struct scrape *s, const struct gm_seg_id *id,
                          const struct gm_locks *lm, struct gm_scan_proc *sp)
 {
     struct gm_seg seg;
-    char err[256], path[512];
-    if (gm_seg_open_id(&seg, s->o->dir, s->o->prefix, id, err, sizeof err)
-        != 0) {
-        int e = errno;
-        struct stat st;
-        if (id->pidns)
-            snprintf(path, sizeof path, "%s/%s.%d.ns%llu", s->o->dir,
-                     s->o->prefix, id->pid, (unsigned long long)id->pidns);
-        else
-            snprintf(path, sizeof path, "%s/%s.%d", s->o->dir, s->o->prefix,
-                     id->pid);
-        if (lstat(path, &st) != 0 && errno == ENOENT)
-            return false;   /* its writer exited since the listing */
-        s->skipped[e == EACCES ? GM_MX_UNREADABLE : GM_MX_INVALID]++;
+    if (!open_seg(s, id, &seg))
         return false;
-    }
     int r = gm_seg_summary_with(&seg, lm, &sp->p);
     snprintf(sp->path, sizeof sp->path, "%s", seg.path);
     if (r >= 0)
@@ -683,10 +693,105 @@ static bool read_process(struct scrape *s, const struct gm_seg_id *id,
     return process_series(s, sp);
 }
 
+/* The order in which segments take the --max-segments slots: what will
+ * be exported, live writers first. */
+enum rank { R_LIVE, R_KEPT, R_DEAD, R_NONE };
+
+/* A segment's rank from its header and its writer's liveness alone (a
+ * few system calls: no snapshot, no history). R_NONE: not exported (dead
+ * without --dead; one that cannot be opened is counted). */
+static unsigned char rank_of(struct scrape *s, const struct gm_seg_id *id)
+{
+    struct gm_seg seg;
+    if (!open_seg(s, id, &seg))
+        return R_NONE;
+    enum gm_seg_state st = gm_seg_state(&seg);
+    gm_seg_close(&seg);
+    if (st == GM_SEG_ALIVE)
+        return R_LIVE;
+    if (st == GM_SEG_EXITED)
+        return R_KEPT;  /* closed and not kept: gone by the next look */
+    return s->o->dead ? R_DEAD : R_NONE;
+}
+
+/* Ranks ids[0..n) until the deadline (those left count as timeout).
+ * Returns how many were ranked. */
+static size_t rank_all(struct scrape *s, const struct gm_seg_id *ids,
+                       unsigned char *rank, size_t n, uint64_t deadline)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (gm_clock_monotonic_ns() > deadline) {
+            s->skipped[GM_MX_TIMEOUT] += (unsigned)(n - i);
+            return i;
+        }
+        rank[i] = rank_of(s, &ids[i]);
+    }
+    return n;
+}
+
+/* The ids to read into sel (at most max): rank by rank, in the listing's
+ * (pid) order within one; the exportable ones past max count as limit.
+ * Returns how many were chosen. */
+static size_t choose(struct scrape *s, const struct gm_seg_id *ids,
+                     const unsigned char *rank, size_t n,
+                     struct gm_seg_id *sel, size_t max)
+{
+    size_t k = 0;
+    for (unsigned r = R_LIVE; r < R_NONE; r++)
+        for (size_t i = 0; i < n; i++) {
+            if (rank[i] != r)
+                continue;
+            if (k < max)
+                sel[k++] = ids[i];
+            else
+                s->skipped[GM_MX_LIMIT]++;
+        }
+    return k;
+}
+
+/* Segments looked at (header and liveness) to choose the max_segments
+ * read: 16 times as many, at most 2^20 (16 MiB of ids). */
+static size_t look_bound(unsigned max)
+{
+    size_t n = (size_t)max * 16u;
+    return n < (1u << 20) ? n : (size_t)1 << 20;
+}
+
+/* Whether any of ids[0..n) was written in another pid namespace. */
+static bool any_foreign(const struct gm_seg_id *ids, size_t n)
+{
+    uint64_t me = gm_reader_self_pidns();
+    for (size_t i = 0; i < n; i++)
+        if (ids[i].pidns != 0 ? ids[i].pidns != me
+                              : me != 0 && me != GM_PIDNS_INIT)
+            return true;
+    return false;
+}
+
+/* More segments than slots: the max_segments to read into *sel (NULL
+ * when memory ran out), the rest counted. Returns how many. */
+static size_t select_ids(struct scrape *s, const struct gm_seg_id *ids,
+                         size_t n, unsigned max, uint64_t deadline,
+                         struct gm_seg_id **sel)
+{
+    unsigned char *rank = malloc(n);
+    *sel = malloc((size_t)max * sizeof **sel);
+    size_t k = 0;
+    if (rank == NULL || *sel == NULL) {
+        s->oom = true;
+    } else {
+        n = rank_all(s, ids, rank, n, deadline);
+        k = choose(s, ids, rank, n, *sel, max);
+    }
+    free(rank);
+    return k;
+}
+
 static unsigned read_processes(struct scrape *s, uint64_t deadline)
 {
     unsigned max = s->o->max_segments ? s->o->max_segments : 1;
-    struct gm_seg_id *ids = malloc((size_t)max * sizeof *ids);
+    size_t look = look_bound(max);
+    struct gm_seg_id *ids = malloc(look * sizeof *ids), *sel = NULL;
     struct gm_scan_proc *sp = malloc(sizeof *sp);
     struct gm_locks lm = { NULL, 0, 0 };
     unsigned done = 0;
@@ -694,25 +799,26 @@ static unsigned read_processes(struct scrape *s, uint64_t deadline)
         s->oom = true;
         goto out;
     }
-    int n = gm_reader_list_ids(s->o->dir, s->o->prefix, ids, max);
-    if (n < 0) {
+    int listed = gm_reader_list_ids(s->o->dir, s->o->prefix, ids, look);
+    if (listed < 0) {
         done = (unsigned)-1;
         goto out;
     }
-    if ((unsigned)n > max) {
-        s->skipped[GM_MX_LIMIT] += (unsigned)n - max;
-        n = (int)max;
+    size_t n = (size_t)listed;
+    if (n > look) {
+        s->skipped[GM_MX_LIMIT] += (unsigned)(n - look);
+        n = look;
+    }
+    const struct gm_seg_id *rd = ids;
+    if (n > max) {
+        n = select_ids(s, ids, n, max, deadline, &sel);
+        rd = sel;
     }
     /* Writers of another pid namespace: one read of /proc/locks tells
      * their pids here (tools/lib/reader.h). */
-    uint64_t me = gm_reader_self_pidns();
-    bool foreign = false;
-    for (int i = 0; i < n && !foreign; i++)
-        foreign = ids[i].pidns != 0 ? ids[i].pidns != me
-                                    : me != 0 && me != GM_PIDNS_INIT;
-    if (foreign)
+    if (any_foreign(rd, n))
         (void)gm_locks_load(&lm, NULL);
-    for (int i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         if (gm_clock_monotonic_ns() > deadline) {
             s->skipped[GM_MX_TIMEOUT] += (unsigned)(n - i);
             break;
@@ -722,11 +828,12 @@ static unsigned read_processes(struct scrape *s, uint64_t deadline)
             break;
         }
         memset(sp, 0, sizeof *sp);
-        done += read_process(s, &ids[i], &lm, sp);
+        done += read_process(s, &rd[i], &lm, sp);
     }
 out:
     gm_locks_free(&lm);
     free(ids);
+    free(sel);
     free(sp);
     return done;
 }

@@ -8,8 +8,11 @@
  * Invariants: a scrape reads the segments afresh (nothing is carried from
  * one scrape to the next but the error counters of struct
  * gm_metrics_totals) and is bounded: at most max_segments process
- * segments and 256 group files are read, it stops reading when its time
- * budget is spent, and its text never exceeds max_bytes. A segment that
+ * segments and 256 group files are read (when more segments exist, at
+ * most 16 times as many are looked at, header and liveness, so that live
+ * writers take the places first, then kept, then dead ones with --dead,
+ * each by pid), it stops reading when its time budget is spent, and its
+ * text never exceeds max_bytes. A segment that
  * cannot be read (unreadable, invalid or half-written, truncated while
  * read, a device block or group file that is never consistent) is skipped
  * and counted under its reason in gpumem_scrape_errors_total; nothing a
@@ -40,7 +43,8 @@ enum gm_mx_reason {
     GM_MX_INCONSISTENT,    /* a device block or a group file never read
                               consistently, or breaking the writer's
                               invariants */
-    GM_MX_LIMIT,           /* past --max-segments or the size bound */
+    GM_MX_LIMIT,           /* past --max-segments (a segment that would
+                              have been exported) or the size bound */
     GM_MX_TIMEOUT,         /* left when the scrape's time ran out */
     GM_MX_DUPLICATE,       /* the labels of a process already exported
                               by the scrape (a copy of its segment) */
@@ -53,7 +57,9 @@ struct gm_metrics_opts {
     const char *prefix;          /* segment prefix */
     bool hami;                   /* --compat hami */
     bool dead;                   /* --dead: also writers that died */
-    unsigned max_segments;       /* process segments read at most */
+    unsigned max_segments;       /* process segments read at most (live,
+                                    kept, dead: the order they take the
+                                    places in) */
     uint64_t timeout_ns;         /* time budget of one scrape */
     size_t max_bytes;            /* bound on the text of one scrape */
 };
