@@ -8,22 +8,36 @@
  *
  * Invariants: one internal polling thread serves every connection, so
  * scrapes never overlap and the error counters (struct
- * gm_metrics_totals) are touched by that thread alone; at most 16
- * connections, each closed after 10 s of silence; SIGINT and SIGTERM are
- * blocked in every thread and taken by the main thread with sigwait,
- * which then stops the daemon (the scrape in progress finishes first).
+ * gm_metrics_totals) are touched by that thread alone; at most 64
+ * connections, 4 of them from one address, so that one client cannot
+ * take every place; each is closed after 10 s of silence, and also when a
+ * request is not whole 10 s after the connection (or the previous answer)
+ * or its answer not taken within 60 s, however it trickles. The main
+ * thread enforces those deadlines: it shuts down (shutdown(2)) the
+ * connections past theirs once a second through its own duplicate of
+ * each socket, which the polling thread makes and closes (a table under
+ * a mutex), so it never touches a descriptor MHD may have closed and
+ * reused. SIGINT and SIGTERM are blocked in every thread and taken by the
+ * main thread with sigtimedwait, which then stops the daemon (the scrape
+ * in progress finishes first).
  */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <microhttpd.h>
 
+#include "shim/base/clock.h"
 #include "tools/cli/gpumem.h"
 #include "tools/lib/metrics.h"
 
@@ -33,10 +47,27 @@ typedef int gm_mhd_result;
 typedef enum MHD_Result gm_mhd_result;
 #endif
 
+#define MAX_CONNECTIONS 64u      /* at once, from every client */
+#define PER_ADDRESS 4u           /* at once, from one address */
+#define IDLE_S 10u               /* silence that closes a connection */
+#define REQUEST_S 10u            /* to send a whole request */
+#define ANSWER_S 60u             /* to take a whole answer */
+#define SLOTS (2 * MAX_CONNECTIONS) /* and those MHD is still closing */
+
+/* A connection's deadline. */
+struct conn {
+    bool used;
+    bool shut;                   /* shut down by the main thread */
+    int fd;                      /* our duplicate of its socket */
+    uint64_t deadline_ns;        /* CLOCK_MONOTONIC */
+};
+
 struct server {
     struct gm_exporter_cfg cfg;
     struct gm_metrics_totals tot;
     unsigned long dir_errors;    /* messages printed about the directory */
+    pthread_mutex_t mu;          /* conn[]: polling and main thread */
+    struct conn conn[SLOTS];
 };
 
 static const char index_page[] =
@@ -59,6 +90,102 @@ static gm_mhd_result reply(struct MHD_Connection *c, unsigned status,
     MHD_destroy_response(r);
     return ok;
 }
+
+/* ---- deadlines ------------------------------------------------------- */
+
+static uint64_t after_s(unsigned s)
+{
+    return gm_clock_monotonic_ns() + (uint64_t)s * 1000000000u;
+}
+
+/* A new connection's slot, its deadline that of its first request; NULL
+ * (and the connection shut down at once: no connection without a
+ * deadline) when no slot or descriptor is left. */
+static struct conn *conn_open(struct server *sv, struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (ci == NULL)
+        return NULL;
+    struct conn *k = NULL;
+    int fd = fcntl(ci->connect_fd, F_DUPFD_CLOEXEC, 0);
+    pthread_mutex_lock(&sv->mu);
+    for (unsigned i = 0; i < SLOTS && k == NULL && fd >= 0; i++)
+        if (!sv->conn[i].used)
+            k = &sv->conn[i];
+    if (k != NULL)
+        *k = (struct conn){ true, false, fd, after_s(REQUEST_S) };
+    pthread_mutex_unlock(&sv->mu);
+    if (k == NULL) {
+        if (fd >= 0)
+            close(fd);
+        shutdown(ci->connect_fd, SHUT_RDWR);
+    }
+    return k;
+}
+
+static void conn_close(struct server *sv, struct conn *k)
+{
+    if (k == NULL)
+        return;
+    pthread_mutex_lock(&sv->mu);
+    close(k->fd);
+    k->used = false;
+    pthread_mutex_unlock(&sv->mu);
+}
+
+/* The connection's next deadline: s seconds from now. */
+static void conn_deadline(struct server *sv, struct MHD_Connection *c,
+                          unsigned s)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct conn *k = ci ? ci->socket_context : NULL;
+    if (k == NULL)
+        return;
+    pthread_mutex_lock(&sv->mu);
+    k->deadline_ns = after_s(s);
+    pthread_mutex_unlock(&sv->mu);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **ctx,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    struct server *sv = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        *ctx = conn_open(sv, c);
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        conn_close(sv, *ctx);
+        *ctx = NULL;
+    }
+}
+
+/* A request ended (answered, or not): the next one has REQUEST_S. */
+static void on_completed(void *cls, struct MHD_Connection *c, void **state,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)state;
+    (void)toe;
+    conn_deadline(cls, c, REQUEST_S);
+}
+
+/* Main thread: shut down the connections past their deadline (MHD then
+ * sees the end of the stream and closes them). */
+static void expire(struct server *sv)
+{
+    uint64_t now = gm_clock_monotonic_ns();
+    pthread_mutex_lock(&sv->mu);
+    for (unsigned i = 0; i < SLOTS; i++) {
+        struct conn *k = &sv->conn[i];
+        if (k->used && !k->shut && now > k->deadline_ns) {
+            shutdown(k->fd, SHUT_RDWR);
+            k->shut = true;
+        }
+    }
+    pthread_mutex_unlock(&sv->mu);
+}
+
+/* ---- requests ---------------------------------------------------------- */
 
 static gm_mhd_result metrics(struct server *sv, struct MHD_Connection *c)
 {
@@ -102,6 +229,7 @@ static gm_mhd_result handle(void *cls, struct MHD_Connection *c,
         *upload_size = 0;
         return MHD_YES;
     }
+    conn_deadline(sv, c, ANSWER_S);   /* the request is whole */
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
         strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
         return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain",
@@ -117,11 +245,33 @@ static gm_mhd_result handle(void *cls, struct MHD_Connection *c,
                  MHD_RESPMEM_PERSISTENT);
 }
 
+#define LOG_PER_MINUTE 20u       /* libmicrohttpd's messages printed */
+
+/* libmicrohttpd's messages (a refused or cut connection each), at most
+ * LOG_PER_MINUTE in the minute from the first one, then a line that says
+ * so: a client opening connections in a loop must not fill the log. */
 static void log_mhd(void *cls, const char *fmt, va_list ap)
 {
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static uint64_t since;       /* the first message of the minute */
+    static unsigned n;           /* messages since then */
     (void)cls;
-    fputs("gpumem-exporter: ", stderr);
-    vfprintf(stderr, fmt, ap);
+    uint64_t now = gm_clock_monotonic_ns();
+    pthread_mutex_lock(&mu);
+    if (n == 0 || now - since >= 60000000000u) {
+        since = now;
+        n = 0;
+    }
+    if (n < LOG_PER_MINUTE) {
+        fputs("gpumem-exporter: ", stderr);
+        vfprintf(stderr, fmt, ap);
+    } else if (n == LOG_PER_MINUTE) {
+        fputs("gpumem-exporter: more messages of the HTTP library this "
+              "minute are not printed\n", stderr);
+    }
+    if (n <= LOG_PER_MINUTE)
+        n++;
+    pthread_mutex_unlock(&mu);
 }
 
 static struct MHD_Daemon *start(struct server *sv)
@@ -148,8 +298,11 @@ static struct MHD_Daemon *start(struct server *sv)
         flags, (uint16_t)sv->cfg.port, NULL, NULL, handle, sv,
         MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-        MHD_OPTION_CONNECTION_LIMIT, 16u,
-        MHD_OPTION_CONNECTION_TIMEOUT, 10u,
+        MHD_OPTION_CONNECTION_LIMIT, MAX_CONNECTIONS,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, PER_ADDRESS,
+        MHD_OPTION_CONNECTION_TIMEOUT, IDLE_S,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, sv,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, sv,
         MHD_OPTION_END);
     if (d == NULL)
         fprintf(stderr, "gpumem-exporter: cannot serve on %s port %u (in "
@@ -165,7 +318,7 @@ int main(int argc, char **argv)
             fputs(gm_help_exporter, stdout);
             return 0;
         }
-    static struct server sv;
+    static struct server sv = { .mu = PTHREAD_MUTEX_INITIALIZER };
     int rc = gm_exporter_parse(argc, argv, &sv.cfg);
     if (rc != 0)
         return rc;
@@ -189,9 +342,13 @@ int main(int argc, char **argv)
             strchr(sv.cfg.addr, ':') ? "]" : "", port);
     fflush(stderr);
     sigdelset(&set, SIGPIPE);
-    int sig = 0;
-    while (sigwait(&set, &sig) != 0)
-        ;
+    const struct timespec tick = { 1, 0 };
+    for (;;) {
+        int sig = sigtimedwait(&set, NULL, &tick);
+        if (sig == SIGINT || sig == SIGTERM)
+            break;
+        expire(&sv);
+    }
     MHD_stop_daemon(d);
     return 0;
 }
