@@ -5,7 +5,8 @@
  * file size limit makes records lost, counted in the header and in a
  * "lost" record; the loader (tools/lib/trace.c) reads closed, unclosed
  * and multi-section files and text traces, and refuses truncated,
- * foreign-version and malformed input with the place named.
+ * foreign-version and malformed input with the place named (in a text
+ * trace also the field and what it accepts).
  */
 #include <check.h>
 #include <dirent.h>
@@ -303,6 +304,58 @@ START_TEST(load_text)
 }
 END_TEST
 
+/* Numbers of a text line are read whole and within their field: a sign,
+ * a value past the field's range or a stray character is refused, with
+ * the line, the field and what it accepts named; never wrapped or
+ * clamped. */
+START_TEST(load_text_refuses_bad_numbers)
+{
+    static const struct { const char *line, *want; } bad[] = {
+        { "1 0 alloc -5 0x1000 0 0\n", "line 1: size '-5' is not a size" },
+        { "1 0 alloc +5 0x1000 0 0\n", "size '+5'" },
+        { "1 0 alloc 99999999999999999999999 0x1000 0 0\n",
+          "size '99999999999999999999999' is not a size in bytes (0 to "
+          "18446744073709551615)" },
+        { "-1 0 alloc 5 0x1000 0 0\n", "pid '-1' is not a process id" },
+        { "4294967296 0 alloc 5 0x1000 0 0\n", "pid '4294967296'" },
+        { "1 -3 alloc 5 0x1000 0 0\n", "t_ns '-3'" },
+        { "1 0 alloc 5 0x10g0 0 0\n", "ptr '0x10g0' is not a hexadecimal" },
+        { "1 0 alloc 5 0x 0 0\n", "ptr '0x'" },
+        { "1 0 alloc 5 -0x10 0 0\n", "ptr '-0x10'" },
+        { "1 0 alloc 5 0x1000 4294967296 0\n", "rc '4294967296' is not a "
+          "CUresult (0 to 4294967295)" },
+        { "1 0 alloc 5 0x1000 0 1.5\n", "dt_ns '1.5'" },
+        { "1 0 alloc 5 0x1000 0 0 7\n", "more than 7 fields" },
+        { "1 0 alloc 5 0x1000 0\n", "line 1: 6 fields, not the 7" },
+    };
+    char err[256], path[128];
+    snprintf(path, sizeof path, "%s/n.trace", dir);
+    struct gm_trace t;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        write_file(path, bad[i].line, strlen(bad[i].line));
+        err[0] = '\0';
+        ck_assert_msg(gm_trace_load(path, &t, err, sizeof err) == -1,
+                      "accepted: %s", bad[i].line);
+        ck_assert_msg(strstr(err, bad[i].want) != NULL, "%s: said '%s', "
+                      "want '%s'", bad[i].line, err, bad[i].want);
+    }
+    /* the ends of each range, and a pointer with or without 0x */
+    static const char ends[] = "4294967295 18446744073709551615 alloc "
+        "18446744073709551615 ffffffffffffffff 4294967295 0\n"
+        "0 0 free 0 0X0 0 0\n";
+    write_file(path, ends, sizeof ends - 1);
+    ck_assert_int_eq(gm_trace_load(path, &t, err, sizeof err), 0);
+    ck_assert_uint_eq(t.nproc, 2);
+    ck_assert_uint_eq(t.proc[0].pid, UINT32_MAX);
+    ck_assert_uint_eq(t.ev[0].size, UINT64_MAX);
+    ck_assert_uint_eq(t.ev[0].addr, UINT64_MAX);
+    ck_assert_uint_eq(t.ev[0].rc, UINT32_MAX);
+    ck_assert_uint_eq(t.proc[1].pid, 0);
+    gm_trace_free(&t);
+}
+END_TEST
+
+
 /* The peak of a process: frees, releases and destroys give back what they
  * held; a retained or mapped handle stays held until its last release or
  * unmap; failed calls count nothing. */
@@ -412,6 +465,7 @@ int main(void)
     tcase_add_test(tc, load_unclosed_and_sections);
     tcase_add_test(tc, load_refuses_bad_binary);
     tcase_add_test(tc, load_text);
+    tcase_add_test(tc, load_text_refuses_bad_numbers);
     tcase_add_test(tc, peak_follows_what_is_held);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -4,8 +4,9 @@
  * Invariants: a recording section is read to its header's count when it
  * was closed, else to its first all-zero record (a writer that ended
  * without closing, docs/trace.md); nothing past the bytes read is
- * trusted; a text line that does not parse stops the load with its
- * number.
+ * trusted; a text line that does not parse (a field missing or extra,
+ * a number with a sign, past its field's range or not a number) stops
+ * the load with its number and the field.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -333,6 +334,81 @@ static int text_op(const char *s)
     return -1;
 }
 
+/* One field of a text line: what it is called and what it accepts. */
+struct tfield {
+    const char *name, *accepts;
+    int base;           /* 10, or 16 (an optional 0x before the digits) */
+    uint64_t max;
+};
+
+static const struct tfield tfields[] = {
+    { "pid", "a process id (0 to 4294967295)", 10, UINT32_MAX },
+    { "t_ns", "a time in ns (0 to 18446744073709551615)", 10, UINT64_MAX },
+    { "op", NULL, 0, 0 },
+    { "size", "a size in bytes (0 to 18446744073709551615)", 10,
+      UINT64_MAX },
+    { "ptr", "a hexadecimal pointer or handle (0x0 to 0xffffffffffffffff)",
+      16, UINT64_MAX },
+    { "rc", "a CUresult (0 to 4294967295)", 10, UINT32_MAX },
+    { "dt_ns", "a duration in ns (0 to 18446744073709551615)", 10,
+      UINT64_MAX },
+};
+#define TFIELDS (sizeof tfields / sizeof tfields[0])
+
+/* s as an unsigned number of field f: digits only (no sign, no blank),
+ * within f's range. 0, or -1. */
+static int text_num(const char *s, const struct tfield *f, uint64_t *out)
+{
+    if (f->base == 16 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+        s += 2;
+    if (*s == '\0')
+        return -1;
+    for (const char *c = s; *c; c++)
+        if (f->base == 16 ? strchr("0123456789abcdefABCDEF", *c) == NULL
+                          : (*c < '0' || *c > '9'))
+            return -1;
+    errno = 0;
+    unsigned long long v = strtoull(s, NULL, f->base);
+    if (errno == ERANGE || v > f->max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Split a line into its 7 fields (blanks between them) and read the
+ * numbers into v (indexed as tfields; v[2] unused, *op the name). 0, or
+ * -1 with the message in err. */
+static int text_fields(char *s, unsigned long lineno, uint64_t v[TFIELDS],
+                       const char **op, char *err, size_t cap)
+{
+    char *tok[TFIELDS + 1], *save = NULL;
+    size_t n = 0;
+    for (char *t = strtok_r(s, " \t\r\n", &save); t != NULL && n <= TFIELDS;
+         t = strtok_r(NULL, " \t\r\n", &save))
+        tok[n++] = t;
+    if (n != TFIELDS) {
+        char got[32];
+        snprintf(got, sizeof got, n > TFIELDS ? "more than %zu" : "%zu",
+                 n > TFIELDS ? TFIELDS : n);
+        snprintf(err, cap, "line %lu: %s fields, not the %zu of 'pid t_ns "
+                 "op size ptr rc dt_ns' (e.g. '416 48 alloc 2097152 "
+                 "0x7f29dde00000 0 129163')", lineno, got, TFIELDS);
+        return -1;
+    }
+    for (size_t i = 0; i < TFIELDS; i++) {
+        if (tfields[i].accepts == NULL) {
+            *op = tok[i];
+            continue;
+        }
+        if (text_num(tok[i], &tfields[i], &v[i]) != 0) {
+            snprintf(err, cap, "line %lu: %s '%.40s' is not %s", lineno,
+                     tfields[i].name, tok[i], tfields[i].accepts);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int load_text(FILE *f, struct gm_trace *t, char *err, size_t cap)
 {
     char line[512];
@@ -350,21 +426,15 @@ static int load_text(FILE *f, struct gm_trace *t, char *err, size_t cap)
             s++;
         if (*s == '#' || *s == '\n' || *s == '\0')
             continue;
-        unsigned pid;
-        unsigned long long ts, size, addr, rc, dt;
-        char op[32];
-        int used = 0;
-        if (sscanf(s, "%u %llu %31s %llu %llx %llu %llu %n", &pid, &ts, op,
-                   &size, &addr, &rc, &dt, &used) != 7 ||
-            s[used] != '\0') {
-            snprintf(err, cap, "line %lu: not 'pid t_ns op size ptr rc "
-                     "dt_ns' (e.g. '416 48 alloc 2097152 0x7f29dde00000 0 "
-                     "129163')", lineno);
+        uint64_t v[TFIELDS];
+        const char *op = NULL;
+        if (text_fields(s, lineno, v, &op, err, cap) != 0)
             return -1;
-        }
+        uint32_t pid = (uint32_t)v[0];
+        uint64_t ts = v[1], size = v[3], addr = v[4], rc = v[5], dt = v[6];
         int o = text_op(op);
         if (o < 0) {
-            snprintf(err, cap, "line %lu: unknown op '%s'; use alloc, free, "
+            snprintf(err, cap, "line %lu: unknown op '%.40s'; use alloc, free, "
                      "aalloc, afree, create, release or managed", lineno, op);
             return -1;
         }
