@@ -265,6 +265,18 @@ START_TEST(load_refuses_bad_binary)
     write_file(path, buf, sizeof buf);
     ck_assert_int_eq(gm_trace_load(path, &t, err, sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "unknown operation 999"));
+    /* unclosed (no count), cut inside its second record: the message
+     * says so and counts the whole records, no count it never had */
+    h.flags = 0;
+    h.count = 0;
+    r.op = GM_RO_ALLOC;
+    memcpy(buf, &h, 64);
+    memcpy(buf + 128, &r, 64);
+    write_file(path, buf, 64 * 2 + 10);
+    ck_assert_int_eq(gm_trace_load(path, &t, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "offset 128: the unclosed section of pid 11 "
+                  "ends inside a record, after 1 whole record (") != NULL,
+                  "said: %s", err);
 }
 END_TEST
 

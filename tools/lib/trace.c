@@ -231,6 +231,23 @@ static struct gm_tproc *push_proc(struct gm_trace *t)
 
 /* ---- recordings --------------------------------------------------------- */
 
+/* A section that ends inside a record, or (counted) before its count:
+ * want 0 for an unclosed one, which has no count. */
+static void cut_short(char *err, size_t cap, uint64_t off, uint32_t pid,
+                      uint64_t got, uint64_t want)
+{
+    if (want != 0)
+        snprintf(err, cap, "offset %llu: the section of pid %u ends after "
+                 "%llu of its %llu records (truncated file)",
+                 (unsigned long long)off, pid, (unsigned long long)got,
+                 (unsigned long long)want);
+    else
+        snprintf(err, cap, "offset %llu: the unclosed section of pid %u "
+                 "ends inside a record, after %llu whole record%s "
+                 "(truncated file)", (unsigned long long)off, pid,
+                 (unsigned long long)got, got == 1 ? "" : "s");
+}
+
 static int load_binary(FILE *f, struct gm_trace *t, char *err, size_t cap)
 {
     uint64_t off = 0;
@@ -271,10 +288,7 @@ static int load_binary(FILE *f, struct gm_trace *t, char *err, size_t cap)
             if (k == 0 && !counted)
                 break;
             if (k != sizeof r) {
-                snprintf(err, cap, "offset %llu: the section of pid %u ends "
-                         "after %llu of its %llu records (truncated file)",
-                         (unsigned long long)off, h.pid,
-                         (unsigned long long)got, (unsigned long long)want);
+                cut_short(err, cap, off, h.pid, got, counted ? want : 0);
                 return -1;
             }
             off += sizeof r;
