@@ -12,6 +12,9 @@
 #   - a trainsim recording replays to the figures of the run's own exit
 #     report (peak, allocs, frees, refused, live) in grow, static and
 #     staged modes;
+#   - FILE '-' (standard input, redirected or piped) replays and sweeps as
+#     the file does, leaves nothing in TMPDIR, and a bad text line read
+#     from it is named;
 #   - a sweep's smallest limit with no refusal (grow: the peak; static:
 #     searched) has none, and a byte (grow) or a MiB (static) below has;
 #     a recording with stream-ordered pools (trainsim --api async), whose
@@ -159,6 +162,26 @@ GPUMEM_REPORT=json:$T/rep.json "$G" record -o "$T/ts.gmr" --limit 420M -- $TS 2>
 a=$(num refused < "$T/rep.json")
 b=$("$G" replay "$T/ts.gmr" --limit 420M --json | num refusals)
 [ "$a" = 1 ] && [ "$b" = 1 ] || bad "trainsim refused at 420M: run $a refusals, replay $b"
+
+# FILE '-': the standard input, redirected or piped, replays as the file
+# does (each replay of a sweep too), and its copy is left nowhere
+mkdir -m 700 "$T/tmpd"
+for k in peak_bytes refusals allocs live_bytes; do
+    a=$("$G" replay "$T/ts.gmr" --limit 420M --json | num $k)
+    b=$(TMPDIR=$T/tmpd "$G" replay - --limit 420M --json <"$T/ts.gmr" | num $k)
+    c=$(cat "$T/ts.gmr" | TMPDIR=$T/tmpd "$G" replay - --limit 420M --json | num $k)
+    [ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" = "$c" ] ||
+        bad "replay -: $k: file '$a', redirected '$b', piped '$c'"
+done
+a=$("$G" replay "$T/ts.gmr" --sweep 300M:1G --points 2 --json | num smallest_without_refusal_bytes)
+b=$(cat "$T/ts.gmr" | TMPDIR=$T/tmpd "$G" replay - --sweep 300M:1G --points 2 --json |
+    num smallest_without_refusal_bytes)
+[ -n "$a" ] && [ "$a" = "$b" ] || bad "replay - --sweep: file '$a', piped '$b'"
+[ -z "$(ls -A "$T/tmpd")" ] || bad "replay -: left in TMPDIR: $(ls -A "$T/tmpd")"
+printf '1 0 alloc -5 0x1000 0 0\n' | "$G" replay - >/dev/null 2>"$T/neg.err" &&
+    bad "replay -: a text trace with a size of -5 is accepted"
+grep -q "standard input: line 1: size '-5'" "$T/neg.err" ||
+    bad "replay -: a size of -5: $(cat "$T/neg.err")"
 
 # memory freed with its context: recorded frees, replayed
 SIMCUDA_CONTEXT=200M "$G" record -o "$T/cx.gmr" --limit 1G -- \

@@ -25,6 +25,7 @@
 
 #include "policy/parse.h"
 #include "policy/policy.h"
+#include "shim/base/safefile.h"
 #include "tools/cli/gpumem.h"
 #include "tools/lib/trace.h"
 #include "tools/lib/util.h"
@@ -49,7 +50,10 @@ const char gm_help_replay[] =
     "    (context included), the refusals (how many; the first one's\n"
     "    step, that is its call number in the process, its time and\n"
     "    size), spills, waits and the time spent in them, fragmentation at\n"
-    "    the peak and what was live at the end.\n"
+    "    the peak and what was live at the end. FILE - is the standard\n"
+    "    input (a pipe or a redirected file; a terminal is refused),\n"
+    "    copied once into a private temporary file in $TMPDIR (else /tmp),\n"
+    "    removed at once, that every replay reads.\n"
     "\n"
     "    Calls the original driver failed for reasons other than memory\n"
     "    are skipped; a refused call is replayed (another policy may serve\n"
@@ -370,6 +374,51 @@ static void print_json_res(uint32_t pid, const struct res *r)
            (unsigned long long)r->replay_ns);
 }
 
+/* FILE "-": standard input, copied once into a private temporary file
+ * ($TMPDIR, else /tmp) that is removed at once; its descriptor stays
+ * open (inherited by the replays, which read the copy by the name
+ * /proc/self/fd/N, put in path). Returns the descriptor, or -1 with a
+ * message (a terminal is refused: a recording is piped or redirected). */
+static int stdin_copy(char *path, size_t cap)
+{
+    if (isatty(STDIN_FILENO)) {
+        fprintf(stderr, "gpumem: replay: FILE '-' reads the standard input, "
+                "which is a terminal; pipe or redirect a recording or a "
+                "trace into it (gpumem replay - < t.gmr), or name the "
+                "file\n");
+        return -1;
+    }
+    const char *tmp = getenv("TMPDIR");
+    char tpl[PATH_MAX];
+    snprintf(tpl, sizeof tpl, "%s/gpumem-replay.XXXXXX",
+             tmp != NULL && tmp[0] == '/' ? tmp : "/tmp");
+    int fd = mkstemp(tpl);
+    if (fd < 0) {
+        fprintf(stderr, "gpumem: replay: cannot make a copy of the standard "
+                "input in %s: %s; set TMPDIR to a writable directory\n",
+                tpl, strerror(errno));
+        return -1;
+    }
+    unlink(tpl);
+    char buf[65536];
+    ssize_t k;
+    int rc = 0;
+    while (rc == 0 && (k = read(STDIN_FILENO, buf, sizeof buf)) != 0) {
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0 || gm_write_all(fd, buf, (size_t)k) != 0)
+            rc = -1;
+    }
+    if (rc != 0 || lseek(fd, 0, SEEK_SET) != 0) {
+        fprintf(stderr, "gpumem: replay: cannot copy the standard input to "
+                "%s: %s\n", tpl, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    snprintf(path, cap, "/proc/self/fd/%d", fd);
+    return fd;
+}
+
 static int parse_size(const char *s, uint64_t *out)
 {
     return gm_parse_size(s, out) == 0 ? 0 : -1;
@@ -642,9 +691,16 @@ int gm_cmd_replay(int argc, char **argv)
         if (parse_size(a, &lo) != 0 || parse_size(b, &hi) != 0 || lo >= hi)
             return usage("--sweep takes LO:HI with LO < HI, not", sw);
     }
+    char in_path[64];
+    if (strcmp(file, "-") == 0) {
+        if (stdin_copy(in_path, sizeof in_path) < 0)
+            return 1;
+        c.file = in_path;
+        file = "the standard input";
+    }
     struct gm_trace t;
     char err[512];
-    if (gm_trace_load(file, &t, err, sizeof err) != 0) {
+    if (gm_trace_load(c.file, &t, err, sizeof err) != 0) {
         fprintf(stderr, "gpumem: replay: %s: %s\n", file, err);
         return 1;
     }
