@@ -17,6 +17,9 @@
 #     from it is named;
 #   - a sweep's smallest limit with no refusal (grow: the peak; static:
 #     searched) has none, and a byte (grow) or a MiB (static) below has;
+#     under on_oom=spill (warn) it is the smallest with no refusal and no
+#     spill (no call let past it): neither at the answer, one or the
+#     other a MiB below, the table's spills column and the line say so;
 #     a recording with stream-ordered pools (trainsim --api async), whose
 #     pools a refusal's reclaim trims, is searched below its peak in grow
 #     mode too: none at the answer, some a MiB below, and the program run
@@ -205,6 +208,32 @@ for mode in grow static; do
         bad "sweep $mode: $r0 refusals at its answer $best, $r1 at $below"
 done
 
+# under on_oom=spill a spill is no refusal, yet a limit that spills is
+# not the answer: the smallest limit serves every call within it (static:
+# searched), a MiB below does not, the table shows each limit's spills and
+# the line says what was searched
+"$G" replay "$T/ts.gmr" --mode static --on-oom spill --sweep 300M:1G --points 2 \
+    --json >"$T/sp.json"
+best=$(num smallest_without_refusal_bytes <"$T/sp.json")
+if [ -z "$best" ]; then
+    bad "sweep static spill: no smallest limit ($(cat "$T/sp.json"))"
+else
+    "$G" replay "$T/ts.gmr" --mode static --on-oom spill --limit "$best" --json >"$T/sp0.json"
+    "$G" replay "$T/ts.gmr" --mode static --on-oom spill --limit $((best - 1048576)) \
+        --json >"$T/sp1.json"
+    s0=$(num spills <"$T/sp0.json"); r0=$(num refusals <"$T/sp0.json")
+    s1=$(num spills <"$T/sp1.json"); r1=$(num refusals <"$T/sp1.json")
+    [ "$s0" = 0 ] && [ "$r0" = 0 ] && [ "$((${s1:-0} + ${r1:-0}))" -gt 0 ] ||
+        bad "sweep static spill: $s0 spills and $r0 refusals at its answer $best, $s1 and $r1 a MiB below"
+fi
+grep -q '"criterion":"no refusal and no spill"' "$T/sp.json" ||
+    bad "sweep spill: the JSON does not say what was searched: $(cat "$T/sp.json")"
+"$G" replay "$T/ts.gmr" --on-oom spill --sweep 300M:1G --points 2 >"$T/sp.txt"
+awk '$1 == "limit" { ok = $3 == "spills" } $1 == "300.0M" { ok = ok && $3 > 0 && $4 == 0 }
+     END { exit !ok }' "$T/sp.txt" &&
+    grep -q '^  smallest limit with no refusal and no spill: ' "$T/sp.txt" ||
+    bad "sweep spill: the table or the answer does not show the spills: $(cat "$T/sp.txt")"
+
 # grow mode with pools: a refusal's reclaim trims them, so the smallest
 # limit lies below the unlimited peak and is searched
 AS="$B/gpumem-trainsim --quiet --steps 8 --eval-every 3 --api async"
@@ -224,6 +253,21 @@ else
         bad "sweep grow async: the program is refused at the answer $best"
     "$G" run --limit "$below" -- $AS >/dev/null 2>&1 &&
         bad "sweep grow async: the program runs a MiB below the answer $best"
+fi
+# ... and under on_oom=warn, which lets past the limit what would be
+# refused, the search is for no call let past it either
+"$G" replay "$T/as.gmr" --on-oom warn --sweep 400M:2G --points 2 --json >"$T/wn.json"
+best=$(num smallest_without_refusal_bytes <"$T/wn.json")
+o=$(num over_limit <"$T/wn.json")
+grep -q '"criterion":"no refusal and no call let past it"' "$T/wn.json" && [ "${o:-0}" -gt 0 ] ||
+    bad "sweep warn: $o calls let past 400M, $(cat "$T/wn.json")"
+if [ -n "$best" ]; then
+    "$G" replay "$T/as.gmr" --on-oom warn --limit "$best" --json >"$T/wn0.json"
+    "$G" replay "$T/as.gmr" --on-oom warn --limit $((best - 1048576)) --json >"$T/wn1.json"
+    o0=$(num over_limit <"$T/wn0.json"); r0=$(num refusals <"$T/wn0.json")
+    o1=$(num over_limit <"$T/wn1.json"); r1=$(num refusals <"$T/wn1.json")
+    [ "$o0" = 0 ] && [ "$r0" = 0 ] && [ "$((${o1:-0} + ${r1:-0}))" -gt 0 ] ||
+        bad "sweep grow async warn: $o0 past the limit and $r0 refused at its answer $best, $o1 and $r1 a MiB below"
 fi
 # without pools the peak is the answer, in 2 replays
 n=$("$G" replay "$T/ts.gmr" --sweep 300M:1G --points 3 --json | num search_replays)

@@ -10,7 +10,9 @@
  * Invariants: every replay runs in a fresh process with the same driver
  * and device size, so replays of one file differ only by their policy;
  * the limit a sweep reports as the smallest with no refusal was replayed
- * and had none, and (to the search's resolution) the one below it had.
+ * and had none, nor (under on_oom spill, warn, wait) a spill, a call let
+ * past the limit or a wait, and (to the search's resolution) the one
+ * below it had one.
  */
 #include <errno.h>
 #include <libgen.h>
@@ -29,6 +31,8 @@
 #include "tools/cli/gpumem.h"
 #include "tools/lib/trace.h"
 #include "tools/lib/util.h"
+
+extern char **environ;
 
 const char gm_help_replay[] =
     "NAME\n"
@@ -49,11 +53,12 @@ const char gm_help_replay[] =
     "    variables of the environment apply too). It prints the peak\n"
     "    (context included), the refusals (how many; the first one's\n"
     "    step, that is its call number in the process, its time and\n"
-    "    size), spills, waits and the time spent in them, fragmentation at\n"
-    "    the peak and what was live at the end. FILE - is the standard\n"
-    "    input (a pipe or a redirected file; a terminal is refused),\n"
-    "    copied once into a private temporary file in $TMPDIR (else /tmp),\n"
-    "    removed at once, that every replay reads.\n"
+    "    size), spills, waits and the time spent in them, the calls let\n"
+    "    past the limit (on_oom=warn, when any), fragmentation at the peak\n"
+    "    and what was live at the end. FILE - is the standard input (a\n"
+    "    pipe or a redirected file; a terminal is refused), copied once\n"
+    "    into a private temporary file in $TMPDIR (else /tmp), removed at\n"
+    "    once, that every replay reads.\n"
     "\n"
     "    Calls the original driver failed for reasons other than memory\n"
     "    are skipped; a refused call is replayed (another policy may serve\n"
@@ -72,7 +77,12 @@ const char gm_help_replay[] =
     "    is searched by bisection to 1 MiB from the context plus the\n"
     "    largest request up to the peak (2 + log2 of that span in MiB\n"
     "    replays). In other modes it depends on fragmentation and is\n"
-    "    searched by bisection to 1 MiB between LO and HI.\n"
+    "    searched by bisection to 1 MiB between LO and HI. Under\n"
+    "    --on-oom spill, warn or wait, a call the policy spilled, let past\n"
+    "    the limit or waited for is no refusal but not served within the\n"
+    "    limit either: the table has a column of their count and the\n"
+    "    answer is the smallest limit with no refusal and none of them\n"
+    "    (the line says which: 'no refusal and no spill').\n"
     "\n"
     "OPTIONS\n"
     "    --pid N\n"
@@ -326,6 +336,9 @@ static void print_text(uint32_t pid, const char *policy, const struct res *r)
     printf("  spills        %llu (%s)\n", (unsigned long long)r->spills, a);
     printf("  waits         %llu (%.3f s)\n", (unsigned long long)r->waits,
            r->slow_ns / 1e9);
+    if (r->over)
+        printf("  over limit    %llu calls let past the limit (on_oom=warn)\n",
+               (unsigned long long)r->over);
     printf("  frag at peak  %.1f%%\n", r->frag_ppm / 1e4);
     sz(r->live_bytes, a, sizeof a);
     printf("  live at end   %llu allocations, %s\n",
@@ -358,13 +371,13 @@ static void print_json_res(uint32_t pid, const struct res *r)
     for (size_t i = 0; i < r->nsteps; i++)
         printf("%s%llu", i ? "," : "", (unsigned long long)r->steps[i]);
     printf("],");
-    printf("\"spills\":%llu,\"spilled_bytes\":%llu,\"waits\":%llu,"
-           "\"wait_ns\":%llu,\"refused\":%llu,\"frag_at_peak_ppm\":%llu,\"live_allocs\":%llu,"
+    printf("\"spills\":%llu,\"spilled_bytes\":%llu,\"over_limit\":%llu,"
+           "\"waits\":%llu,\"wait_ns\":%llu,\"refused\":%llu,\"frag_at_peak_ppm\":%llu,\"live_allocs\":%llu,"
            "\"live_bytes\":%llu,\"allocs\":%llu,\"frees\":%llu,"
            "\"skipped\":%llu,\"orphan_frees\":%llu,\"unsupported\":%llu,"
            "\"replay_ns\":%llu}",
            (unsigned long long)r->spills, (unsigned long long)r->spilled,
-           (unsigned long long)r->waits,
+           (unsigned long long)r->over, (unsigned long long)r->waits,
            (unsigned long long)r->slow_ns,
            (unsigned long long)r->refused, (unsigned long long)r->frag_ppm,
            (unsigned long long)r->live_allocs,
@@ -478,15 +491,59 @@ static struct need need_of(const struct gm_trace *t, const struct gm_tproc *p)
     return n;
 }
 
-/* One replay of section sec at limit l; true when it ran and refused no
- * call. */
+/* Whether a replay served every call within its limit: none refused,
+ * and none the out-of-memory policy let through another way (spilled to
+ * managed memory, let past the limit, or waited for). Under on_oom=fail
+ * the three are 0, and this is "no refusal". */
+static bool served(const struct res *r)
+{
+    return r->refused_calls == 0 && r->spills == 0 && r->over == 0 &&
+           r->waits == 0;
+}
+
+/* The policy's help a sweep counts besides refusals: its column's title,
+ * the figure of a replay, and the words of the answer ("no refusal and
+ * no spill"). Under on_oom=fail there is none (title NULL). */
+struct helped {
+    const char *title, *answer;
+    enum gm_on_oom oom;
+};
+
+static struct helped helped_now(void)
+{
+    static struct gm_policy p;
+    static struct gm_diag d;
+    static struct gm_admin_file admin;
+    enum gm_on_oom o = gm_policy_load_node(&p, environ, &admin, &d) == 0
+                           ? p.on_oom : GM_OOM_FAIL;
+    switch (o) {
+    case GM_OOM_SPILL:
+        return (struct helped){ "spills", "no refusal and no spill", o };
+    case GM_OOM_WARN:
+        return (struct helped){ "over limit",
+                                "no refusal and no call let past it", o };
+    case GM_OOM_WAIT:
+        return (struct helped){ "waits", "no refusal and no wait", o };
+    default:
+        return (struct helped){ NULL, "no refusal", GM_OOM_FAIL };
+    }
+}
+
+static uint64_t helped_count(const struct helped *h, const struct res *r)
+{
+    return h->oom == GM_OOM_SPILL ? r->spills
+           : h->oom == GM_OOM_WARN ? r->over : r->waits;
+}
+
+/* One replay of section sec at limit l; true when it ran and served
+ * every call within the limit. */
 static bool clean_at(struct ctx *c, size_t sec, uint64_t l, unsigned *runs)
 {
     char lim[32];
     struct res r;
     snprintf(lim, sizeof lim, "%llu", (unsigned long long)l);
     (*runs)++;
-    return replay_once(c, sec, lim, &r) == 0 && r.refused_calls == 0;
+    return replay_once(c, sec, lim, &r) == 0 && served(&r);
 }
 
 /* Bisection to 1 MiB between a limit that refuses (a, not replayed
@@ -538,14 +595,50 @@ static bool search_arena(struct ctx *c, size_t sec, uint64_t lo, uint64_t hi,
     return true;
 }
 
+/* One row of a sweep's table: the limit, the peak, the refusals (with
+ * the first), and under a policy that helps (spill, warn, wait) its
+ * count. */
+static void sweep_row(const struct ctx *c, const struct helped *h,
+                      bool first, uint64_t l, const struct res *r)
+{
+    char a[32], b[32], d[32], n[24] = "";
+    sz(l, a, sizeof a);
+    sz(r->peak, b, sizeof b);
+    if (c->json) {
+        printf("%s{\"limit_bytes\":%llu,\"peak_bytes\":%llu,"
+               "\"refusals\":%llu,\"first_refusal_step\":%llu,"
+               "\"spills\":%llu,\"over_limit\":%llu,\"waits\":%llu}",
+               first ? "" : ",", (unsigned long long)l,
+               (unsigned long long)r->peak,
+               (unsigned long long)r->refused_calls,
+               (unsigned long long)r->first_step,
+               (unsigned long long)r->spills, (unsigned long long)r->over,
+               (unsigned long long)r->waits);
+        return;
+    }
+    if (h->title != NULL)
+        snprintf(n, sizeof n, "%-11llu ",
+                 (unsigned long long)helped_count(h, r));
+    if (r->refused_calls) {
+        sz(r->first_size, d, sizeof d);
+        printf("  %-14s %-14s %s%-9llu step %llu (%s)\n", a, b, n,
+               (unsigned long long)r->refused_calls,
+               (unsigned long long)r->first_step, d);
+    } else {
+        printf("  %-14s %-14s %s%-9s -\n", a, b, n, "0");
+    }
+}
+
 static int sweep(struct ctx *c, size_t sec, uint32_t pid, struct need need,
                  uint64_t lo, uint64_t hi, unsigned points)
 {
     char lim[32];
     struct res r;
+    struct helped h = helped_now();
     if (!c->json)
-        printf("pid %u: sweep %s mode\n  %-14s %-14s %-9s %s\n", pid,
-               mode_now(), "limit", "peak", "refusals", "first refusal");
+        printf("pid %u: sweep %s mode\n  %-14s %-14s %-*s%-9s %s\n", pid,
+               mode_now(), "limit", "peak", h.title ? 12 : 0,
+               h.title ? h.title : "", "refusals", "first refusal");
     else
         printf("{\"pid\":%u,\"mode\":\"%s\",\"sweep\":[", pid, mode_now());
     for (unsigned i = 0; i < points; i++) {
@@ -559,26 +652,9 @@ static int sweep(struct ctx *c, size_t sec, uint32_t pid, struct need need,
             say_failed(c, what, &r);
             return 1;
         }
-        char a[32], b[32], d[32];
-        sz(l, a, sizeof a);
-        sz(r.peak, b, sizeof b);
-        if (c->json) {
-            printf("%s{\"limit_bytes\":%llu,\"peak_bytes\":%llu,"
-                   "\"refusals\":%llu,\"first_refusal_step\":%llu}",
-                   i ? "," : "", (unsigned long long)l,
-                   (unsigned long long)r.peak,
-                   (unsigned long long)r.refused_calls,
-                   (unsigned long long)r.first_step);
-        } else if (r.refused_calls) {
-            sz(r.first_size, d, sizeof d);
-            printf("  %-14s %-14s %-9llu step %llu (%s)\n", a, b,
-                   (unsigned long long)r.refused_calls,
-                   (unsigned long long)r.first_step, d);
-        } else {
-            printf("  %-14s %-14s %-9s -\n", a, b, "0");
-        }
+        sweep_row(c, &h, i == 0, l, &r);
     }
-    /* The smallest limit with no refusal. */
+    /* The smallest limit that serves every call within it. */
     uint64_t best = 0;
     unsigned runs = 0;
     bool found = strcmp(mode_now(), "grow") == 0
@@ -588,16 +664,17 @@ static int sweep(struct ctx *c, size_t sec, uint32_t pid, struct need need,
     sz(best, a, sizeof a);
     if (c->json) {
         if (found)
-            printf("],\"smallest_without_refusal_bytes\":%llu,"
-                   "\"search_replays\":%u}\n", (unsigned long long)best, runs);
+            printf("],\"smallest_without_refusal_bytes\":%llu,",
+                   (unsigned long long)best);
         else
-            printf("],\"smallest_without_refusal_bytes\":null,"
-                   "\"search_replays\":%u}\n", runs);
+            printf("],\"smallest_without_refusal_bytes\":null,");
+        printf("\"criterion\":\"%s\",\"search_replays\":%u}\n", h.answer,
+               runs);
     } else if (found) {
-        printf("  smallest limit with no refusal: %s (%llu bytes; %u "
-               "replays)\n", a, (unsigned long long)best, runs);
+        printf("  smallest limit with %s: %s (%llu bytes; %u replays)\n",
+               h.answer, a, (unsigned long long)best, runs);
     } else {
-        printf("  no limit up to the sweep's top has no refusal\n");
+        printf("  no limit up to the sweep's top has %s\n", h.answer);
     }
     return 0;
 }
