@@ -26,7 +26,9 @@
 
 #define GM_REC_F_CLOSED 1u    /* the writer closed the section */
 #define GM_REC_F_COUNTED 2u   /* not closed by its writer (crash, exec,
-                                 kill); gpumem record counted its records */
+                                 kill, or still running when gpumem record
+                                 stopped waiting); gpumem record counted
+                                 its records */
 
 /* Driver calls. Numbers are part of the format: never renumber. */
 enum gm_rec_op {

@@ -6,7 +6,8 @@
  * "lost" record; the loader (tools/lib/trace.c) reads closed, unclosed
  * and multi-section files and text traces, and refuses truncated,
  * foreign-version and malformed input with the place named (in a text
- * trace also the field and what it accepts).
+ * trace also the field and what it accepts); a section's writer is
+ * running only as the process that started it (not a reused pid).
  */
 #include <check.h>
 #include <dirent.h>
@@ -18,6 +19,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shim/record/record.h"
@@ -463,6 +465,66 @@ START_TEST(sink_fork_child_leaves_a_reused_fd)
 }
 END_TEST
 
+static uint64_t realtime_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Whether /proc says pid is a zombie (waited for at most 2 s). */
+static bool becomes_zombie(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    for (int i = 0; i < 200; i++) {
+        FILE *f = fopen(path, "r");
+        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f)
+            fclose(f);
+        buf[n] = '\0';
+        char *p = strrchr(buf, ')');
+        if (p != NULL && p[1] == ' ' && p[2] == 'Z')
+            return true;
+        usleep(10000);
+    }
+    return false;
+}
+
+/* The writer of a section is the process under its pid only while that
+ * runs, is the caller's user's and started no later than the section:
+ * a process started after it (a pid given again), a zombie, a reaped
+ * child and another user's process are not. */
+START_TEST(writer_running_is_not_a_reused_pid)
+{
+    uint64_t now = realtime_now();
+    ck_assert(gm_rec_writer_running((uint32_t)getpid(), now));
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t ch = fork();
+    ck_assert_int_ge(ch, 0);
+    if (ch == 0) {
+        char c;
+        close(fds[1]);
+        (void)!read(fds[0], &c, 1); /* until the parent closes its end */
+        _exit(0);
+    }
+    close(fds[0]);
+    uint64_t after = realtime_now();
+    ck_assert(gm_rec_writer_running((uint32_t)ch, after));
+    /* a section 5 s older than the process: another one had the pid */
+    ck_assert(!gm_rec_writer_running((uint32_t)ch, after - 5000000000ull));
+    close(fds[1]);
+    ck_assert(becomes_zombie(ch));
+    ck_assert(!gm_rec_writer_running((uint32_t)ch, after));
+    ck_assert_int_eq(waitpid(ch, NULL, 0), ch);
+    ck_assert(!gm_rec_writer_running((uint32_t)ch, after));
+    ck_assert(!gm_rec_writer_running(0, after));
+    if (geteuid() != 0) /* init is root's */
+        ck_assert(!gm_rec_writer_running(1, after));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("trace");
@@ -479,6 +541,7 @@ int main(void)
     tcase_add_test(tc, load_text);
     tcase_add_test(tc, load_text_refuses_bad_numbers);
     tcase_add_test(tc, peak_follows_what_is_held);
+    tcase_add_test(tc, writer_running_is_not_a_reused_pid);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

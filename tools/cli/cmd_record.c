@@ -2,16 +2,20 @@
  * tools/cli/cmd_record.c — `gpumem record -o FILE [run options] -- CMD
  * ARGS...`: run CMD under the shim with GPUMEM_RECORD pointing at a
  * private directory, so that every process it starts writes its own
- * section (shim/record/record.c); when CMD has exited, join the sections,
- * oldest process first, into FILE (docs/trace.md).
+ * section (shim/record/record.c); when CMD has exited and the recorded
+ * processes it left running have closed their sections, join the
+ * sections, oldest process first, into FILE (docs/trace.md).
  *
  * Invariants: FILE is replaced whole (written beside it, then renamed),
  * never through a link, once CMD ran (with no section when no process
  * made a recorded call, which is said); when CMD could not be executed
  * nothing ran, FILE is left as it was (or not made) and the status is
- * 126 or 127; a section its writer did not close (crash, exec, kill) is
- * cut at its last record and marked COUNTED; the private directory is
- * removed on every path; the exit status is CMD's.
+ * 126 or 127; a section is waited for while its writer, the same
+ * process (pid and start time), runs, until --wait-timeout or SIGINT,
+ * SIGTERM, SIGHUP, each said; a section its writer did not close
+ * (crash, exec, kill, or still running when the wait ended) is cut at
+ * its last record, marked COUNTED and said as what it is; the private
+ * directory is removed on every path; the exit status is CMD's.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -24,10 +28,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "policy/parse.h"
 #include "shim/record/recfmt.h"
 #include "tools/cli/gpumem.h"
+#include "tools/lib/trace.h"
 #include "tools/lib/util.h"
 
 const char gm_help_record[] =
@@ -35,7 +42,8 @@ const char gm_help_record[] =
     "    gpumem record - record every driver call of a program to a file\n"
     "\n"
     "SYNOPSIS\n"
-    "    gpumem record -o FILE [RUN OPTIONS] -- CMD [ARGS...]\n"
+    "    gpumem record -o FILE [--wait-timeout DURATION] [RUN OPTIONS]\n"
+    "                  -- CMD [ARGS...]\n"
     "\n"
     "DESCRIPTION\n"
     "    Runs CMD under libgpumem.so, as gpumem run does, and writes every\n"
@@ -48,17 +56,26 @@ const char gm_help_record[] =
     "    mapping as it runs, so threads, forked children and crashed\n"
     "    processes are recorded whole; records that could not be stored\n"
     "    (a full disk) are counted, and the file says how many and where.\n"
-    "    FILE is written when CMD has exited; a process CMD left running\n"
-    "    is in it up to that moment. It is written when no process made\n"
-    "    a memory call too (it then holds none, and the line says so);\n"
-    "    when CMD cannot be executed nothing is recorded and FILE is left\n"
-    "    as it was.\n"
+    "    FILE is written when CMD has exited and the recorded processes it\n"
+    "    left running (a job started in the background, a daemon) have\n"
+    "    ended: record says once which pids it waits for. --wait-timeout,\n"
+    "    Ctrl-C (SIGINT), SIGTERM or SIGHUP ends that wait early: what\n"
+    "    they recorded up to then is kept, they go on running, and each\n"
+    "    is named as still running. A process that had made no recorded\n"
+    "    call when CMD exited is not waited for. FILE is written when no\n"
+    "    process made a memory call too (it then holds none, and the line\n"
+    "    says so); when CMD cannot be executed nothing is recorded and\n"
+    "    FILE is left as it was.\n"
     "    The format is docs/trace.md; gpumem log --from FILE prints it,\n"
     "    gpumem replay FILE replays it under another policy.\n"
     "\n"
     "OPTIONS\n"
     "    -o, --output FILE\n"
     "        The recording to write (replaced when it exists).\n"
+    "    --wait-timeout DURATION\n"
+    "        How long to wait, once CMD has exited, for recorded processes\n"
+    "        still running (30s, 5m, 1h; 0: not at all). Default: until\n"
+    "        they end.\n"
     "    RUN OPTIONS\n"
     "        --limit, --mode, --on-oom, ... as for gpumem run: the policy\n"
     "        the program is recorded under.\n"
@@ -66,7 +83,8 @@ const char gm_help_record[] =
     "        Print this manual page and exit.\n"
     "\n"
     "EXIT STATUS\n"
-    "    The exit status of CMD (128+N when a signal N ended it).\n"
+    "    The exit status of CMD (128+N when a signal N ended it), also\n"
+    "    when the wait for processes it left running was ended early.\n"
     "    1    The recording could not be written.\n"
     "    2    Usage error, or the policy is invalid.\n"
     "    126  CMD could not be executed; 127 CMD was not found (FILE is\n"
@@ -141,17 +159,16 @@ static long long copy_section(int dfd, struct section *s, FILE *out,
     return (long long)n;
 }
 
-static int join(const char *dir, const char *file)
+/* Every *.gmr file of the directory with its header, oldest first, in
+ * a malloc'd array (*out, NULL when there is none). A file whose header
+ * is not written yet (its writer is at its first record) gets the pid of
+ * its name ("<pid>.<k>.gmr") and its change time as its start, magic 0. */
+static size_t read_sections(DIR *d, struct section **out)
 {
-    DIR *d = opendir(dir);
-    if (d == NULL) {
-        fprintf(stderr, "gpumem: record: cannot read %s: %s\n", dir,
-                strerror(errno));
-        return 1;
-    }
     struct section *secs = NULL;
     size_t ns = 0;
     struct dirent *e;
+    rewinddir(d);
     while ((e = readdir(d)) != NULL) {
         size_t l = strlen(e->d_name);
         if (l < 5 || strcmp(e->d_name + l - 4, ".gmr") != 0)
@@ -162,16 +179,75 @@ static int join(const char *dir, const char *file)
         secs = p;
         memset(&secs[ns], 0, sizeof secs[ns]);
         snprintf(secs[ns].name, sizeof secs[ns].name, "%s", e->d_name);
-        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW);
-        if (fd >= 0) {
-            if (read(fd, &secs[ns].h, sizeof secs[ns].h) !=
-                (ssize_t)sizeof secs[ns].h)
-                memset(&secs[ns].h, 0, sizeof secs[ns].h);
-            close(fd);
+        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW |
+                        O_CLOEXEC);
+        struct stat st;
+        if (fd >= 0 && read(fd, &secs[ns].h, sizeof secs[ns].h) !=
+                           (ssize_t)sizeof secs[ns].h) {
+            memset(&secs[ns].h, 0, sizeof secs[ns].h);
+            secs[ns].h.pid = (uint32_t)strtoul(e->d_name, NULL, 10);
+            if (fstat(fd, &st) == 0)
+                secs[ns].h.start_ns = (uint64_t)st.st_ctim.tv_sec *
+                                      1000000000ull +
+                                      (uint64_t)st.st_ctim.tv_nsec;
         }
+        if (fd >= 0)
+            close(fd);
         ns++;
     }
     qsort(secs, ns, sizeof *secs, by_start);
+    *out = secs;
+    return ns;
+}
+
+/* Whether a later section of the same pid follows section i: the
+ * process exec'd another image, which writes that one. */
+static bool superseded(const struct section *s, size_t n, size_t i)
+{
+    for (size_t j = 0; j < n; j++)
+        if (j != i && s[j].h.pid == s[i].h.pid &&
+            s[j].h.start_ns > s[i].h.start_ns)
+            return true;
+    return false;
+}
+
+/* Whether section i is still being written: not closed, not left by an
+ * exec, and its writer is the process still running under its pid. */
+static bool still_written(const struct section *s, size_t n, size_t i)
+{
+    return !(s[i].h.flags & GM_REC_F_CLOSED) && !superseded(s, n, i) &&
+           gm_rec_writer_running(s[i].h.pid, s[i].h.start_ns);
+}
+
+/* What became of a section its writer did not close, on stderr. */
+static void say_unclosed(const struct section *s, size_t n, size_t i,
+                         long long k, const char *file)
+{
+    uint32_t pid = s[i].h.pid;
+    if (superseded(s, n, i))
+        fprintf(stderr, "gpumem: record: pid %u exec'd another program "
+                "without closing its section; its %lld records are kept\n",
+                pid, k);
+    else if (gm_rec_writer_running(pid, s[i].h.start_ns))
+        fprintf(stderr, "gpumem: record: pid %u is still running: %s holds "
+                "its %lld records so far, not what it records from now "
+                "on\n", pid, file, k);
+    else
+        fprintf(stderr, "gpumem: record: pid %u did not close its section "
+                "(it crashed, was killed or exec'd); its %lld records are "
+                "kept\n", pid, k);
+}
+
+static int join(const char *dir, const char *file)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        fprintf(stderr, "gpumem: record: cannot read %s: %s\n", dir,
+                strerror(errno));
+        return 1;
+    }
+    struct section *secs;
+    size_t ns = read_sections(d, &secs);
     char tmp[PATH_MAX];
     snprintf(tmp, sizeof tmp, "%s.part%ld", file, (long)getpid());
     int ofd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
@@ -193,9 +269,7 @@ static int join(const char *dir, const char *file)
                 procs++;
                 total += (uint64_t)k;
                 if (secs[i].h.flags & GM_REC_F_COUNTED)
-                    fprintf(stderr, "gpumem: record: pid %u did not close "
-                            "its section (it crashed, was killed or exec'd); "
-                            "its %lld records are kept\n", secs[i].h.pid, k);
+                    say_unclosed(secs, ns, i, k, file);
             }
         }
         if (fflush(out) != 0 || fsync(fileno(out)) != 0 || ferror(out)) {
@@ -229,7 +303,122 @@ static int join(const char *dir, const char *file)
     return rc;
 }
 
-static volatile sig_atomic_t child_pid;
+static volatile sig_atomic_t child_pid, got_sig;
+
+/* The pids of the sections still being written (one entry a pid), at
+ * most cap; how many. */
+static size_t writers(const char *dir, pid_t *pids, size_t cap)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return 0;
+    struct section *secs;
+    size_t ns = read_sections(d, &secs), n = 0;
+    for (size_t i = 0; i < ns && n < cap; i++) {
+        if (!still_written(secs, ns, i))
+            continue;
+        size_t j = 0;
+        while (j < n && pids[j] != (pid_t)secs[i].h.pid)
+            j++;
+        if (j == n)
+            pids[n++] = (pid_t)secs[i].h.pid;
+    }
+    free(secs);
+    closedir(d);
+    return n;
+}
+
+/* "pid 4467" or "pids 4467, 4470" on stderr. */
+static void say_pids(const pid_t *pids, size_t n)
+{
+    fprintf(stderr, "pid%s", n == 1 ? "" : "s");
+    for (size_t i = 0; i < n; i++)
+        fprintf(stderr, "%s %ld", i ? "," : "", (long)pids[i]);
+}
+
+static const char *sig_name(int sig)
+{
+    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM"
+           : sig == SIGHUP ? "SIGHUP" : "a signal";
+}
+
+#define WAIT_MAX_PIDS 64
+#define WAIT_POLL_NS 20000000L /* how often the sections are looked at */
+
+static uint64_t since_ns(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)(t.tv_sec - t0->tv_sec) * 1000000000ull +
+           (uint64_t)t.tv_nsec - (uint64_t)t0->tv_nsec;
+}
+
+/* Say the pids of now[0..n) not in said[0..*nsaid) yet, and add them:
+ * the first time with what ends the wait, later as newcomers. */
+static void say_waiting(const pid_t *now, size_t n, pid_t *said,
+                        size_t *nsaid, const char *cmd, const char *limit)
+{
+    pid_t fresh[WAIT_MAX_PIDS];
+    size_t nf = 0, before = *nsaid;
+    for (size_t i = 0; i < n; i++) {
+        size_t j = 0;
+        while (j < *nsaid && said[j] != now[i])
+            j++;
+        if (j == *nsaid && *nsaid < WAIT_MAX_PIDS)
+            fresh[nf++] = said[(*nsaid)++] = now[i];
+    }
+    if (nf == 0)
+        return;
+    if (before > 0) {
+        fprintf(stderr, "gpumem: record: waiting for ");
+        say_pids(fresh, nf);
+        fprintf(stderr, " too, started by a recorded process\n");
+        return;
+    }
+    const char *base = strrchr(cmd, '/');
+    fprintf(stderr, "gpumem: record: %s exited; waiting for ",
+            base != NULL && base[1] != '\0' ? base + 1 : cmd);
+    say_pids(fresh, nf);
+    fprintf(stderr, ", still recording (Ctrl-C or SIGTERM stops waiting and "
+            "keeps what is recorded so far");
+    if (limit != NULL)
+        fprintf(stderr, "; at most %s, --wait-timeout", limit);
+    fprintf(stderr, ")\n");
+}
+
+/* After CMD exited: wait for the processes still writing their sections
+ * (still_written) to close them, looking every WAIT_POLL_NS, until none
+ * is left, SIGINT, SIGTERM or SIGHUP comes (got_sig: one that came while
+ * CMD ran, passed to it, means no wait) or `timeout` ns pass
+ * (--wait-timeout `limit`; NULL: none, until they end; 0 never waits).
+ * Which pids it waits for is said once each, and why it stopped early. */
+static void await_writers(const char *dir, const char *cmd, uint64_t timeout,
+                          const char *limit)
+{
+    pid_t said[WAIT_MAX_PIDS], now[WAIT_MAX_PIDS];
+    size_t nsaid = 0, n;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (timeout > 0 && (n = writers(dir, now, WAIT_MAX_PIDS)) > 0) {
+        if (got_sig || (limit != NULL && since_ns(&t0) >= timeout)) {
+            if (got_sig && nsaid == 0)
+                fprintf(stderr, "gpumem: record: %s: not waiting for ",
+                        sig_name(got_sig));
+            else if (got_sig)
+                fprintf(stderr, "gpumem: record: stopped waiting (%s) for ",
+                        sig_name(got_sig));
+            else
+                fprintf(stderr, "gpumem: record: stopped waiting after %s "
+                        "(--wait-timeout) for ", limit);
+            say_pids(now, n);
+            fprintf(stderr, ", still recording\n");
+            return;
+        }
+        say_waiting(now, n, said, &nsaid, cmd, limit);
+        struct timespec poll = { 0, WAIT_POLL_NS };
+        nanosleep(&poll, NULL);
+    }
+}
 
 /* Fork and execute cmd. Returns the child; 0 when cmd could not be
  * executed (the child reaped, the errno of execvp in *exec_err: nothing
@@ -274,6 +463,18 @@ static pid_t spawn(char **cmd, int *exec_err)
     return 0;
 }
 
+/* --wait-timeout's value: a duration, 0 (or 0s, ...: do not wait). 0,
+ * or -1. */
+static int wait_timeout(const char *v, uint64_t *ns)
+{
+    uint64_t t = 0;
+    enum gm_perr e = gm_parse_duration_ex(v, &t, NULL);
+    if (e != GM_PERR_OK && e != GM_PERR_ZERO && strcmp(v, "0") != 0)
+        return -1;
+    *ns = e == GM_PERR_OK ? t : 0;
+    return 0;
+}
+
 /* CMD never ran: say what became of FILE; the status of a failed exec. */
 static int not_executed(const char *file, int e)
 {
@@ -282,16 +483,20 @@ static int not_executed(const char *file, int e)
     return e == ENOENT ? 127 : 126;
 }
 
-/* SIGTERM / SIGHUP: passed to CMD, whose end we wait for to join. */
-static void forward(int sig)
+/* SIGTERM / SIGHUP while CMD runs: passed to CMD, whose end we wait for
+ * to join. After it (and SIGINT then, unless it came ignored): the wait
+ * for the processes still recording ends. */
+static void on_signal(int sig)
 {
+    got_sig = sig;
     if (child_pid > 0)
         kill((pid_t)child_pid, sig);
 }
 
 int gm_cmd_record(int argc, char **argv)
 {
-    const char *file = NULL;
+    const char *file = NULL, *limit = NULL;
+    uint64_t timeout = UINT64_MAX;
     int i;
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0) {
@@ -306,6 +511,16 @@ int gm_cmd_record(int argc, char **argv)
             return GM_EXIT_USAGE;
         if (r > 0) {
             file = v;
+            continue;
+        }
+        r = gm_opt_value("record", argc, argv, &i, "--wait-timeout", &v);
+        if (r < 0)
+            return GM_EXIT_USAGE;
+        if (r > 0) {
+            if (wait_timeout(v, &timeout) != 0)
+                return usage("--wait-timeout takes a duration (30s, 5m, "
+                             "1h, 500ms) or 0 (do not wait), not", v);
+            limit = v;
             continue;
         }
         r = gm_run_apply_opt("record", argc, argv, &i);
@@ -347,17 +562,24 @@ int gm_cmd_record(int argc, char **argv)
     }
     /* The terminal's signals reach the child too; we outlive it to join. */
     child_pid = pid;
+    struct sigaction sa, old_int;
+    sigaction(SIGINT, NULL, &old_int);
     signal(SIGINT, SIG_IGN);
     signal(SIGQUIT, SIG_IGN);
-    struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = forward;
+    sa.sa_handler = on_signal;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
         ;
+    child_pid = 0;
     int status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    /* Ctrl-C now ends the wait, unless SIGINT came ignored (a job run
+     * in the background by a shell without job control). */
+    if (old_int.sa_handler != SIG_IGN)
+        sigaction(SIGINT, &sa, NULL);
+    await_writers(dir, argv[i], timeout, limit);
     int jr = join(dir, file);
     rmdir(dir);
     return jr != 0 ? 1 : status;

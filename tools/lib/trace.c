@@ -1,5 +1,6 @@
 /*
- * tools/lib/trace.c — loading recordings and text traces (trace.h).
+ * tools/lib/trace.c — loading recordings and text traces, and telling a
+ * section's running writer from a pid given again (trace.h).
  *
  * Invariants: a recording section is read to its header's count when it
  * was closed, else to its first all-zero record (a writer that ended
@@ -9,10 +10,13 @@
  * the load with its number and the field.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "shim/base/clock.h"
 #include "tools/lib/trace.h"
 
 static const char *const op_names[GM_RO_COUNT] = {
@@ -502,6 +506,41 @@ static int load_text(FILE *f, struct gm_trace *t, char *err, size_t cap)
 nomem:
     snprintf(err, cap, "out of memory");
     return -1;
+}
+
+/* ---- writers ------------------------------------------------------------ */
+
+#define WRITER_SLACK_NS 1000000000ull /* a second: ticks, clock offset */
+
+/* Whether process pid runs as effective user uid (the second figure of
+ * the Uid line of /proc/<pid>/status; the directory's owner would be
+ * root for a process that is not dumpable). */
+static bool runs_as(uint32_t pid, uid_t uid)
+{
+    char path[32], line[256];
+    snprintf(path, sizeof path, "/proc/%u/status", pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return false;
+    bool yes = false;
+    unsigned long r, e;
+    while (fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "Uid: %lu %lu", &r, &e) == 2) {
+            yes = e == (unsigned long)uid;
+            break;
+        }
+    fclose(f);
+    return yes;
+}
+
+bool gm_rec_writer_running(uint32_t pid, uint64_t start_ns)
+{
+    uint64_t ticks;
+    if (pid == 0 || pid > INT_MAX || !gm_proc_alive((int)pid, 0) ||
+        !runs_as(pid, geteuid()) || gm_proc_start_ticks((int)pid, &ticks) != 0)
+        return false;
+    uint64_t began = gm_proc_start_realtime_ns(ticks);
+    return began != 0 && began <= start_ns + WRITER_SLACK_NS;
 }
 
 int gm_trace_load(const char *path, struct gm_trace *t, char *err,

@@ -1,7 +1,8 @@
 /*
  * tools/lib/trace.h — reading allocation traces into memory: gpumem's
  * recordings (shim/record/recfmt.h, docs/trace.md) and the plain text
- * format "pid t_ns op size ptr_or_handle rc dt_ns" of other tools.
+ * format "pid t_ns op size ptr_or_handle rc dt_ns" of other tools; and
+ * whether the writer of a recording section still runs.
  *
  * Invariants: events keep the file's order (per process: the writer's
  * seq order); every event belongs to exactly one process entry; a
@@ -58,5 +59,13 @@ bool gm_rec_op_allocates(unsigned op);
  * retains and mappings keep it, as they keep the driver's memory); 0 on
  * no memory for the count. */
 uint64_t gm_trace_peak(const struct gm_trace *t, const struct gm_tproc *p);
+
+/* Whether the writer of a recording section, pid as its header has it,
+ * which started the section at start_ns (CLOCK_REALTIME), still runs: a
+ * live process (not a zombie) of the caller's effective user under that
+ * pid, started no later than the section (to a second: the clock tick
+ * and the clocks' offset), so never a later process given the same pid
+ * nor another user's (a writer's directory is its user's own). */
+bool gm_rec_writer_running(uint32_t pid, uint64_t start_ns);
 
 #endif
