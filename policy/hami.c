@@ -118,11 +118,8 @@ static void as_limits(struct load *c, const struct hami *h)
         any |= h->dev[d] != 0;
     /* The scheduler's grant is the job's limit: per-device defaults of
      * the admin file do not outrank it on their devices. */
-    if (any && p->src[GM_F_LIMIT_N] == GM_SRC_ADMIN) {
-        memset(p->dev_limit, 0, sizeof p->dev_limit);
-        memset(p->dev_limit_set, 0, sizeof p->dev_limit_set);
-        p->src[GM_F_LIMIT_N] = GM_SRC_DEFAULT;
-    }
+    if (any)
+        gm_pol_drop_admin_devs(c);
 
     if (h->all != 0) {
         p->limit.kind = GM_LIMIT_BYTES;

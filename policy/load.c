@@ -553,6 +553,17 @@ static void save_base(struct load *c)
     memcpy(c->base_src, p->src, sizeof c->base_src);
 }
 
+void gm_pol_drop_admin_devs(struct load *c)
+{
+    struct gm_policy *p = c->p;
+
+    if (p->src[GM_F_LIMIT_N] != GM_SRC_ADMIN)
+        return;
+    memset(p->dev_limit, 0, sizeof p->dev_limit);
+    memset(p->dev_limit_set, 0, sizeof p->dev_limit_set);
+    p->src[GM_F_LIMIT_N] = GM_SRC_DEFAULT;
+}
+
 static bool env_sets_limit(const struct load *c)
 {
     unsigned i;
@@ -656,6 +667,10 @@ int gm_policy_load_secure(struct gm_policy *p, char *const *envp,
             gm_pol_table[i].apply(&c, f, gm_pol_field_names[f], c.val[f]))
             p->src[f] = GM_SRC_ENV;
         if (f == GM_F_LIMIT) {
+            /* The job's own GPUMEM_LIMIT is its limit on every device:
+             * the admin file's GPUMEM_LIMIT_<N> are defaults too. */
+            if (p->src[GM_F_LIMIT] == GM_SRC_ENV)
+                gm_pol_drop_admin_devs(&c);
             apply_devs(&c);
             gm_pol_hami_apply(&c, hami_as_limit);
         }

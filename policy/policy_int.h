@@ -94,6 +94,10 @@ void gm_pol_bad_parse(struct load *c, enum gm_field f, const char *name,
 bool gm_pol_parse_limit(struct load *c, enum gm_field f, const char *name,
                         const char *val, struct gm_limit *out)
     __attribute__((visibility("hidden")));
+/* Forget the admin file's GPUMEM_LIMIT_<N> defaults (the environment or
+ * HAMi-core's variables gave the limit of every device). */
+void gm_pol_drop_admin_devs(struct load *c)
+    __attribute__((visibility("hidden")));
 /* Values shown in messages and in `gpumem policy`. */
 void gm_pol_limit_text(const struct gm_limit *l, char *buf, size_t cap)
     __attribute__((visibility("hidden")));

@@ -5,7 +5,8 @@
 # file's defaults show source "admin" and clamped values their request;
 # a bad line, a group-writable file and a symlinked file each stop a CUDA
 # program with exit 2 even under GPUMEM_ON_BAD_CONFIG=warn, naming the
-# file (and line); a program that never calls CUDA is not affected.
+# file (and line); a program that never calls CUDA is not affected; a
+# per-device default of the file yields to the job's GPUMEM_LIMIT.
 # Exit 0 pass, 1 fail, 77 skip (the build tree's directories are not
 # root's, so no file in it can be trusted).
 set -u
@@ -62,6 +63,14 @@ GPUMEM_LIMIT=none LD_LIBRARY_PATH="$ABS/sim" "$G" run --limit none -- \
 alloc $((800 * M)) GPUMEM_LIMIT=50% && fail "50% lifted the ceiling"
 grep -q 'the limit asked is above the admin ceiling GPUMEM_MAX_LIMIT; the limit is 1.0 GiB' "$t/out" ||
     fail "no per-device line: $(cat "$t/out")"
+
+# A per-device default of the file is a default: the job's GPUMEM_LIMIT
+# is its limit on every device.
+put 'GPUMEM_LIMIT_0=8G\n'
+alloc $((800 * M)) GPUMEM_LIMIT=1G && fail "GPUMEM_LIMIT_0=8G of the file lifted the job's GPUMEM_LIMIT=1G"
+grep -q 'of 1.0 GiB limit' "$t/out" || fail "admin GPUMEM_LIMIT_0 under GPUMEM_LIMIT: $(cat "$t/out")"
+GPUMEM_LIMIT=1G "$G" policy > "$t/pol" 2>&1
+grep -q '^GPUMEM_LIMIT_0 ' "$t/pol" && fail "the file's GPUMEM_LIMIT_0 is shown over GPUMEM_LIMIT: $(cat "$t/pol")"
 
 # The forced group: a job's process joins slurm-<job id> with the file's
 # group limit, whatever its own GPUMEM_GROUP says.

@@ -88,6 +88,39 @@ START_TEST(defaults_from_file)
 }
 END_TEST
 
+/* The admin file's GPUMEM_LIMIT_<N> is a default like its GPUMEM_LIMIT:
+ * a job's own GPUMEM_LIMIT is its limit on every device, a job's own
+ * GPUMEM_LIMIT_<N> still wins on its device, the ceiling still holds. */
+START_TEST(device_default_yields_to_env)
+{
+    ALOAD("GPUMEM_LIMIT_0=8G\nGPUMEM_LIMIT_2=1G\n", "GPUMEM_LIMIT=4G");
+    ck_assert_int_eq(rc, 0);
+    ck_assert_uint_eq(d.len, 0);
+    ck_assert(!p.dev_limit_set[0] && !p.dev_limit_set[2]);
+    ck_assert_int_eq(p.src[GM_F_LIMIT_N], GM_SRC_DEFAULT);
+    ck_assert_uint_eq(gm_policy_limit_for(&p, 0, 80 * GiB), 4 * GiB);
+    ck_assert_uint_eq(gm_policy_limit_for(&p, 2, 80 * GiB), 4 * GiB);
+    ALOAD("GPUMEM_LIMIT_0=8G\n", "GPUMEM_LIMIT=none");
+    ck_assert_uint_eq(gm_policy_limit_for(&p, 0, 80 * GiB), 0);
+    ALOAD("GPUMEM_LIMIT_0=8G\n", "GPUMEM_LIMIT=4G", "GPUMEM_LIMIT_1=2G");
+    ck_assert_uint_eq(gm_policy_limit_for(&p, 0, 80 * GiB), 4 * GiB);
+    ck_assert_uint_eq(gm_policy_limit_for(&p, 1, 80 * GiB), 2 * GiB);
+    ck_assert_int_eq(p.src[GM_F_LIMIT_N], GM_SRC_ENV);
+    ALOAD("GPUMEM_LIMIT_0=8G\nGPUMEM_MAX_LIMIT=2G\n", "GPUMEM_LIMIT=4G");
+    ck_assert_uint_eq(gm_policy_limit_for(&p, 0, 80 * GiB), 2 * GiB);
+    /* Without a GPUMEM_LIMIT of the job's, the defaults stand ... */
+    ALOAD("GPUMEM_LIMIT_0=8G\n", "GPUMEM_LIMIT_1=2G");
+    ck_assert_uint_eq(gm_policy_limit_for(&p, 0, 80 * GiB), 8 * GiB);
+    ck_assert_uint_eq(gm_policy_limit_for(&p, 3, 80 * GiB), 0);
+    /* ... and a refused one falls back to them (GPUMEM_ON_BAD_CONFIG). */
+    ALOAD("GPUMEM_LIMIT_0=8G\nGPUMEM_LIMIT=16G\n", "GPUMEM_LIMIT=4G5",
+          "GPUMEM_ON_BAD_CONFIG=warn");
+    ck_assert_int_eq(rc, -1);
+    ck_assert_uint_eq(gm_policy_limit_for(&p, 0, 80 * GiB), 8 * GiB);
+    ck_assert_uint_eq(gm_policy_limit_for(&p, 1, 80 * GiB), 16 * GiB);
+}
+END_TEST
+
 START_TEST(no_file)
 {
     memset(&af, 0, sizeof af);
@@ -785,6 +818,7 @@ static Suite *admin_suite(void)
 
     tcase_add_test(t, defaults_from_file);
     tcase_add_test(t, no_file);
+    tcase_add_test(t, device_default_yields_to_env);
     tcase_add_test(t, refused_file_is_fatal);
     tcase_add_test(t, bad_lines);
     tcase_add_test(t, env_cannot_set_rules);
