@@ -148,13 +148,14 @@ bool gm_pol_hami_held(const struct gm_limit *l, uint64_t cap,
     return true;
 }
 
-/* One cap against the job's limit for that device: a line when the two
- * compare and the job's is above (else it is taken per device). */
+/* One cap against the job's own limit: a line when the two compare and
+ * the job's is above (else it is taken per device, shim/account/device.c).
+ * dev < 0: the limit of every device. */
 static void cap_note(struct load *c, const struct gm_limit *l,
                      const char *lname, const char *lval, const char *hname,
-                     const char *hval, uint64_t cap)
+                     const char *hval, uint64_t cap, int dev)
 {
-    char a[SHOW_MAX + 4], b[SHOW_MAX + 4], sz[32];
+    char a[SHOW_MAX + 4], b[SHOW_MAX + 4], sz[32], on[32] = "";
     struct gm_limit held;
 
     if (!gm_pol_hami_held(l, cap, &held))
@@ -162,38 +163,47 @@ static void cap_note(struct load *c, const struct gm_limit *l,
     gm_pol_show(lval, a, sizeof a);
     gm_pol_show(hval, b, sizeof b);
     gm_format_size(cap, sz, sizeof sz);
+    if (dev >= 0)
+        snprintf(on, sizeof on, " on device %d", dev);
     gm_pol_msg(c, false, "gpumem: %s='%s' is above %s='%s', the scheduler's "
-        "grant; the limit is %s", lname, a, hname, b, sz);
+        "grant; the limit%s is %s", lname, a, hname, b, on, sz);
 }
 
+/* The grants over the job's own limits. Only a value the job wrote and
+ * that was taken is named: an unset GPUMEM_LIMIT beside a job's
+ * GPUMEM_LIMIT_<N>, a refused one (said already) and an admin default
+ * are simply held. */
 static void as_caps(struct load *c, const struct hami *h)
 {
     struct gm_policy *p = c->p;
     char ln[32], hn[48];
     unsigned d;
+    bool own = c->val[GM_F_LIMIT] != NULL && p->src[GM_F_LIMIT] == GM_SRC_ENV;
 
     p->hami_cap = h->all;
     memcpy(p->hami_cap_dev, h->dev, sizeof p->hami_cap_dev);
     p->hami_capped = h->all != 0;
     for (d = 0; d < GM_MAX_DEVICES; d++)
         p->hami_capped |= h->dev[d] != 0;
-    if (h->all != 0)
-        cap_note(c, &p->limit, "GPUMEM_LIMIT",
-                 c->val[GM_F_LIMIT] ? c->val[GM_F_LIMIT] : "none",
-                 HAMI_LIMIT, c->hami_val, h->all);
+    if (h->all != 0 && own)
+        cap_note(c, &p->limit, "GPUMEM_LIMIT", c->val[GM_F_LIMIT],
+                 HAMI_LIMIT, c->hami_val, h->all, -1);
     for (d = 0; d < GM_MAX_DEVICES; d++) {
-        if (h->dev[d] == 0)
+        uint64_t cap = h->dev[d] != 0 ? h->dev[d] : h->all;
+        const char *hv = h->dev[d] != 0 ? c->hami_dev[d] : c->hami_val;
+        if (cap == 0)
             continue;
-        snprintf(hn, sizeof hn, HAMI_LIMIT "_%u", d);
-        if (p->dev_limit_set[d]) {
+        if (h->dev[d] != 0)
+            snprintf(hn, sizeof hn, HAMI_LIMIT "_%u", d);
+        else
+            snprintf(hn, sizeof hn, HAMI_LIMIT);
+        if (c->dev_env[d]) {
             snprintf(ln, sizeof ln, "GPUMEM_LIMIT_%u", d);
-            cap_note(c, &p->dev_limit[d], ln,
-                     c->dev_val[d] ? c->dev_val[d] : "none", hn,
-                     c->hami_dev[d], h->dev[d]);
-        } else {
-            cap_note(c, &p->limit, "GPUMEM_LIMIT",
-                     c->val[GM_F_LIMIT] ? c->val[GM_F_LIMIT] : "none", hn,
-                     c->hami_dev[d], h->dev[d]);
+            cap_note(c, &p->dev_limit[d], ln, c->dev_val[d], hn, hv, cap,
+                     (int)d);
+        } else if (h->dev[d] != 0 && !p->dev_limit_set[d] && own) {
+            cap_note(c, &p->limit, "GPUMEM_LIMIT", c->val[GM_F_LIMIT], hn,
+                     hv, cap, (int)d);
         }
     }
 }

@@ -349,6 +349,7 @@ static void apply_devs(struct load *c)
         if (gm_pol_parse_limit(c, GM_F_LIMIT_N, name, c->dev_val[dev],
                         &c->p->dev_limit[dev])) {
             c->p->dev_limit_set[dev] = true;
+            c->dev_env[dev] = true;
             c->p->src[GM_F_LIMIT_N] = GM_SRC_ENV;
         }
     }

@@ -17,6 +17,22 @@
 #include "shim/driver/nvml.h"
 #include "shim/driver/real.h"
 
+/* Whether the load compared the device's limit with the ceiling that
+ * holds it (and said so where the value was the job's): no limit, a size
+ * against a grant, a limit of the admin ceiling's own kind. Any other
+ * pair (50% under 40G) can only be compared once the device's size is
+ * known. */
+static bool held_at_load(const struct gm_policy *p, int dev, bool by_admin)
+{
+    const struct gm_limit *l = p->dev_limit_set[dev] ? &p->dev_limit[dev]
+                                                      : &p->limit;
+    if (l->kind == GM_LIMIT_NONE)
+        return true;
+    if (by_admin)
+        return l->kind == p->admin.max_limit.kind;
+    return l->kind == GM_LIMIT_BYTES;
+}
+
 /* False when the driver says there is no such device, or is not
  * initialised (a call before cuInit): nothing is recorded (no telemetry
  * block, no group entry, the record stays unresolved for a later call)
@@ -43,14 +59,20 @@ static bool resolve_device(int dev, struct gm_dev *d)
                                             total, &clamped);
     /* A ceiling of another kind than the limit asked (40G over 50%) can
      * only be applied now that the device's size is known. */
-    if (clamped && gm_st.policy.limit.kind != GM_LIMIT_NONE) {
-        char l[32];
-        uint64_t adm = gm_limit_resolve(&gm_st.policy.admin.max_limit, total);
+    uint64_t adm = gm_limit_resolve(&gm_st.policy.admin.max_limit, total);
+    if (clamped && !held_at_load(&gm_st.policy, dev, adm == limit)) {
+        char l[32], by[64];
         gm_format_size(limit, l, sizeof l);
+        if (adm == limit)
+            snprintf(by, sizeof by, "the admin ceiling GPUMEM_MAX_LIMIT");
+        else if (gm_st.policy.hami_cap_dev[dev] != 0)
+            snprintf(by, sizeof by, "the scheduler's grant "
+                     "(CUDA_DEVICE_MEMORY_LIMIT_%d)", dev);
+        else
+            snprintf(by, sizeof by, "the scheduler's grant "
+                     "(CUDA_DEVICE_MEMORY_LIMIT)");
         gm_log(GM_LOG_WARN, "device %d: the limit asked is above %s; the "
-               "limit is %s", dev, adm == limit
-                   ? "the admin ceiling GPUMEM_MAX_LIMIT"
-                   : "the scheduler's grant (CUDA_DEVICE_MEMORY_LIMIT)", l);
+               "limit is %s", dev, by, l);
     }
     gm_budget_set_limit(&d->budget, limit);
     CUuuid u;

@@ -42,6 +42,14 @@ alloc "$SHIM" $((800 * M)) CUDA_DEVICE_MEMORY_LIMIT=1024m GPUMEM_LIMIT=2G &&
     fail "GPUMEM_LIMIT=2G lifted CUDA_DEVICE_MEMORY_LIMIT=1024m"
 grep -q "GPUMEM_LIMIT='2G' is above CUDA_DEVICE_MEMORY_LIMIT='1024m', the scheduler's grant" "$t/out" ||
     fail "no line about the grant: $(cat "$t/out")"
+[ "$(grep -c "scheduler's grant" "$t/out")" = 1 ] || fail "the grant is not said once: $(cat "$t/out")"
+# A percentage of the job's under the grant is held on the device, with a
+# line there; a GPUMEM_LIMIT the job did not set is never named.
+alloc "$SHIM" $((800 * M)) CUDA_DEVICE_MEMORY_LIMIT=1024m GPUMEM_LIMIT_0=50% &&
+    fail "GPUMEM_LIMIT_0=50% lifted CUDA_DEVICE_MEMORY_LIMIT=1024m"
+grep -q "device 0: the limit asked is above the scheduler's grant (CUDA_DEVICE_MEMORY_LIMIT); the limit is 1.0 GiB" "$t/out" ||
+    fail "no per-device line about the grant: $(cat "$t/out")"
+grep -q "GPUMEM_LIMIT=" "$t/out" && fail "a GPUMEM_LIMIT nobody set is named: $(cat "$t/out")"
 alloc "$SHIM" $((400 * M)) CUDA_DEVICE_MEMORY_LIMIT=1024m GPUMEM_LIMIT=512M &&
     fail "GPUMEM_LIMIT=512M did not tighten CUDA_DEVICE_MEMORY_LIMIT"
 grep -q 'of 512.0 MiB limit' "$t/out" || fail "512M under 1024m: $(cat "$t/out")"

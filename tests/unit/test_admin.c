@@ -612,6 +612,37 @@ START_TEST(hami_messages)
 }
 END_TEST
 
+/* A grant's line names the value the job wrote and that it holds down,
+ * on the device it holds: never a GPUMEM_LIMIT the job did not set, nor
+ * one that was refused. */
+START_TEST(hami_grant_lines_name_the_job_value)
+{
+    ALOAD("", "CUDA_DEVICE_MEMORY_LIMIT=1024m", "GPUMEM_LIMIT_0=2G");
+    ck_assert_int_eq(rc, 0);
+    HAS("gpumem: GPUMEM_LIMIT_0='2G' is above CUDA_DEVICE_MEMORY_LIMIT="
+        "'1024m', the scheduler's grant; the limit on device 0 is 1.0 GiB");
+    ck_assert_uint_eq(count_lines(d.text), 1);
+    ck_assert_uint_eq(gm_policy_limit_for(&p, 0, 80 * GiB), GiB);
+    ck_assert_uint_eq(gm_policy_limit_for(&p, 1, 80 * GiB), GiB);
+    ALOAD("", "CUDA_DEVICE_MEMORY_LIMIT_1=1024m", "GPUMEM_LIMIT_1=2G");
+    HAS("gpumem: GPUMEM_LIMIT_1='2G' is above CUDA_DEVICE_MEMORY_LIMIT_1="
+        "'1024m', the scheduler's grant; the limit on device 1 is 1.0 GiB");
+    ck_assert_uint_eq(count_lines(d.text), 1);
+    ALOAD("", "CUDA_DEVICE_MEMORY_LIMIT_0=1024m", "GPUMEM_LIMIT=none");
+    HAS("gpumem: GPUMEM_LIMIT='none' is above CUDA_DEVICE_MEMORY_LIMIT_0="
+        "'1024m', the scheduler's grant; the limit on device 0 is 1.0 GiB");
+    ALOAD("", "CUDA_DEVICE_MEMORY_LIMIT=1024m", "GPUMEM_LIMIT=bad",
+          "GPUMEM_ON_BAD_CONFIG=warn");
+    ck_assert_int_eq(rc, -1);
+    ck_assert_msg(strstr(d.text, "is above") == NULL, "%s", d.text);
+    /* An admin default under the grant is held without a line. */
+    ALOAD("GPUMEM_LIMIT_0=8G\n", "CUDA_DEVICE_MEMORY_LIMIT=1024m",
+          "GPUMEM_LIMIT_1=512M");
+    ck_assert_uint_eq(d.len, 0);
+    ck_assert_uint_eq(gm_policy_limit_for(&p, 0, 80 * GiB), GiB);
+}
+END_TEST
+
 START_TEST(disable_control)
 {
     /* Not allowed: limits stay. */
@@ -846,6 +877,7 @@ static Suite *admin_suite(void)
     tcase_add_loop_test(t, hami_refusals, 0, N(hami_bad));
     tcase_add_test(t, hami_mapping);
     tcase_add_test(t, hami_messages);
+    tcase_add_test(t, hami_grant_lines_name_the_job_value);
     tcase_add_test(t, hami_format_shows_the_grant);
     tcase_add_test(t, disable_control);
     suite_add_tcase(s, t);
