@@ -29,9 +29,10 @@ static const char F_HAMI[] =
     "use HAMi-core's form: a whole number of bytes, or with k, m or g "
     "(binary: 1g = 1024m), e.g. 1024m";
 
-/* One value; true when it gives a limit (*out set). */
+/* One value; true when it gives a limit (*out set). A zero ("no limit",
+ * as in HAMi-core) sets *zero and is said once every value is known. */
 static bool hami_value(struct load *c, const char *name, const char *val,
-                       uint64_t *out)
+                       uint64_t *out, bool *zero)
 {
     char what[WHAT_MAX], v[SHOW_MAX + 4];
     size_t junk = 0;
@@ -39,8 +40,7 @@ static bool hami_value(struct load *c, const char *name, const char *val,
     enum gm_perr e = gm_parse_hami_size_ex(val, &b, &junk);
 
     if (e == GM_PERR_OK && b == 0) {
-        gm_pol_msg(c, false, "gpumem: %s='0' means no limit (as in "
-            "HAMi-core)", name);
+        *zero = true;
         return false;
     }
     if (e == GM_PERR_OK) {
@@ -77,6 +77,8 @@ static int dev_of(const char *entry, size_t nlen)
 struct hami {
     uint64_t all;                   /* 0 = none */
     uint64_t dev[GM_MAX_DEVICES];
+    bool zero_all;                  /* written as 0: no limit */
+    bool zero_dev[GM_MAX_DEVICES];
 };
 
 static void hami_devices(struct load *c, struct hami *h)
@@ -104,7 +106,7 @@ static void hami_devices(struct load *c, struct hami *h)
         if (eq[1] == '\0')
             continue;   /* empty: unset, as in HAMi-core */
         c->hami_dev[dev] = eq + 1;
-        (void)hami_value(c, name, eq + 1, &h->dev[dev]);
+        (void)hami_value(c, name, eq + 1, &h->dev[dev], &h->zero_dev[dev]);
     }
 }
 
@@ -208,6 +210,36 @@ static void as_caps(struct load *c, const struct hami *h)
     }
 }
 
+/* What a 0 leaves: as in HAMi-core, a device's 0 sets nothing of its own
+ * and the device falls back to CUDA_DEVICE_MEMORY_LIMIT. */
+static void zero_notes(struct load *c, const struct hami *h, bool as_limit)
+{
+    char v[SHOW_MAX + 4], sz[32];
+    unsigned d;
+
+    if (h->zero_all)
+        gm_pol_msg(c, false, "gpumem: " HAMI_LIMIT "='0' means no limit (as "
+            "in HAMi-core)");
+    if (h->all != 0) {
+        gm_pol_show(c->hami_val, v, sizeof v);
+        gm_format_size(h->all, sz, sizeof sz);
+    }
+    for (d = 0; d < GM_MAX_DEVICES; d++) {
+        if (!h->zero_dev[d])
+            continue;
+        if (h->all != 0)
+            gm_pol_msg(c, false, "gpumem: " HAMI_LIMIT "_%u='0' sets no "
+                "limit of its own (as in HAMi-core); device %u %s "
+                HAMI_LIMIT "='%s' (%s)", d, d,
+                as_limit ? "takes" : "is held to the grant of", v, sz);
+        else
+            gm_pol_msg(c, false, "gpumem: " HAMI_LIMIT "_%u='0' means no "
+                "limit (as in HAMi-core); device %u %s", d, d,
+                as_limit ? "gets no limit from HAMi-core's variables"
+                         : "has no grant");
+    }
+}
+
 void gm_pol_hami_apply(struct load *c, bool as_limit)
 {
     struct hami h;
@@ -216,9 +248,10 @@ void gm_pol_hami_apply(struct load *c, bool as_limit)
     memset(&h, 0, sizeof h);
     if (v != NULL && v[0] != '\0') {
         c->hami_val = v;
-        (void)hami_value(c, HAMI_LIMIT, v, &h.all);
+        (void)hami_value(c, HAMI_LIMIT, v, &h.all, &h.zero_all);
     }
     hami_devices(c, &h);
+    zero_notes(c, &h, as_limit);
     if (as_limit)
         as_limits(c, &h);
     else

@@ -599,6 +599,24 @@ START_TEST(hami_messages)
     ck_assert_int_eq(rc, 0);
     ck_assert_uint_eq(gm_policy_limit_for(&p, 0, 80 * GiB), 0);
     HAS("CUDA_DEVICE_MEMORY_LIMIT='0' means no limit (as in HAMi-core)");
+    /* A device's 0 says what the device gets instead. */
+    ALOAD("", "CUDA_DEVICE_MEMORY_LIMIT_0=0", "CUDA_DEVICE_MEMORY_LIMIT=1g");
+    ck_assert_int_eq(rc, 0);
+    ck_assert_uint_eq(gm_policy_limit_for(&p, 0, 80 * GiB), GiB);
+    HAS("gpumem: CUDA_DEVICE_MEMORY_LIMIT_0='0' sets no limit of its own "
+        "(as in HAMi-core); device 0 takes CUDA_DEVICE_MEMORY_LIMIT='1g' "
+        "(1.0 GiB)");
+    ck_assert_uint_eq(count_lines(d.text), 1);
+    ALOAD("", "CUDA_DEVICE_MEMORY_LIMIT_2=0", "CUDA_DEVICE_MEMORY_LIMIT=1g",
+          "GPUMEM_LIMIT=4G");
+    HAS("gpumem: CUDA_DEVICE_MEMORY_LIMIT_2='0' sets no limit of its own "
+        "(as in HAMi-core); device 2 is held to the grant of "
+        "CUDA_DEVICE_MEMORY_LIMIT='1g' (1.0 GiB)");
+    ck_assert_uint_eq(gm_policy_limit_for(&p, 2, 80 * GiB), GiB);
+    ALOAD("", "CUDA_DEVICE_MEMORY_LIMIT_0=0", "CUDA_DEVICE_MEMORY_LIMIT_1=1g");
+    HAS("gpumem: CUDA_DEVICE_MEMORY_LIMIT_0='0' means no limit (as in "
+        "HAMi-core); device 0 gets no limit from HAMi-core's variables");
+    ck_assert_uint_eq(gm_policy_limit_for(&p, 0, 80 * GiB), 0);
     ALOAD("", "CUDA_DEVICE_MEMORY_LIMIT_64=1g");
     ck_assert_int_eq(rc, 0);
     HAS("CUDA_DEVICE_MEMORY_LIMIT_64 does not name a device ordinal");
