@@ -135,6 +135,7 @@ static void as_limits(struct load *c, const struct hami *h)
         p->dev_limit[d].kind = GM_LIMIT_BYTES;
         p->dev_limit[d].bytes = h->dev[d];
         p->dev_limit_set[d] = true;
+        c->dev_hami[d] = true;
         p->src[GM_F_LIMIT_N] = GM_SRC_ENV;
         p->hami = true;
     }

@@ -414,50 +414,168 @@ static void check_static_mode(struct load *c)
     fall_back(c, GM_F_MODE);
 }
 
-/* Static size in bytes against one absolute limit. */
-static bool static_fits(struct load *c, const char *lname, const char *lval,
-                        const struct gm_limit *l)
+/* A limit in bytes known at load that holds the arena of some devices,
+ * and whose it is; on equal sizes the earlier kind names it (a value an
+ * admin ceiling replaced equals the ceiling). */
+enum bound_kind { B_CEILING, B_GRANT, B_ADMIN, B_OWN };
+struct bound {
+    uint64_t bytes;                 /* 0: none */
+    enum bound_kind kind;
+    char what[2 * SHOW_MAX + GM_PATH_MAX + 96];
+};
+
+static void bound_take(struct bound *b, uint64_t bytes, enum bound_kind k,
+                       const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void bound_take(struct bound *b, uint64_t bytes, enum bound_kind k,
+                       const char *fmt, ...)
+{
+    va_list ap;
+
+    if (bytes == 0 || (b->bytes != 0 && (bytes > b->bytes ||
+                                         (bytes == b->bytes && k >= b->kind))))
+        return;
+    b->bytes = bytes;
+    b->kind = k;
+    va_start(ap, fmt);
+    vsnprintf(b->what, sizeof b->what, fmt, ap);
+    va_end(ap);
+}
+
+/* The limit the device (dev < 0: every device without a limit or grant
+ * of its own) has from its variables, if in bytes. */
+static void bound_limit(const struct load *c, int dev, struct bound *b)
+{
+    const struct gm_policy *p = c->p;
+    bool own = dev >= 0 && p->dev_limit_set[dev];
+    const struct gm_limit *l = own ? &p->dev_limit[dev] : &p->limit;
+    char v[SHOW_MAX + 4], sz[32];
+
+    if (l->kind != GM_LIMIT_BYTES)
+        return;
+    gm_format_size(l->bytes, sz, sizeof sz);
+    if (own && c->dev_env[dev]) {
+        gm_pol_show(c->dev_val[dev], v, sizeof v);
+        bound_take(b, l->bytes, B_OWN, "GPUMEM_LIMIT_%d='%s' (%s)", dev, v, sz);
+    } else if (own && c->dev_hami[dev]) {
+        gm_pol_show(c->hami_dev[dev], v, sizeof v);
+        bound_take(b, l->bytes, B_GRANT, "CUDA_DEVICE_MEMORY_LIMIT_%d='%s' "
+                   "(%s), the scheduler's grant", dev, v, sz);
+    } else if (own) {
+        bound_take(b, l->bytes, B_ADMIN, "the admin default GPUMEM_LIMIT_%d "
+                   "(%s, %s)", dev, sz, p->admin_path);
+    } else if (p->src[GM_F_LIMIT] == GM_SRC_ENV && c->val[GM_F_LIMIT]) {
+        gm_pol_show(c->val[GM_F_LIMIT], v, sizeof v);
+        bound_take(b, l->bytes, B_OWN, "GPUMEM_LIMIT='%s' (%s)", v, sz);
+    } else if (p->src[GM_F_LIMIT] == GM_SRC_ENV && c->hami_val) {
+        gm_pol_show(c->hami_val, v, sizeof v);
+        bound_take(b, l->bytes, B_GRANT, "CUDA_DEVICE_MEMORY_LIMIT='%s' (%s), "
+                   "the scheduler's grant", v, sz);
+    } else if (p->src[GM_F_LIMIT] == GM_SRC_ADMIN) {
+        bound_take(b, l->bytes, B_ADMIN, "the admin default GPUMEM_LIMIT "
+                   "(%s, %s)", sz, p->admin_path);
+    }
+}
+
+/* The smallest limit in bytes known at load for the scope: its own
+ * limit, HAMi-core's grant over it, the admin ceiling. */
+static struct bound scope_bound(const struct load *c, int dev)
+{
+    const struct gm_policy *p = c->p;
+    struct bound b = { 0, B_OWN, "" };
+    bool dcap = dev >= 0 && p->hami_cap_dev[dev] != 0;
+    uint64_t cap = dcap ? p->hami_cap_dev[dev] : p->hami_cap;
+    char v[SHOW_MAX + 4], sz[32], n[8] = "";
+
+    bound_limit(c, dev, &b);
+    if (cap != 0) {
+        gm_pol_show(dcap ? c->hami_dev[dev] : c->hami_val, v, sizeof v);
+        gm_format_size(cap, sz, sizeof sz);
+        if (dcap)
+            snprintf(n, sizeof n, "_%d", dev);
+        bound_take(&b, cap, B_GRANT, "CUDA_DEVICE_MEMORY_LIMIT%s='%s' (%s), "
+                   "the scheduler's grant", n, v, sz);
+    }
+    if (p->admin.max_limit.kind == GM_LIMIT_BYTES) {
+        gm_format_size(p->admin.max_limit.bytes, sz, sizeof sz);
+        bound_take(&b, p->admin.max_limit.bytes, B_CEILING, "the admin "
+                   "ceiling GPUMEM_MAX_LIMIT (%s, %s:%u)", sz, p->admin_path,
+                   p->admin.line[GM_R_MAX_LIMIT]);
+    }
+    return b;
+}
+
+/* GPUMEM_STATIC_SIZE in bytes against the limit that holds the scope's
+ * devices: -1 refused (above the job's own limit, both the job's), 1 held
+ * (above a limit the job did not write: the arena takes the room that
+ * limit leaves, said once), 0 within. */
+static int static_fits(struct load *c, int dev)
 {
     struct gm_policy *p = c->p;
-    char what[3 * SHOW_MAX + 128], a[24], b[24], lv[SHOW_MAX + 4];
+    struct bound b = scope_bound(c, dev);
+    char a[24], v[SHOW_MAX + 4], what[sizeof b.what + 64], on[32] = "";
+    bool env = p->src[GM_F_STATIC_SIZE] == GM_SRC_ENV;
 
-    if (l->kind != GM_LIMIT_BYTES || p->static_size.bytes <= l->bytes)
-        return true;
+    if (b.bytes == 0 || p->static_size.bytes <= b.bytes)
+        return 0;
     gm_format_size(p->static_size.bytes, a, sizeof a);
-    gm_format_size(l->bytes, b, sizeof b);
-    gm_pol_show(lval, lv, sizeof lv);
-    snprintf(what, sizeof what, "(%s) is above %s='%s' (%s)", a, lname, lv,
-             b);
-    gm_pol_bad(c, GM_F_STATIC_SIZE, gm_pol_field_names[GM_F_STATIC_SIZE],
-        val_or(c, GM_F_STATIC_SIZE), what,
-        "use a size up to the limit, or NN% of the limit");
-    return false;
+    if (b.kind == B_OWN && env) {
+        snprintf(what, sizeof what, "(%s) is above %s", a, b.what);
+        gm_pol_bad(c, GM_F_STATIC_SIZE, gm_pol_field_names[GM_F_STATIC_SIZE],
+            c->val[GM_F_STATIC_SIZE], what,
+            "use a size up to the limit, or NN% of the limit");
+        return -1;
+    }
+    if (p->mode != GM_MODE_STATIC)
+        return 0;
+    if (dev >= 0)
+        snprintf(on, sizeof on, " on device %d", dev);
+    if (env) {
+        gm_pol_show(c->val[GM_F_STATIC_SIZE], v, sizeof v);
+        gm_pol_msg(c, false, "gpumem: GPUMEM_STATIC_SIZE='%s' (%s) is above "
+            "%s; the arena%s takes the room that limit leaves", v, a, b.what,
+            on);
+    } else {
+        gm_pol_msg(c, false, "gpumem: the admin default GPUMEM_STATIC_SIZE "
+            "(%s) is above %s; the arena%s takes the room that limit leaves",
+            a, b.what, on);
+    }
+    return 1;
+}
+
+static bool scope_of_its_own(const struct gm_policy *p, unsigned dev)
+{
+    return p->dev_limit_set[dev] || p->hami_cap_dev[dev] != 0;
 }
 
 static void check_static_size(struct load *c)
 {
     struct gm_policy *p = c->p;
-    char name[32];
+    uint64_t held = 0, own = 0;
     unsigned i;
+    int r;
 
     if (p->static_size.kind != GM_LIMIT_BYTES)
         return;
-    if (!static_fits(c, gm_pol_field_names[GM_F_LIMIT], val_or(c, GM_F_LIMIT),
-                     &p->limit)) {
-        fall_back(c, GM_F_STATIC_SIZE);
-        return;
-    }
     for (i = 0; i < GM_MAX_DEVICES; i++) {
-        if (!p->dev_limit_set[i])
+        if (!scope_of_its_own(p, i))
             continue;
-        snprintf(name, sizeof name, "GPUMEM_LIMIT_%u", i);
-        if (!static_fits(c, name, c->dev_val[i] ? c->dev_val[i]
-                                                 : val_or(c, GM_F_LIMIT_N),
-                         &p->dev_limit[i])) {
+        own |= 1ull << i;
+        if ((r = static_fits(c, (int)i)) < 0) {
             fall_back(c, GM_F_STATIC_SIZE);
             return;
         }
+        if (r > 0)
+            held |= 1ull << i;
     }
+    if ((r = static_fits(c, -1)) < 0) {
+        fall_back(c, GM_F_STATIC_SIZE);
+        return;
+    }
+    if (r > 0)
+        held |= ~own;
+    p->static_said = held;
 }
 
 static void check_group(struct load *c)

@@ -148,6 +148,11 @@ struct gm_policy {
     uint64_t hami_cap;
     uint64_t hami_cap_dev[GM_MAX_DEVICES];
     bool hami_shared_cache;                 /* ..._SHARED_CACHE seen, ignored */
+    /* Bit d: the load said that GPUMEM_STATIC_SIZE is above device d's
+     * limit (a grant, an admin ceiling or default, known in bytes), whose
+     * room the arena takes; a device whose limit is known only there
+     * (a percentage) says it at its first use. */
+    uint64_t static_said;
     /* CUDA_DISABLE_CONTROL was honoured (the admin allows it): nothing is
      * limited. */
     bool disabled;

@@ -37,6 +37,7 @@ struct load {
     const char *val[GM_F_COUNT];            /* first value seen, or NULL */
     const char *dev_val[GM_MAX_DEVICES];
     bool dev_env[GM_MAX_DEVICES];           /* dev_val[d] was applied */
+    bool dev_hami[GM_MAX_DEVICES];          /* ... or HAMi-core's _<d> */
     bool bad[GM_F_COUNT];                   /* refused: default kept */
     /* The admin file's stage: "PATH:LINE: " put after "gpumem: " in
      * every message while one of its lines is applied. */

@@ -33,6 +33,22 @@ static bool held_at_load(const struct gm_policy *p, int dev, bool by_admin)
     return l->kind == GM_LIMIT_BYTES;
 }
 
+/* A GPUMEM_STATIC_SIZE above a limit known only now (a percentage or
+ * share, or under such a ceiling): the arena takes the room the limit
+ * leaves (shim/admit/static.c); said once, unless the load said it. */
+static void static_note(const struct gm_policy *p, int dev, uint64_t limit)
+{
+    if (p->mode != GM_MODE_STATIC || p->static_size.kind != GM_LIMIT_BYTES ||
+        limit == 0 || p->static_size.bytes <= limit ||
+        (p->static_said >> dev & 1) != 0)
+        return;
+    char a[32], l[32];
+    gm_format_size(p->static_size.bytes, a, sizeof a);
+    gm_format_size(limit, l, sizeof l);
+    gm_log(GM_LOG_WARN, "device %d: GPUMEM_STATIC_SIZE (%s) is above the "
+           "limit (%s); the arena takes the room the limit leaves", dev, a, l);
+}
+
 /* False when the driver says there is no such device, or is not
  * initialised (a call before cuInit): nothing is recorded (no telemetry
  * block, no group entry, the record stays unresolved for a later call)
@@ -74,6 +90,7 @@ static bool resolve_device(int dev, struct gm_dev *d)
         gm_log(GM_LOG_WARN, "device %d: the limit asked is above %s; the "
                "limit is %s", dev, by, l);
     }
+    static_note(&gm_st.policy, dev, limit);
     gm_budget_set_limit(&d->budget, limit);
     CUuuid u;
     gm_depth++;

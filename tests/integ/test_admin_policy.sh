@@ -64,6 +64,12 @@ alloc $((800 * M)) GPUMEM_LIMIT=50% && fail "50% lifted the ceiling"
 grep -q 'the limit asked is above the admin ceiling GPUMEM_MAX_LIMIT; the limit is 1.0 GiB' "$t/out" ||
     fail "no per-device line: $(cat "$t/out")"
 
+# An arena larger than the ceiling is held to it, never refused.
+alloc $((8 * M)) GPUMEM_MODE=static GPUMEM_STATIC_SIZE=5G ||
+    fail "GPUMEM_STATIC_SIZE=5G under a 1G ceiling refused: $(cat "$t/out")"
+grep -q "GPUMEM_STATIC_SIZE='5G' (5.0 GiB) is above the admin ceiling GPUMEM_MAX_LIMIT (1.0 GiB, $POL:1); the arena takes the room that limit leaves" "$t/out" ||
+    fail "static size under the ceiling: $(cat "$t/out")"
+
 # A per-device default of the file is a default: the job's GPUMEM_LIMIT
 # is its limit on every device.
 put 'GPUMEM_LIMIT_0=8G\n'

@@ -53,6 +53,21 @@ grep -q "GPUMEM_LIMIT=" "$t/out" && fail "a GPUMEM_LIMIT nobody set is named: $(
 alloc "$SHIM" $((400 * M)) CUDA_DEVICE_MEMORY_LIMIT=1024m GPUMEM_LIMIT=512M &&
     fail "GPUMEM_LIMIT=512M did not tighten CUDA_DEVICE_MEMORY_LIMIT"
 grep -q 'of 512.0 MiB limit' "$t/out" || fail "512M under 1024m: $(cat "$t/out")"
+# Static mode with an arena larger than the grant: held to the grant (the
+# arena takes its room), named, whether or not GPUMEM_LIMIT is set.
+for lim in GPUMEM_MODE=static GPUMEM_LIMIT=none; do
+    alloc "$SHIM" $((600 * M)) GPUMEM_MODE=static GPUMEM_STATIC_SIZE=5G \
+        CUDA_DEVICE_MEMORY_LIMIT=1g $lim || fail "static 5G under a 1g grant ($lim): $(cat "$t/out")"
+    grep -q "GPUMEM_STATIC_SIZE='5G' (5.0 GiB) is above CUDA_DEVICE_MEMORY_LIMIT='1g' (1.0 GiB), the scheduler's grant; the arena takes the room that limit leaves" "$t/out" ||
+        fail "static 5G under a 1g grant ($lim): no line: $(cat "$t/out")"
+done
+alloc "$SHIM" $((800 * M)) GPUMEM_MODE=static GPUMEM_STATIC_SIZE=5G CUDA_DEVICE_MEMORY_LIMIT=1g &&
+    fail "static mode lifted the grant"
+# ... and above a limit known only on the device, said there.
+alloc "$SHIM" $((8 * M)) GPUMEM_MODE=static GPUMEM_STATIC_SIZE=10G GPUMEM_LIMIT=10% ||
+    fail "static 10G under 10%: $(cat "$t/out")"
+grep -q "device 0: GPUMEM_STATIC_SIZE (10.0 GiB) is above the limit (8.0 GiB); the arena takes the room the limit leaves" "$t/out" ||
+    fail "static 10G under 10%: no line: $(cat "$t/out")"
 # A value HAMi-core would half-read: refused, nothing runs.
 alloc "$SHIM" $((8 * M)) CUDA_DEVICE_MEMORY_LIMIT=1.5g
 rc=$?

@@ -320,6 +320,65 @@ START_TEST(static_mode_under_ceiling)
 }
 END_TEST
 
+/* GPUMEM_STATIC_SIZE above a limit the job did not write (a grant, the
+ * ceiling, an admin default) is held to it with a line naming it, the
+ * same whatever GPUMEM_LIMIT form leaves that limit in force; above the
+ * job's own limit it stays an error (test_policy static_size_above_limit). */
+START_TEST(static_size_held_to_a_limit_not_the_jobs)
+{
+    static char *const limits[] = { NULL, "GPUMEM_LIMIT=none",
+                                    "GPUMEM_LIMIT=50%",
+                                    "GPUMEM_LIMIT=4G" };
+    for (unsigned i = 0; i < 4; i++) {
+        ALOAD("", "GPUMEM_MODE=static", "GPUMEM_STATIC_SIZE=5G",
+              "CUDA_DEVICE_MEMORY_LIMIT=1g",
+              limits[i] ? limits[i] : "PATH=/bin");
+        ck_assert_int_eq(rc, 0);
+        HAS("gpumem: GPUMEM_STATIC_SIZE='5G' (5.0 GiB) is above "
+            "CUDA_DEVICE_MEMORY_LIMIT='1g' (1.0 GiB), the scheduler's grant; "
+            "the arena takes the room that limit leaves");
+        ck_assert_int_eq(p.mode, GM_MODE_STATIC);
+        ck_assert_uint_eq(p.static_size.bytes, 5 * GiB);
+        ck_assert_uint_eq(p.static_said, ~0ull);
+    }
+    ALOAD("GPUMEM_MAX_LIMIT=4G\n", "GPUMEM_MODE=static",
+          "GPUMEM_STATIC_SIZE=5G");
+    ck_assert_int_eq(rc, 0);
+    HAS("gpumem: GPUMEM_STATIC_SIZE='5G' (5.0 GiB) is above the admin "
+        "ceiling GPUMEM_MAX_LIMIT (4.0 GiB, /etc/gpumem/policy:1); the arena "
+        "takes the room that limit leaves");
+    ck_assert_msg(strstr(d.text, "(default)") == NULL, "%s", d.text);
+    ALOAD("GPUMEM_LIMIT=4G\nGPUMEM_STATIC_SIZE=5G\n", "GPUMEM_MODE=static");
+    ck_assert_int_eq(rc, 0);
+    HAS("gpumem: the admin default GPUMEM_STATIC_SIZE (5.0 GiB) is above the "
+        "admin default GPUMEM_LIMIT (4.0 GiB, /etc/gpumem/policy)");
+    /* A device's own grant: that device only. */
+    ALOAD("", "GPUMEM_MODE=static", "GPUMEM_STATIC_SIZE=2G",
+          "GPUMEM_LIMIT=8G", "CUDA_DEVICE_MEMORY_LIMIT_1=1g");
+    ck_assert_int_eq(rc, 0);
+    HAS("gpumem: GPUMEM_STATIC_SIZE='2G' (2.0 GiB) is above "
+        "CUDA_DEVICE_MEMORY_LIMIT_1='1g' (1.0 GiB), the scheduler's grant; "
+        "the arena on device 1 takes the room that limit leaves");
+    ck_assert_uint_eq(p.static_said, 1ull << 1);
+    /* Within the limit, or a limit known only on the device: nothing. */
+    ALOAD("", "GPUMEM_MODE=static", "GPUMEM_STATIC_SIZE=512M",
+          "CUDA_DEVICE_MEMORY_LIMIT=1g");
+    ck_assert_uint_eq(d.len, 0);
+    ALOAD("GPUMEM_MAX_LIMIT=50%\n", "GPUMEM_MODE=static",
+          "GPUMEM_STATIC_SIZE=64G");
+    ck_assert_uint_eq(d.len, 0);
+    ck_assert_uint_eq(p.static_said, 0);
+    /* A refused size of the job's falls back to the admin's, named so. */
+    ALOAD("GPUMEM_STATIC_SIZE=5G\n", "GPUMEM_MODE=static",
+          "GPUMEM_STATIC_SIZE=lots", "GPUMEM_LIMIT=4G",
+          "GPUMEM_ON_BAD_CONFIG=warn");
+    ck_assert_uint_eq(d.errors, 1);
+    HAS("gpumem: the admin default GPUMEM_STATIC_SIZE (5.0 GiB) is above "
+        "GPUMEM_LIMIT='4G' (4.0 GiB); the arena takes the room that limit "
+        "leaves");
+}
+END_TEST
+
 /* ---- forced group -------------------------------------------------------- */
 
 START_TEST(forced_group)
@@ -883,6 +942,7 @@ static Suite *admin_suite(void)
     tcase_add_test(t, ceiling_other_kind);
     tcase_add_test(t, ceiling_survives_bad_env);
     tcase_add_test(t, static_mode_under_ceiling);
+    tcase_add_test(t, static_size_held_to_a_limit_not_the_jobs);
     tcase_add_test(t, forced_group);
     tcase_add_test(t, forced_group_file_errors);
     tcase_add_test(t, allowed_on_oom);
