@@ -56,18 +56,17 @@ static bool ends_with(const char *s, size_t len, const char *tail)
     return len >= n && memcmp(s + len - n, tail, n) == 0;
 }
 
-/* Append one line (ending in '\n'); keeps room for the "dropped" marker. */
-static void diag_add(struct gm_diag *d, bool error, const char *line)
+/* Append one line (ending in '\n'); keeps room for the "dropped" marker.
+ * with_errors: printed with the errors (an error, or its consequence). */
+static void diag_put(struct gm_diag *d, bool with_errors, const char *line)
 {
     size_t n = strlen(line);
 
-    if (error)
-        d->errors++;
-    else
-        d->warnings++;
-    if (d->len + n + sizeof DIAG_MORE <= sizeof d->text) {
+    if (d->len + n + sizeof DIAG_MORE <= sizeof d->text &&
+        d->lines < GM_DIAG_LINES) {
         memcpy(d->text + d->len, line, n + 1);
         d->len += n;
+        d->line_error[d->lines++] = with_errors;
         return;
     }
     if (!ends_with(d->text, d->len, DIAG_MORE) &&
@@ -77,12 +76,45 @@ static void diag_add(struct gm_diag *d, bool error, const char *line)
     }
 }
 
+static void diag_add(struct gm_diag *d, bool error, const char *line)
+{
+    if (error)
+        d->errors++;
+    else
+        d->warnings++;
+    diag_put(d, error, line);
+}
+
 static void diag_reset(struct gm_diag *d)
 {
     d->errors = 0;
     d->warnings = 0;
     d->len = 0;
     d->text[0] = '\0';
+    d->lines = 0;
+}
+
+size_t gm_diag_errors_only(const struct gm_diag *d, char *out, size_t cap)
+{
+    size_t o = 0, at = 0;
+    unsigned i = 0;
+
+    if (cap == 0)
+        return 0;
+    while (at < d->len) {
+        const char *nl = memchr(d->text + at, '\n', d->len - at);
+        size_t n = nl ? (size_t)(nl - (d->text + at)) + 1 : d->len - at;
+        /* Past the recorded lines: the "dropped" marker. */
+        bool keep = i >= d->lines || d->line_error[i];
+        if (keep && o + n < cap) {
+            memcpy(out + o, d->text + at, n);
+            o += n;
+        }
+        at += n;
+        i++;
+    }
+    out[o] = '\0';
+    return o;
 }
 
 /* Copy at most `max` characters of s[0..len) into out, control characters

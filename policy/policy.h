@@ -160,14 +160,24 @@ struct gm_policy {
 
 /* Diagnostics collected while loading: errors make the policy invalid,
  * warnings (unknown GPUMEM_* variables) do not. Each message is one line,
- * starting with "gpumem: ", ending with '\n'. Fixed storage, no malloc. */
+ * starting with "gpumem: ", ending with '\n'. Fixed storage, no malloc.
+ * line_error[i] says whether line i goes with the errors (an error, or
+ * what it leaves in force): those print whatever GPUMEM_LOG_LEVEL says. */
 #define GM_DIAG_BYTES 8192
+#define GM_DIAG_LINES (GM_DIAG_BYTES / 8)   /* a line is >= 9 bytes */
 struct gm_diag {
     unsigned errors;
     unsigned warnings;
     size_t len;
     char text[GM_DIAG_BYTES];
+    unsigned lines;
+    bool line_error[GM_DIAG_LINES];
 };
+
+/* The lines of `d` to print at a log level that shows no warnings: the
+ * errors and what they leave in force (and the "dropped" marker), into
+ * out; returns the length (at most cap - 1, NUL-terminated). */
+size_t gm_diag_errors_only(const struct gm_diag *d, char *out, size_t cap);
 
 /* Fill `p` with defaults, then apply every GPUMEM_* entry of `envp`
  * (NULL-terminated "NAME=VALUE" strings; NULL means an empty environment;

@@ -295,8 +295,15 @@ static int init_locked(void)
                                          gm_secure_exec(), &diag);
     gm_log_set_level(gm_st.policy.log_level);
     gm_secure_note(&gm_st.policy);
-    if (gm_st.policy.log_level > GM_LOG_QUIET || bad)
+    /* Warnings follow GPUMEM_LOG_LEVEL; errors, and what they leave in
+     * force, always print. */
+    if (gm_st.policy.log_level >= GM_LOG_WARN) {
         (void)gm_write_all(STDERR_FILENO, diag.text, diag.len);
+    } else if (bad) {
+        static char errs[GM_DIAG_BYTES];
+        size_t n = gm_diag_errors_only(&diag, errs, sizeof errs);
+        (void)gm_write_all(STDERR_FILENO, errs, n);
+    }
     /* The admin's file is wrong or untrusted: no environment variable may
      * wave that through (the node's ceilings would be lifted). */
     if (bad && gm_st.policy.admin_fatal) {

@@ -852,6 +852,33 @@ START_TEST(bad_config_warn_runs)
 }
 END_TEST
 
+/* GPUMEM_LOG_LEVEL=error and quiet mute the load's warnings (an unknown
+ * variable); its errors still print, whether the process exits or runs. */
+START_TEST(log_level_mutes_load_warnings_not_errors)
+{
+    const char *env[] = { "GPUMEM_LIMIT=1G", "GPUMEM_FOO=1",
+                          "GPUMEM_LOG_LEVEL=error", NULL };
+    RUN_OK(env, apicheck("gpa"), "--via", "gpa", "info");
+    ck_assert_msg(strstr(out, "gpumem:") == NULL, "%s", out);
+    const char *quiet[] = { "GPUMEM_LIMIT=4 gigs", "GPUMEM_FOO=1",
+                            "GPUMEM_ON_BAD_CONFIG=warn",
+                            "GPUMEM_LOG_LEVEL=quiet", NULL };
+    RUN_OK(quiet, apicheck("gpa"), "--via", "gpa", "info");
+    ck_assert_msg(strstr(out, "GPUMEM_LIMIT='4 gigs' is not a size") != NULL &&
+                  strstr(out, "GPUMEM_FOO") == NULL, "%s", out);
+    const char *exits[] = { "GPUMEM_LIMIT=4 gigs", "GPUMEM_FOO=1",
+                            "GPUMEM_LOG_LEVEL=error", NULL };
+    const char *argv[] = { apicheck("gpa"), "--via", "gpa", "info", NULL };
+    ck_assert_int_eq(gm_run(exits, 1, argv, out, sizeof out), 2);
+    ck_assert_msg(strstr(out, "GPUMEM_LIMIT='4 gigs' is not a size") != NULL &&
+                  strstr(out, "GPUMEM_FOO") == NULL, "%s", out);
+    const char *warn[] = { "GPUMEM_LIMIT=1G", "GPUMEM_FOO=1", NULL };
+    RUN_OK(warn, apicheck("gpa"), "--via", "gpa", "info");
+    ck_assert_msg(strstr(out, "unknown variable GPUMEM_FOO") != NULL, "%s",
+                  out);
+}
+END_TEST
+
 /* A set limit with a driver path that cannot be loaded: the program's
  * own driver must not run unlimited. */
 START_TEST(unloadable_driver_with_limit_exits_2)
@@ -1225,6 +1252,7 @@ static Suite *suite(void)
     tcase_add_test(l, report_to_the_own_stdout);
     tcase_add_test(l, bad_config_exits_2);
     tcase_add_test(l, bad_config_warn_runs);
+    tcase_add_test(l, log_level_mutes_load_warnings_not_errors);
     tcase_add_loop_test(l, unloadable_driver_with_limit_exits_2, 0, 3);
     tcase_add_loop_test(l, unloadable_driver_warn_keeps_limit, 0, 3);
     tcase_add_test(l, unloadable_driver_without_limit_passes_through);

@@ -1181,6 +1181,31 @@ START_TEST(diag_overflow)
 }
 END_TEST
 
+/* The lines a log level below warn prints: the errors only, in order;
+ * past the line table, the "dropped" marker. */
+START_TEST(diag_errors_only)
+{
+    static char out[GM_DIAG_BYTES];
+
+    LOAD("GPUMEM_FOO=1", "GPUMEM_LIMIT=4 gigs", "GPUMEM_MODE=fast",
+         "GPUMEM_BAR=2");
+    ck_assert_uint_eq(d.errors, 2);
+    ck_assert_uint_eq(d.lines, 4);
+    size_t n = gm_diag_errors_only(&d, out, sizeof out);
+    ck_assert_uint_eq(n, strlen(out));
+    ck_assert_uint_eq(count_lines(out), 2);
+    ck_assert_msg(strncmp(out, "gpumem: GPUMEM_LIMIT='4 gigs' is not a size",
+                          43) == 0 && strstr(out, "GPUMEM_MODE='fast'") &&
+                  strstr(out, "GPUMEM_FOO") == NULL, "%s", out);
+    LOAD("GPUMEM_FOO=1");
+    ck_assert_uint_eq(gm_diag_errors_only(&d, out, sizeof out), 0);
+    ck_assert_str_eq(out, "");
+    /* A small buffer takes whole lines only. */
+    LOAD("GPUMEM_LIMIT=4 gigs");
+    ck_assert_uint_eq(gm_diag_errors_only(&d, out, 20), 0);
+}
+END_TEST
+
 /* ---- output ------------------------------------------------------------ */
 
 /* The text line for `name`, copied into buf (without '\n'). */
@@ -1421,6 +1446,7 @@ static Suite *policy_suite(void)
     tcase_add_test(t, unknown_suggestions);
     tcase_add_test(t, closest_name);
     tcase_add_test(t, diag_overflow);
+    tcase_add_test(t, diag_errors_only);
     suite_add_tcase(s, t);
 
     t = tcase_create("output");
