@@ -30,9 +30,10 @@ static const char F_HAMI[] =
     "(binary: 1g = 1024m), e.g. 1024m";
 
 /* One value; true when it gives a limit (*out set). A zero ("no limit",
- * as in HAMi-core) sets *zero and is said once every value is known. */
+ * as in HAMi-core) sets *zero and is said once every value is known; a
+ * refused value sets *refused. */
 static bool hami_value(struct load *c, const char *name, const char *val,
-                       uint64_t *out, bool *zero)
+                       uint64_t *out, bool *zero, bool *refused)
 {
     char what[WHAT_MAX], v[SHOW_MAX + 4];
     size_t junk = 0;
@@ -55,6 +56,7 @@ static bool hami_value(struct load *c, const char *name, const char *val,
         gm_pol_perr_what(e, K_SIZE, val, junk, what, sizeof what);
     gm_pol_msg(c, true, "gpumem: %s='%s' %s; %s", name, v, what, F_HAMI);
     c->bad[GM_F_LIMIT] = true;
+    *refused = true;
     return false;
 }
 
@@ -106,7 +108,8 @@ static void hami_devices(struct load *c, struct hami *h)
         if (eq[1] == '\0')
             continue;   /* empty: unset, as in HAMi-core */
         c->hami_dev[dev] = eq + 1;
-        (void)hami_value(c, name, eq + 1, &h->dev[dev], &h->zero_dev[dev]);
+        (void)hami_value(c, name, eq + 1, &h->dev[dev], &h->zero_dev[dev],
+                         &c->hami_refused_dev[dev]);
     }
 }
 
@@ -249,7 +252,8 @@ void gm_pol_hami_apply(struct load *c, bool as_limit)
     memset(&h, 0, sizeof h);
     if (v != NULL && v[0] != '\0') {
         c->hami_val = v;
-        (void)hami_value(c, HAMI_LIMIT, v, &h.all, &h.zero_all);
+        (void)hami_value(c, HAMI_LIMIT, v, &h.all, &h.zero_all,
+                         &c->hami_refused);
     }
     hami_devices(c, &h);
     zero_notes(c, &h, as_limit);

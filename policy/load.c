@@ -384,6 +384,7 @@ static void apply_devs(struct load *c)
             c->dev_env[dev] = true;
             c->p->src[GM_F_LIMIT_N] = GM_SRC_ENV;
         }
+        /* else: refused, !dev_env[dev] */
     }
 }
 
@@ -518,7 +519,7 @@ static struct bound scope_bound(const struct load *c, int dev)
     struct bound b = { 0, B_OWN, "" };
     bool dcap = dev >= 0 && p->hami_cap_dev[dev] != 0;
     uint64_t cap = dcap ? p->hami_cap_dev[dev] : p->hami_cap;
-    char v[SHOW_MAX + 4], sz[32], n[8] = "";
+    char v[SHOW_MAX + 4], sz[32], n[16] = "";
 
     bound_limit(c, dev, &b);
     if (cap != 0) {
@@ -661,6 +662,108 @@ static void check_mode_only(struct load *c)
             gm_pol_msg(c, false, "gpumem: %s is set but GPUMEM_MODE is %s, not %s; "
                 "it has no effect", gm_pol_field_names[only[i].f],
                 gm_mode_name(c->p->mode), gm_mode_name(only[i].m));
+}
+
+/* ---- what GPUMEM_ON_BAD_CONFIG=warn leaves in force -------------------- */
+
+/* A line that goes with the errors, counted as neither. */
+static void consequence(struct load *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void consequence(struct load *c, const char *fmt, ...)
+{
+    char line[LINE_MAX_];
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(line, sizeof line - 1, fmt, ap);
+    va_end(ap);
+    end_line(line, sizeof line, n);
+    diag_put(c->d, true, line);
+}
+
+/* The limit a scope's devices run with, in words: "no memory limit", or
+ * "the limit is ..." with what gives it (a size known now, and a
+ * percentage or share of the device's memory where one holds too). */
+static void limit_words(const struct load *c, int dev, char *buf, size_t cap)
+{
+    const struct gm_policy *p = c->p;
+    const struct gm_limit *l = dev >= 0 && p->dev_limit_set[dev]
+                                   ? &p->dev_limit[dev] : &p->limit;
+    const struct gm_limit *m = &p->admin.max_limit;
+    struct bound b = scope_bound(c, dev);
+    char t[128], frac[GM_PATH_MAX + 192] = "";
+
+    if (l->kind == GM_LIMIT_PERCENT || l->kind == GM_LIMIT_SHARE) {
+        gm_pol_limit_text(l, t, sizeof t);
+        snprintf(frac, sizeof frac, "%s (%s)", t,
+                 p->src[dev >= 0 && p->dev_limit_set[dev] ? GM_F_LIMIT_N
+                                                         : GM_F_LIMIT] ==
+                         GM_SRC_ADMIN ? "the admin default" : "the job's");
+    } else if (m->kind == GM_LIMIT_PERCENT || m->kind == GM_LIMIT_SHARE) {
+        gm_pol_limit_text(m, t, sizeof t);
+        snprintf(frac, sizeof frac, "%s (the admin ceiling GPUMEM_MAX_LIMIT, "
+                 "%s:%u)", t, p->admin_path, p->admin.line[GM_R_MAX_LIMIT]);
+    }
+    if (b.bytes == 0 && frac[0] == '\0')
+        snprintf(buf, cap, "no memory limit");
+    else if (frac[0] == '\0')
+        snprintf(buf, cap, "the limit is %s", b.what);
+    else if (b.bytes == 0)
+        snprintf(buf, cap, "the limit is %s", frac);
+    else
+        snprintf(buf, cap, "the limit is %s, or %s where smaller", b.what,
+                 frac);
+}
+
+/* One refused limit variable: what the process runs with instead. */
+static void limit_fallback(struct load *c, const char *name, int dev)
+{
+    char w[2 * GM_PATH_MAX + 512], on[48] = "";
+    bool alone = dev >= 0 && scope_of_its_own(c->p, (unsigned)dev);
+
+    limit_words(c, alone ? dev : -1, w, sizeof w);
+    if (dev >= 0)
+        snprintf(on, sizeof on, "on device %d, ", dev);
+    consequence(c, "gpumem: GPUMEM_ON_BAD_CONFIG=warn: this process runs "
+        "without %s: %s%s", name, on, w);
+}
+
+/* Under GPUMEM_ON_BAD_CONFIG=warn, a refused limit never lifts a limit in
+ * silence: each says what is in force instead. */
+static void fallbacks(struct load *c)
+{
+    const struct gm_policy *p = c->p;
+    char name[48];
+    unsigned d;
+
+    if (c->refused[GM_F_LIMIT])
+        limit_fallback(c, "GPUMEM_LIMIT", -1);
+    if (c->hami_refused)
+        limit_fallback(c, "CUDA_DEVICE_MEMORY_LIMIT", -1);
+    for (d = 0; d < GM_MAX_DEVICES; d++) {
+        if (c->dev_val[d] != NULL && !c->dev_env[d]) {
+            snprintf(name, sizeof name, "GPUMEM_LIMIT_%u", d);
+            limit_fallback(c, name, (int)d);
+        }
+        if (c->hami_refused_dev[d]) {
+            snprintf(name, sizeof name, "CUDA_DEVICE_MEMORY_LIMIT_%u", d);
+            limit_fallback(c, name, (int)d);
+        }
+    }
+    if (c->val[GM_F_GROUP] != NULL && c->bad[GM_F_GROUP]) {
+        char v[SHOW_MAX + 4];
+        gm_pol_show(p->group, v, sizeof v);
+        if (p->group[0] != '\0')
+            consequence(c, "gpumem: GPUMEM_ON_BAD_CONFIG=warn: this process "
+                "runs without GPUMEM_GROUP: it joins the admin's group '%s'",
+                v);
+        else
+            consequence(c, "gpumem: GPUMEM_ON_BAD_CONFIG=warn: this process "
+                "runs without GPUMEM_GROUP: it joins no group, and only its "
+                "own limit holds");
+    }
 }
 
 /* ---- public: loading --------------------------------------------------- */
@@ -814,9 +917,12 @@ int gm_policy_load_secure(struct gm_policy *p, char *const *envp,
     bool hami_as_limit = !env_sets_limit(&c);
     for (i = 0; i < gm_pol_table_len; i++) {
         enum gm_field f = gm_pol_table[i].f;
-        if (c.val[f] != NULL &&
-            gm_pol_table[i].apply(&c, f, gm_pol_field_names[f], c.val[f]))
-            p->src[f] = GM_SRC_ENV;
+        if (c.val[f] != NULL) {
+            if (gm_pol_table[i].apply(&c, f, gm_pol_field_names[f], c.val[f]))
+                p->src[f] = GM_SRC_ENV;
+            else
+                c.refused[f] = true;
+        }
         if (f == GM_F_LIMIT) {
             /* The job's own GPUMEM_LIMIT is its limit on every device:
              * the admin file's GPUMEM_LIMIT_<N> are defaults too. */
@@ -833,6 +939,8 @@ int gm_policy_load_secure(struct gm_policy *p, char *const *envp,
     check_telemetry(&c);
     check_mode_only(&c);
     gm_pol_hami_disable(&c);
+    if (d->errors > 0 && p->on_bad_config == GM_BAD_WARN && !p->admin_fatal)
+        fallbacks(&c);
     return d->errors > 0 ? -1 : 0;
 }
 

@@ -39,6 +39,7 @@ struct load {
     bool dev_env[GM_MAX_DEVICES];           /* dev_val[d] was applied */
     bool dev_hami[GM_MAX_DEVICES];          /* ... or HAMi-core's _<d> */
     bool bad[GM_F_COUNT];                   /* refused: default kept */
+    bool refused[GM_F_COUNT];               /* the env's value did not parse */
     /* The admin file's stage: "PATH:LINE: " put after "gpumem: " in
      * every message while one of its lines is applied. */
     char where[GM_PATH_MAX + 24];
@@ -47,6 +48,8 @@ struct load {
     /* HAMi-core's values, when they gave the limits (policy/hami.c). */
     const char *hami_val;
     const char *hami_dev[GM_MAX_DEVICES];
+    bool hami_refused;                      /* CUDA_DEVICE_MEMORY_LIMIT */
+    bool hami_refused_dev[GM_MAX_DEVICES];  /* ... _<N> */
     /* What the admin file left before the environment was applied: the
      * values a refused or disallowed env value falls back to. */
     struct gm_limit base_group_limit;

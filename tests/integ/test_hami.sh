@@ -73,6 +73,11 @@ alloc "$SHIM" $((8 * M)) CUDA_DEVICE_MEMORY_LIMIT=1.5g
 rc=$?
 [ $rc -eq 2 ] || fail "1.5g: exit $rc, expected 2: $(cat "$t/out")"
 grep -q "CUDA_DEVICE_MEMORY_LIMIT='1.5g' has unexpected text" "$t/out" || fail "1.5g: $(cat "$t/out")"
+# ... and under warn it runs, saying what holds instead.
+alloc "$SHIM" $((8 * M)) CUDA_DEVICE_MEMORY_LIMIT=1.5g GPUMEM_ON_BAD_CONFIG=warn ||
+    fail "1.5g under warn: $(cat "$t/out")"
+grep -q "this process runs without CUDA_DEVICE_MEMORY_LIMIT: no memory limit" "$t/out" ||
+    fail "1.5g under warn: no consequence: $(cat "$t/out")"
 # CUDA_DISABLE_CONTROL: not allowed (no admin file here).
 alloc "$SHIM" $((800 * M)) CUDA_DEVICE_MEMORY_LIMIT=1024m CUDA_DISABLE_CONTROL=true \
     && fail "CUDA_DISABLE_CONTROL lifted the limit without the admin's permission"

@@ -848,6 +848,8 @@ START_TEST(bad_config_warn_runs)
                           "SIMCUDA_MEMORY=8G", NULL };
     RUN_OK(env, apicheck("gpa"), "--via", "gpa", "info");
     ck_assert_msg(strstr(out, "GPUMEM_LIMIT='4 gigs'") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "this process runs without GPUMEM_LIMIT: no "
+                         "memory limit") != NULL, "%s", out);
     ck_assert_uint_eq(info_field("total "), 8ull << 30); /* no limit */
 }
 END_TEST

@@ -308,6 +308,36 @@ START_TEST(ceiling_survives_bad_env)
 }
 END_TEST
 
+/* Under warn, a refused limit of the job's says what holds instead:
+ * HAMi-core's grant, the admin's default and ceiling. */
+START_TEST(warn_names_the_limit_left)
+{
+    ALOAD("", "GPUMEM_ON_BAD_CONFIG=warn", "CUDA_DEVICE_MEMORY_LIMIT=1024m",
+          "GPUMEM_LIMIT=bad");
+    HAS("gpumem: GPUMEM_ON_BAD_CONFIG=warn: this process runs without "
+        "GPUMEM_LIMIT: the limit is CUDA_DEVICE_MEMORY_LIMIT='1024m' "
+        "(1.0 GiB), the scheduler's grant\n");
+    ALOAD("", "GPUMEM_ON_BAD_CONFIG=warn", "CUDA_DEVICE_MEMORY_LIMIT=1.5g");
+    HAS("gpumem: GPUMEM_ON_BAD_CONFIG=warn: this process runs without "
+        "CUDA_DEVICE_MEMORY_LIMIT: no memory limit\n");
+    ALOAD("", "GPUMEM_ON_BAD_CONFIG=warn", "CUDA_DEVICE_MEMORY_LIMIT=1g",
+          "CUDA_DEVICE_MEMORY_LIMIT_2=010");
+    HAS("gpumem: GPUMEM_ON_BAD_CONFIG=warn: this process runs without "
+        "CUDA_DEVICE_MEMORY_LIMIT_2: on device 2, the limit is "
+        "CUDA_DEVICE_MEMORY_LIMIT='1g' (1.0 GiB), the scheduler's grant\n");
+    ALOAD("GPUMEM_LIMIT=8G\nGPUMEM_MAX_LIMIT=4G\n", "GPUMEM_LIMIT=4G5",
+          "GPUMEM_ON_BAD_CONFIG=warn");
+    HAS("gpumem: GPUMEM_ON_BAD_CONFIG=warn: this process runs without "
+        "GPUMEM_LIMIT: the limit is the admin ceiling GPUMEM_MAX_LIMIT "
+        "(4.0 GiB, /etc/gpumem/policy:2)\n");
+    ALOAD("GPUMEM_LIMIT=8G\nGPUMEM_MAX_LIMIT=50%\n", "GPUMEM_LIMIT=4G5",
+          "GPUMEM_ON_BAD_CONFIG=warn");
+    HAS("the limit is the admin default GPUMEM_LIMIT (8.0 GiB, "
+        "/etc/gpumem/policy), or 50% of physical memory (the admin ceiling "
+        "GPUMEM_MAX_LIMIT, /etc/gpumem/policy:2) where smaller\n");
+}
+END_TEST
+
 START_TEST(static_mode_under_ceiling)
 {
     /* The ceiling is a limit: static mode has an arena size. */
@@ -941,6 +971,7 @@ static Suite *admin_suite(void)
     tcase_add_test(t, ceiling_tighten);
     tcase_add_test(t, ceiling_other_kind);
     tcase_add_test(t, ceiling_survives_bad_env);
+    tcase_add_test(t, warn_names_the_limit_left);
     tcase_add_test(t, static_mode_under_ceiling);
     tcase_add_test(t, static_size_held_to_a_limit_not_the_jobs);
     tcase_add_test(t, forced_group);

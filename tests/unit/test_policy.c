@@ -1099,6 +1099,45 @@ START_TEST(warn_keeps_good_values)
 }
 END_TEST
 
+/* Under warn a refused limit says what holds instead, on a line that
+ * goes with the errors (printed at every log level) and counts as
+ * neither; under exit (the process stops) nothing more is said. */
+START_TEST(warn_says_what_a_refused_limit_leaves)
+{
+    static char errs[GM_DIAG_BYTES];
+    static const char none[] = "gpumem: GPUMEM_ON_BAD_CONFIG=warn: this "
+                               "process runs without GPUMEM_LIMIT: no memory "
+                               "limit\n";
+
+    LOAD("GPUMEM_ON_BAD_CONFIG=warn", "GPUMEM_LIMIT=4G5");
+    ck_assert_int_eq(rc, -1);
+    ck_assert_uint_eq(d.errors, 1);
+    ck_assert_uint_eq(d.warnings, 0);
+    ck_assert_msg(strstr(d.text, none) != NULL, "%s", d.text);
+    gm_diag_errors_only(&d, errs, sizeof errs);
+    ck_assert_msg(strstr(errs, none) != NULL, "%s", errs);
+    LOAD("GPUMEM_LIMIT=4G5");
+    ck_assert_uint_eq(count_lines(d.text), 1);
+    LOAD("GPUMEM_ON_BAD_CONFIG=warn", "GPUMEM_LIMIT=4G", "GPUMEM_LIMIT_1=2X");
+    ck_assert_msg(strstr(d.text, "gpumem: GPUMEM_ON_BAD_CONFIG=warn: this "
+                         "process runs without GPUMEM_LIMIT_1: on device 1, "
+                         "the limit is GPUMEM_LIMIT='4G' (4.0 GiB)\n"),
+                  "%s", d.text);
+    LOAD("GPUMEM_ON_BAD_CONFIG=warn", "GPUMEM_LIMIT=50%", "GPUMEM_LIMIT_1=2X");
+    ck_assert_msg(strstr(d.text, "on device 1, the limit is 50% of physical "
+                         "memory (the job's)\n"), "%s", d.text);
+    LOAD("GPUMEM_ON_BAD_CONFIG=warn", "GPUMEM_GROUP=team",
+         "GPUMEM_GROUP_LIMIT=lots", "GPUMEM_LIMIT=1G");
+    ck_assert_msg(strstr(d.text, "gpumem: GPUMEM_ON_BAD_CONFIG=warn: this "
+                         "process runs without GPUMEM_GROUP: it joins no "
+                         "group, and only its own limit holds\n"),
+                  "%s", d.text);
+    /* Other refused variables keep their documented default. */
+    LOAD("GPUMEM_ON_BAD_CONFIG=warn", "GPUMEM_MODE=fast");
+    ck_assert_uint_eq(count_lines(d.text), 1);
+}
+END_TEST
+
 /* ---- messages ---------------------------------------------------------- */
 
 START_TEST(value_sanitised)
@@ -1439,6 +1478,7 @@ static Suite *policy_suite(void)
     tcase_add_test(t, bad_config_forms);
     tcase_add_test(t, shm_dir_forms);
     tcase_add_test(t, warn_keeps_good_values);
+    tcase_add_test(t, warn_says_what_a_refused_limit_leaves);
     suite_add_tcase(s, t);
 
     t = tcase_create("messages");
