@@ -118,6 +118,8 @@ static bool copy_str(char *dst, size_t cap, const char *src)
 #define FRACTION_MIN 1e-9
 #define PCT_MIN 1e-7    /* FRACTION_MIN in percent, as "0.0000001" parses */
 
+#define RANKS_MAX 1000000 /* the most local ranks `share` takes */
+
 /* Local ranks for `share`: first rank variable present decides. */
 static bool local_ranks(struct load *c, enum gm_field f, const char *name,
                         const char *val, unsigned *ranks)
@@ -131,7 +133,7 @@ static bool local_ranks(struct load *c, enum gm_field f, const char *name,
         if (r == NULL || r[0] == '\0')
             continue;
         if (gm_parse_uint_ex(r, &n, NULL) == GM_PERR_OK && n > 0 &&
-            n <= 1000000) {
+            n <= RANKS_MAX) {
             *ranks = (unsigned)n;
             return true;
         }
@@ -139,9 +141,9 @@ static bool local_ranks(struct load *c, enum gm_field f, const char *name,
         gm_pol_show(r, rv, sizeof rv);
         gm_pol_msg(c, true,
             "gpumem: %s='%s' needs the number of local ranks, but %s='%s' "
-            "is not a positive integer; set it to the ranks on this node or "
-            "unset it",
-            name, v, rank_vars[i], rv);
+            "is not a whole number from 1 to %u; set it to the ranks on this "
+            "node or unset it",
+            name, v, rank_vars[i], rv, (unsigned)RANKS_MAX);
         c->bad[f] = true;
         return false;
     }

@@ -322,12 +322,21 @@ START_TEST(share_bad_ranks)
     ck_assert_int_eq(rc, -1);
     ck_assert_uint_eq(d.errors, 1);
     ck_assert(strstr(d.text, "GPUMEM_LIMIT='share:0.5'") != NULL);
-    ck_assert(strstr(d.text, "LOCAL_WORLD_SIZE='abc' is not a positive "
-                     "integer") != NULL);
+    ck_assert(strstr(d.text, "LOCAL_WORLD_SIZE='abc' is not a whole "
+                     "number from 1 to 1000000") != NULL);
     ck_assert_int_eq(p.limit.kind, GM_LIMIT_NONE);
     LOAD("SLURM_NTASKS_PER_NODE=0", "GPUMEM_LIMIT=share");
     ck_assert_int_eq(rc, -1);
     ck_assert(strstr(d.text, "SLURM_NTASKS_PER_NODE='0'") != NULL);
+    /* Too many ranks: the message gives the range taken. */
+    LOAD("LOCAL_WORLD_SIZE=2000000", "GPUMEM_LIMIT=share");
+    ck_assert_int_eq(rc, -1);
+    ck_assert_msg(strstr(d.text, "LOCAL_WORLD_SIZE='2000000' is not a whole "
+                         "number from 1 to 1000000; set it to the ranks on "
+                         "this node or unset it") != NULL, "%s", d.text);
+    LOAD("LOCAL_WORLD_SIZE=1000000", "GPUMEM_LIMIT=share");
+    ck_assert_int_eq(rc, 0);
+    ck_assert_uint_eq(p.limit.ranks, 1000000);
     /* Without share, rank variables are not read at all. */
     LOAD("LOCAL_WORLD_SIZE=abc", "GPUMEM_LIMIT=4G");
     expect_clean();
