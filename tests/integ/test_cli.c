@@ -41,6 +41,19 @@ START_TEST(run_takes_group_limit_and_priority)
                          "echo $GPUMEM_GROUP_LIMIT", NULL };
     ck_assert_int_eq(gpumem(eq), 0);
     ck_assert_msg(strstr(out, "40%\n") != NULL, "%s", out);
+    /* Every member gives the group's limit: the manual says so, and a
+     * member without it is refused (docs/env.md, GPUMEM_GROUP_LIMIT). */
+    const char *help[] = { gm_bpath("gpumem"), "help", "run", NULL };
+    ck_assert_int_eq(gpumem(help), 0);
+    ck_assert_msg(strstr(out, "required with --group, in\n"
+                         "                       every member") != NULL &&
+                  strstr(out, "needed by the first member") == NULL, "%s",
+                  out);
+    const char *bare[] = { gm_bpath("gpumem"), "run", "--group", "team", "--",
+                           "/bin/true", NULL };
+    ck_assert_int_eq(gpumem(bare), 2);
+    ck_assert_msg(strstr(out, "GPUMEM_GROUP='team' has no group limit") !=
+                  NULL, "%s", out);
 }
 END_TEST
 
