@@ -27,6 +27,8 @@
 #   - memory the driver freed with its context (apicheck ctx-frees) is
 #     recorded as frees the program did not call: the replay, in one
 #     context, ends with nothing live and as many frees as allocations;
+#   - a VMM handle released while mapped, or retained, keeps its memory
+#     until its last unmap or release: the replay refuses where the run did;
 #   - a 3-thread trainsim record holds every allocation and free trainsim
 #     counted; a forking program's record holds both processes whole;
 #   - --together replays a parent and its forked child at once, so in one
@@ -297,6 +299,16 @@ done
     >"$T/vh.out" 2>&1 || bad "vmm-held under record: $(cat "$T/vh.out")"
 vh=$("$G" replay "$T/vh.gmr" --limit 1G --json | grep -o '"refusal_steps":\[[0-9,]*\]')
 [ "$vh" = '"refusal_steps":[5]' ] || bad "vmm-held replayed at 1G: $vh (want the refusal at call 5)"
+# a retained handle outlives its first release: at 1200M the run refused
+# the 500 MiB after it (call 7), and so does the replay, which releases
+# the handle at its second release
+"$G" record -o "$T/vr.gmr" --limit 1200M -- "$B/tests/progs/apicheck" --via gpa vmm-retain \
+    >"$T/vr.out" 2>&1 || bad "vmm-retain under record: $(cat "$T/vr.out")"
+vr=$("$G" replay "$T/vr.gmr" --limit 1200M --json)
+st=$(echo "$vr" | grep -o '"refusal_steps":\[[0-9,]*\]')
+[ "$st" = '"refusal_steps":[7]' ] && [ "$(echo "$vr" | num orphan_frees)" = 0 ] &&
+    [ "$(echo "$vr" | num live_allocs)" = 0 ] ||
+    bad "vmm-retain replayed at 1200M: $st, $(echo "$vr" | num orphan_frees) orphan frees, $(echo "$vr" | num live_allocs) live (want the refusal at call 7, 0, 0)"
 
 # ---- complete records: threads, fork ----------------------------------
 "$G" record -o "$T/th.gmr" -- "$B/gpumem-trainsim" --steps 20 --threads 3 --layers 6 \

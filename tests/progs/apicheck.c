@@ -321,6 +321,32 @@ static void s_vmm_held(void)
     printf("ok vmm-held via %s\n", via);
 }
 
+/* A retained handle keeps its memory past its first release: 600 MiB
+ * created, mapped, retained, unmapped and released once still hold, so
+ * 500 MiB more is refused (limit 1200M, context 300M); the second
+ * release gives the memory back. */
+static void s_vmm_retain(void)
+{
+    CUmemAllocationProp prop = dev0_alloc_prop();
+    CUmemGenericAllocationHandle h, h2;
+    CUdeviceptr va, p = 0;
+    size_t sz = 600u << 20;
+    CU(F.cuMemCreate(&h, sz, &prop, 0));
+    CU(F.cuMemAddressReserve(&va, sz, 0, 0, 0));
+    CU(F.cuMemMap(va, sz, 0, h, 0));
+    CU(F.cuMemRetainAllocationHandle(&h2, (void *)(uintptr_t)va));
+    CU(F.cuMemUnmap(va, sz));
+    CU(F.cuMemAddressFree(va, sz));
+    CU(F.cuMemRelease(h));
+    CUresult rc = F.cuMemAlloc_v2(&p, 500u << 20);
+    CHECK(rc == CUDA_ERROR_OUT_OF_MEMORY,
+          "500 MiB next to 600 MiB retained: rc %d", (int)rc);
+    CU(F.cuMemRelease(h2));
+    CU(F.cuMemAlloc_v2(&p, 500u << 20));
+    CU(F.cuMemFree_v2(p));
+    printf("ok vmm-retain via %s\n", via);
+}
+
 static struct gm_abi_header *own_segment(size_t *len);
 
 /* Stream-ordered allocations until the pool's growth passes the limit
@@ -1753,6 +1779,8 @@ int main(int argc, char **argv)
         s_apis();
     else if (strcmp(sc, "vmm-held") == 0)
         s_vmm_held();
+    else if (strcmp(sc, "vmm-retain") == 0)
+        s_vmm_retain();
     else if (strcmp(sc, "async-peak") == 0)
         s_async_peak();
     else if (strcmp(sc, "limit-all") == 0)

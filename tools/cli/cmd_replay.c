@@ -63,7 +63,8 @@ const char gm_help_replay[] =
     "    Calls the original driver failed for reasons other than memory\n"
     "    are skipped; a refused call is replayed (another policy may serve\n"
     "    it), and frees of what the replay could not allocate are skipped\n"
-    "    and counted. Arrays and retained handles are counted, not\n"
+    "    and counted. A retained VMM handle is released at its last\n"
+    "    release, as the driver frees it; arrays are counted, not\n"
     "    replayed. A replay runs as fast as the calls go unless --pace is\n"
     "    given; a process replayed alone cannot be helped by another's\n"
     "    frees, so with --on-oom wait its waits end by their timeout.\n"
@@ -347,7 +348,7 @@ static void print_text(uint32_t pid, const char *policy, const struct res *r)
            (unsigned long long)r->frees);
     if (r->skipped || r->orphan || r->unsupported)
         printf("  not replayed  %llu failed in the recording, %llu frees of "
-               "refused allocations, %llu arrays or retains\n",
+               "refused allocations, %llu arrays\n",
                (unsigned long long)r->skipped, (unsigned long long)r->orphan,
                (unsigned long long)r->unsupported);
 }

@@ -12,7 +12,8 @@
  * allocation that reused its address, never the other way round for one
  * address); calls the original driver failed for reasons other than
  * memory (rc not 0 and not out of memory) are skipped and counted, as
- * are frees of what the replay could not allocate; figures come from the
+ * are frees of what the replay could not allocate; a handle is released
+ * at its last recorded release, a retain adding one; figures come from the
  * replay's own telemetry segment, read at the end with the allocations
  * still live (live at the end is what the recording left).
  */
@@ -152,7 +153,18 @@ enum {
     NS_MAPS,    /* recorded handle -> mappings live */
     NS_DEFER,   /* recorded handle -> replayed handle, released while
                    mapped: its release waits for the last unmap */
+    NS_REFS,    /* recorded handle -> its retains not yet released */
 };
+
+/* A count kept per recorded key (absent: 0), moved by one. */
+static void count_add(unsigned ns, uint64_t key, int by)
+{
+    uint64_t n = 0;
+    (void)take(ns, key, &n);
+    n = by > 0 ? n + 1 : n > 0 ? n - 1 : 0;
+    if (n > 0)
+        put(ns, key, n);
+}
 
 /* The mappings of a recorded handle: a driver keeps a released handle's
  * memory until its last mapping goes, and the shim its charge; the
@@ -162,20 +174,11 @@ static uint64_t maps_of(uint64_t h)
     return peek(NS_MAPS, h);
 }
 
-static void maps_add(uint64_t h, int by)
-{
-    uint64_t n = 0;
-    (void)take(NS_MAPS, h, &n);
-    n = by > 0 ? n + 1 : n > 0 ? n - 1 : 0;
-    if (n > 0)
-        put(NS_MAPS, h, n);
-}
-
 static void mapped(uint64_t ptr, uint64_t size, uint64_t h)
 {
     put(NS_MAP, ptr, h);
     put(NS_MAPSZ, ptr, size);
-    maps_add(h, 1);
+    count_add(NS_MAPS, h, 1);
 }
 
 /* The recorded mappings back to back from ptr within size go; a handle
@@ -188,7 +191,7 @@ static unsigned unmapped(uint64_t ptr, uint64_t size)
     while (at - ptr < size && take(NS_MAP, at, &h)) {
         if (!take(NS_MAPSZ, at, &sz) || sz == 0)
             break;
-        maps_add(h, -1);
+        count_add(NS_MAPS, h, -1);
         if (maps_of(h) == 0 && take(NS_DEFER, h, &v)) {
             cu.release(v);
             n++;
@@ -440,7 +443,19 @@ int main(int argc, char **argv)
                     ? cu.free((CUdeviceptr)v)
                     : cu.afree((CUdeviceptr)v, stream_for(e->aux));
             break;
+        case GM_RO_RETAIN: /* one more reference of a replayed handle */
+            if (take(NS_DEFER, e->addr, &v)) /* released, still mapped: */
+                put(NS_HANDLE, e->addr, v);  /* this is its reference now */
+            else if (oldest(NS_HANDLE, e->addr) != SIZE_MAX)
+                count_add(NS_REFS, e->addr, 1);
+            issued = false;
+            break;
         case GM_RO_RELEASE:
+            if (peek(NS_REFS, e->addr) != 0) { /* a retain's reference */
+                count_add(NS_REFS, e->addr, -1);
+                issued = false;
+                break;
+            }
             if (!take(NS_HANDLE, e->addr, &v)) {
                 orphan++;
                 issued = false;
@@ -471,7 +486,7 @@ int main(int argc, char **argv)
         case GM_RO_LOST:
             issued = false; /* the context is made at the start */
             break;
-        default: /* arrays, retain: not replayed */
+        default: /* arrays: not replayed */
             unsupported++;
             issued = false;
             break;
