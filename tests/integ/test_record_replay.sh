@@ -33,7 +33,8 @@
 #     counted; a forking program's record holds both processes whole;
 #   - --together replays a parent and its forked child at once, so in one
 #     group the child meets the memory the parent holds (refused), which
-#     one after the other it does not;
+#     one after the other it does not; --pace and --together count from
+#     the first event (a text trace of absolute times takes microseconds);
 #   - a process that executes another image records two sections of one
 #     pid (the first not closed), and each is replayed as itself;
 #   - SIGTERM to gpumem record ends CMD, and its records are still joined;
@@ -331,6 +332,15 @@ seq=$("$G" replay "$T/sl.gmr" --limit 1G --group rr$$ --group-limit $GL --json |
 tog=$("$G" replay "$T/sl.gmr" --limit 1G --group rr$$ --group-limit $GL --together --json | grep -o '"refusals":[0-9]*' | tr '\n' ' ')
 [ "$seq" = '"refusals":0 "refusals":0 ' ] || bad "one after the other in a group: $seq"
 [ "$tog" = '"refusals":0 "refusals":100 ' ] || bad "together in a group: $tog (want the child's 100 refused)"
+# --pace counts from the process's first event: a text trace with
+# absolute times (ns since 1970) replays in microseconds, not decades
+printf '7 1796196764182579453 alloc 1048576 0x1000 0 0\n7 1796196764182600000 free 0 0x1000 0 0\n' \
+    >"$T/abs.trace"
+for how in --pace --together; do
+    ns=$(timeout 10 "$G" replay "$T/abs.trace" $how --json | num replay_ns)
+    [ -n "$ns" ] && [ "$ns" -lt 1000000000 ] ||
+        bad "$how on absolute times: replay_ns '$ns' (want under 1 s; empty: killed after 10 s)"
+done
 
 # a process killed before it could close its recording: kept, and said
 "$G" record -o "$T/kl.gmr" -- "$B/tests/progs/forkrec" 7 0 kill 2>"$T/kl.err"; st=$?

@@ -7,7 +7,8 @@
  * and multi-section files and text traces, and refuses truncated,
  * foreign-version and malformed input with the place named (in a text
  * trace also the field and what it accepts); a section's writer is
- * running only as the process that started it (not a reused pid).
+ * running only as the process that started it (not a reused pid);
+ * pacing counts from the first event and bounds each wait.
  */
 #include <check.h>
 #include <dirent.h>
@@ -369,6 +370,61 @@ START_TEST(load_text_refuses_bad_numbers)
 }
 END_TEST
 
+/* Pacing counts from the first event of the processes paced together: a
+ * text trace's absolute times begin at 0; a stretch with no event longer
+ * than the gap bound is shortened to it, on the clock the processes
+ * share, so their offsets outside such stretches are kept. */
+START_TEST(pace_from_first_event_gaps_bounded)
+{
+    char err[256], path[128];
+    snprintf(path, sizeof path, "%s/abs.trace", dir);
+    static const char abs[] =
+        "7 1796196764182579453 alloc 1048576 0x1000 0 0\n"
+        "7 1796196764182600000 free 0 0x1000 0 0\n"
+        "8 1796196764182590000 alloc 4096 0x2000 0 0\n"
+        "7 1796196764182700000 alloc 1 0x3000 0 0\n"
+        "7 3796196764182700000 free 0 0x3000 0 0\n";
+    write_file(path, abs, sizeof abs - 1);
+    struct gm_trace t;
+    ck_assert_int_eq(gm_trace_load(path, &t, err, sizeof err), 0);
+    const struct gm_tproc *p7 = &t.proc[0], *p8 = &t.proc[1];
+    const struct gm_tev *e7 = &t.ev[p7->first], *e8 = &t.ev[p8->first];
+    struct gm_pace pl;
+    ck_assert_int_eq(gm_pace_plan(&t, p7, GM_PACE_GAP_NS, &pl), 0);
+    ck_assert_uint_eq(gm_pace_at(&pl, &t, p7, &e7[0]), 0);
+    ck_assert_uint_eq(gm_pace_at(&pl, &t, p7, &e7[1]), 20547);
+    ck_assert_uint_eq(gm_pace_at(&pl, &t, p7, &e7[2]), 120547);
+    ck_assert_uint_eq(gm_pace_at(&pl, &t, p7, &e7[3]),
+                      120547 + GM_PACE_GAP_NS); /* 63 years: 60 s */
+    gm_pace_free(&pl);
+    ck_assert_int_eq(gm_pace_plan(&t, p8, GM_PACE_GAP_NS, &pl), 0);
+    ck_assert_uint_eq(gm_pace_at(&pl, &t, p8, &e8[0]), 0); /* alone */
+    gm_pace_free(&pl);
+    ck_assert_int_eq(gm_pace_plan(&t, NULL, GM_PACE_GAP_NS, &pl), 0);
+    ck_assert_uint_eq(gm_pace_at(&pl, &t, p8, &e8[0]), 10547); /* together */
+    ck_assert_uint_eq(gm_pace_at(&pl, &t, p7, &e7[1]), 20547);
+    gm_pace_free(&pl);
+    gm_trace_free(&t);
+    /* Recording sections by their start: A at 1000 ns (events at 0 and
+     * 10 s), B 5 s later; with a 1 s bound each 5 s stretch is 1 s. */
+    struct gm_tev ev[3] = { { .t_ns = 0 }, { .t_ns = 10000000000ull },
+                            { .t_ns = 0 } };
+    struct gm_tproc pr[2] = {
+        { .pid = 1, .start_ns = 1000, .first = 0, .count = 2 },
+        { .pid = 2, .start_ns = 5000001000ull, .first = 2, .count = 1 },
+    };
+    struct gm_trace r = { .ev = ev, .n = 3, .cap = 3, .proc = pr,
+                          .nproc = 2 };
+    ck_assert_int_eq(gm_pace_plan(&r, NULL, 1000000000ull, &pl), 0);
+    ck_assert_uint_eq(gm_pace_at(&pl, &r, &pr[0], &ev[0]), 0);
+    ck_assert_uint_eq(gm_pace_at(&pl, &r, &pr[1], &ev[2]), 1000000000ull);
+    ck_assert_uint_eq(gm_pace_at(&pl, &r, &pr[0], &ev[1]), 2000000000ull);
+    gm_pace_free(&pl);
+    ck_assert_int_eq(gm_pace_plan(&r, &pr[1], 1000000000ull, &pl), 0);
+    ck_assert_uint_eq(gm_pace_at(&pl, &r, &pr[1], &ev[2]), 0);
+    gm_pace_free(&pl);
+}
+END_TEST
 
 /* The peak of a process: frees, releases and destroys give back what they
  * held; a retained or mapped handle stays held until its last release or
@@ -542,6 +598,7 @@ int main(void)
     tcase_add_test(tc, load_text_refuses_bad_numbers);
     tcase_add_test(tc, peak_follows_what_is_held);
     tcase_add_test(tc, writer_running_is_not_a_reused_pid);
+    tcase_add_test(tc, pace_from_first_event_gaps_bounded);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

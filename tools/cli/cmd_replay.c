@@ -95,12 +95,15 @@ const char gm_help_replay[] =
     "        simulated context (SIMCUDA_CONTEXT, 300M by default); below\n"
     "        that nothing is replayed, and that is said.\n"
     "    --pace\n"
-    "        Issue each call at its recorded time (relative to the start)\n"
-    "        instead of back to back.\n"
+    "        Issue each call at its recorded time, counted from the\n"
+    "        process's first call, instead of back to back. A stretch of\n"
+    "        more than 60 s without a call is shortened to 60 s.\n"
     "    --together\n"
     "        Replay every process of the file at once, each at its recorded\n"
-    "        times (--pace), so that they meet as they did: with --group\n"
-    "        and --group-limit they share one budget.\n"
+    "        times (--pace) counted from the file's first call, so that\n"
+    "        they meet as they did: with --group and --group-limit they\n"
+    "        share one budget. A stretch of more than 60 s in which no\n"
+    "        process makes a call is shortened to 60 s.\n"
     "    --sweep LO:HI, --points N\n"
     "        Replay at N limits from LO to HI (sizes: 4G, 1.5GiB, ...).\n"
     "    --json\n"
@@ -136,8 +139,7 @@ struct ctx {
     bool json;
     bool pace;          /* --pace: calls at their recorded times */
     bool together;      /* --together: every process at once */
-    uint64_t origin;    /* paced: CLOCK_REALTIME ns of the earliest start */
-    uint64_t base;      /* paced: the earliest section start in the file */
+    uint64_t origin;    /* paced: CLOCK_REALTIME ns of the first event */
 };
 
 static int usage(const char *msg, const char *arg)
@@ -221,13 +223,14 @@ static pid_t replay_spawn(const struct ctx *c, size_t sec, const char *limit,
         setenv("GPUMEM_TELEMETRY", "1", 1);     /* the figures come from it */
         unsetenv("GPUMEM_KEEP");
         unsetenv("GPUMEM_RECORD");
-        char origin[32], base[32];
+        char origin[32];
         snprintf(origin, sizeof origin, "%llu", (unsigned long long)c->origin);
-        snprintf(base, sizeof base, "%llu", (unsigned long long)c->base);
-        if (c->origin != 0)
+        if (c->origin != 0 && c->together)
             execl(c->replayer, c->replayer, "--driver", c->driver, "--section",
-                  secs, "--pace", origin, "--base", base, c->file,
-                  (char *)NULL);
+                  secs, "--pace", origin, "--together", c->file, (char *)NULL);
+        else if (c->origin != 0)
+            execl(c->replayer, c->replayer, "--driver", c->driver, "--section",
+                  secs, "--pace", origin, c->file, (char *)NULL);
         else
             execl(c->replayer, c->replayer, "--driver", c->driver, "--section",
                   secs, c->file, (char *)NULL);
@@ -812,10 +815,6 @@ int gm_cmd_replay(int argc, char **argv)
         gm_trace_free(&t);
         return rc;
     }
-    c.base = UINT64_MAX;
-    for (size_t i = 0; i < t.nproc; i++)
-        if (t.proc[i].start_ns < c.base)
-            c.base = t.proc[i].start_ns;
     if (c.together && sw != NULL) {
         fprintf(stderr, "gpumem: replay: --together and --sweep do not "
                 "combine; sweep one process (--pid N)\n");

@@ -7,7 +7,8 @@
  * without closing, docs/trace.md); nothing past the bytes read is
  * trusted; a text line that does not parse (a field missing or extra,
  * a number with a sign, past its field's range or not a number) stops
- * the load with its number and the field.
+ * the load with its number and the field; a paced replay never waits
+ * longer than its gap bound for one event.
  */
 #include <errno.h>
 #include <limits.h>
@@ -206,6 +207,82 @@ uint64_t gm_trace_peak(const struct gm_trace *t, const struct gm_tproc *p)
     }
     free(tab.v);
     return peak;
+}
+
+/* ---- pacing ------------------------------------------------------------- */
+
+/* An event's time on the clock its processes share. */
+static uint64_t ev_time(const struct gm_trace *t, const struct gm_tproc *p,
+                        const struct gm_tev *e)
+{
+    if (t->text)
+        return e->t_ns;
+    return p->start_ns > UINT64_MAX - e->t_ns ? UINT64_MAX
+                                              : p->start_ns + e->t_ns;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int gm_pace_plan(const struct gm_trace *t, const struct gm_tproc *p,
+                 uint64_t gap_ns, struct gm_pace *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t n = p != NULL ? p->count : t->n, k = 0;
+    uint64_t *v = malloc((n ? n : 1) * sizeof *v);
+    if (v == NULL)
+        return -1;
+    for (size_t i = 0; i < t->nproc; i++) {
+        const struct gm_tproc *q = &t->proc[i];
+        if (p == NULL || q == p)
+            for (size_t j = 0; j < q->count; j++)
+                v[k++] = ev_time(t, q, &t->ev[q->first + j]);
+    }
+    qsort(v, k, sizeof *v, cmp_u64);
+    out->zero = k ? v[0] : 0;
+    out->end = malloc((k ? k : 1) * sizeof *out->end);
+    out->cut = malloc((k ? k : 1) * sizeof *out->cut);
+    if (out->end == NULL || out->cut == NULL) {
+        free(v);
+        gm_pace_free(out);
+        return -1;
+    }
+    uint64_t cut = 0;
+    for (size_t i = 1; i < k; i++)
+        if (v[i] - v[i - 1] > gap_ns) {
+            cut += v[i] - v[i - 1] - gap_ns;
+            out->end[out->n] = v[i];
+            out->cut[out->n++] = cut;
+        }
+    free(v);
+    return 0;
+}
+
+uint64_t gm_pace_at(const struct gm_pace *pl, const struct gm_trace *t,
+                    const struct gm_tproc *p, const struct gm_tev *e)
+{
+    uint64_t at = ev_time(t, p, e);
+    if (at <= pl->zero)
+        return 0;
+    size_t lo = 0, hi = pl->n; /* the shortened stretches ending by at */
+    while (lo < hi) {
+        size_t m = lo + (hi - lo) / 2;
+        if (pl->end[m] <= at)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return at - pl->zero - (lo ? pl->cut[lo - 1] : 0);
+}
+
+void gm_pace_free(struct gm_pace *pl)
+{
+    free(pl->end);
+    free(pl->cut);
+    memset(pl, 0, sizeof *pl);
 }
 
 static int push_ev(struct gm_trace *t, const struct gm_tev *e)

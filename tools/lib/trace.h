@@ -2,7 +2,8 @@
  * tools/lib/trace.h — reading allocation traces into memory: gpumem's
  * recordings (shim/record/recfmt.h, docs/trace.md) and the plain text
  * format "pid t_ns op size ptr_or_handle rc dt_ns" of other tools; and
- * whether the writer of a recording section still runs.
+ * whether the writer of a recording section still runs; and when a
+ * paced replay issues each event.
  *
  * Invariants: events keep the file's order (per process: the writer's
  * seq order); every event belongs to exactly one process entry; a
@@ -19,7 +20,8 @@
 
 struct gm_tev {
     uint64_t seq;       /* index within its process, from 1 */
-    uint64_t t_ns;      /* since the process's first event */
+    uint64_t t_ns;      /* recording: since the section's start; text:
+                           the file's own (any origin) */
     uint64_t size, addr, aux, aux2;
     uint32_t rc, tid, dt_ns;
     uint16_t op;        /* enum gm_rec_op */
@@ -67,5 +69,27 @@ uint64_t gm_trace_peak(const struct gm_trace *t, const struct gm_tproc *p);
  * and the clocks' offset), so never a later process given the same pid
  * nor another user's (a writer's directory is its user's own). */
 bool gm_rec_writer_running(uint32_t pid, uint64_t start_ns);
+/* Pacing (gpumem replay --pace): when each event is issued, in ns after
+ * the replay's start. Times count from the first event of the processes
+ * paced together (one, or all of the file: a recording's sections by
+ * their start, a text trace's processes on the one clock of its t_ns,
+ * which may be absolute), and a stretch longer than gap_ns in which none
+ * of them has an event is shortened to gap_ns, so that no wait is longer
+ * (memory does not change while no call is made). */
+#define GM_PACE_GAP_NS (60ull * 1000000000ull)
+struct gm_pace {
+    uint64_t zero;      /* the first event's time */
+    size_t n;           /* stretches shortened */
+    uint64_t *end;      /* the time each ends at, ascending */
+    uint64_t *cut;      /* ns taken out up to its end, it included */
+};
+/* Plan the pacing of process p alone, or (p NULL) of every process of
+ * t. 0, or -1 without memory. */
+int gm_pace_plan(const struct gm_trace *t, const struct gm_tproc *p,
+                 uint64_t gap_ns, struct gm_pace *out);
+/* Event e of process p: its time after the start. */
+uint64_t gm_pace_at(const struct gm_pace *pl, const struct gm_trace *t,
+                    const struct gm_tproc *p, const struct gm_tev *e);
+void gm_pace_free(struct gm_pace *pl);
 
 #endif

@@ -280,7 +280,8 @@ int main(int argc, char **argv)
 {
     const char *driver = NULL, *file = NULL;
     long want = 0;      /* the section: its index in the file */
-    uint64_t pace = 0, base = 0;
+    uint64_t pace = 0;
+    bool together = false;  /* paced with every process of the file */
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--driver") == 0 && i + 1 < argc)
             driver = argv[++i];
@@ -288,13 +289,13 @@ int main(int argc, char **argv)
             want = strtol(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--pace") == 0 && i + 1 < argc)
             pace = strtoull(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "--base") == 0 && i + 1 < argc)
-            base = strtoull(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--together") == 0)
+            together = true;
         else if (argv[i][0] != '-' && file == NULL)
             file = argv[i];
         else {
             fprintf(stderr, "usage: gpumem-replay --driver LIB [--section K] "
-                    "[--pace ORIGIN_NS --base START_NS] FILE (run by "
+                    "[--pace ORIGIN_NS [--together]] FILE (run by "
                     "gpumem replay)\n");
             return 2;
         }
@@ -316,6 +317,12 @@ int main(int argc, char **argv)
         return 1;
     }
     const struct gm_tproc *p = &t.proc[want];
+    struct gm_pace plan = { 0, 0, NULL, NULL };
+    if (pace != 0 && gm_pace_plan(&t, together ? NULL : p, GM_PACE_GAP_NS,
+                                  &plan) != 0) {
+        fprintf(stderr, "gpumem-replay: out of memory\n");
+        return 1;
+    }
     void *h = dlopen(driver, RTLD_NOW | RTLD_GLOBAL);
     if (h == NULL) {
         fprintf(stderr, "gpumem-replay: cannot load %s: %s\n", driver,
@@ -377,8 +384,7 @@ int main(int argc, char **argv)
             continue;
         }
         if (pace != 0) { /* at its recorded time after the origin */
-            uint64_t off = p->start_ns > base ? p->start_ns - base : 0;
-            uint64_t at = pace + off + e->t_ns;
+            uint64_t at = pace + gm_pace_at(&plan, &t, p, e);
             struct timespec ts = { (time_t)(at / 1000000000ull),
                                    (long)(at % 1000000000ull) };
             while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts,
@@ -554,6 +560,7 @@ int main(int argc, char **argv)
         printf("segment_error %s\n", err);
     }
     fflush(stdout);
+    gm_pace_free(&plan);
     gm_trace_free(&t);
     return 0;
 }
