@@ -27,6 +27,8 @@
 #   - memory the driver freed with its context (apicheck ctx-frees) is
 #     recorded as frees the program did not call: the replay, in one
 #     context, ends with nothing live and as many frees as allocations;
+#   - a recording on two devices replays each call on its device under a
+#     limit per device (peak and sweep answer one device's, not the sum);
 #   - a VMM handle released while mapped, or retained, keeps its memory
 #     until its last unmap or release: the replay refuses where the run did;
 #   - a 3-thread trainsim record holds every allocation and free trainsim
@@ -310,6 +312,31 @@ st=$(echo "$vr" | grep -o '"refusal_steps":\[[0-9,]*\]')
 [ "$st" = '"refusal_steps":[7]' ] && [ "$(echo "$vr" | num orphan_frees)" = 0 ] &&
     [ "$(echo "$vr" | num live_allocs)" = 0 ] ||
     bad "vmm-retain replayed at 1200M: $st, $(echo "$vr" | num orphan_frees) orphan frees, $(echo "$vr" | num live_allocs) live (want the refusal at call 7, 0, 0)"
+
+# ---- devices: each call on its own, the limit per device ---------------
+# primary contexts of devices 0 and 1, 600 MiB on each: the run fits a
+# 1G limit (per device), and so does the replay, whose peak and sweep
+# answer are one device's (context + 600 MiB), not the sum; a limit of
+# device 1 alone refuses its allocation (call 4) there
+TWO="$B/tests/progs/apicheck --via gpa two-alloc 629145600"
+SIMCUDA_DEVICES=2 "$G" record -o "$T/two.gmr" --limit 1G -- $TWO >"$T/two.out" 2>&1 ||
+    bad "two-alloc under record: $(cat "$T/two.out")"
+two=$("$G" replay "$T/two.gmr" --limit 1G --json)
+r=$(echo "$two" | num refusals); pk=$(echo "$two" | num peak_bytes)
+cx=$(echo "$two" | num context_bytes)
+nd=$(echo "$two" | grep -o '"device":[0-9]*,"peak_bytes":[0-9]*' | wc -l)
+[ "$r" = 0 ] && [ "$pk" = $((cx + 629145600)) ] && [ "$nd" = 2 ] ||
+    bad "two devices at 1G: $r refusals, peak $pk, $nd devices (want 0, $((cx + 629145600)), 2)"
+best=$("$G" replay "$T/two.gmr" --sweep 500M:2G --points 2 --json | num smallest_without_refusal_bytes)
+[ "$best" = $((cx + 629145600)) ] || bad "two devices: sweep answers $best (want $((cx + 629145600)))"
+SIMCUDA_DEVICES=2 GPUMEM_LIMIT_1=800M "$G" run --limit 1G -- $TWO >/dev/null 2>&1 &&
+    bad "two-alloc runs with device 1 limited to 800M"
+st=$(GPUMEM_LIMIT_1=800M "$G" replay "$T/two.gmr" --limit 1G --json |
+     grep -o '"refusal_steps":\[[0-9,]*\]\|"first_refusal":{[^}]*}' | tr '\n' ' ')
+case "$st" in *'"device":1}'*'"refusal_steps":[4]'*) ;;
+    *) bad "two devices, device 1 at 800M: $st (want call 4 refused on device 1)" ;; esac
+r=$(CUDA_VISIBLE_DEVICES=1 "$G" replay "$T/two.gmr" --limit 1G --json | num refusals)
+[ "$r" = 0 ] || bad "two devices under CUDA_VISIBLE_DEVICES=1: $r refusals (want 0: ordinals as recorded)"
 
 # ---- complete records: threads, fork ----------------------------------
 "$G" record -o "$T/th.gmr" -- "$B/gpumem-trainsim" --steps 20 --threads 3 --layers 6 \

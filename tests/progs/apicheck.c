@@ -347,6 +347,21 @@ static void s_vmm_retain(void)
     printf("ok vmm-retain via %s\n", via);
 }
 
+/* Two devices' primary contexts, `size` bytes allocated on each and
+ * left live (each device has its own limit). */
+static void s_two_alloc(uint64_t size)
+{
+    CUcontext c1;
+    CUdeviceptr p0, p1;
+    CU(F.cuDevicePrimaryCtxRetain(&c1, 1));
+    CU(F.cuMemAlloc_v2(&p0, size));
+    CU(F.cuCtxSetCurrent(c1));
+    CU(F.cuMemAlloc_v2(&p1, size));
+    CU(F.cuCtxSetCurrent(ctx0));
+    printf("ok two-alloc %llu on each device via %s\n",
+           (unsigned long long)size, via);
+}
+
 static struct gm_abi_header *own_segment(size_t *len);
 
 /* Stream-ordered allocations until the pool's growth passes the limit
@@ -1781,6 +1796,8 @@ int main(int argc, char **argv)
         s_vmm_held();
     else if (strcmp(sc, "vmm-retain") == 0)
         s_vmm_retain();
+    else if (strcmp(sc, "two-alloc") == 0)
+        s_two_alloc(a1);
     else if (strcmp(sc, "async-peak") == 0)
         s_async_peak();
     else if (strcmp(sc, "limit-all") == 0)

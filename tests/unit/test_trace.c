@@ -8,7 +8,8 @@
  * foreign-version and malformed input with the place named (in a text
  * trace also the field and what it accepts); a section's writer is
  * running only as the process that started it (not a reused pid);
- * pacing counts from the first event and bounds each wait.
+ * pacing counts from the first event and bounds each wait; the peak is
+ * one device's, each event on its recorded device.
  */
 #include <check.h>
 #include <dirent.h>
@@ -483,6 +484,52 @@ START_TEST(peak_follows_what_is_held)
 }
 END_TEST
 
+/* Devices: an event's is its recorded one, or (255) the one before it;
+ * the peak is the most held on one device, a free leaving the device of
+ * its allocation; the devices replayed are those allocated on or with a
+ * context made. */
+START_TEST(devices_and_peak_per_device)
+{
+    static const struct { unsigned op, dev; uint64_t size, addr; unsigned rc; }
+        calls[] = {
+        { GM_RO_CTX, 0, 0, 0xc0, 0 },
+        { GM_RO_CTX, 2, 0, 0xc2, 0 },
+        { GM_RO_ALLOC, 0, 600, 0xa, 0 },      /* device 0: 600 */
+        { GM_RO_ALLOC, 1, 600, 0xb, 0 },      /* device 1: 600 */
+        { GM_RO_CREATE, 255, 300, 0x7, 0 },   /* device 1 (before): 900 */
+        { GM_RO_FREE, 0, 0, 0xb, 0 },         /* device 1 again: 300 */
+        { GM_RO_ALLOC, 0, 500, 0xd, 0 },      /* device 0: 1100, the peak */
+        { GM_RO_ALLOC, 3, 100, 0, 800 },      /* failed: not replayed */
+        { GM_RO_ALLOC, 4, 100, 0, 2 },        /* refused: replayed */
+        { GM_RO_CTX, 5, 0, 0, 201 },          /* failed: no context */
+    };
+    enum { N = sizeof calls / sizeof calls[0] };
+    struct gm_tev ev[N];
+    memset(ev, 0, sizeof ev);
+    for (size_t i = 0; i < N; i++) {
+        ev[i].seq = i + 1;
+        ev[i].op = (uint16_t)calls[i].op;
+        ev[i].dev = (uint8_t)calls[i].dev;
+        ev[i].size = calls[i].size;
+        ev[i].addr = calls[i].addr;
+        ev[i].rc = calls[i].rc;
+    }
+    unsigned cur = 0;
+    ck_assert_uint_eq(gm_tev_device(&ev[3], &cur), 1);
+    ck_assert_uint_eq(gm_tev_device(&ev[4], &cur), 1);
+    struct gm_tproc pr = { .pid = 1, .first = 0, .count = N };
+    struct gm_trace t = { .ev = ev, .n = N, .cap = N, .proc = &pr, .nproc = 1 };
+    ck_assert_uint_eq(gm_trace_peak(&t, &pr), 1100);
+    bool used[GM_TRACE_DEVICES];
+    ck_assert_uint_eq(gm_trace_devices(&t, NULL, used), 5);
+    ck_assert(used[0] && used[1] && used[2] && !used[3] && used[4]);
+    ck_assert(!used[5]);
+    struct gm_tproc none = { .pid = 2, .first = N, .count = 0 };
+    ck_assert_uint_eq(gm_trace_devices(&t, &none, used), 1); /* device 0 */
+    ck_assert(used[0] && !used[1]);
+}
+END_TEST
+
 /* A fork child leaves alone a descriptor number the program took over
  * after closing the recording's (a daemon that closed every descriptor
  * and opened its log). */
@@ -598,6 +645,7 @@ int main(void)
     tcase_add_test(tc, load_text_refuses_bad_numbers);
     tcase_add_test(tc, peak_follows_what_is_held);
     tcase_add_test(tc, writer_running_is_not_a_reused_pid);
+    tcase_add_test(tc, devices_and_peak_per_device);
     tcase_add_test(tc, pace_from_first_event_gaps_bounded);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -34,6 +34,10 @@
 
 extern char **environ;
 
+/* The simulated driver's devices at most (GM_SIM_MAX_PHYS of
+ * tools/sim/simmachine.h, which this layer does not include). */
+#define SIM_DEVICES 16
+
 const char gm_help_replay[] =
     "NAME\n"
     "    gpumem replay - replay a recording under another policy\n"
@@ -60,6 +64,12 @@ const char gm_help_replay[] =
     "    into a private temporary file in $TMPDIR (else /tmp), removed at\n"
     "    once, that every replay reads.\n"
     "\n"
+    "    Each call is replayed on the device it was recorded on, the\n"
+    "    simulated driver having as many as the recording uses; the limit\n"
+    "    holds per device, as in the run. The peak printed is the\n"
+    "    largest device's, the counts are summed, and with several\n"
+    "    devices a line for each follows.\n"
+    "\n"
     "    Calls the original driver failed for reasons other than memory\n"
     "    are skipped; a refused call is replayed (another policy may serve\n"
     "    it), and frees of what the replay could not allocate are skipped\n"
@@ -71,7 +81,8 @@ const char gm_help_replay[] =
     "\n"
     "    With --sweep LO:HI the file is replayed at --points limits from\n"
     "    LO to HI (default 9) and a table is printed, then the smallest\n"
-    "    limit with no refusal. In grow mode it is the unlimited peak\n"
+    "    limit (per device) with no refusal. In grow mode it is the\n"
+    "    unlimited peak of the device that needs most\n"
     "    (context included), checked by replaying at it, unless the\n"
     "    process made stream-ordered allocations: a refusal first trims\n"
     "    their pools, so a lower limit may serve every call, and the limit\n"
@@ -89,11 +100,11 @@ const char gm_help_replay[] =
     "    --pid N\n"
     "        Replay only process N of the file (default: each in turn).\n"
     "    --device-size SIZE\n"
-    "        The simulated device's memory (default 80G, or twice the most\n"
-    "        a process of the recording held at once plus 1G, when that is\n"
-    "        more); NN% limits are of this size. It must hold the\n"
-    "        simulated context (SIMCUDA_CONTEXT, 300M by default); below\n"
-    "        that nothing is replayed, and that is said.\n"
+    "        Each simulated device's memory (default 80G, or twice the most\n"
+    "        a process of the recording held at once on one device plus\n"
+    "        1G, when that is more); NN% limits are of this size. It must\n"
+    "        hold the simulated context (SIMCUDA_CONTEXT, 300M by\n"
+    "        default); below that nothing is replayed, and that is said.\n"
     "    --pace\n"
     "        Issue each call at its recorded time, counted from the\n"
     "        process's first call, instead of back to back. A stretch of\n"
@@ -121,21 +132,30 @@ const char gm_help_replay[] =
     "    gpumem replay torch_default.trace --sweep 1G:4G\n"
     "    gpumem replay t.gmr --limit 60% --on-oom spill --json\n";
 
+/* One device's figures in a replay. */
+struct devres {
+    unsigned dev;
+    unsigned long long peak, context, limit, refused, live_allocs, live_bytes;
+};
+
 struct res {
     uint64_t events, calls, skipped, orphan, unsupported, refused_calls;
-    uint64_t first_step, first_t, first_size, replay_ns, slow_ns;
+    uint64_t first_step, first_t, first_size, first_dev, replay_ns, slow_ns;
     uint64_t physical, limit, peak, context, allocs, frees, refused, spills;
     uint64_t spilled, waits, over, frag_ppm, live_allocs, live_bytes, used;
     uint64_t context_rc, context_size;  /* the context was not made */
     int status;
     uint64_t steps[1000];
     size_t nsteps;
+    struct devres dev[SIM_DEVICES];  /* the devices used, ascending */
+    size_t ndev;
 };
 
 struct ctx {
     const char *file;
     char replayer[PATH_MAX], driver[PATH_MAX];
     uint64_t devsize;
+    unsigned ndev;      /* simulated devices: the file's highest + 1 */
     bool json;
     bool pace;          /* --pace: calls at their recorded times */
     bool together;      /* --together: every process at once */
@@ -176,6 +196,7 @@ static void set_field(struct res *r, const char *k, uint64_t v)
         F("orphan_frees", orphan), F("unsupported", unsupported),
         F("refused_calls", refused_calls), F("first_refusal_step", first_step),
         F("first_refusal_t_ns", first_t), F("first_refusal_size", first_size),
+        F("first_refusal_device", first_dev),
         F("replay_ns", replay_ns), F("wait_ns", slow_ns),
         F("physical", physical), F("limit", limit), F("peak", peak),
         F("context", context), F("allocs", allocs), F("frees", frees),
@@ -213,10 +234,13 @@ static pid_t replay_spawn(const struct ctx *c, size_t sec, const char *limit,
         close(fds[1]);
         if (limit != NULL)
             setenv("GPUMEM_LIMIT", limit, 1);
-        char size[32], secs[16];
+        char size[32], secs[16], ndev[16];
         snprintf(size, sizeof size, "%llu", (unsigned long long)c->devsize);
         snprintf(secs, sizeof secs, "%zu", sec);
-        setenv("SIMCUDA_MEMORY", size, 1);
+        snprintf(ndev, sizeof ndev, "%u", c->ndev);
+        setenv("SIMCUDA_MEMORY", size, 1);      /* each device's */
+        setenv("SIMCUDA_DEVICES", ndev, 1);
+        unsetenv("CUDA_VISIBLE_DEVICES");       /* ordinals as recorded */
         setenv("GPUMEM_CUDA_LIBRARY", c->driver, 1);
         unsetenv("GPUMEM_REPORT");
         setenv("GPUMEM_LOG_LEVEL", "quiet", 0); /* refusals are results */
@@ -252,6 +276,14 @@ static int replay_collect(pid_t ch, int fd, struct res *r)
     while (in != NULL && fgets(line, sizeof line, in) != NULL) {
         char k[64];
         unsigned long long v;
+        struct devres d;
+        if (r->ndev < SIM_DEVICES &&
+            sscanf(line, "device %u %llu %llu %llu %llu %llu %llu", &d.dev,
+                   &d.peak, &d.context, &d.limit, &d.refused,
+                   &d.live_allocs, &d.live_bytes) == 7) {
+            r->dev[r->ndev++] = d;
+            continue;
+        }
         if (sscanf(line, "%63s %llu", k, &v) != 2)
             continue;
         if (strcmp(k, "refusal_step") == 0 && r->nsteps < 1000)
@@ -318,6 +350,18 @@ static int replay_once(struct ctx *c, size_t sec, const char *limit,
     return replay_collect(ch, fd, r);
 }
 
+/* A device's line of a replay that used several. */
+static void print_dev_text(const struct devres *d)
+{
+    char a[32], b[32], l[32];
+    sz(d->peak, a, sizeof a);
+    sz(d->context, b, sizeof b);
+    sz(d->live_bytes, l, sizeof l);
+    printf("  device %-6u peak %s, context %s, refused %llu, live at end "
+           "%llu allocations, %s\n", d->dev, a, b, d->refused,
+           d->live_allocs, l);
+}
+
 static void print_text(uint32_t pid, const char *policy, const struct res *r)
 {
     char a[32], b[32], d[32];
@@ -326,15 +370,23 @@ static void print_text(uint32_t pid, const char *policy, const struct res *r)
            policy);
     sz(r->peak, a, sizeof a);
     sz(r->context, b, sizeof b);
-    printf("  peak          %s (%llu bytes), context %s\n", a,
-           (unsigned long long)r->peak, b);
+    if (r->ndev > 1)
+        printf("  peak          %s (%llu bytes), context %s: the largest of "
+               "%zu devices\n", a, (unsigned long long)r->peak, b, r->ndev);
+    else
+        printf("  peak          %s (%llu bytes), context %s\n", a,
+               (unsigned long long)r->peak, b);
     if (r->refused_calls == 0) {
         printf("  refusals      0\n");
     } else {
+        char on[32] = "";
+        if (r->ndev > 1)
+            snprintf(on, sizeof on, " on device %llu",
+                     (unsigned long long)r->first_dev);
         sz(r->first_size, d, sizeof d);
-        printf("  refusals      %llu; the first at step %llu at %.3f s; %s\n",
+        printf("  refusals      %llu; the first at step %llu at %.3f s; %s%s\n",
                (unsigned long long)r->refused_calls,
-               (unsigned long long)r->first_step, r->first_t / 1e9, d);
+               (unsigned long long)r->first_step, r->first_t / 1e9, d, on);
     }
     sz(r->spilled, a, sizeof a);
     printf("  spills        %llu (%s)\n", (unsigned long long)r->spills, a);
@@ -349,6 +401,8 @@ static void print_text(uint32_t pid, const char *policy, const struct res *r)
            (unsigned long long)r->live_allocs, a);
     printf("  allocations   %llu, frees %llu\n", (unsigned long long)r->allocs,
            (unsigned long long)r->frees);
+    for (size_t i = 0; r->ndev > 1 && i < r->ndev; i++)
+        print_dev_text(&r->dev[i]);
     if (r->skipped || r->orphan || r->unsupported)
         printf("  not replayed  %llu failed in the recording, %llu frees of "
                "refused allocations, %llu arrays\n",
@@ -365,10 +419,11 @@ static void print_json_res(uint32_t pid, const struct res *r)
            (unsigned long long)r->limit,
            (unsigned long long)r->refused_calls);
     if (r->refused_calls)
-        printf("\"first_refusal\":{\"step\":%llu,\"t_ns\":%llu,\"size\":%llu},",
-               (unsigned long long)r->first_step,
+        printf("\"first_refusal\":{\"step\":%llu,\"t_ns\":%llu,\"size\":%llu,"
+               "\"device\":%llu},", (unsigned long long)r->first_step,
                (unsigned long long)r->first_t,
-               (unsigned long long)r->first_size);
+               (unsigned long long)r->first_size,
+               (unsigned long long)r->first_dev);
     else
         printf("\"first_refusal\":null,");
     printf("\"refusal_steps\":[");
@@ -379,7 +434,7 @@ static void print_json_res(uint32_t pid, const struct res *r)
            "\"waits\":%llu,\"wait_ns\":%llu,\"refused\":%llu,\"frag_at_peak_ppm\":%llu,\"live_allocs\":%llu,"
            "\"live_bytes\":%llu,\"allocs\":%llu,\"frees\":%llu,"
            "\"skipped\":%llu,\"orphan_frees\":%llu,\"unsupported\":%llu,"
-           "\"replay_ns\":%llu}",
+           "\"replay_ns\":%llu,\"devices\":[",
            (unsigned long long)r->spills, (unsigned long long)r->spilled,
            (unsigned long long)r->over, (unsigned long long)r->waits,
            (unsigned long long)r->slow_ns,
@@ -389,6 +444,15 @@ static void print_json_res(uint32_t pid, const struct res *r)
            (unsigned long long)r->frees, (unsigned long long)r->skipped,
            (unsigned long long)r->orphan, (unsigned long long)r->unsupported,
            (unsigned long long)r->replay_ns);
+    for (size_t i = 0; i < r->ndev; i++) {
+        const struct devres *d = &r->dev[i];
+        printf("%s{\"device\":%u,\"peak_bytes\":%llu,\"context_bytes\":%llu,"
+               "\"limit_bytes\":%llu,\"refused\":%llu,\"live_allocs\":%llu,"
+               "\"live_bytes\":%llu}", i ? "," : "", d->dev, d->peak,
+               d->context, d->limit, d->refused, d->live_allocs,
+               d->live_bytes);
+    }
+    printf("]}");
 }
 
 /* FILE "-": standard input, copied once into a private temporary file
@@ -674,6 +738,10 @@ static int sweep(struct ctx *c, size_t sec, uint32_t pid, struct need need,
             printf("],\"smallest_without_refusal_bytes\":null,");
         printf("\"criterion\":\"%s\",\"search_replays\":%u}\n", h.answer,
                runs);
+    } else if (found && r.ndev > 1) {
+        printf("  smallest limit with %s: %s (%llu bytes; %u replays), on "
+               "each of %zu devices\n", h.answer, a,
+               (unsigned long long)best, runs, r.ndev);
     } else if (found) {
         printf("  smallest limit with %s: %s (%llu bytes; %u replays)\n",
                h.answer, a, (unsigned long long)best, runs);
@@ -783,6 +851,15 @@ int gm_cmd_replay(int argc, char **argv)
     char err[512];
     if (gm_trace_load(c.file, &t, err, sizeof err) != 0) {
         fprintf(stderr, "gpumem: replay: %s: %s\n", file, err);
+        return 1;
+    }
+    bool used[GM_TRACE_DEVICES];
+    c.ndev = gm_trace_devices(&t, NULL, used);
+    if (c.ndev > SIM_DEVICES) {
+        fprintf(stderr, "gpumem: replay: %s: the recording uses device %u; "
+                "the simulated driver has devices 0 to %d only\n", file,
+                c.ndev - 1, SIM_DEVICES - 1);
+        gm_trace_free(&t);
         return 1;
     }
     if (!devset) { /* room for what the recording held, twice over */

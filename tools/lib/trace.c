@@ -58,7 +58,7 @@ enum { HK_PTR = 1, HK_HANDLE, HK_ARRAY, HK_MAP };
 struct held {
     uint64_t key, size, aux;
     uint32_t refs;
-    uint8_t kind, dead;
+    uint8_t kind, dead, dev;
 };
 struct heldtab { struct held *v; size_t cap, used; };
 
@@ -104,10 +104,10 @@ static int held_rehash(struct heldtab *t, size_t cap)
     return 0;
 }
 
-/* A new entry with one reference; NULL without memory. `used` counts
- * entries and removed slots, at most half the table. */
+/* A new entry with one reference, on device dev; NULL without memory.
+ * `used` counts entries and removed slots, at most half the table. */
 static struct held *held_put(struct heldtab *t, unsigned kind, uint64_t key,
-                             uint64_t size, uint64_t aux)
+                             uint64_t size, uint64_t aux, unsigned dev)
 {
     if ((t->used + 1) * 2 > t->cap) {
         size_t live = 0;
@@ -121,7 +121,8 @@ static struct held *held_put(struct heldtab *t, unsigned kind, uint64_t key,
     size_t i = held_hash(key, kind, t->cap);
     while (t->v[i].kind != 0 || t->v[i].dead)
         i = (i + 1) & (t->cap - 1);
-    t->v[i] = (struct held){ key, size, aux, 1, (uint8_t)kind, 0 };
+    t->v[i] = (struct held){ key, size, aux, 1, (uint8_t)kind, 0,
+                             (uint8_t)dev };
     t->used++;
     return &t->v[i];
 }
@@ -132,14 +133,16 @@ static void held_remove(struct held *h)
     h->dead = 1;
 }
 
-/* Drop a reference; the bytes it held when it was the last one. */
-static uint64_t held_drop(struct heldtab *t, unsigned kind, uint64_t key)
+/* Drop a reference; when it was the last one, what it held leaves its
+ * device's live bytes. */
+static void held_drop(struct heldtab *t, unsigned kind, uint64_t key,
+                      uint64_t *live)
 {
     struct held *h = held_find(t, kind, key);
     if (h == NULL || --h->refs > 0)
-        return 0;
+        return;
     held_remove(h);
-    return h->size;
+    live[h->dev] -= h->size;
 }
 
 static unsigned alloc_kind(unsigned op)
@@ -149,40 +152,79 @@ static unsigned alloc_kind(unsigned op)
 }
 
 /* cuMemUnmap(start, size): the mappings back to back from start go, each
- * dropping its handle's reference; the bytes that freed. */
-static uint64_t unmapped(struct heldtab *t, uint64_t start, uint64_t size)
+ * dropping its handle's reference. */
+static void unmapped(struct heldtab *t, uint64_t start, uint64_t size,
+                     uint64_t *live)
 {
-    uint64_t at = start, freed = 0;
+    uint64_t at = start;
     struct held *m;
     while (at - start < size && (m = held_find(t, HK_MAP, at)) != NULL) {
         uint64_t len = m->size, handle = m->aux;
         held_remove(m);
-        freed += held_drop(t, HK_HANDLE, handle);
+        held_drop(t, HK_HANDLE, handle, live);
         if (len == 0)
             break;
         at += len;
     }
-    return freed;
+}
+
+unsigned gm_tev_device(const struct gm_tev *e, unsigned *cur)
+{
+    if (e->dev < GM_TRACE_DEVICES)
+        *cur = e->dev;
+    return *cur;
+}
+
+unsigned gm_trace_devices(const struct gm_trace *t, const struct gm_tproc *p,
+                          bool used[GM_TRACE_DEVICES])
+{
+    unsigned top = 0;
+    memset(used, 0, GM_TRACE_DEVICES * sizeof *used);
+    for (size_t i = 0; i < t->nproc; i++) {
+        const struct gm_tproc *q = &t->proc[i];
+        unsigned cur = 0;
+        if (p != NULL && q != p)
+            continue;
+        for (size_t j = 0; j < q->count; j++) {
+            const struct gm_tev *e = &t->ev[q->first + j];
+            unsigned d = gm_tev_device(e, &cur);
+            bool issued = gm_rec_op_allocates(e->op)
+                              ? e->rc == 0 || e->rc == 2 /* out of memory */
+                              : e->op == GM_RO_CTX && e->rc == 0 &&
+                                    e->dev < GM_TRACE_DEVICES;
+            if (issued && !used[d]) {
+                used[d] = true;
+                top = d + 1 > top ? d + 1 : top;
+            }
+        }
+    }
+    if (top == 0) {
+        used[0] = true;
+        top = 1;
+    }
+    return top;
 }
 
 uint64_t gm_trace_peak(const struct gm_trace *t, const struct gm_tproc *p)
 {
     struct heldtab tab = { NULL, 0, 0 };
-    uint64_t live = 0, peak = 0;
+    uint64_t live[GM_TRACE_DEVICES] = { 0 }, peak = 0;
+    unsigned cur = 0;
     for (size_t i = 0; i < p->count; i++) {
         const struct gm_tev *e = &t->ev[p->first + i];
+        unsigned d = gm_tev_device(e, &cur);
         struct held *h;
         if (e->rc != 0)
             continue;
         switch (e->op) {
         case GM_RO_FREE: case GM_RO_FREE_ASYNC:
-            live -= held_drop(&tab, HK_PTR, e->addr);
+            held_drop(&tab, HK_PTR, e->addr, live);
             break;
         case GM_RO_RELEASE:
-            live -= held_drop(&tab, HK_HANDLE, e->addr);
+            held_drop(&tab, HK_HANDLE, e->addr, live);
             break;
         case GM_RO_ARRAY_DESTROY:
-            live -= held_drop(&tab, HK_ARRAY, e->addr);
+            held_drop(&tab, HK_ARRAY, e->addr, live);
             break;
         case GM_RO_RETAIN:
             if ((h = held_find(&tab, HK_HANDLE, e->addr)) != NULL)
@@ -190,17 +232,17 @@ uint64_t gm_trace_peak(const struct gm_trace *t, const struct gm_tproc *p)
             break;
         case GM_RO_MAP: /* size, addr = handle, aux = start */
             if (held_find(&tab, HK_HANDLE, e->addr) != NULL &&
-                held_put(&tab, HK_MAP, e->aux, e->size, e->addr) != NULL)
+                held_put(&tab, HK_MAP, e->aux, e->size, e->addr, d) != NULL)
                 held_find(&tab, HK_HANDLE, e->addr)->refs++;
             break;
         case GM_RO_UNMAP: /* size, aux = start */
-            live -= unmapped(&tab, e->aux, e->size);
+            unmapped(&tab, e->aux, e->size, live);
             break;
         default:
             if (gm_rec_op_allocates(e->op) &&
-                held_put(&tab, alloc_kind(e->op), e->addr, e->size, 0)) {
-                live += e->size;
-                peak = live > peak ? live : peak;
+                held_put(&tab, alloc_kind(e->op), e->addr, e->size, 0, d)) {
+                live[d] += e->size;
+                peak = live[d] > peak ? live[d] : peak;
             }
             break;
         }

@@ -56,10 +56,27 @@ const char *gm_rec_op_name(unsigned op);
  * alloc, create, array). */
 bool gm_rec_op_allocates(unsigned op);
 
-/* The most process p held at once by its successful calls: allocations
- * less what their frees, releases and destroys gave back (a handle's
- * retains and mappings keep it, as they keep the driver's memory); 0 on
- * no memory for the count. */
+/* Device ordinals as recorded: 0 .. GM_TRACE_DEVICES - 1; 255 unknown. */
+#define GM_TRACE_DEVICES 255u
+
+/* The device of event e's memory: its recorded one, or for an event
+ * recorded without one (255: a release, a map, no current context), the
+ * device of the latest event before it that named one (*cur, 0 before
+ * any; updated here). Called for each event of a process in order. */
+unsigned gm_tev_device(const struct gm_tev *e, unsigned *cur);
+
+/* The devices process p (NULL: every process) is replayed on: those of
+ * the allocations a replay issues (served, or refused for memory) and of
+ * the contexts it made; device 0 when none. Sets used[d] for each (the
+ * rest false); returns the highest + 1. */
+unsigned gm_trace_devices(const struct gm_trace *t, const struct gm_tproc *p,
+                          bool used[GM_TRACE_DEVICES]);
+
+/* The most process p held at once on one device by its successful
+ * calls: allocations less what their frees, releases and destroys gave
+ * back (a handle's retains and mappings keep it, as they keep the
+ * driver's memory), each on the device it was allocated on; 0 on no
+ * memory for the count. */
 uint64_t gm_trace_peak(const struct gm_trace *t, const struct gm_tproc *p);
 
 /* Whether the writer of a recording section, pid as its header has it,

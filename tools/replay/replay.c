@@ -15,7 +15,10 @@
  * are frees of what the replay could not allocate; a handle is released
  * at its last recorded release, a retain adding one; figures come from the
  * replay's own telemetry segment, read at the end with the allocations
- * still live (live at the end is what the recording left).
+ * still live (live at the end is what the recording left). Each
+ * allocation is issued on its recorded device (gm_tev_device), in that
+ * device's primary context, made at the start for every device the
+ * section uses.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -154,6 +157,7 @@ enum {
     NS_DEFER,   /* recorded handle -> replayed handle, released while
                    mapped: its release waits for the last unmap */
     NS_REFS,    /* recorded handle -> its retains not yet released */
+    NS_POOL,    /* recorded pool -> its device + 1 */
 };
 
 /* A count kept per recorded key (absent: 0), moved by one. */
@@ -208,9 +212,10 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Device 0's block of our own segment, mapped read-only, for its
- * `waits` counter: a call during which it grew waited (on_oom=wait). */
-static const struct gm_abi_dev *own_dev0(const char *pfx)
+/* The devices of our own segment, mapped read-only, for their `waits`
+ * counters: a call during which its device's grew waited (on_oom=wait).
+ * *n: how many blocks. */
+static const struct gm_abi_dev *own_devs(const char *pfx, unsigned *n)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/%s.%ld", gm_tool_shm_dir(), pfx,
@@ -223,18 +228,64 @@ static const struct gm_abi_dev *own_dev0(const char *pfx)
     if (read(fd, &h, sizeof h) == (ssize_t)sizeof h &&
         h.dev_offset >= sizeof h && h.dev_size == sizeof(struct gm_abi_dev) &&
         h.dev_slots >= 1)
-        p = mmap(NULL, (size_t)(h.dev_offset + h.dev_size), PROT_READ,
-                 MAP_SHARED, fd, 0);
+        p = mmap(NULL, (size_t)(h.dev_offset + (uint64_t)h.dev_size *
+                                                h.dev_slots),
+                 PROT_READ, MAP_SHARED, fd, 0);
     close(fd);
     if (p == MAP_FAILED)
         return NULL;
+    *n = h.dev_slots;
     return (const struct gm_abi_dev *)((const char *)p + h.dev_offset);
 }
 
-static uint64_t waits_of(const struct gm_abi_dev *d)
+static const struct gm_abi_dev *seg_devs;
+static unsigned seg_nslots;
+
+static uint64_t waits_of(unsigned dev)
 {
     /* relaxed: a counter, compared before and after one call of ours */
-    return d ? __atomic_load_n(&d->waits, __ATOMIC_RELAXED) : 0;
+    return seg_devs != NULL && dev < seg_nslots
+               ? __atomic_load_n(&seg_devs[dev].waits, __ATOMIC_RELAXED) : 0;
+}
+
+/* ---- devices ------------------------------------------------------------- */
+
+/* The devices the section is replayed on (gm_trace_devices), each with
+ * its primary context and default pool, and the one current now. */
+static bool dev_used[GM_TRACE_DEVICES];
+static CUcontext dev_ctx[GM_TRACE_DEVICES];
+static CUmemoryPool dev_pool[GM_TRACE_DEVICES];
+static unsigned dev_cur;
+
+/* Make every used device's context; the lowest is current. 0, or the
+ * driver's error. */
+static CUresult make_contexts(unsigned top)
+{
+    CUresult r = cu.init(0);
+    bool first = true;
+    for (unsigned d = 0; r == CUDA_SUCCESS && d < top; d++) {
+        CUdevice dv;
+        if (!dev_used[d])
+            continue;
+        if ((r = cu.dev_get(&dv, (int)d)) != CUDA_SUCCESS ||
+            (r = cu.pctx_retain(&dev_ctx[d], dv)) != CUDA_SUCCESS)
+            break;
+        if (cu.get_pool != NULL)
+            cu.get_pool(&dev_pool[d], dv);
+        if (first && (r = cu.ctx_set(dev_ctx[d])) == CUDA_SUCCESS)
+            dev_cur = d;
+        first = false;
+    }
+    return r;
+}
+
+/* The context of device d current (one the section does not use stays
+ * as it is). */
+static void use_device(unsigned d)
+{
+    if (d != dev_cur && d < GM_TRACE_DEVICES && dev_used[d] &&
+        cu.ctx_set(dev_ctx[d]) == CUDA_SUCCESS)
+        dev_cur = d;
 }
 
 static void *sym(void *h, const char *name, bool need)
@@ -274,6 +325,63 @@ static bool say_context_size(void *h)
         return false;
     printf("context_size %llu\n", (unsigned long long)b);
     return true;
+}
+
+/* The figures of the devices used (those the shim saw): the device with
+ * the largest peak gives the peak, its context, limit and fragmentation
+ * (what a limit per device must hold), the counts are summed; then a
+ * "device D peak context limit refused live_allocs live_bytes" line for
+ * each. */
+static void print_figures(const struct gm_snapshot *snap, unsigned top)
+{
+    struct gm_abi_dev sum;
+    const struct gm_abi_dev *big = NULL;
+    memset(&sum, 0, sizeof sum);
+    for (unsigned i = 0; i < top && i < snap->dev_count; i++) {
+        const struct gm_abi_dev *d = &snap->dev[i];
+        if (!dev_used[i])
+            continue;
+        if (big == NULL || d->peak > big->peak)
+            big = d;
+        sum.allocs += d->allocs;
+        sum.frees += d->frees;
+        sum.refusals += d->refusals;
+        sum.spills += d->spills;
+        sum.spilled_bytes += d->spilled_bytes;
+        sum.waits += d->waits;
+        sum.over_limit += d->over_limit;
+        sum.live_allocs += d->live_allocs;
+        sum.live_bytes += d->live_bytes;
+        sum.used += d->used;
+    }
+    if (big == NULL)
+        return;
+    printf("physical %llu\nlimit %llu\npeak %llu\ncontext %llu\n"
+           "allocs %llu\nfrees %llu\nrefused %llu\nspills %llu\n"
+           "spilled_bytes %llu\nwaits %llu\nover_limit %llu\n"
+           "frag_at_peak_ppm %llu\nlive_allocs %llu\nlive_bytes %llu\n"
+           "used %llu\n",
+           (unsigned long long)big->physical, (unsigned long long)big->limit,
+           (unsigned long long)big->peak,
+           (unsigned long long)big->context_bytes,
+           (unsigned long long)sum.allocs, (unsigned long long)sum.frees,
+           (unsigned long long)sum.refusals, (unsigned long long)sum.spills,
+           (unsigned long long)sum.spilled_bytes,
+           (unsigned long long)sum.waits, (unsigned long long)sum.over_limit,
+           (unsigned long long)big->frag_peak_ppm,
+           (unsigned long long)sum.live_allocs,
+           (unsigned long long)sum.live_bytes, (unsigned long long)sum.used);
+    for (unsigned i = 0; i < top && i < snap->dev_count; i++) {
+        const struct gm_abi_dev *d = &snap->dev[i];
+        if (dev_used[i])
+            printf("device %u %llu %llu %llu %llu %llu %llu\n", i,
+                   (unsigned long long)d->peak,
+                   (unsigned long long)d->context_bytes,
+                   (unsigned long long)d->limit,
+                   (unsigned long long)d->refusals,
+                   (unsigned long long)d->live_allocs,
+                   (unsigned long long)d->live_bytes);
+    }
 }
 
 int main(int argc, char **argv)
@@ -348,11 +456,9 @@ int main(int argc, char **argv)
     cu.get_pool = sym(h, "cuDeviceGetMemPool", false);
     cu.trim = sym(h, "cuMemPoolTrimTo", false);
 
-    CUdevice dev;
-    CUcontext ctx;
     CUresult r;
-    if ((r = cu.init(0)) != CUDA_SUCCESS || (r = cu.dev_get(&dev, 0)) != 0 ||
-        (r = cu.pctx_retain(&ctx, dev)) != 0 || (r = cu.ctx_set(ctx)) != 0) {
+    unsigned top = gm_trace_devices(&t, p, dev_used);
+    if ((r = make_contexts(top)) != CUDA_SUCCESS) {
         printf("context_rc %d\n", (int)r);
         if (r == OOM && say_context_size(h))
             return 3; /* gpumem replay says it with the device's size */
@@ -360,20 +466,20 @@ int main(int argc, char **argv)
                 "error %d\n", (int)r);
         return 3;
     }
-    CUmemoryPool pool = NULL;
-    if (cu.get_pool != NULL)
-        cu.get_pool(&pool, dev);
     const char *pfx = getenv("GPUMEM_SHM_PREFIX");
     if (pfx == NULL || *pfx == '\0')
         pfx = "gpumem";
-    const struct gm_abi_dev *d0 = own_dev0(pfx);
+    seg_devs = own_devs(pfx, &seg_nslots);
 
     uint64_t refused = 0, first_i = 0, first_t = 0, first_size = 0;
+    uint64_t first_dev = 0;
     uint64_t skipped = 0, orphan = 0, unsupported = 0, calls = 0;
     uint64_t slow_sum = 0;
+    unsigned cur = 0; /* the recording's device (gm_tev_device) */
     uint64_t t0 = now_ns();
     for (size_t k = 0; k < p->count; k++) {
         const struct gm_tev *e = &t.ev[p->first + k];
+        unsigned dv = gm_tev_device(e, &cur);
         bool alloc = gm_rec_op_allocates(e->op);
         if (alloc && e->rc != 0 && e->rc != OOM) {
             skipped++; /* the driver's own failure, not memory */
@@ -391,7 +497,9 @@ int main(int argc, char **argv)
                                    NULL) == EINTR)
                 ;
         }
-        uint64_t w0 = alloc ? waits_of(d0) : 0;
+        if (alloc || e->op == GM_RO_SYNC)
+            use_device(dv);
+        uint64_t w0 = alloc ? waits_of(dv) : 0;
         uint64_t c0 = now_ns(), v = 0;
         CUdeviceptr dp = 0;
         size_t pitch = 0;
@@ -419,17 +527,20 @@ int main(int argc, char **argv)
             r = cu.aalloc ? cu.aalloc(&dp, (size_t)e->size, stream_for(e->aux))
                           : CUDA_ERROR_NOT_SUPPORTED;
             break;
-        case GM_RO_POOL_ALLOC:
-            r = cu.palloc && pool ? cu.palloc(&dp, (size_t)e->size, pool,
-                                              stream_for(e->aux))
-                                  : CUDA_ERROR_NOT_SUPPORTED;
+        case GM_RO_POOL_ALLOC: /* from its device's default pool */
+            if (peek(NS_POOL, e->aux2) == 0)
+                put(NS_POOL, e->aux2, dv + 1u);
+            r = cu.palloc && dev_pool[dv]
+                    ? cu.palloc(&dp, (size_t)e->size, dev_pool[dv],
+                                stream_for(e->aux))
+                    : CUDA_ERROR_NOT_SUPPORTED;
             break;
         case GM_RO_CREATE: {
             CUmemAllocationProp pr;
             memset(&pr, 0, sizeof pr);
             pr.type = CU_MEM_ALLOCATION_TYPE_PINNED;
             pr.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-            pr.location.id = dev;
+            pr.location.id = (int)dv;
             r = cu.create ? cu.create(&mh, (size_t)e->size, &pr, 0)
                           : CUDA_ERROR_NOT_SUPPORTED;
             break;
@@ -485,9 +596,12 @@ int main(int argc, char **argv)
         case GM_RO_SYNC:
             r = cu.ctx_sync ? cu.ctx_sync() : CUDA_SUCCESS;
             break;
-        case GM_RO_POOL_TRIM:
+        case GM_RO_POOL_TRIM: { /* the pool allocated from, else current */
+            uint64_t pd = peek(NS_POOL, e->aux2);
+            CUmemoryPool pool = dev_pool[pd ? pd - 1 : dev_cur];
             r = cu.trim && pool ? cu.trim(pool, (size_t)e->size) : 0;
             break;
+        }
         case GM_RO_CTX:
         case GM_RO_LOST:
             issued = false; /* the context is made at the start */
@@ -513,9 +627,10 @@ int main(int argc, char **argv)
                 first_i = e->seq;
                 first_t = e->t_ns;
                 first_size = e->size;
+                first_dev = dv;
             }
         }
-        if (alloc && waits_of(d0) != w0)
+        if (alloc && waits_of(dv) != w0)
             slow_sum += c1 - c0; /* this call waited */
     }
     uint64_t t1 = now_ns();
@@ -525,36 +640,18 @@ int main(int argc, char **argv)
            (unsigned long long)orphan, (unsigned long long)unsupported,
            (unsigned long long)refused);
     printf("first_refusal_step %llu\nfirst_refusal_t_ns %llu\n"
-           "first_refusal_size %llu\nreplay_ns %llu\nwait_ns %llu\n",
+           "first_refusal_size %llu\nfirst_refusal_device %llu\n"
+           "replay_ns %llu\nwait_ns %llu\n",
            (unsigned long long)first_i, (unsigned long long)first_t,
-           (unsigned long long)first_size, (unsigned long long)(t1 - t0),
-           (unsigned long long)slow_sum);
+           (unsigned long long)first_size, (unsigned long long)first_dev,
+           (unsigned long long)(t1 - t0), (unsigned long long)slow_sum);
     /* The shim's figures, from our own segment. */
     struct gm_seg s;
     struct gm_snapshot snap;
     if (gm_seg_open(&s, gm_tool_shm_dir(), pfx, (int)getpid(),
                     err, sizeof err) == 0) {
-        if (gm_seg_snapshot(&s, &snap) >= 0 && snap.dev_count > 0) {
-            const struct gm_abi_dev *d = &snap.dev[0];
-            printf("physical %llu\nlimit %llu\npeak %llu\ncontext %llu\n"
-                   "allocs %llu\nfrees %llu\nrefused %llu\nspills %llu\n"
-                   "spilled_bytes %llu\nwaits %llu\nover_limit %llu\n"
-                   "frag_at_peak_ppm %llu\nlive_allocs %llu\nlive_bytes %llu\n"
-                   "used %llu\n",
-                   (unsigned long long)d->physical,
-                   (unsigned long long)d->limit, (unsigned long long)d->peak,
-                   (unsigned long long)d->context_bytes,
-                   (unsigned long long)d->allocs, (unsigned long long)d->frees,
-                   (unsigned long long)d->refusals,
-                   (unsigned long long)d->spills,
-                   (unsigned long long)d->spilled_bytes,
-                   (unsigned long long)d->waits,
-                   (unsigned long long)d->over_limit,
-                   (unsigned long long)d->frag_peak_ppm,
-                   (unsigned long long)d->live_allocs,
-                   (unsigned long long)d->live_bytes,
-                   (unsigned long long)d->used);
-        }
+        if (gm_seg_snapshot(&s, &snap) >= 0 && snap.dev_count > 0)
+            print_figures(&snap, top);
         gm_seg_close(&s);
     } else {
         printf("segment_error %s\n", err);
