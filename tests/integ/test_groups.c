@@ -134,10 +134,18 @@ static pid_t start_holding(const char *size, const char *ms)
     return a;
 }
 
+/* The members churn from one moment, each context made before (a
+ * context is charged past a full group: docs/design.md, so a member
+ * that started late, into a full group, put the group its context over
+ * the limit, and the bound below was broken by 6 to 15 MiB now and
+ * then). */
 START_TEST(four_processes_never_pass_the_limit)
 {
     unique("s");
-    member_env("512M", "8M", "GPUMEM_LOG_LEVEL=error", NULL);
+    char go[160], env_go[192];
+    snprintf(go, sizeof go, "/tmp/%s.go", prefix);
+    snprintf(env_go, sizeof env_go, "APICHECK_GO=%s", go);
+    member_env("512M", "8M", "GPUMEM_LOG_LEVEL=error", env_go);
     const char *args[] = { "churn", "1500", NULL };
     pid_t kids[4];
     char logs[4][128];
@@ -145,6 +153,11 @@ START_TEST(four_processes_never_pass_the_limit)
         snprintf(logs[i], sizeof logs[i], "/tmp/%s.%d.log", prefix, i);
         kids[i] = start(menv, logs[i], args);
     }
+    for (int i = 0; i < 4; i++)
+        wait_for(logs[i], "ready");
+    int gfd = open(go, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    ck_assert_int_ge(gfd, 0);
+    close(gfd);
     char path[256];
     group_path(path, sizeof path);
     unsigned samples = 0, members_max = 0;
@@ -176,6 +189,7 @@ START_TEST(four_processes_never_pass_the_limit)
         ck_assert(file_contains(logs[i], "churn:"));
         unlink(logs[i]);
     }
+    unlink(go);
     ck_assert_uint_gt(samples, 10);
     ck_assert_uint_eq(members_max, 4);
     ck_assert_uint_gt(peak_seen, 256ull << 20); /* the limit was contended */

@@ -1419,9 +1419,22 @@ static void s_grab(uint64_t size, uint64_t ms)
     CU(F.cuMemFree_v2(p));
 }
 
-/* churn MS: random allocations and frees for MS milliseconds. */
+/* churn MS: random allocations and frees for MS milliseconds. With
+ * APICHECK_GO=FILE set, it says "ready" once its context is made and
+ * starts when FILE exists (at most 10 s later), so that processes
+ * started one after another contend from the same moment. */
 static void s_churn(uint64_t ms)
 {
+    const char *go = getenv("APICHECK_GO");
+    if (go != NULL) {
+        printf("ready\n");
+        fflush(stdout);
+        double w0 = mono_ms();
+        while (access(go, F_OK) != 0 && mono_ms() - w0 < 10000) {
+            struct timespec ts = { 0, 1000000 };
+            nanosleep(&ts, NULL);
+        }
+    }
     double t0 = mono_ms();
     CUdeviceptr live[32] = { 0 };
     unsigned seed = (unsigned)getpid(), granted = 0, refused = 0;
