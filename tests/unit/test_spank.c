@@ -7,6 +7,7 @@
  * meaning intended. The plugin in a real Slurm: tests/servers/test_slurm.sh.
  */
 #include <check.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -508,6 +509,73 @@ START_TEST(task_vars_inactive_and_long)
 }
 END_TEST
 
+/* A task's environment as slurm_spank_task_init leaves it: the job's
+ * own variables `user` (NULL-terminated "NAME=VALUE"), less those
+ * gm_spank_task_unset names, with gm_spank_task_vars's set over them;
+ * loaded by the library's loader into *p (0 when it accepts them). */
+static int task_env(const struct gm_spank_site *s, const struct gm_spank_job *j,
+                    const char *const *user, struct gm_policy *p,
+                    struct gm_diag *d)
+{
+    static struct gm_spank_var v[GM_SPANK_VARS];
+    static struct gm_spank_unset drop[GM_SPANK_UNSET_MAX];
+    static char ent[32 + GM_SPANK_VARS][GM_PATH_MAX + 160];
+    char *envp[32 + GM_SPANK_VARS + 1];
+    int n = gm_spank_task_vars(s, j, 5, 1, NULL, v, err, sizeof err);
+    int u = gm_spank_task_unset(j, drop), e = 0;
+
+    ck_assert_int_ge(n, 0);
+    for (; *user != NULL && e < 32; user++) {
+        size_t k = strcspn(*user, "=");
+        bool gone = false;
+        for (int i = 0; i < u; i++)
+            gone |= strlen(drop[i].name) == k && !strncmp(drop[i].name, *user, k);
+        for (int i = 0; i < n; i++)
+            gone |= strlen(v[i].name) == k && !strncmp(v[i].name, *user, k);
+        if (!gone)
+            snprintf(ent[e++], sizeof ent[0], "%s", *user);
+    }
+    for (int i = 0; i < n; i++)
+        snprintf(ent[e++], sizeof ent[0], "%s=%s", v[i].name, v[i].value);
+    for (int i = 0; i < e; i++)
+        envp[i] = ent[i];
+    envp[e] = NULL;
+    return gm_policy_load(p, envp, d);
+}
+
+/* --gpu-mem=none runs the task unlimited, whatever the job's environment
+ * held: no limit of any device, no group (a group left without its limit
+ * stopped every task with "GPUMEM_GROUP='mine' has no group limit"). */
+START_TEST(task_env_none_drops_group)
+{
+    struct gm_spank_site s = site_of("");
+    struct gm_spank_job j;
+    static struct gm_policy p;
+    static struct gm_diag d;
+    static struct gm_spank_unset drop[GM_SPANK_UNSET_MAX];
+    const char *const user[] = { "GPUMEM_GROUP=mine", "GPUMEM_GROUP_LIMIT=4G",
+                                 "GPUMEM_LIMIT=2G", "GPUMEM_LIMIT_3=1G",
+                                 "GPUMEM_PRIORITY=high", NULL };
+
+    ck_assert_int_eq(gm_spank_job_make(&s, "none", "on-oom=wait", &j, err,
+                                       sizeof err), 0);
+    ck_assert(j.active && j.mem.kind == GM_LIMIT_NONE);
+    ck_assert_msg(task_env(&s, &j, user, &p, &d) == 0, "%s", d.text);
+    ck_assert_str_eq(p.group, "");
+    ck_assert_int_eq(p.limit.kind, GM_LIMIT_NONE);
+    ck_assert_int_eq(p.dev_limit[3].kind, GM_LIMIT_NONE);
+    ck_assert_int_eq(p.on_oom, GM_OOM_WAIT);
+    /* a job with a limit: the plugin's group replaces the job's */
+    gm_spank_job_make(&s, "1G", NULL, &j, err, sizeof err);
+    ck_assert_msg(task_env(&s, &j, user, &p, &d) == 0, "%s", d.text);
+    ck_assert_str_eq(p.group, "slurm-5");
+    ck_assert_int_eq(p.dev_limit[3].kind, GM_LIMIT_NONE);
+    /* nothing asked: nothing removed */
+    gm_spank_job_make(&s, "none", NULL, &j, err, sizeof err);
+    ck_assert_int_eq(gm_spank_task_unset(&j, drop), 0);
+}
+END_TEST
+
 static Suite *spank_suite(void)
 {
     Suite *s = suite_create("spank");
@@ -530,6 +598,7 @@ static Suite *spank_suite(void)
     tcase_add_test(t, task_vars_share);
     tcase_add_test(t, task_vars_refused_split);
     tcase_add_test(t, task_vars_inactive_and_long);
+    tcase_add_test(t, task_env_none_drops_group);
     suite_add_tcase(s, t);
     return s;
 }

@@ -597,6 +597,23 @@ static int build_vars(const struct gm_spank_site *site,
     return n;
 }
 
+int gm_spank_task_unset(const struct gm_spank_job *job,
+                        struct gm_spank_unset *out)
+{
+    static const char *const unlimited[] = { "GPUMEM_LIMIT", "GPUMEM_GROUP",
+                                             "GPUMEM_GROUP_LIMIT" };
+    int n = 0, i;
+
+    if (!job->active)
+        return 0;
+    for (i = 0; i < GM_MAX_DEVICES; i++)
+        snprintf(out[n++].name, sizeof out[0].name, "GPUMEM_LIMIT_%d", i);
+    if (job->mem.kind == GM_LIMIT_NONE)
+        for (i = 0; i < 3; i++)
+            snprintf(out[n++].name, sizeof out[0].name, "%s", unlimited[i]);
+    return n;
+}
+
 /* The most tasks on a node whose variables the library accepts (the
  * task's own limit only shrinks as the count grows); 0 when not even one. */
 static uint32_t most_tasks(const struct gm_spank_site *site,

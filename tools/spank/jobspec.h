@@ -128,6 +128,20 @@ int gm_spank_task_vars(const struct gm_spank_site *site,
                        uint32_t ntasks, const char *preload,
                        struct gm_spank_var *vars, char *err, size_t cap);
 
+/* A variable of the job's environment a task loses before its own are
+ * set: every GPUMEM_LIMIT_<N> (N < GM_MAX_DEVICES), which would override
+ * the job's limit on one device, and, for a job without a limit
+ * (--gpu-mem=none with a policy), GPUMEM_LIMIT, GPUMEM_GROUP and
+ * GPUMEM_GROUP_LIMIT: no limit, no group (a group without its limit
+ * would stop the task at its first CUDA call). Returns how many names
+ * were written to out[0..GM_SPANK_UNSET_MAX). */
+struct gm_spank_unset {
+    char name[24];
+};
+#define GM_SPANK_UNSET_MAX (GM_MAX_DEVICES + 3)
+int gm_spank_task_unset(const struct gm_spank_job *job,
+                        struct gm_spank_unset *out);
+
 /* A limit as the library's variables write it: bytes as a plain number,
  * a percentage with up to 9 decimals ("50%", "33.333333333%"). */
 size_t gm_spank_limit_text(const struct gm_limit *l, double scale, char *buf,

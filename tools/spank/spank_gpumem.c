@@ -153,10 +153,11 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
     struct gm_spank_job job;
     static struct gm_spank_var vars[GM_SPANK_VARS];
-    char err[GM_SPANK_ERR_MAX], old[GM_PATH_MAX], name[32];
+    static struct gm_spank_unset drop[GM_SPANK_UNSET_MAX];
+    char err[GM_SPANK_ERR_MAX], old[GM_PATH_MAX];
     uint32_t jobid = 0, ntasks = 0;
     spank_err_t rc;
-    int n, i;
+    int n, u, i;
 
     (void)ac;
     (void)av;
@@ -191,15 +192,9 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
         slurm_error("gpumem: %s; the task is not started", err);
         return -1;
     }
-    /* A per-device limit would override the job's: none survives. */
-    for (i = 0; i < GM_MAX_DEVICES; i++) {
-        snprintf(name, sizeof name, "GPUMEM_LIMIT_%d", i);
-        spank_unsetenv(sp, name);
-    }
-    if (job.mem.kind == GM_LIMIT_NONE) {
-        spank_unsetenv(sp, "GPUMEM_LIMIT");
-        spank_unsetenv(sp, "GPUMEM_GROUP_LIMIT");
-    }
+    u = gm_spank_task_unset(&job, drop);
+    for (i = 0; i < u; i++)
+        spank_unsetenv(sp, drop[i].name);
     for (i = 0; i < n; i++)
         if (spank_setenv(sp, vars[i].name, vars[i].value, 1) != ESPANK_SUCCESS) {
             slurm_error("gpumem: cannot set %s for the task; the task is not "
