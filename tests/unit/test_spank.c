@@ -296,6 +296,39 @@ START_TEST(job_notice_mixed)
 }
 END_TEST
 
+/* No --gpu-mem: the notice names the site's default=, not an option the
+ * user never gave, and a default above the ceiling as the site's own
+ * mistake. */
+START_TEST(job_notice_default)
+{
+    struct gm_spank_site over = site_of("default=60G max=40G");
+    struct gm_spank_site mixed = site_of("default=share max=40G");
+    struct gm_spank_job j;
+    char note[GM_SPANK_ERR_MAX];
+
+    ck_assert_int_eq(gm_spank_job_make(&over, NULL, NULL, &j, err, sizeof err), 0);
+    ck_assert(j.active && j.clamped && j.by_default && j.mem.bytes == 40 * GiB);
+    gm_spank_job_notice(&over, &j, note, sizeof note);
+    ck_assert_str_eq(note, "gpumem: no --gpu-mem given, and this cluster's "
+                     "default=60G is above its ceiling of 40G per GPU (a "
+                     "mistake in plugstack.conf: tell the administrators); "
+                     "the job gets 40.0 GiB");
+    /* the user's own value is still the user's */
+    gm_spank_job_make(&over, "60G", NULL, &j, err, sizeof err);
+    ck_assert(!j.by_default);
+    gm_spank_job_notice(&over, &j, note, sizeof note);
+    ck_assert_str_eq(note, "gpumem: --gpu-mem=60G is above this cluster's "
+                     "ceiling of 40G per GPU; the job gets 40.0 GiB");
+    gm_spank_job_make(&mixed, NULL, NULL, &j, err, sizeof err);
+    gm_spank_job_notice(&mixed, &j, note, sizeof note);
+    ck_assert_str_eq(note, "gpumem: no --gpu-mem given: this cluster's "
+                     "default=share and its ceiling of 40G per GPU "
+                     "are in different units; each task is held to 1 of the "
+                     "GPU divided by the job's tasks on the node, and the "
+                     "job's tasks on one GPU together to 40G");
+}
+END_TEST
+
 START_TEST(job_default_and_inactive)
 {
     struct gm_spank_site none = site_of("");
@@ -593,6 +626,7 @@ static Suite *spank_suite(void)
     tcase_add_test(t, job_clamped_bytes);
     tcase_add_test(t, job_clamped_fraction);
     tcase_add_test(t, job_notice_mixed);
+    tcase_add_test(t, job_notice_default);
     tcase_add_test(t, job_default_and_inactive);
     tcase_add_test(t, task_vars_bytes);
     tcase_add_test(t, task_vars_share);

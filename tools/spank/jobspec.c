@@ -436,6 +436,7 @@ int gm_spank_job_make(const struct gm_spank_site *site, const char *mem,
         snprintf(j.mem_text, sizeof j.mem_text, "%.63s", mem);
     } else if (site->has_default) {
         j.mem = site->def;
+        j.by_default = true;
         snprintf(j.mem_text, sizeof j.mem_text, "%s", site->def_text);
     } else if (site->has_max) {
         j.mem = site->max;
@@ -511,17 +512,25 @@ size_t gm_spank_job_notice(const struct gm_spank_site *site,
         } else {
             gm_spank_limit_text(&job->mem, 1.0, got, sizeof got);
         }
+        if (job->by_default)
+            return (size_t)snprintf(buf, cap, "gpumem: no --gpu-mem given, "
+                "and this cluster's default=%s is above its ceiling of %s per "
+                "GPU (a mistake in plugstack.conf: tell the administrators); "
+                "the job gets %s", job->mem_text, site->max_text, got);
         return (size_t)snprintf(buf, cap, "gpumem: --gpu-mem=%s is above this "
             "cluster's ceiling of %s per GPU; the job gets %s", job->mem_text,
             site->max_text, got);
     }
     if (job->mixed) {
-        char each[128];
+        char each[128], asked[96];
         each_words(job, each, sizeof each);
-        return (size_t)snprintf(buf, cap, "gpumem: --gpu-mem=%s and this "
-            "cluster's ceiling of %s per GPU are in different units; each "
-            "task is held to %s, and the job's tasks on one GPU together to "
-            "%s", job->mem_text, site->max_text, each, site->max_text);
+        snprintf(asked, sizeof asked, job->by_default
+                 ? "no --gpu-mem given: this cluster's default=%s and its"
+                 : "--gpu-mem=%s and this cluster's", job->mem_text);
+        return (size_t)snprintf(buf, cap, "gpumem: %s "
+            "ceiling of %s per GPU are in different units; each task is held "
+            "to %s, and the job's tasks on one GPU together to %s", asked,
+            site->max_text, each, site->max_text);
     }
     return 0;
 }

@@ -69,6 +69,7 @@ struct gm_spank_job {
     bool active;                /* false: the plugin sets nothing */
     struct gm_limit mem;        /* the job's budget per GPU (after clamp) */
     char mem_text[64];          /* as the user wrote it (or the default) */
+    bool by_default;            /* no --gpu-mem: mem is the site's default= */
     bool clamped;               /* mem was lowered to the ceiling */
     bool mixed;                 /* mem and the ceiling have different units:
                                    the group limit is the ceiling */
@@ -98,7 +99,9 @@ int gm_spank_job_make(const struct gm_spank_site *site, const char *mem,
                       size_t cap);
 
 /* The line telling the user what the ceiling did to the request ("" when
- * nothing happened); with a ceiling of another unit it says what each
+ * nothing happened), naming the site's default= when the job gave no
+ * --gpu-mem (a default above the ceiling is the site's mistake, said as
+ * one); with a ceiling of another unit it says what each
  * task is held to, by the rule of gm_spank_task_vars (a split as the
  * job's value divided by the node's tasks, unknown at submission);
  * snprintf-like. */
