@@ -161,11 +161,20 @@ void gm_grp_describe(struct gm_dev *d, char *buf, size_t cap)
         snprintf(buf, cap, "group '%s'", gm_st.policy.group);
         return;
     }
-    char us[32], ls[32];
+    char us[32], ls[32], rs[32], as[32];
     gm_format_size(u.used, us, sizeof us);
     gm_format_size(u.limit, ls, sizeof ls);
-    snprintf(buf, cap, "group '%s' has %s used of %s limit",
-             gm_st.policy.group, us, ls);
+    int n = snprintf(buf, cap, "group '%s' has %s used of %s limit",
+                     gm_st.policy.group, us, ls);
+    /* What the priority rule keeps from this member: without it the
+     * refusal reads as if the room left were free. */
+    if (u.reserved_above == 0 || u.used >= u.limit || n < 0 ||
+        (size_t)n >= cap)
+        return;
+    gm_format_size(u.reserved_above, rs, sizeof rs);
+    gm_format_size(u.available, as, sizeof as);
+    snprintf(buf + n, cap - (size_t)n, "; %s of it is kept for "
+             "higher-priority members, so at most %s fits now", rs, as);
 }
 
 size_t gm_grp_report(char *buf, size_t cap)

@@ -56,7 +56,9 @@ bool gm_grp_over(struct gm_dev *d);
 /* Block until the group can take `size` (then it is taken) or until the
  * CLOCK_MONOTONIC deadline. */
 bool gm_grp_wait(struct gm_dev *d, uint64_t size, uint64_t deadline_ns);
-/* "group 'NAME': 7.5 GiB used of 8.0 GiB limit" for refusal messages. */
+/* "group 'NAME' has 7.5 GiB used of 8.0 GiB limit" for refusal messages,
+ * with "; 2.0 GiB of it is kept for higher-priority members, so at most
+ * 0.5 GiB fits now" when the priority rule keeps room from this member. */
 void gm_grp_describe(struct gm_dev *d, char *buf, size_t cap);
 /* Exit-report lines for the group (text; "" when not in a group). */
 size_t gm_grp_report(char *buf, size_t cap);

@@ -296,6 +296,32 @@ START_TEST(group_refusal_is_not_published_as_use)
 }
 END_TEST
 
+/* A refusal that the priority rule makes (the room left is kept for a
+ * member of a higher weight) says how much is kept and what fits: it
+ * said only "100.0 MiB used of 1000.0 MiB limit", as if 900 MiB were
+ * free. */
+START_TEST(priority_refusal_names_what_is_kept)
+{
+    unique("p");
+    member_env("1000M", "0", "GPUMEM_PRIORITY=high", NULL);
+    pid_t a = start_holding("104857600", "4000"); /* 100M */
+    const char *try[] = { "try", "629145600", NULL }; /* 600M */
+    member_env("1000M", "0", "GPUMEM_PRIORITY=low", NULL);
+    pid_t b = start(menv, lb, try);
+    ck_assert_int_eq(finish(b), 0);
+    ck_assert_msg(file_contains(lb, "try 629145600 rc 2"), "%s", out);
+    /* a's share: 1000M * 1.5 / 2.2 = 681.8M, 581.8M of it unused */
+    ck_assert_msg(file_contains(lb, "cuMemAlloc of 600.0 MiB refused: group "
+                                    "'team' has 100.0 MiB used of 1000.0 MiB "
+                                    "limit; 581.8 MiB of it is kept for "
+                                    "higher-priority members, so at most "
+                                    "318.2 MiB fits now"), "%s", out);
+    ck_assert_int_eq(finish(a), 0);
+    unlink(la);
+    unlink(lb);
+}
+END_TEST
+
 /* A member that cannot join (here: a file of the wrong size at the
  * group's path) says that the group limit is not enforced for it. */
 START_TEST(failed_join_says_the_group_limit_is_not_enforced)
@@ -448,6 +474,7 @@ int main(void)
     tcase_add_test(t, wait_across_processes);
     tcase_add_test(t, contexts_count_in_the_group_past_its_limit);
     tcase_add_test(t, group_refusal_is_not_published_as_use);
+    tcase_add_test(t, priority_refusal_names_what_is_kept);
     tcase_add_test(t, failed_join_says_the_group_limit_is_not_enforced);
     tcase_add_test(t, exit_from_a_signal_handler_leaves_the_group_usable);
     tcase_add_test(t, gc_never_takes_a_group_for_a_process_segment);
