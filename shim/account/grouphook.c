@@ -63,7 +63,7 @@ void gm_grp_init(void)
     }
     struct gm_group_params gp = {
         .dir = p->shm_dir, .prefix = p->shm_prefix, .name = p->group,
-        .weight = p->priority, .limit = p->group_limit, .keep = false,
+        .weight = p->priority, .limit = p->group_limit, .keep = p->keep,
         .on_reclaim = on_reclaim, .arg = NULL,
     };
     char msg[512] = "";

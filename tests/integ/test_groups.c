@@ -322,6 +322,53 @@ START_TEST(priority_refusal_names_what_is_kept)
 }
 END_TEST
 
+static unsigned live_members(const struct gm_group_view *v)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < v->nmembers && i < GM_GROUP_MAX_MEMBERS; i++)
+        n += v->member[i].alive;
+    return n;
+}
+
+/* GPUMEM_KEEP=1 keeps the group file when its last member leaves, with
+ * the group's peak, for a look afterwards (gpumem ps); the next member
+ * is the group's first again, its limit applies, and without GPUMEM_KEEP
+ * it removes the file as it leaves. The file went with the last member
+ * whatever GPUMEM_KEEP said. */
+START_TEST(keep_keeps_the_group_file)
+{
+    unique("e");
+    char path[256], err[256], seg[256];
+    struct gm_group_view v;
+    struct stat sb;
+    group_path(path, sizeof path);
+    member_env("1000M", "0", "GPUMEM_KEEP=1", NULL);
+    const char *hold[] = { "hold", "104857600", "10", NULL }; /* 100M */
+    pid_t a = start(menv, la, hold);
+    ck_assert_int_eq(finish(a), 0);
+    snprintf(seg, sizeof seg, "/dev/shm/%s.%d", prefix, (int)a);
+    unlink(seg);    /* its own segment, kept too */
+    unlink(la);     /* for b's "holding" */
+    ck_assert_msg(stat(path, &sb) == 0, "GPUMEM_KEEP=1 did not keep %s", path);
+    ck_assert_msg(gm_group_snapshot(path, &v, err, sizeof err) == 0, "%s", err);
+    ck_assert_uint_eq(live_members(&v), 0);
+    ck_assert_uint_eq(v.dev[0].used, 0);
+    ck_assert_uint_eq(v.dev[0].peak, 100ull << 20);
+    ck_assert_uint_eq(v.dev[0].limit, 1000ull << 20);
+    /* the next member starts the group over, with its own limit */
+    member_env("500M", "0", NULL, NULL);
+    pid_t b = start_holding("52428800", "300");
+    ck_assert_msg(gm_group_snapshot(path, &v, err, sizeof err) == 0, "%s", err);
+    ck_assert_uint_eq(live_members(&v), 1);
+    ck_assert_uint_eq(v.dev[0].limit, 500ull << 20);
+    ck_assert_uint_eq(v.dev[0].peak, 50ull << 20);
+    ck_assert_int_eq(finish(b), 0);
+    ck_assert_msg(!file_contains(la, "already has a limit"), "%s", out);
+    ck_assert_msg(stat(path, &sb) != 0, "the last member left it behind");
+    unlink(la);
+}
+END_TEST
+
 /* A member that cannot join (here: a file of the wrong size at the
  * group's path) says that the group limit is not enforced for it. */
 START_TEST(failed_join_says_the_group_limit_is_not_enforced)
@@ -475,6 +522,7 @@ int main(void)
     tcase_add_test(t, contexts_count_in_the_group_past_its_limit);
     tcase_add_test(t, group_refusal_is_not_published_as_use);
     tcase_add_test(t, priority_refusal_names_what_is_kept);
+    tcase_add_test(t, keep_keeps_the_group_file);
     tcase_add_test(t, failed_join_says_the_group_limit_is_not_enforced);
     tcase_add_test(t, exit_from_a_signal_handler_leaves_the_group_usable);
     tcase_add_test(t, gc_never_takes_a_group_for_a_process_segment);
