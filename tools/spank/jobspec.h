@@ -139,7 +139,7 @@ int gm_spank_task_vars(const struct gm_spank_site *site,
  * would stop the task at its first CUDA call). Returns how many names
  * were written to out[0..GM_SPANK_UNSET_MAX). */
 struct gm_spank_unset {
-    char name[24];
+    char name[32];
 };
 #define GM_SPANK_UNSET_MAX (GM_MAX_DEVICES + 3)
 int gm_spank_task_unset(const struct gm_spank_job *job,
