@@ -151,6 +151,12 @@ static void end_line(char *line, size_t cap, int n)
     line[len + 1] = '\0';
 }
 
+/* Format one message into line[LINE_MAX_], ending in '\n'. */
+static void format_line(char *line, const char *fmt, va_list ap)
+{
+    end_line(line, LINE_MAX_, vsnprintf(line, LINE_MAX_ - 1, fmt, ap));
+}
+
 void gm_pol_msg(struct load *c, bool error, const char *fmt, ...)
 {
     char line[LINE_MAX_];
@@ -158,9 +164,8 @@ void gm_pol_msg(struct load *c, bool error, const char *fmt, ...)
     int n;
 
     va_start(ap, fmt);
-    n = vsnprintf(line, sizeof line - 1, fmt, ap);
+    format_line(line, fmt, ap);
     va_end(ap);
-    end_line(line, sizeof line, n);
     /* While an admin line is applied: "gpumem: PATH:LINE: ...". */
     if (c->where[0] != '\0' && strncmp(line, "gpumem: ", 8) == 0) {
         char at[LINE_MAX_ + sizeof c->where];
@@ -674,12 +679,10 @@ static void consequence(struct load *c, const char *fmt, ...)
 {
     char line[LINE_MAX_];
     va_list ap;
-    int n;
 
     va_start(ap, fmt);
-    n = vsnprintf(line, sizeof line - 1, fmt, ap);
+    format_line(line, fmt, ap);
     va_end(ap);
-    end_line(line, sizeof line, n);
     diag_put(c->d, true, line);
 }
 
