@@ -669,6 +669,47 @@ static void check_mode_only(struct load *c)
                 gm_mode_name(c->p->mode), gm_mode_name(only[i].m));
 }
 
+/* A size written without a unit is bytes. One below a mebibyte, where a
+ * limit or an arena is meant, cannot hold even a CUDA context: almost
+ * always a unit left out ("2" for 2G). A warning, not an error: the value
+ * is valid and is what holds. */
+#define BARE_BYTES_BELOW (1ull << 20)
+
+static void warn_bare(struct load *c, const char *name, const char *val,
+                      const struct gm_limit *l)
+{
+    char v[SHOW_MAX + 4];
+
+    if (val == NULL || l->kind != GM_LIMIT_BYTES || l->bytes == 0 ||
+        l->bytes >= BARE_BYTES_BELOW || val[strspn(val, "0123456789")] != '\0')
+        return;
+    gm_pol_show(val, v, sizeof v);
+    gm_pol_msg(c, false, "gpumem: %s='%s' is %llu bytes (a number without a "
+        "unit is bytes), too little for any CUDA program; if more was "
+        "meant, write a unit, e.g. %sG or %sM", name, v,
+        (unsigned long long)l->bytes, v, v);
+}
+
+static void check_bare_bytes(struct load *c)
+{
+    const struct gm_policy *p = c->p;
+    char name[32];
+
+    if (p->src[GM_F_LIMIT] == GM_SRC_ENV && !c->bad[GM_F_LIMIT])
+        warn_bare(c, "GPUMEM_LIMIT", c->val[GM_F_LIMIT], &p->limit);
+    for (int d = 0; d < GM_MAX_DEVICES; d++)
+        if (c->dev_env[d] && p->dev_limit_set[d]) {
+            snprintf(name, sizeof name, "GPUMEM_LIMIT_%d", d);
+            warn_bare(c, name, c->dev_val[d], &p->dev_limit[d]);
+        }
+    if (p->src[GM_F_GROUP_LIMIT] == GM_SRC_ENV && !c->bad[GM_F_GROUP_LIMIT])
+        warn_bare(c, "GPUMEM_GROUP_LIMIT", c->val[GM_F_GROUP_LIMIT],
+                  &p->group_limit);
+    if (p->src[GM_F_STATIC_SIZE] == GM_SRC_ENV && !c->bad[GM_F_STATIC_SIZE])
+        warn_bare(c, "GPUMEM_STATIC_SIZE", c->val[GM_F_STATIC_SIZE],
+                  &p->static_size);
+}
+
 /* ---- what GPUMEM_ON_BAD_CONFIG=warn leaves in force -------------------- */
 
 /* A line that goes with the errors, counted as neither. */
@@ -941,6 +982,7 @@ int gm_policy_load_secure(struct gm_policy *p, char *const *envp,
     check_group(&c);
     check_telemetry(&c);
     check_mode_only(&c);
+    check_bare_bytes(&c);
     gm_pol_hami_disable(&c);
     if (d->errors > 0 && p->on_bad_config == GM_BAD_WARN && !p->admin_fatal)
         fallbacks(&c);

@@ -571,6 +571,37 @@ START_TEST(mode_only_warnings)
 }
 END_TEST
 
+/* A size without a unit is bytes; one below a mebibyte is almost always
+ * a unit left out, and is said so (the value still holds). */
+START_TEST(bare_small_sizes_warn)
+{
+    LOAD("GPUMEM_LIMIT=2");
+    ck_assert_int_eq(rc, 0);
+    ck_assert_uint_eq(d.warnings, 1);
+    ck_assert_uint_eq(p.limit.bytes, 2);
+    ck_assert(strstr(d.text, "GPUMEM_LIMIT='2' is 2 bytes (a number without "
+                     "a unit is bytes)") != NULL);
+    ck_assert(strstr(d.text, "write a unit, e.g. 2G or 2M") != NULL);
+    LOAD("GPUMEM_LIMIT=8G", "GPUMEM_LIMIT_1=512", "GPUMEM_GROUP=g",
+         "GPUMEM_GROUP_LIMIT=100");
+    ck_assert_int_eq(rc, 0);
+    ck_assert_uint_eq(d.warnings, 2);
+    ck_assert(strstr(d.text, "GPUMEM_LIMIT_1='512' is 512 bytes") != NULL);
+    ck_assert(strstr(d.text, "GPUMEM_GROUP_LIMIT='100' is 100 bytes") != NULL);
+    LOAD("GPUMEM_MODE=static", "GPUMEM_LIMIT=4G", "GPUMEM_STATIC_SIZE=64");
+    ck_assert_int_eq(rc, 0);
+    ck_assert_uint_eq(d.warnings, 1);
+    ck_assert(strstr(d.text, "GPUMEM_STATIC_SIZE='64' is 64 bytes") != NULL);
+    /* A unit, a mebibyte or more, a percentage: nothing to say. */
+    LOAD("GPUMEM_LIMIT=2K");
+    expect_clean();
+    LOAD("GPUMEM_LIMIT=1048576");
+    expect_clean();
+    LOAD("GPUMEM_LIMIT=2%");
+    expect_clean();
+}
+END_TEST
+
 /* ---- staged-mode and OOM variables ------------------------------------- */
 
 START_TEST(warmup_forms)
@@ -1464,6 +1495,7 @@ static Suite *policy_suite(void)
     tcase_add_loop_test(t, static_size_refusals, 0, N(bad_static));
     tcase_add_test(t, static_size_above_limit);
     tcase_add_test(t, mode_only_warnings);
+    tcase_add_test(t, bare_small_sizes_warn);
     tcase_add_test(t, warmup_forms);
     tcase_add_loop_test(t, warmup_refusals, 0, N(bad_warmups));
     tcase_add_test(t, headroom_forms);
