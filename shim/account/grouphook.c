@@ -1,6 +1,7 @@
 /*
  * shim/account/grouphook.c — wiring the group library (shim/group/) into the shim: join, per-device
- * registration, charge/release, cross-process waits, reclaim events.
+ * registration, charge/release, cross-process waits, reclaim events, and
+ * the group's part of the device view (gm_grp_view).
  *
  * Invariant: no call here waits on the group without an end: the library
  * bounds every wait on the group's lock, and a group that stops
@@ -152,6 +153,17 @@ bool gm_grp_wait(struct gm_dev *d, uint64_t size, uint64_t deadline_ns)
         return true;
     uint64_t used;
     return gm_group_wait(&group, d->gdev1 - 1, size, deadline_ns, &used);
+}
+
+bool gm_grp_view(struct gm_dev *d, uint64_t *limit, uint64_t *room)
+{
+    struct gm_group_peek v;
+    if (d->gdev1 == 0 || gm_group_peek(&group, d->gdev1 - 1, &v) != 0 ||
+        v.limit == 0)
+        return false;
+    *limit = v.limit;
+    *room = v.available;
+    return true;
 }
 
 void gm_grp_describe(struct gm_dev *d, char *buf, size_t cap)

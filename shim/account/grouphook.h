@@ -56,6 +56,15 @@ bool gm_grp_over(struct gm_dev *d);
 /* Block until the group can take `size` (then it is taken) or until the
  * CLOCK_MONOTONIC deadline. */
 bool gm_grp_wait(struct gm_dev *d, uint64_t size, uint64_t deadline_ns);
+/* The group's part of the device view (cuMemGetInfo, NVML): its limit
+ * on the device (*limit) and what the group would admit for this process
+ * now (*room: the limit less every member's charge, less the unused
+ * shares the priority rule keeps for members of a higher weight; clamped
+ * at 0). False when the device has no group entry or no group limit, or
+ * the group cannot say (unusable, damaged, or no consistent copy:
+ * gm_group_peek); the caller then shows the process's own view.
+ * Lock-free; not on the allocation path. */
+bool gm_grp_view(struct gm_dev *d, uint64_t *limit, uint64_t *room);
 /* "group 'NAME' has 7.5 GiB used of 8.0 GiB limit" for refusal messages,
  * with "; 2.0 GiB of it is kept for higher-priority members, so at most
  * 0.5 GiB fits now" when the priority rule keeps room from this member. */

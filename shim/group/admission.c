@@ -1,13 +1,14 @@
 /*
  * shim/group/admission.c — the priority rule and the budget operations of
  * a joined member: reserve (with a refusal-triggered reclaim of dead
- * members), release with cross-process wake-ups, the bounded wait, and
- * the usage query.
+ * members), release with cross-process wake-ups, the bounded wait, the
+ * usage query, and the lock-free peek the device view reads.
  *
  * Invariants: nothing on the reserve/release/wait path allocates or
  * prints; every subtraction is clamped and every addition saturates; no
  * call waits on the group's mutex longer than LOCK_WAIT_NS (a member that
- * could not get it is broken and admits everything from then on).
+ * could not get it is broken and admits everything from then on); the
+ * peek takes no lock and answers only from a consistent copy.
  */
 #include "shim/group/group_int.h"
 
@@ -16,6 +17,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -86,7 +88,8 @@ static uint64_t reserved_above(const struct gm_group_seg *s, int gdev,
     return p;
 }
 
-/* The largest request the rule admits now for slot `me`. */
+/* The largest request the rule admits now for slot `me` (under the lock,
+ * or inside a seqlock copy: gm_group_peek). */
 static uint64_t available_locked(const struct gm_group_seg *s, int gdev,
                                  int me)
 {
@@ -297,6 +300,49 @@ int gm_group_query(struct gm_group *g, int gdev, struct gm_group_usage *out)
     out->available = available_locked(s, gdev, g->slot);
     gm_grpi_seg_unlock(s);
     return 0;
+}
+
+/* One lock-free copy of what the view needs on gdev: true when `gen`
+ * was even and unchanged around it (*mine: this member's charge). */
+static bool peek_once(const struct gm_group_seg *s, int gdev, int me,
+                      struct gm_group_peek *out, uint64_t *mine)
+{
+    uint64_t g1 = __atomic_load_n(&s->hdr.gen, __ATOMIC_ACQUIRE);
+    if (g1 & 1u)
+        return false;
+    out->limit = LD(&s->dev[gdev].limit);
+    out->used = LD(&s->dev[gdev].used);
+    out->available = available_locked(s, gdev, me);
+    *mine = LD(&s->slot[me].charged[gdev]);
+    /* The loads above before the second reading (seqlock reader). */
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return LD(&s->hdr.gen) == g1;
+}
+
+int gm_group_peek(const struct gm_group *g, int gdev,
+                  struct gm_group_peek *out)
+{
+    if (!joined(g) || is_broken(g) || !dev_ok(g, gdev))
+        return -1;
+    const struct gm_group_seg *s = g->seg;
+    if (LD(&s->hdr.magic) != GM_GROUP_MAGIC ||
+        LD(&s->hdr.version) != GM_GROUP_VERSION ||
+        __atomic_load_n(&s->hdr.initialised, __ATOMIC_ACQUIRE) != 1 ||
+        !gm_grpi_own_slot(g))
+        return -1;
+    struct gm_group_peek v;
+    uint64_t mine;
+    for (int t = 0; t < PEEK_TRIES; t++) {
+        if (!peek_once(s, gdev, g->slot, &v, &mine)) {
+            sched_yield();
+            continue;
+        }
+        if (v.used < mine)
+            return -1;
+        *out = v;
+        return 0;
+    }
+    return -1;
 }
 
 bool gm_group_broken(const struct gm_group *g)

@@ -283,6 +283,25 @@ struct gm_group_usage {
  * not joined, the group is unusable, or gdev is not registered. */
 int gm_group_query(struct gm_group *g, int gdev, struct gm_group_usage *out);
 
+/* What the device view (cuMemGetInfo, NVML) reads of the group on a
+ * device, for this member. */
+struct gm_group_peek {
+    uint64_t limit;           /* group limit, 0 = none */
+    uint64_t used;            /* charged by all members */
+    uint64_t available;       /* as gm_group_usage's: limit - used - P,
+                                 clamped at 0 (UINT64_MAX without a limit) */
+};
+/* Fills *out without the lock: loads between two even, equal readings of
+ * `gen` (a few tries, yielding while a locker holds it). Returns 0, or -1
+ * (*out untouched) when not joined, broken, gdev is not registered, this
+ * member's slot is not its own, the header is not a group's of this
+ * version any more, the copy straddles updates on every try, or the
+ * figures contradict each other (the group's use below this member's
+ * charge): a caller then shows the process's own view. Never waits on
+ * the group's mutex, never allocates, never prints. */
+int gm_group_peek(const struct gm_group *g, int gdev,
+                  struct gm_group_peek *out);
+
 /* True once the group became unusable (its lock could not be recovered or
  * did not respond within LOCK_WAIT_NS, or this member's slot was taken
  * away): reserve then admits everything and release does nothing. The

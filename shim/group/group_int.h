@@ -36,6 +36,7 @@ __extension__ typedef unsigned __int128 u128;
 #define SCAN_GAP_NS 50000000ull    /* refusal-triggered reclaim, per process */
 #define WAIT_SLICE_NS NSEC         /* gm_group_wait re-checks at least this */
 #define SNAP_TRIES 50
+#define PEEK_TRIES 64           /* gm_group_peek's copies before it gives up */
 
 static inline uint64_t sat_add(uint64_t a, uint64_t b)
 {
@@ -126,6 +127,9 @@ uint64_t gm_grpi_reclaim_slot_locked(struct gm_group *g, int i)
 void gm_grpi_wake_waiters(struct gm_group *g)
     __attribute__((visibility("hidden")));
 bool gm_grpi_grp_lock(struct gm_group *g)
+    __attribute__((visibility("hidden")));
+/* Whether g's slot is still its own (LIVE, its pid and start time). */
+bool gm_grpi_own_slot(const struct gm_group *g)
     __attribute__((visibility("hidden")));
 uint64_t gm_grpi_live_weight(const struct gm_group_seg *s, unsigned *count)
     __attribute__((visibility("hidden")));

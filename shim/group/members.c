@@ -189,7 +189,7 @@ static unsigned reclaim_dead_locked(struct gm_group *g, uint64_t *bytes)
     return freed;
 }
 
-static bool own_slot(const struct gm_group *g)
+bool gm_grpi_own_slot(const struct gm_group *g)
 {
     const struct gm_group_slot *m = &g->seg->slot[g->slot];
     return LD(&m->state) == GM_GROUP_SLOT_LIVE && LD(&m->pid) == g->pid &&
@@ -206,7 +206,7 @@ bool gm_grpi_grp_lock(struct gm_group *g)
         set_broken(g);
         return false;
     }
-    if (!own_slot(g)) {
+    if (!gm_grpi_own_slot(g)) {
         gm_grpi_seg_unlock(g->seg);
         set_broken(g);
         return false;

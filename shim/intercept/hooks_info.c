@@ -2,7 +2,11 @@
  * shim/intercept/hooks_info.c — what the program sees of the device, and context
  * creation. With a limit, cuMemGetInfo reports total = min(limit, physical)
  * and free = min(real free, limit - used) clamped at 0, and
- * cuDeviceTotalMem reports min(limit, physical); without one both pass
+ * cuDeviceTotalMem reports min(limit, physical); in a group the group's
+ * limit caps total too and free is no more than what the group admits
+ * for the process now (its limit less all members' charge and the shares
+ * kept for higher-priority members; read lock-free, and a group that
+ * cannot say leaves the process's own figures). Without a limit or group both pass
  * through. Output pointers are handed to the driver as given (a NULL one
  * gets the driver's own answer) and adjusted only on success.
  * Context creators measure and charge each new context; a context's end
@@ -16,6 +20,7 @@
 #include "shim/intercept/hooks_info.h"
 #include "shim/telemetry/abi.h"
 #include "shim/account/account.h"
+#include "shim/account/grouphook.h"
 #include "shim/account/ctxend.h"
 #include "shim/driver/nvml.h"
 #include "shim/driver/real.h"
@@ -30,11 +35,13 @@ static uint64_t min64(uint64_t a, uint64_t b)
     return a < b ? a : b;
 }
 
-/* Free is what the program can still get: the room under its limit (no
- * more than the driver has free) plus, in static mode, what the arena can
- * still hand out (the arena is charged whole and invisible to the
- * driver's own figure). Like the driver's, it is a sum of free bytes, not
- * the largest block. */
+/* Free is what the program can still get: the room under its limit and,
+ * in a group, what the group admits for it now (no more than the driver
+ * has free), plus, in static mode, what the arena can still hand out
+ * (the arena is charged whole and invisible to the driver's own figure).
+ * Like the driver's, it is a sum of free bytes, not the largest block. A
+ * group that cannot say leaves the process's own view: never more than
+ * that. */
 bool gm_view_info(int dev, uint64_t *f, uint64_t *t)
 {
     gm_staged_poll();
@@ -42,10 +49,17 @@ bool gm_view_info(int dev, uint64_t *f, uint64_t *t)
     if (d == NULL)
         return false;
     uint64_t limit = gm_budget_limit(&d->budget);
-    if (limit == 0)
+    uint64_t glimit = 0, groom = 0;
+    bool grp = gm_grp_view(d, &glimit, &groom);
+    if (limit == 0 && !grp)
         return false;
-    *t = min64(limit, *t);
     uint64_t room = min64(*f, gm_budget_room(&d->budget));
+    if (limit != 0)
+        *t = min64(limit, *t);
+    if (grp) {
+        *t = min64(glimit, *t);
+        room = min64(groom, room);
+    }
     uint64_t arena = gm_static_free(d);
     *f = min64(room + min64(arena, UINT64_MAX - room), *t);
     return true;
@@ -96,11 +110,19 @@ GM_EXPORT CUresult CUDAAPI cuMemGetInfo(unsigned int *free,
     return rc;
 }
 
+/* The device's size as the process sees it: its limit, in a group no
+ * more than the group's; 0: none (the driver's answer stands). */
 static uint64_t device_limit(CUdevice dev)
 {
     gm_staged_poll();
     struct gm_dev *d = gm_dev_get((int)dev);
-    return d ? gm_budget_limit(&d->budget) : 0;
+    if (d == NULL)
+        return 0;
+    uint64_t limit = gm_budget_limit(&d->budget);
+    uint64_t glimit, groom;
+    if (gm_grp_view(d, &glimit, &groom) && (limit == 0 || glimit < limit))
+        limit = glimit;
+    return limit;
 }
 
 GM_EXPORT CUresult CUDAAPI cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)

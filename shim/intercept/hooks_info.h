@@ -9,10 +9,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* With a limit on CUDA device `dev`: *t becomes min(limit, *t) and *f
- * the free memory the process can still get (no more than the real *f
- * and than *t); true. Without a limit (or a bad ordinal) nothing changes;
- * false. Needs the shim initialised. */
+/* With a limit on CUDA device `dev`, or a group limit there: *t becomes
+ * min(limit, group limit, *t) and *f the free memory the process can
+ * still get: min(real *f, limit - its charge, what the group admits for
+ * it now: gm_grp_view) (+ the static arena's room), at most *t; true.
+ * Without either (or a bad ordinal) nothing changes; false. Needs the
+ * shim initialised. */
 bool gm_view_info(int dev, uint64_t *f, uint64_t *t);
 
 #endif

@@ -8,11 +8,12 @@
  * libnvidia-ml (resolve.c hands us what glibc found). The real function
  * is always called first with the caller's arguments, so NULL outputs,
  * unknown handles and wrong struct versions get NVML's own answers;
- * figures are changed only on success. With a limit on the device:
- * total = min(limit, physical), free = what cuMemGetInfo reports as free
- * (gm_view_info), used = total - free (never negative, never wrapping),
- * _v2's reserved = 0; the process's own entry in a process list shows
- * what gpumem charges it. The NVML device is matched to a CUDA device by
+ * figures are changed only on success. With a limit on the device, or a
+ * group limit there: total and free are what cuMemGetInfo reports
+ * (gm_view_info: in a group no more than the group's limit and room),
+ * used = total - free (never negative, never wrapping), _v2's
+ * reserved = 0; the process's own entry in a process list shows what
+ * gpumem charges the process itself. The NVML device is matched to a CUDA device by
  * UUID. In a process whose CUDA is not initialised (nvidia-smi, a
  * monitoring agent, a program before its first CUDA call) the view
  * comes from the environment and the job's segments: nothing is

@@ -5,7 +5,8 @@
  * memory becomes available to the others within a second,
  * GPUMEM_ON_OOM=wait waits for another process to free, members'
  * contexts count in the group past its limit, a request the group
- * refuses is not published as the process's use, and `gpumem gc`
+ * refuses is not published as the process's use, a member's
+ * cuMemGetInfo and NVML show the group's limit and room, and `gpumem gc`
  * never takes a group file for a process segment (by its name or its
  * contents).
  */
@@ -322,6 +323,76 @@ START_TEST(priority_refusal_names_what_is_kept)
 }
 END_TEST
 
+#define MIB (1ull << 20)
+
+/* A member sees its group in cuMemGetInfo, cuDeviceTotalMem and NVML:
+ * another member holds 600 MiB and its 50 MiB context of a 1000 MiB
+ * group, so this one, with its own 50 MiB context, sees total 1000 MiB
+ * and free 300 MiB whatever its own limit (8G, or none); exactly that
+ * fits and one MiB more does not; NVML agrees (used 700 MiB) and its own
+ * process entry is its own charge. It saw its own limit's 8 GiB (or the
+ * device's 80 GiB), of which 300 MiB could be allocated. */
+START_TEST(member_sees_the_groups_room)
+{
+    unique("v");
+    member_env("1000M", "50M", "GPUMEM_LOG_LEVEL=error", NULL);
+    pid_t a = start_holding("629145600", "3000"); /* 600M */
+    const char *own[] = { "GPUMEM_LIMIT=8G", "GPUMEM_LIMIT" };
+    char want[256];
+    for (int i = 0; i < 2; i++) {
+        member_env("1000M", "50M", "GPUMEM_LOG_LEVEL=error", own[i]);
+        const char *argv[] = { gm_bpath("tests/progs/nvmlview"), "--via",
+                               "dlsym", "fit", NULL };
+        int rc = gm_run(menv, 1, argv, out, sizeof out);
+        ck_assert_msg(rc == 0, "%s: exit %d: %s", own[i], rc, out);
+        snprintf(want, sizeof want, "cuda total=%llu free=%llu devtotal=%llu\n",
+                 1000 * MIB, 300 * MIB, 1000 * MIB);
+        ck_assert_msg(strstr(out, want) != NULL, "%s: no '%s' in:\n%s",
+                      own[i], want, out);
+        snprintf(want, sizeof want, "nvml total=%llu free=%llu used=%llu\n"
+                 "nvml2 total=%llu free=%llu used=%llu reserved=0\n",
+                 1000 * MIB, 300 * MIB, 700 * MIB, 1000 * MIB, 300 * MIB,
+                 700 * MIB);
+        ck_assert_msg(strstr(out, want) != NULL, "%s: no '%s' in:\n%s",
+                      own[i], want, out);
+        snprintf(want, sizeof want, "own %llu\nfit 0 more 2\nown after %llu\n",
+                 50 * MIB, 350 * MIB);
+        ck_assert_msg(strstr(out, want) != NULL, "%s: no '%s' in:\n%s",
+                      own[i], want, out);
+    }
+    ck_assert_int_eq(finish(a), 0);
+    unlink(la);
+}
+END_TEST
+
+/* Beside a high member holding 100 MiB of 1000 MiB, a low one is shown
+ * as free what the priority rule admits for it (318.2 MiB: the high
+ * one's share, 681.8 MiB, is kept), and exactly that fits. */
+START_TEST(low_member_sees_what_the_rule_admits)
+{
+    unique("q");
+    member_env("1000M", "0", "GPUMEM_PRIORITY=high", NULL);
+    pid_t a = start_holding("104857600", "3000"); /* 100M */
+    member_env("1000M", "0", "GPUMEM_PRIORITY=low", "GPUMEM_LOG_LEVEL=error");
+    const char *argv[] = { gm_bpath("tests/progs/nvmlview"), "--via", "dlsym",
+                           "fit", NULL };
+    int rc = gm_run(menv, 1, argv, out, sizeof out);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    /* share = floor(1000 MiB * 1.5 / 2.2); free = 1000 MiB - 100 MiB -
+     * (share - 100 MiB) = 1000 MiB - share */
+    unsigned long long share = 1000 * MIB * 1500 / 2200;
+    char want[256];
+    snprintf(want, sizeof want, "cuda total=%llu free=%llu devtotal=%llu\n"
+             "nvml total=%llu free=%llu used=%llu\n", 1000 * MIB,
+             1000 * MIB - share, 1000 * MIB, 1000 * MIB, 1000 * MIB - share,
+             share);
+    ck_assert_msg(strstr(out, want) != NULL, "no '%s' in:\n%s", want, out);
+    ck_assert_msg(strstr(out, "fit 0 more 2\n") != NULL, "%s", out);
+    ck_assert_int_eq(finish(a), 0);
+    unlink(la);
+}
+END_TEST
+
 static unsigned live_members(const struct gm_group_view *v)
 {
     unsigned n = 0;
@@ -522,6 +593,8 @@ int main(void)
     tcase_add_test(t, contexts_count_in_the_group_past_its_limit);
     tcase_add_test(t, group_refusal_is_not_published_as_use);
     tcase_add_test(t, priority_refusal_names_what_is_kept);
+    tcase_add_test(t, member_sees_the_groups_room);
+    tcase_add_test(t, low_member_sees_what_the_rule_admits);
     tcase_add_test(t, keep_keeps_the_group_file);
     tcase_add_test(t, failed_join_says_the_group_limit_is_not_enforced);
     tcase_add_test(t, exit_from_a_signal_handler_leaves_the_group_usable);

@@ -20,6 +20,10 @@
  *            unknown handle, a NULL count and a wrong struct version
  *   nvmlview [--via P] hold SIZE     holds SIZE bytes on device 0 (prints
  *            "holding") until stdin closes
+ *   nvmlview [--via P] fit           device 0 as CUDA (cuMemGetInfo,
+ *            cuDeviceTotalMem) and NVML (v1, _v2, this process's entry)
+ *            show it, then whether the free memory shown can be allocated
+ *            and whether one MiB more can, and the entry after that
  */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
@@ -52,6 +56,7 @@ static struct {
     __typeof__(cuMemAllocManaged) *managed;
     __typeof__(cuMemFree_v2) *free;
     __typeof__(cuMemGetInfo_v2) *info;
+    __typeof__(cuDeviceTotalMem_v2) *totalmem;
 } C;
 
 static struct {
@@ -162,6 +167,7 @@ static void load_cuda_syms(bool init)
     C.managed = cu(h, gpa, "cuMemAllocManaged", "cuMemAllocManaged");
     C.free = cu(h, gpa, "cuMemFree_v2", "cuMemFree");
     C.info = cu(h, gpa, "cuMemGetInfo_v2", "cuMemGetInfo");
+    C.totalmem = cu(h, gpa, "cuDeviceTotalMem_v2", "cuDeviceTotalMem");
     if (init && C.init(0) != CUDA_SUCCESS) {
         fprintf(stderr, "nvmlview: cuInit failed\n");
         exit(1);
@@ -387,6 +393,38 @@ static int cmd_hold(size_t size)
     return 0;
 }
 
+/* Device 0's figures, then the free memory shown allocated and one MiB
+ * more (the CUDA codes), then this process's entry again. */
+static int cmd_fit(void)
+{
+    load_cuda();
+    load_nvml();
+    char uuid[96];
+    cuda_uuid(0, uuid, sizeof uuid);
+    gm_nvml_dev h;
+    if (N.by_uuid(uuid, &h) != GM_NVML_SUCCESS)
+        return 1;
+    use_device(0);
+    size_t f = 0, t = 0, dt = 0;
+    struct gm_nvml_memory m;
+    struct gm_nvml_memory_v2 m2 = { .version = GM_NVML_MEMORY_V2 };
+    if (C.info(&f, &t) != CUDA_SUCCESS || C.totalmem(&dt, 0) != CUDA_SUCCESS ||
+        N.mem(h, &m) != GM_NVML_SUCCESS || N.mem2(h, &m2) != GM_NVML_SUCCESS)
+        return 1;
+    printf("cuda total=%zu free=%zu devtotal=%zu\n", t, f, dt);
+    printf("nvml total=%llu free=%llu used=%llu\n", m.total, m.free, m.used);
+    printf("nvml2 total=%llu free=%llu used=%llu reserved=%llu\n", m2.total,
+           m2.free, m2.used, m2.reserved);
+    size_t stride = sizeof(struct gm_nvml_proc_v2);
+    printf("own %lld\n", own_entry(N.cp3, h, stride));
+    CUdeviceptr p = 0, q = 0;
+    CUresult r1 = C.alloc(&p, f);
+    CUresult r2 = C.alloc(&q, 1u << 20);
+    printf("fit %d more %d\n", (int)r1, (int)r2);
+    printf("own after %lld\n", own_entry(N.cp3, h, stride));
+    return 0;
+}
+
 static int cmd_errors(void)
 {
     load_cuda();
@@ -440,8 +478,10 @@ int main(int argc, char **argv)
         return cmd_info();
     if (i < argc && strcmp(argv[i], "errors") == 0)
         return cmd_errors();
+    if (i < argc && strcmp(argv[i], "fit") == 0)
+        return cmd_fit();
     if (i < argc && strcmp(argv[i], "hold") == 0 && i + 1 < argc)
         return cmd_hold(strtoull(argv[i + 1], NULL, 0));
-    fprintf(stderr, "usage: nvmlview [--via link|dlsym|gpa] loop N SIZE | map | info | errors | hold SIZE\n");
+    fprintf(stderr, "usage: nvmlview [--via link|dlsym|gpa] loop N SIZE | map | info | errors | hold SIZE | fit\n");
     return 2;
 }

@@ -8,8 +8,9 @@
  * end at zero, reclaim of SIGKILLed members (on refusal, by the reaper, as
  * zombies), a group whose members all died starting over, pid reuse, lock
  * recovery after members die holding it, waits across processes, the
- * creation race, hostile or truncated segments, the fail-open rule, and
- * the tools' list/snapshot/gc. Then the hardening:
+ * creation race, hostile or truncated segments, the fail-open rule, the
+ * device view's lock-free peek (nothing from a damaged or unsettled
+ * segment), and the tools' list/snapshot/gc. Then the hardening:
  * liveness through the slot lock (a member that execs is gone, one that
  * closed its descriptors is not), forged or zeroed mutexes (every wait
  * bounded, the group broken), and names that never meet a process
@@ -1468,6 +1469,62 @@ START_TEST(lost_slot_fails_open)
 }
 END_TEST
 
+/* The device view's lock-free read: the limit, the use of every member
+ * and what the rule admits now (a higher member's unused share kept);
+ * nothing (-1) from a copy that never settles (a locker's odd
+ * `gen`), a header that is not a group's any more, a use below this
+ * member's own charge, a slot that is not ours, or a broken group. */
+START_TEST(peek_reads_the_group_or_nothing)
+{
+    struct gm_group g;
+    struct gm_group_params p = params("peek", 1.0, 1000);
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    struct kid k = spawn(p);
+    ck_assert(gm_group_reserve(&g, gdev, 300, NULL));
+    ck_assert_int_eq(ask(&k, 'R', 200, 0).ok, 1);
+    struct gm_group_peek v = { 0, 0, 0 };
+    ck_assert_int_eq(gm_group_peek(&g, gdev, &v), 0);
+    ck_assert_uint_eq(v.limit, 1000);
+    ck_assert_uint_eq(v.used, 500);
+    ck_assert_uint_eq(v.available, 500);
+    ck_assert_int_eq(gm_group_peek(&g, gdev + 1, &v), -1);
+    /* A high member's unused share is kept from us: W = 3.5. */
+    struct kid hi = spawn(params("peek", 1.5, 1000));
+    ck_assert_int_eq(gm_group_peek(&g, gdev, &v), 0);
+    ck_assert_uint_eq(v.used, 500);
+    ck_assert_uint_eq(v.available, 500 - share(1000, 1.5, 3.5));
+    kid_quit(&hi);
+    ck_assert_int_eq(gm_group_peek(&g, gdev, &v), 0);
+    ck_assert_uint_eq(v.available, 500);
+    int fd;
+    struct gm_group_seg *seg = map_rw("peek", &fd);
+    uint64_t gen = seg->hdr.gen;
+    seg->hdr.gen = gen | 1u;          /* a locker that never leaves */
+    v.limit = v.used = 7;
+    ck_assert_int_eq(gm_group_peek(&g, gdev, &v), -1);
+    ck_assert_uint_eq(v.limit, 7);
+    ck_assert_uint_eq(v.used, 7);
+    seg->hdr.gen = gen;
+    seg->hdr.magic ^= 1u;
+    ck_assert_int_eq(gm_group_peek(&g, gdev, &v), -1);
+    seg->hdr.magic ^= 1u;
+    seg->dev[gdev].used = 100;        /* below this member's 300 */
+    ck_assert_int_eq(gm_group_peek(&g, gdev, &v), -1);
+    seg->dev[gdev].used = 500;
+    ck_assert_int_eq(gm_group_peek(&g, gdev, &v), 0);
+    seg->slot[g.slot].pid += 1;       /* the slot is not ours any more */
+    ck_assert_int_eq(gm_group_peek(&g, gdev, &v), -1);
+    ck_assert(gm_group_reserve(&g, gdev, 1, NULL));   /* breaks it */
+    seg->slot[g.slot].pid -= 1;
+    ck_assert(gm_group_broken(&g));
+    ck_assert_int_eq(gm_group_peek(&g, gdev, &v), -1);
+    unmap_rw(seg, fd);
+    kid_quit(&k);
+    gm_group_leave(&g);
+}
+END_TEST
+
 /* ---- liveness through the slot lock -------------------------------------- */
 
 static bool comm_is(pid_t pid, const char *want)
@@ -1958,6 +2015,7 @@ int main(void)
     tcase_add_test(t, abandoned_creation_is_taken_over_live_one_is_not);
     tcase_add_test(t, hostile_or_truncated_segments_are_refused);
     tcase_add_test(t, lost_slot_fails_open);
+    tcase_add_test(t, peek_reads_the_group_or_nothing);
     tcase_add_test(t, list_snapshot_and_gc);
     tcase_add_test(t, exec_into_another_program_returns_the_charge);
     tcase_add_test(t, exec_member_is_reclaimed_on_refusal);
