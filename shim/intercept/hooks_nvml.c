@@ -16,7 +16,8 @@
  * gpumem charges the process itself. The NVML device is matched to a CUDA device by
  * UUID. In a process whose CUDA is not initialised (nvidia-smi, a
  * monitoring agent, a program before its first CUDA call) the view
- * comes from the environment and the job's segments: nothing is
+ * comes from the policy (the node's admin file and the environment, read
+ * as the CUDA path reads them) and the job's segments: nothing is
  * initialised, no driver loaded, no segment or thread created; the CUDA
  * ordinal comes from CUDA_VISIBLE_DEVICES, nothing is charged, and used
  * is what the job's live processes are charged on the card
@@ -203,20 +204,27 @@ static bool view_cuda(const char *uuid, uint64_t total, uint64_t free,
     return true;
 }
 
-/* A process without CUDA: its own copy of the policy, read once. */
+/* A process without CUDA: its own copy of the policy, read once, as the
+ * CUDA path reads it (the node's admin file, then the environment), so
+ * that both hold the same ceilings. It is used where the CUDA path would
+ * run: a valid load, or a bad variable under GPUMEM_ON_BAD_CONFIG=warn
+ * (the rest holds); an admin file that cannot be applied or a bad load
+ * under exit (the CUDA path exits) passes through. */
 static pthread_once_t solo_once = PTHREAD_ONCE_INIT;
 static struct gm_policy solo_policy;
+static struct gm_admin_file solo_admin;
 static struct gm_diag solo_diag;
 static bool solo_valid;
 
 static void solo_load(void)
 {
-    int bad = gm_policy_load_secure(&solo_policy, environ, NULL,
-                                    gm_secure_exec(), &solo_diag);
+    int bad = gm_policy_load_node_secure(&solo_policy, environ, &solo_admin,
+                                         gm_secure_exec(), &solo_diag);
     if (bad || solo_policy.log_level > GM_LOG_QUIET)
         (void)gm_write_all(STDERR_FILENO, solo_diag.text, solo_diag.len);
     gm_secure_note(&solo_policy);
-    solo_valid = bad == 0;
+    solo_valid = bad == 0 || (!solo_policy.admin_fatal &&
+                              solo_policy.on_bad_config == GM_BAD_WARN);
 }
 
 /* The CUDA ordinal this process would give NVML device `h`: its place in

@@ -6,7 +6,9 @@
 # a bad line, a group-writable file and a symlinked file each stop a CUDA
 # program with exit 2 even under GPUMEM_ON_BAD_CONFIG=warn, naming the
 # file (and line); a program that never calls CUDA is not affected; a
-# per-device default of the file yields to the job's GPUMEM_LIMIT.
+# per-device default of the file yields to the job's GPUMEM_LIMIT; NVML
+# shows the ceiling in a process that never initialises CUDA as in one
+# that does.
 # Exit 0 pass, 1 fail, 77 skip (the build tree's directories are not
 # root's, so no file in it can be trusted).
 set -u
@@ -63,6 +65,27 @@ GPUMEM_LIMIT=none LD_LIBRARY_PATH="$ABS/sim" "$G" run --limit none -- \
 alloc $((800 * M)) GPUMEM_LIMIT=50% && fail "50% lifted the ceiling"
 grep -q 'the limit asked is above the admin ceiling GPUMEM_MAX_LIMIT; the limit is 1.0 GiB' "$t/out" ||
     fail "no per-device line: $(cat "$t/out")"
+
+# NVML shows the same ceiling without CUDA (nvidia-smi in the job, a call
+# before cuInit) as with it: no limit of the job's, a limit above it, and
+# a refused one under GPUMEM_ON_BAD_CONFIG=warn (the CUDA path runs with
+# the ceiling then).
+nv() { # CMD ENV...
+    c=$1; shift
+    env -u GPUMEM_LIMIT "$@" LD_LIBRARY_PATH="$ABS/sim" LD_PRELOAD="$LIB" \
+        "$ABS/tests/progs/nvmlview" --via dlsym "$c" > "$t/out" 2>&1
+}
+for e in GPUMEM_KEEP=0 GPUMEM_LIMIT=4G "GPUMEM_ON_BAD_CONFIG=warn GPUMEM_LIMIT=lots"; do
+    # shellcheck disable=SC2086 # $e is one or two NAME=VALUE words
+    nv info $e || fail "NVML-only under $e: exit $?: $(cat "$t/out")"
+    grep -q '^nvml 0 [^ ]* total=1073741824 free=1073741824 used=0 ' "$t/out" ||
+        fail "NVML-only under $e does not show the 1G ceiling: $(cat "$t/out")"
+    # shellcheck disable=SC2086
+    nv map $e || fail "NVML with CUDA under $e: exit $?: $(cat "$t/out")"
+    grep -q '^cuda 0 [^ ]* total=1073741824$' "$t/out" &&
+        grep -q '^nvml 0 [^ ]* total=1073741824$' "$t/out" ||
+        fail "CUDA and NVML under $e: $(cat "$t/out")"
+done
 
 # An arena larger than the ceiling is held to it, never refused.
 alloc $((8 * M)) GPUMEM_MODE=static GPUMEM_STATIC_SIZE=5G ||
