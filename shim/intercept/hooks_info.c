@@ -6,9 +6,11 @@
  * limit caps total too and free is no more than what the group admits
  * for the process now (its limit less all members' charge and the shares
  * kept for higher-priority members; read lock-free, and a group that
- * cannot say leaves the process's own figures). Without a limit or group both pass
- * through. Output pointers are handed to the driver as given (a NULL one
- * gets the driver's own answer) and adjusted only on success.
+ * cannot say leaves the process's own figures). Without a limit or group
+ * both pass through. NVML's own process entry is the charge less the
+ * static arena's free room (gm_view_own), as free counts that room.
+ * Output pointers are handed to the driver as given (a NULL one gets the
+ * driver's own answer) and adjusted only on success.
  * Context creators measure and charge each new context; a context's end
  * (destroy, the primary context's last release, a reset) gives its charge
  * back, and that of the memory the driver freed with it
@@ -63,6 +65,16 @@ bool gm_view_info(int dev, uint64_t *f, uint64_t *t)
     uint64_t arena = gm_static_free(d);
     *f = min64(room + min64(arena, UINT64_MAX - room), *t);
     return true;
+}
+
+uint64_t gm_view_own(int dev)
+{
+    struct gm_dev *d = gm_dev_get(dev);
+    if (d == NULL)
+        return 0;
+    uint64_t used = gm_budget_used(&d->budget);
+    uint64_t arena = gm_static_free(d);
+    return used > arena ? used - arena : 0;
 }
 
 /* Virtualise (free, total) for the current device; false = unchanged. */

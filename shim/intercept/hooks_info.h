@@ -17,4 +17,10 @@
  * shim initialised. */
 bool gm_view_info(int dev, uint64_t *f, uint64_t *t);
 
+/* The process's own entry in NVML's process lists on `dev`: its charge,
+ * less the static arena's free room (never below 0), which its free
+ * already counts; so the entry is the view's used when nothing else
+ * (the device, the group) holds free lower. */
+uint64_t gm_view_own(int dev);
+
 #endif

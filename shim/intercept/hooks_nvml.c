@@ -13,15 +13,16 @@
  * (gm_view_info: in a group no more than the group's limit and room),
  * used = total - free (never negative, never wrapping), _v2's
  * reserved = 0; the process's own entry in a process list shows what
- * gpumem charges the process itself. The NVML device is matched to a CUDA device by
- * UUID. In a process whose CUDA is not initialised (nvidia-smi, a
- * monitoring agent, a program before its first CUDA call) the view
- * comes from the policy (the node's admin file and the environment, read
- * as the CUDA path reads them) and the job's segments: nothing is
- * initialised, no driver loaded, no segment or thread created; the CUDA
- * ordinal comes from CUDA_VISIBLE_DEVICES, nothing is charged, and used
- * is what the job's live processes are charged on the card
- * (shim/telemetry/jobuse.h, read at each query). Without a limit, with
+ * gpumem charges the process itself (in static mode less the arena's
+ * free room, which free counts: gm_view_own). The NVML device is matched
+ * to a CUDA device by UUID. In a process whose CUDA is not initialised
+ * (nvidia-smi, a monitoring agent, a program before its first CUDA call)
+ * the view comes from the policy (the node's admin file and the
+ * environment, read as the CUDA path reads them) and the job's segments:
+ * nothing is initialised, no driver loaded, no segment or thread
+ * created; the CUDA ordinal comes from CUDA_VISIBLE_DEVICES, nothing is
+ * charged, and used is what the job's live processes are charged on the
+ * card (shim/telemetry/jobuse.h, read at each query). Without a limit, with
  * GPUMEM_NVML_VIEW=0, inside our own calls (the nesting guard) or when
  * the shim is disabled, everything passes through.
  */
@@ -159,7 +160,7 @@ static bool lib_ready(void *real)
 
 struct nv_view {
     uint64_t total, free;
-    uint64_t charged;       /* what gpumem charges this process there */
+    uint64_t charged;       /* this process's own entry (gm_view_own) */
 };
 
 /* CUDA ordinal of the device with this UUID, through the real driver;
@@ -197,10 +198,9 @@ static bool view_cuda(const char *uuid, uint64_t total, uint64_t free,
     uint64_t f = free, t = total;
     if (!gm_view_info(ord, &f, &t))
         return false;
-    struct gm_dev *d = gm_dev_get(ord);
     v->total = t;
     v->free = f;
-    v->charged = d ? gm_budget_used(&d->budget) : 0;
+    v->charged = gm_view_own(ord);
     return true;
 }
 

@@ -3,7 +3,8 @@
  * the simulated NVML (build/sim/libnvidia-ml.so.1), NVML reached by plain
  * symbol binding, by dlsym on its handle, and next to CUDA reached
  * through cuGetProcAddress: NVML's figures equal cuMemGetInfo's under a
- * limit at every step, the process list shows the charge, reordered
+ * limit at every step, the process list shows the charge (in static mode
+ * less the arena's free room, so it is NVML's used), reordered
  * devices map limits by UUID, an NVML-only process pays nothing, NVML's
  * own error codes, GPUMEM_NVML_VIEW=0, and the shim's context
  * measurement through NVML against its total - free fallback.
@@ -78,13 +79,25 @@ START_TEST(limit_above_physical_shows_physical)
 END_TEST
 
 /* Static and staged modes: NVML's free follows cuMemGetInfo's (static:
- * the arena's room, the arena charged whole). */
+ * the arena's room, the arena charged whole), and in static mode the
+ * process's own entry is its used: the context and the arena's pieces
+ * (2 of 100 MiB; the managed third does not fit beside the arena), not
+ * the whole arena (it showed 2 GiB with NVML's used at 264 MiB). */
 START_TEST(modes_agree_with_cuda)
 {
     const char *st[] = { "GPUMEM_LIMIT=2G", "GPUMEM_MODE=static", "SIMCUDA_CONTEXT=64M", NULL };
     RUN(out, 1, st, prog("dlsym"), "--via", "dlsym", "loop", "12", "104857600");
     has(out, " equal\n");
-    has(out, "procs after frees v3=2147483648\n");
+    has(out, "allocated 2\n");
+    char want[160];
+    const unsigned long long held = 64 * MIB + 200 * MIB;
+    snprintf(want, sizeof want, "procs v1=%llu v2=%llu v3=%llu\nused %llu\n",
+             held, held, held, held);
+    has(out, want);
+    snprintf(want, sizeof want,
+             "procs after frees v3=%llu\nused after frees %llu\n", 64 * MIB,
+             64 * MIB);
+    has(out, want);
     const char *sg[] = { "GPUMEM_LIMIT=2G", "GPUMEM_MODE=staged", "SIMCUDA_CONTEXT=64M", NULL };
     RUN(out, 1, sg, prog("dlsym"), "--via", "dlsym", "loop", "12", "104857600");
     has(out, "steps 25 equal\n");

@@ -8,7 +8,8 @@
  *   nvmlview [--via P] loop N SIZE   allocate N blocks (every third one
  *            managed), then free them; after each step NVML's memory
  *            figures (v1 and _v2) must equal cuMemGetInfo's; prints the
- *            steps and this process's process-list entries (v1, v2, v3)
+ *            steps, this process's process-list entries (v1, v2, v3)
+ *            and NVML's used, with all blocks held and after the frees
  *   nvmlview [--via P] map           every CUDA device (ordinal, UUID,
  *            cuMemGetInfo total) and every NVML device (index, UUID, total)
  *   nvmlview [--via P] early          NVML's total after a CUDA call made
@@ -246,6 +247,13 @@ static long long own_entry(procs_fn fn, gm_nvml_dev h, size_t stride)
     return -1;
 }
 
+/* NVML's used on h (v1), or ~0 when the query fails. */
+static unsigned long long nvml_used(gm_nvml_dev h)
+{
+    struct gm_nvml_memory m;
+    return N.mem(h, &m) == GM_NVML_SUCCESS ? m.used : ~0ull;
+}
+
 static int cmd_loop(long n, size_t size)
 {
     load_cuda();
@@ -276,6 +284,7 @@ static int cmd_loop(long n, size_t size)
            own_entry(N.cp1, h, sizeof(struct gm_nvml_proc_v1)),
            own_entry(N.cp2, h, sizeof(struct gm_nvml_proc_v2)),
            own_entry(N.cp3, h, sizeof(struct gm_nvml_proc_v2)));
+    printf("used %llu\n", nvml_used(h));
     while (k-- > 0) {
         C.free(p[k]);
         snprintf(step, sizeof step, "free %ld", k);
@@ -283,6 +292,7 @@ static int cmd_loop(long n, size_t size)
         steps++;
     }
     printf("procs after frees v3=%lld\n", own_entry(N.cp3, h, sizeof(struct gm_nvml_proc_v2)));
+    printf("used after frees %llu\n", nvml_used(h));
     printf("steps %ld %s\n", steps, bad ? "MISMATCH" : "equal");
     return bad;
 }
