@@ -6,6 +6,9 @@
  *
  * A group's limit is always hard: warn lets a request past the process's
  * limit only when the group can still take it.
+ *
+ * Static mode asks here too when its arena has no block for a request
+ * (gm_admit_arena_full): the same policies, its own refusal line.
  */
 #include "shim/admit/oomsnap.h"
 #include "shim/admit/admit.h"
@@ -17,15 +20,35 @@
 #include "shim/admit/oomwait.h"
 #include "shim/telemetry/abi.h"
 
+/* The rate-limited line of a refusal (or of a request let through):
+ * "device D: API of SIZE WHAT: WHY", with how many were suppressed. 0
+ * when this one is not to be printed, else the count to report. */
+static uint64_t message_due(struct gm_dev *d)
+{
+    uint64_t n = gm_ratelimit_pass(&d->refuse_rl, 1000000000ull);
+    return n != 0 && gm_log_enabled(GM_LOG_WARN) ? n : 0;
+}
+
+static void message_out(int dev, uint64_t n, uint64_t size, unsigned api,
+                        const char *what, const char *why)
+{
+    char s[32], more[64] = "";
+    gm_format_size(size, s, sizeof s);
+    if (n > 1)
+        snprintf(more, sizeof more, " (%llu similar messages suppressed)",
+                 (unsigned long long)(n - 1));
+    gm_log(GM_LOG_WARN, "device %d: %s of %s %s: %s%s", dev,
+           gm_api_name(api), s, what, why, more);
+}
+
 static void refusal_message(int dev, struct gm_dev *d, uint64_t size,
                             unsigned api, uint64_t used, bool by_group,
                             const char *what)
 {
-    uint64_t n = gm_ratelimit_pass(&d->refuse_rl, 1000000000ull);
-    if (n == 0 || !gm_log_enabled(GM_LOG_WARN))
+    uint64_t n = message_due(d);
+    if (n == 0)
         return;
-    char s[32], why[160], more[64] = "";
-    gm_format_size(size, s, sizeof s);
+    char why[160];
     if (by_group) {
         gm_grp_describe(d, why, sizeof why);
     } else {
@@ -34,11 +57,63 @@ static void refusal_message(int dev, struct gm_dev *d, uint64_t size,
         gm_format_size(gm_budget_limit(&d->budget), l, sizeof l);
         snprintf(why, sizeof why, "%s used of %s limit", u, l);
     }
-    if (n > 1)
-        snprintf(more, sizeof more, " (%llu similar messages suppressed)",
-                 (unsigned long long)(n - 1));
-    gm_log(GM_LOG_WARN, "device %d: %s of %s %s: %s%s", dev,
-           gm_api_name(api), s, what, why, more);
+    message_out(dev, n, size, api, what, why);
+}
+
+/* Static mode's line: the arena's size and largest free block say why. */
+static void arena_message(int dev, struct gm_dev *d, uint64_t size,
+                          unsigned api, uint64_t arena, uint64_t largest,
+                          const char *what)
+{
+    uint64_t n = message_due(d);
+    if (n == 0)
+        return;
+    char a[32], l[32], why[160];
+    gm_format_size(arena, a, sizeof a);
+    gm_format_size(largest, l, sizeof l);
+    snprintf(why, sizeof why, "the static arena (%s) has no free block that "
+             "large (the largest is %s)", a, l);
+    message_out(dev, n, size, api, what, why);
+}
+
+enum gm_admit gm_admit_arena_full(int dev, struct gm_dev *d, uint64_t size,
+                                  unsigned api, uint64_t arena,
+                                  uint64_t largest)
+{
+    uint64_t used = gm_budget_used(&d->budget);
+    switch (gm_st.policy.on_oom) {
+    case GM_OOM_SPILL:
+        gm_tel_event(&gm_st.tel, GM_EV_SPILL, (unsigned)dev, api, size, 0,
+                     used);
+        arena_message(dev, d, size, api, arena, largest,
+                      "served as managed memory");
+        return GM_ADMIT_SPILL;
+    case GM_OOM_WARN:
+        /* A group's limit is always hard. */
+        if (!gm_grp_take(d, size)) {
+            gm_admit_refused(d, (unsigned)dev, api, size, used,
+                             gm_budget_limit(&d->budget));
+            refusal_message(dev, d, size, api, used, true, "refused");
+            return GM_ADMIT_REFUSED;
+        }
+        if (!gm_budget_hold_over(&d->budget, size, &used)) {
+            gm_grp_give(d, size);
+            break; /* the count would wrap */
+        }
+        gm_tel_event(&gm_st.tel, GM_EV_OVER_LIMIT, (unsigned)dev, api, size,
+                     0, used - size);
+        arena_message(dev, d, size, api, arena, largest,
+                      "allowed past the limit, from the driver outside the "
+                      "arena");
+        return GM_ADMIT_OK;
+    case GM_OOM_WAIT: /* waited already (shim/admit/static.c) */
+    case GM_OOM_FAIL:
+        break;
+    }
+    gm_admit_refused(d, (unsigned)dev, api, size, used,
+                     gm_budget_limit(&d->budget));
+    arena_message(dev, d, size, api, arena, largest, "refused");
+    return GM_ADMIT_REFUSED;
 }
 
 enum gm_admit gm_admit_reserve_slow(int dev, struct gm_dev *d, uint64_t size,

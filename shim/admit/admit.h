@@ -58,6 +58,16 @@ static inline enum gm_admit gm_admit_reserve(int dev, struct gm_dev *d,
 {
     return gm_admit_reserve_as(dev, d, size, api, spillable, false);
 }
+/* Static mode: the arena (`arena` bytes, its largest free block
+ * `largest`) has no block for `size`, and on_oom=wait, if set, has
+ * waited. What GPUMEM_ON_OOM makes of it: GM_ADMIT_SPILL (not charged:
+ * serve it as managed memory), GM_ADMIT_OK (warn: held past the limit on
+ * the budget and the group, as gm_admit_reserve holds; serve it from the
+ * driver, then commit or roll back) or GM_ADMIT_REFUSED (nothing held;
+ * reported and printed). */
+enum gm_admit gm_admit_arena_full(int dev, struct gm_dev *d, uint64_t size,
+                                  unsigned api, uint64_t arena,
+                                  uint64_t largest);
 /* Adjust a reservation to the size the driver actually used (pitch,
  * arrays). Returns false (and keeps the original charge) when growing it
  * would pass the limit. */

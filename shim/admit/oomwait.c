@@ -7,6 +7,10 @@
  * when it is the group's limit that holds it back, it sleeps on the
  * group's futex instead, which any member's release wakes. Every sleep
  * ends at the deadline (CLOCK_MONOTONIC).
+ *
+ * Static mode waits the same way for its arena: the arena frees ring the
+ * doorbell (shim/admit/static.c), and the waiter retries the arena,
+ * never the budget (the whole arena is charged already).
  */
 #include "shim/admit/oomwait.h"
 
@@ -14,14 +18,15 @@
 #include "shim/account/grouphook.h"
 #include "shim/account/release.h"
 #include "shim/account/state.h"
+#include "shim/admit/arena_hooks.h"
 #include "shim/admit/take.h"
 #include "shim/telemetry/abi.h"
 
-bool gm_oomwait(int dev, struct gm_dev *d, uint64_t size, unsigned api,
-                uint64_t *used)
+/* The line and the event at a wait's start; returns its start time. */
+static uint64_t wait_opens(int dev, struct gm_dev *d, uint64_t size,
+                           unsigned api)
 {
     uint64_t start = gm_clock_monotonic_ns();
-    uint64_t deadline = start + gm_st.policy.oom_wait_ns;
     char s[32];
     gm_format_size(size, s, sizeof s);
     gm_log(GM_LOG_WARN, "device %d: %s of %s waits for memory (up to %llu ms)",
@@ -29,6 +34,28 @@ bool gm_oomwait(int dev, struct gm_dev *d, uint64_t size, unsigned api,
            (unsigned long long)(gm_st.policy.oom_wait_ns / 1000000u));
     gm_tel_event(&gm_st.tel, GM_EV_WAIT_BEGIN, (unsigned)dev, api, size, 0,
                  gm_budget_used(&d->budget));
+    return start;
+}
+
+/* The event and the line at its end. */
+static void wait_closes(int dev, struct gm_dev *d, uint64_t size,
+                        unsigned api, uint64_t start, bool ok)
+{
+    char s[32];
+    gm_format_size(size, s, sizeof s);
+    uint64_t waited_ms = (gm_clock_monotonic_ns() - start) / 1000000u;
+    gm_tel_event(&gm_st.tel, GM_EV_WAIT_END, (unsigned)dev, api, size, ok,
+                 gm_budget_used(&d->budget));
+    gm_log(GM_LOG_WARN, "device %d: %s of %s %s after %llu ms", dev,
+           gm_api_name(api), s, ok ? "served" : "gave up waiting",
+           (unsigned long long)waited_ms);
+}
+
+bool gm_oomwait(int dev, struct gm_dev *d, uint64_t size, unsigned api,
+                uint64_t *used)
+{
+    uint64_t start = wait_opens(dev, d, size, api);
+    uint64_t deadline = start + gm_st.policy.oom_wait_ns;
     bool ok = false;
     gm_release_wait_begin();
     for (;;) {
@@ -57,11 +84,35 @@ bool gm_oomwait(int dev, struct gm_dev *d, uint64_t size, unsigned api,
         gm_release_sleep(deadline);
     }
     gm_release_wait_end();
-    uint64_t waited_ms = (gm_clock_monotonic_ns() - start) / 1000000u;
-    gm_tel_event(&gm_st.tel, GM_EV_WAIT_END, (unsigned)dev, api, size, ok,
-                 gm_budget_used(&d->budget));
-    gm_log(GM_LOG_WARN, "device %d: %s of %s %s after %llu ms", dev,
-           gm_api_name(api), s, ok ? "served" : "gave up waiting",
-           (unsigned long long)waited_ms);
+    wait_closes(dev, d, size, api, start, ok);
+    return ok;
+}
+
+bool gm_oomwait_arena(int dev, struct gm_dev *d, struct gm_arena *a,
+                      uint64_t size, unsigned api,
+                      struct gm_arena_piece *got, bool *retired)
+{
+    uint64_t start = wait_opens(dev, d, size, api);
+    uint64_t deadline = start + gm_st.policy.oom_wait_ns;
+    bool ok = false;
+    *retired = false;
+    gm_release_wait_begin();
+    for (;;) {
+        /* A retired arena's record stays, but its memory went with its
+         * context: nothing more is taken from it. */
+        if (__atomic_load_n(&d->arena, __ATOMIC_ACQUIRE) != a) {
+            *retired = true;
+            break;
+        }
+        if (gm_arena_take(a, size, got) == 0) {
+            ok = true;
+            break;
+        }
+        if (gm_clock_monotonic_ns() >= deadline)
+            break;
+        gm_release_sleep(deadline);
+    }
+    gm_release_wait_end();
+    wait_closes(dev, d, size, api, start, ok);
     return ok;
 }

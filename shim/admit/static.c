@@ -17,6 +17,13 @@
  * arena already is. Telemetry records each piece as an allocation so the
  * counts, sizes and leak check work as in grow mode, with `used` standing
  * at context + arena.
+ *
+ * A request the arena has no block for follows GPUMEM_ON_OOM
+ * (arena_hooks.h): wait retries the arena on the release doorbell, which
+ * every arena free rings; spill and warn are decided in
+ * shim/admit/admit.c (gm_admit_arena_full) and served by the wrappers
+ * outside the arena, so no arena figure counts them and no arena free
+ * sees them.
  */
 #include <string.h>
 #include <errno.h>
@@ -28,7 +35,9 @@
 #include "shim/admit/arena.h"
 #include "shim/admit/arena_hooks.h"
 #include "shim/driver/real.h"
+#include "shim/account/release.h"
 #include "shim/account/state.h"
+#include "shim/admit/oomwait.h"
 
 static struct gm_arena arenas[GM_MAX_DEVICES];
 static CUcontext arena_ctx[GM_MAX_DEVICES];   /* where each arena was made */
@@ -119,37 +128,74 @@ void gm_static_retire(int dev, CUcontext ctx)
            "allocating on demand from now on", dev);
 }
 
-bool gm_arena_try_alloc(int dev, struct gm_dev *d, uint64_t size,
-                        unsigned api, CUdeviceptr *p, CUresult *rc)
+int gm_arena_take(struct gm_arena *a, uint64_t size,
+                  struct gm_arena_piece *out)
+{
+    uint64_t t0 = gm_hook_ticks();
+    int r = gm_arena_alloc(a, size, &out->addr, &out->size);
+    out->lat_ns = gm_ticks_ns(gm_hook_ticks() - t0);
+    return r;
+}
+
+/* on_oom=wait: a request the arena could hold whole waits for its frees
+ * (one larger than the whole arena never fits: no wait). 0 with a block
+ * in *got; -ENOMEM with none (no wait, or none by the bound); -ENODEV
+ * when the arena was retired meanwhile. */
+static int arena_wait(int dev, struct gm_dev *d, struct gm_arena *a,
+                      uint64_t size, unsigned api, struct gm_arena_piece *got)
+{
+    bool retired = false;
+    if (gm_st.policy.on_oom != GM_OOM_WAIT || size > a->size)
+        return -ENOMEM;
+    if (gm_oomwait_arena(dev, d, a, size, api, got, &retired))
+        return 0;
+    return retired ? -ENODEV : -ENOMEM;
+}
+
+/* No block for the request: what GPUMEM_ON_OOM makes of it. */
+static enum gm_arena_res arena_full(int dev, struct gm_dev *d,
+                                    struct gm_arena *a, uint64_t size,
+                                    unsigned api, CUresult *rc)
+{
+    switch (gm_admit_arena_full(dev, d, size, api, a->size,
+                                gm_arena_largest_free(a))) {
+    case GM_ADMIT_SPILL:
+        return GM_ARENA_SPILL;
+    case GM_ADMIT_OK:
+        return GM_ARENA_OVER;
+    case GM_ADMIT_REFUSED:
+    case GM_ADMIT_DRIVER:
+        break;
+    }
+    *rc = CUDA_ERROR_OUT_OF_MEMORY;
+    return GM_ARENA_DONE;
+}
+
+enum gm_arena_res gm_arena_try_alloc(int dev, struct gm_dev *d, uint64_t size,
+                                     unsigned api, CUdeviceptr *p,
+                                     CUresult *rc)
 {
     struct gm_arena *a = __atomic_load_n(&d->arena, __ATOMIC_ACQUIRE);
     if (GM_LIKELY(a == NULL))
-        return false;
-    uint64_t addr = 0, charged = 0;
-    uint64_t t0 = gm_hook_ticks();
-    int r = gm_arena_alloc(a, size, &addr, &charged);
-    uint64_t lat = gm_ticks_ns(gm_hook_ticks() - t0);
+        return GM_ARENA_NONE;
+    struct gm_arena_piece got = { 0, 0, 0 };
+    int r = gm_arena_take(a, size, &got);
+    if (r == -ENOMEM)
+        r = arena_wait(dev, d, a, size, api, &got);
+    if (r == -ENODEV)
+        return GM_ARENA_NONE; /* retired while waiting: on demand now */
+    if (r == -ENOMEM)
+        return arena_full(dev, d, a, size, api, rc);
     if (r != 0) {
-        *rc = r == -EINVAL ? CUDA_ERROR_INVALID_VALUE
-                           : CUDA_ERROR_OUT_OF_MEMORY;
-        if (r == -ENOMEM) {
-            /* The device's figures are the budget's (context and the
-             * whole arena); the message says it was the arena's room. */
-            gm_admit_refused(d, (unsigned)dev, api, size,
-                             gm_budget_used(&d->budget),
-                             gm_budget_limit(&d->budget));
-            gm_log(GM_LOG_WARN, "device %d: %s of %llu bytes refused: the "
-                   "static arena has no free block that large", dev,
-                   gm_api_name(api), (unsigned long long)size);
-        }
-        return true;
+        *rc = CUDA_ERROR_INVALID_VALUE;
+        return GM_ARENA_DONE;
     }
-    *p = addr;
+    *p = got.addr;
     *rc = CUDA_SUCCESS;
-    gm_tel_alloc_frag(&gm_st.tel, (unsigned)dev, api, addr, charged, lat,
-                      gm_budget_used(&d->budget), gm_budget_peak(&d->budget),
-                      gm_arena_frag_ppm(a));
-    return true;
+    gm_tel_alloc_frag(&gm_st.tel, (unsigned)dev, api, got.addr, got.size,
+                      got.lat_ns, gm_budget_used(&d->budget),
+                      gm_budget_peak(&d->budget), gm_arena_frag_ppm(a));
+    return GM_ARENA_DONE;
 }
 
 /* The device whose arena holds `p`, or -1. */
@@ -187,6 +233,7 @@ bool gm_arena_try_free(CUdeviceptr p, unsigned api, CUresult *rc)
     struct gm_dev *d = &gm_st.dev[dev];
     gm_tel_free_frag(&gm_st.tel, (unsigned)dev, api, p, size, lat,
                      gm_budget_used(&d->budget), gm_arena_frag_ppm(a));
+    gm_release_wake(); /* on_oom=wait: a waiter may fit now */
     *rc = CUDA_SUCCESS;
     return true;
 }

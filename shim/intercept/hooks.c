@@ -233,6 +233,52 @@ alloc_async(enum kind k, int dev, struct gm_dev *d, const struct req *r,
     return CUDA_SUCCESS;
 }
 
+/* Static mode, on_oom=warn: a cuMemAlloc_v2 the arena had no block for,
+ * its size already held past the limit (gm_admit_arena_full), served by
+ * the driver outside the arena and committed as in grow mode (its free
+ * finds it in the table and gives the charge back). */
+static CUresult outside_arena(int dev, struct gm_dev *d, const struct req *r,
+                              CUdeviceptr *p)
+{
+    int clk = gm_hook_clock;
+    uint64_t t0, t1;
+    CUresult rc;
+    GM_HOOK_TIMED(clk, t0, t1, rc = call_real(K_V2, r, p, false));
+    if (rc != CUDA_SUCCESS) {
+        gm_acct_rollback(d, r->size);
+        return rc;
+    }
+    gm_acct_commit_fields(d, *p, r->size, 0,
+                          gm_acct_meta((unsigned)dev, GM_NS_PTR, r->api, 0, 1),
+                          clk != 0, t0, t1, false);
+    return CUDA_SUCCESS;
+}
+
+/* Static mode: a cuMemAlloc_v2 for a device with an arena, served from
+ * it or, when it has no block, as GPUMEM_ON_OOM says (arena_hooks.h).
+ * False when the device has no arena after all (retired): the caller
+ * admits it as in grow mode. */
+static __attribute__((noinline, cold)) bool
+arena_alloc(int dev, struct gm_dev *d, const struct req *r, CUresult *rc)
+{
+    CUdeviceptr p = 0;
+    switch (gm_arena_try_alloc(dev, d, r->size, r->api, &p, rc)) {
+    case GM_ARENA_NONE:
+        return false;
+    case GM_ARENA_DONE:
+        break;
+    case GM_ARENA_SPILL:
+        *rc = spill(dev, d, r->size, r->api, &p);
+        break;
+    case GM_ARENA_OVER:
+        *rc = outside_arena(dev, d, r, &p);
+        break;
+    }
+    if (*rc == CUDA_SUCCESS)
+        *r->out = p;
+    return true;
+}
+
 /* The device (*dev) a request is served by, and so charged to: CUDA
  * serves cuMemAllocFromPoolAsync on the pool's device and
  * cuMemAllocAsync from the current pool of the stream's device; the
@@ -273,11 +319,8 @@ alloc_ptr(enum kind k, const struct req *r, bool plain)
     if (k == K_V2 && !plain) { /* v1's 32-bit pointers cannot reach it */
         CUresult rc;
         if (GM_UNLIKELY(__atomic_load_n(&d->arena, __ATOMIC_ACQUIRE) != NULL) &&
-            gm_arena_try_alloc(dev, d, r->size, r->api, &p, &rc)) {
-            if (rc == CUDA_SUCCESS)
-                *r->out = p;
+            arena_alloc(dev, d, r, &rc))
             return rc;
-        }
     }
     enum gm_admit ad = gm_admit_reserve_as(dev, d, r->size, r->api, spillable,
                                            plain);
@@ -444,6 +487,7 @@ static CUresult pitch_common(CUdeviceptr *dptr, size_t *pitch, size_t width,
 {
     int dev = gm_current_device();
     struct gm_dev *d = gm_dev_get(dev);
+    bool held = false; /* static mode, on_oom=warn: the estimate is held */
     if (!v1 && d != NULL &&
         GM_UNLIKELY(__atomic_load_n(&d->arena, __ATOMIC_ACQUIRE) != NULL) &&
         (elem == 4 || elem == 8 || elem == 16)) {
@@ -451,14 +495,25 @@ static CUresult pitch_common(CUdeviceptr *dptr, size_t *pitch, size_t width,
         uint64_t pw = ((uint64_t)width + 511u) & ~(uint64_t)511u;
         CUdeviceptr p = 0;
         CUresult rc;
-        if (height <= UINT64_MAX / pw &&
-            gm_arena_try_alloc(dev, d, pw * height, GM_API_MEM_ALLOC_PITCH,
-                               &p, &rc)) {
+        enum gm_arena_res got = height <= UINT64_MAX / pw
+            ? gm_arena_try_alloc(dev, d, pw * height, GM_API_MEM_ALLOC_PITCH,
+                                 &p, &rc)
+            : GM_ARENA_NONE;
+        switch (got) {
+        case GM_ARENA_NONE:
+            break;
+        case GM_ARENA_SPILL: /* rows padded as in the arena */
+            rc = spill(dev, d, pw * height, GM_API_MEM_ALLOC_PITCH, &p);
+            /* fall through */
+        case GM_ARENA_DONE:
             if (rc == CUDA_SUCCESS) {
                 *dptr = p;
                 *pitch = (size_t)pw;
             }
             return rc;
+        case GM_ARENA_OVER: /* held past the limit: the driver's, below */
+            held = true;
+            break;
         }
     }
     uint64_t rw = ((uint64_t)width + 511u) & ~(uint64_t)511u;
@@ -469,7 +524,7 @@ static CUresult pitch_common(CUdeviceptr *dptr, size_t *pitch, size_t width,
     bool uncounted = false; /* GM_ADMIT_DRIVER: the driver answers */
     if (d == NULL || est == 0) {
         d = NULL;
-    } else {
+    } else if (!held) {
         enum gm_admit ad = gm_admit_reserve(dev, d, est,
                                             GM_API_MEM_ALLOC_PITCH, !v1);
         switch (ad) {

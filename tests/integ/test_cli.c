@@ -166,6 +166,29 @@ START_TEST(json_keys_are_one_schema)
 }
 END_TEST
 
+/* gpumem run --mode static with --on-oom: a training run whose arena
+ * fills spills or goes past the limit as told, and finishes; fail (and
+ * wait, where nothing frees) refuses its step. */
+START_TEST(static_run_follows_on_oom)
+{
+    static const char *const ooms[] = { "spill", "warn", "fail" };
+    static const char *const said[] = { "served as managed memory",
+                                        "allowed past the limit", "refused" };
+    for (int i = 0; i < 3; i++) {
+        const char *run[] = { gm_bpath("gpumem"), "run", "--limit", "400M",
+                              "--mode", "static", "--on-oom", ooms[i], "--",
+                              gm_bpath("gpumem-trainsim"), "--steps", "5",
+                              "--quiet", NULL };
+        int rc = gm_run(NULL, 0, run, out, sizeof out);
+        ck_assert_msg(rc == (i < 2 ? 0 : 3), "%s: exit %d\n%s", ooms[i], rc,
+                      out);
+        ck_assert_msg(strstr(out, said[i]) != NULL &&
+                          (i == 2) == (strstr(out, "trainsim: done") == NULL),
+                      "%s:\n%s", ooms[i], out);
+    }
+}
+END_TEST
+
 START_TEST(policy_json_and_text_agree)
 {
     const char *js[] = { gm_bpath("gpumem"), "policy", "--json", NULL };
@@ -459,6 +482,7 @@ int main(void)
     tcase_add_test(t, version_exits_0);
     tcase_add_test(t, json_keys_are_one_schema);
     tcase_add_test(t, policy_json_and_text_agree);
+    tcase_add_test(t, static_run_follows_on_oom);
     tcase_add_test(t, exporter_duration_examples_are_accepted);
     tcase_add_test(t, option_before_end_of_options_needs_a_value);
     tcase_add_test(t, flag_with_a_value_takes_none);

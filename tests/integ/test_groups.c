@@ -440,6 +440,32 @@ START_TEST(keep_keeps_the_group_file)
 }
 END_TEST
 
+/* Static mode under warn: a request its arena has no block for passes
+ * the process's limit from the driver, but never the group's. */
+START_TEST(static_warn_past_the_arena_keeps_the_group_limit)
+{
+    unique("s");
+    member_env("1000M", "0", "GPUMEM_MODE=static", "GPUMEM_ON_OOM=warn");
+    const char *e[] = { menv[0], menv[1], menv[2], menv[3], menv[4], menv[5],
+                        "GPUMEM_LIMIT=200M", NULL };
+    /* the arena is 200M of the group's 1000M; the second line waits out
+     * the refusal lines' rate limit (one a second) */
+    const char *try[] = { "try", "262144000", "sleep:1100", "943718400",
+                          NULL };
+    pid_t b = start(e, lb, try);
+    ck_assert_int_eq(finish(b), 0);
+    ck_assert_msg(file_contains(lb, "try 262144000 rc 0\n") &&
+                      file_contains(lb, "cuMemAlloc of 250.0 MiB allowed past "
+                                        "the limit, from the driver outside "
+                                        "the arena") &&
+                      file_contains(lb, "try 943718400 rc 2\n") &&
+                      file_contains(lb, "cuMemAlloc of 900.0 MiB refused: "
+                                        "group 'team' has 200.0 MiB used of "
+                                        "1000.0 MiB limit"), "%s", out);
+    unlink(lb);
+}
+END_TEST
+
 /* A member that cannot join (here: a file of the wrong size at the
  * group's path) says that the group limit is not enforced for it. */
 START_TEST(failed_join_says_the_group_limit_is_not_enforced)
@@ -596,6 +622,7 @@ int main(void)
     tcase_add_test(t, member_sees_the_groups_room);
     tcase_add_test(t, low_member_sees_what_the_rule_admits);
     tcase_add_test(t, keep_keeps_the_group_file);
+    tcase_add_test(t, static_warn_past_the_arena_keeps_the_group_limit);
     tcase_add_test(t, failed_join_says_the_group_limit_is_not_enforced);
     tcase_add_test(t, exit_from_a_signal_handler_leaves_the_group_usable);
     tcase_add_test(t, gc_never_takes_a_group_for_a_process_segment);

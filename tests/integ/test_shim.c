@@ -513,6 +513,48 @@ START_TEST(static_free_async_returns_to_the_arena)
 }
 END_TEST
 
+/* Static mode honours GPUMEM_ON_OOM for what its arena cannot serve
+ * (tests/progs/apicheck.c s_static_oom): spill serves managed memory,
+ * warn the driver's past the limit, wait waits for the arena's frees;
+ * each freed where it came from, the figures back where they were. */
+START_TEST(static_arena_full_spills)
+{
+    const char *env[] = { "GPUMEM_LIMIT=1G", "GPUMEM_MODE=static",
+                          "GPUMEM_ON_OOM=spill", NULL };
+    RUN_OK(env, apicheck(vias[_i]), "--via", vias[_i], "static-oom",
+           "spill");
+    ck_assert_msg(strstr(out, "ok static-oom spill") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "gpumem: device 0: cuMemAlloc of 10.0 MiB "
+                              "served as managed memory: the static arena "
+                              "(") != NULL, "%s", out);
+}
+END_TEST
+
+START_TEST(static_arena_full_warns)
+{
+    const char *env[] = { "GPUMEM_LIMIT=1G", "GPUMEM_MODE=static",
+                          "GPUMEM_ON_OOM=warn", NULL };
+    RUN_OK(env, apicheck(vias[_i]), "--via", vias[_i], "static-oom", "warn");
+    ck_assert_msg(strstr(out, "ok static-oom warn") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "gpumem: device 0: cuMemAlloc of 10.0 MiB "
+                              "allowed past the limit, from the driver "
+                              "outside the arena: the static arena (")
+                      != NULL, "%s", out);
+}
+END_TEST
+
+START_TEST(static_arena_full_waits)
+{
+    const char *env[] = { "GPUMEM_LIMIT=1G", "GPUMEM_MODE=static",
+                          "GPUMEM_ON_OOM=wait:1s", NULL };
+    RUN_OK(env, apicheck("gpa"), "--via", "gpa", "static-oom", "wait",
+           "1000");
+    ck_assert_msg(strstr(out, "ok static-oom wait") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "served after") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "gave up waiting") != NULL, "%s", out);
+}
+END_TEST
+
 START_TEST(mode_staged)
 {
     const char *env[] = { "GPUMEM_MODE=staged", "GPUMEM_WARMUP=200ms",
@@ -1237,6 +1279,9 @@ static Suite *suite(void)
     tcase_set_timeout(m, 60);
     tcase_add_loop_test(m, mode_static, 0, 3);
     tcase_add_loop_test(m, static_free_async_returns_to_the_arena, 0, 3);
+    tcase_add_loop_test(m, static_arena_full_spills, 0, 3);
+    tcase_add_loop_test(m, static_arena_full_warns, 0, 3);
+    tcase_add_test(m, static_arena_full_waits);
     tcase_add_test(m, mode_staged);
     tcase_add_test(m, oom_wait_release);
     tcase_add_test(m, oom_wait_timeout);

@@ -1363,6 +1363,130 @@ static void s_static_free_async(void)
     printf("ok static-free-async\n");
 }
 
+/* GPUMEM_MODE=static with GPUMEM_ON_OOM (how: spill, warn, wait):
+ * a request the arena has no block for goes by the policy, and its free
+ * goes where it came from; the figures end where they began. */
+static const struct gm_abi_dev *own_dev0(struct gm_abi_header **h,
+                                         size_t *len)
+{
+    *h = own_segment(len);
+    return *h ? (const struct gm_abi_dev *)(*h + 1) : NULL;
+}
+
+/* spill: managed memory, not charged, freed by the driver. */
+static void static_oom_spill(const struct gm_abi_dev *d0, uint64_t used0)
+{
+    uint64_t m0 = sim_stats().managed, a0 = sim_stats().alloc;
+    CUdeviceptr p = 0, q = 0;
+    size_t pitch = 0;
+    CU(F.cuMemAlloc_v2(&p, 10u << 20));
+    CU(F.cuMemAllocPitch_v2(&q, &pitch, 1000, 1024, 4));
+    CHECK(pitch == 1024, "spilled pitch %zu", pitch);
+    CHECK(sim_stats().managed == m0 + (11u << 20) && sim_stats().alloc == a0,
+          "not served as managed memory: managed %llu (was %llu)",
+          (unsigned long long)sim_stats().managed, (unsigned long long)m0);
+    CHECK(d0->used == used0 && d0->spills == 2 && d0->refusals == 0,
+          "used %llu (was %llu), %llu spills, %llu refused",
+          (unsigned long long)d0->used, (unsigned long long)used0,
+          (unsigned long long)d0->spills, (unsigned long long)d0->refusals);
+    CU(F.cuMemFree_v2(p));
+    CU(F.cuMemFreeAsync(q, NULL));
+    CHECK(sim_stats().managed == m0, "spills not freed by the driver");
+}
+
+/* warn: from the driver outside the arena, charged past the limit. */
+static void static_oom_warn(const struct gm_abi_dev *d0, uint64_t used0,
+                            uint64_t arena)
+{
+    CUdeviceptr p = 0, q = 0, b = 0;
+    size_t pitch = 0, len = 0;
+    CU(F.cuMemAlloc_v2(&p, 10u << 20));
+    CU(F.cuMemAllocPitch_v2(&q, &pitch, 1000, 1024, 4));
+    CHECK(sim_stats().alloc == arena + (10u << 20) + pitch * 1024u &&
+              sim_stats().live == 3,
+          "not from the driver: %llu bytes in %llu allocations",
+          (unsigned long long)sim_stats().alloc,
+          (unsigned long long)sim_stats().live);
+    CU(F.cuMemGetAddressRange_v2(&b, &len, p));
+    CHECK(b == p && len == 10u << 20, "inside the arena");
+    CHECK(d0->used == used0 + (10u << 20) + pitch * 1024u &&
+              d0->over_limit == 2 && d0->refusals == 0,
+          "used %llu (was %llu), %llu over the limit, %llu refused",
+          (unsigned long long)d0->used, (unsigned long long)used0,
+          (unsigned long long)d0->over_limit,
+          (unsigned long long)d0->refusals);
+    CHECK(free_now() == 0, "free %llu past the limit",
+          (unsigned long long)free_now());
+    CU(F.cuMemFree_v2(p));
+    CU(F.cuMemFreeAsync(q, NULL));
+    CHECK(sim_stats().alloc == arena && sim_stats().live == 1,
+          "not freed by the driver");
+}
+
+/* wait: served from the arena once a thread frees; refused after the
+ * bound; at once when larger than the whole arena. */
+static void static_oom_wait(CUdeviceptr *fill, uint64_t arena,
+                            uint64_t d_ms)
+{
+    struct waiter w = { 1u << 20, CUDA_ERROR_UNKNOWN, 0 };
+    pthread_t th;
+    pthread_create(&th, NULL, wait_main, &w);
+    sleep_ms(200);
+    CU(F.cuMemFree_v2(*fill));
+    pthread_join(th, NULL);
+    CHECK(w.rc == CUDA_SUCCESS && w.waited_ms >= 150 &&
+              w.waited_ms < (double)d_ms,
+          "waiter got %d after %.0f ms", w.rc, w.waited_ms);
+    CHECK(sim_stats().live == 1, "the waiter was not served by the arena");
+    CU(F.cuMemAlloc_v2(fill, arena));
+    w.rc = CUDA_ERROR_UNKNOWN;
+    pthread_create(&th, NULL, wait_main, &w);
+    pthread_join(th, NULL);
+    CHECK(w.rc == CUDA_ERROR_OUT_OF_MEMORY &&
+              w.waited_ms >= (double)d_ms * 0.9 &&
+              w.waited_ms < (double)d_ms + 1000,
+          "waiter got %d after %.0f ms (bound %llu)", w.rc, w.waited_ms,
+          (unsigned long long)d_ms);
+    double t0 = mono_ms();
+    CUdeviceptr p = 0;
+    CHECK(F.cuMemAlloc_v2(&p, arena + (1u << 20)) == CUDA_ERROR_OUT_OF_MEMORY
+              && mono_ms() - t0 < (double)d_ms / 2,
+          "a request larger than the arena waited");
+}
+
+static void s_static_oom(const char *how, uint64_t d_ms)
+{
+    uint64_t arena = sim_stats().alloc;
+    CHECK(sim_stats().live == 1 && arena == free_now(),
+          "arena %llu, free %llu", (unsigned long long)arena,
+          (unsigned long long)free_now());
+    struct gm_abi_header *h;
+    size_t len;
+    const struct gm_abi_dev *d0 = own_dev0(&h, &len);
+    if (d0 == NULL)
+        return;
+    uint64_t used0 = d0->used;
+    CUdeviceptr fill = 0;
+    CU(F.cuMemAlloc_v2(&fill, arena));
+    if (strcmp(how, "spill") == 0)
+        static_oom_spill(d0, used0);
+    else if (strcmp(how, "warn") == 0)
+        static_oom_warn(d0, used0, arena);
+    else
+        static_oom_wait(&fill, arena, d_ms);
+    CHECK(free_now() == 0, "the arena's frees went astray: free %llu",
+          (unsigned long long)free_now());
+    CU(F.cuMemFree_v2(fill));
+    CHECK(d0->used == used0 && free_now() == arena && sim_stats().live == 1,
+          "after: used %llu (was %llu), free %llu of the arena's %llu",
+          (unsigned long long)d0->used, (unsigned long long)used0,
+          (unsigned long long)free_now(), (unsigned long long)arena);
+    CU(F.cuMemAlloc_v2(&fill, arena)); /* the arena whole again */
+    CU(F.cuMemFree_v2(fill));
+    munmap(h, len);
+    printf("ok static-oom %s\n", how);
+}
+
 /* Group scenarios (run several at once under one GPUMEM_GROUP). */
 
 /* hold SIZE MS: allocate SIZE, say so, keep it MS milliseconds, free. */
@@ -1836,6 +1960,9 @@ int main(int argc, char **argv)
         s_static();
     else if (strcmp(sc, "static-free-async") == 0)
         s_static_free_async();
+    else if (strcmp(sc, "static-oom") == 0)
+        s_static_oom(i < argc ? argv[i] : "spill",
+                     i + 1 < argc ? strtoull(argv[i + 1], NULL, 0) : 2000);
     else if (strcmp(sc, "hold") == 0)
         s_hold(a1, a2);
     else if (strcmp(sc, "try") == 0)
