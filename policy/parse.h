@@ -30,6 +30,9 @@ int gm_parse_shm_dir(const char *val, char *out, size_t cap,
                      const char **why);
 /* Human-readable size into buf: "256.0 MiB", "4.0 GiB", "512 B". */
 size_t gm_format_size(uint64_t bytes, char *buf, size_t cap);
+/* The longest text gm_format_size writes, its NUL not counted:
+ * "1023.9 GiB" (below 1024 of a unit; 16.0 EiB at most). */
+#define GM_SIZE_TEXT_MAX 10
 
 /*
  * Detailed variants: they return why a string was refused, so callers can

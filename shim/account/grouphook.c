@@ -176,8 +176,7 @@ void gm_grp_describe(struct gm_dev *d, char *buf, size_t cap)
     char us[32], ls[32], rs[32], as[32];
     gm_format_size(u.used, us, sizeof us);
     gm_format_size(u.limit, ls, sizeof ls);
-    int n = snprintf(buf, cap, "group '%s' has %s used of %s limit",
-                     gm_st.policy.group, us, ls);
+    int n = snprintf(buf, cap, GM_GRP_USE_FMT, gm_st.policy.group, us, ls);
     /* What the priority rule keeps from this member: without it the
      * refusal reads as if the room left were free. */
     if (u.reserved_above == 0 || u.used >= u.limit || n < 0 ||
@@ -185,8 +184,7 @@ void gm_grp_describe(struct gm_dev *d, char *buf, size_t cap)
         return;
     gm_format_size(u.reserved_above, rs, sizeof rs);
     gm_format_size(u.available, as, sizeof as);
-    snprintf(buf + n, cap - (size_t)n, "; %s of it is kept for "
-             "higher-priority members, so at most %s fits now", rs, as);
+    snprintf(buf + n, cap - (size_t)n, GM_GRP_KEPT_FMT, rs, as);
 }
 
 size_t gm_grp_report(char *buf, size_t cap)

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "policy/parse.h"
 #include "shim/account/state.h"
 
 /* Join GPUMEM_GROUP (after telemetry is open). Warns once on failure and
@@ -67,7 +68,16 @@ bool gm_grp_wait(struct gm_dev *d, uint64_t size, uint64_t deadline_ns);
 bool gm_grp_view(struct gm_dev *d, uint64_t *limit, uint64_t *room);
 /* "group 'NAME' has 7.5 GiB used of 8.0 GiB limit" for refusal messages,
  * with "; 2.0 GiB of it is kept for higher-priority members, so at most
- * 0.5 GiB fits now" when the priority rule keeps room from this member. */
+ * 0.5 GiB fits now" when the priority rule keeps room from this member.
+ * A buffer of GM_GRP_DESCRIBE_CAP bytes holds the longest whole: a name
+ * of GM_NAME_MAX characters and four sizes of GM_SIZE_TEXT_MAX. */
+#define GM_GRP_USE_FMT "group '%s' has %s used of %s limit"
+#define GM_GRP_KEPT_FMT "; %s of it is kept for higher-priority members, " \
+                        "so at most %s fits now"
+#define GM_GRP_DESCRIBE_CAP                                               \
+    (sizeof GM_GRP_USE_FMT - 1 - 3 * 2 + GM_NAME_MAX +                    \
+     2 * GM_SIZE_TEXT_MAX + sizeof GM_GRP_KEPT_FMT - 1 - 2 * 2 +          \
+     2 * GM_SIZE_TEXT_MAX + 1)
 void gm_grp_describe(struct gm_dev *d, char *buf, size_t cap);
 /* Exit-report lines for the group (text; "" when not in a group). */
 size_t gm_grp_report(char *buf, size_t cap);

@@ -48,7 +48,8 @@ static void refusal_message(int dev, struct gm_dev *d, uint64_t size,
     uint64_t n = message_due(d);
     if (n == 0)
         return;
-    char why[160];
+    /* The process's "U used of L limit" is shorter than the group's. */
+    char why[GM_GRP_DESCRIBE_CAP];
     if (by_group) {
         gm_grp_describe(d, why, sizeof why);
     } else {

@@ -390,6 +390,35 @@ START_TEST(low_member_sees_what_the_rule_admits)
     ck_assert_msg(strstr(out, "fit 0 more 2\n") != NULL, "%s", out);
     ck_assert_int_eq(finish(a), 0);
     unlink(la);
+    unlink(lb);
+}
+END_TEST
+
+/* The same refusal in a group of the longest name (64 characters) is
+ * printed whole: its line ends with what fits now. A 160-byte buffer cut
+ * it after "kept for higher-priority me". */
+START_TEST(priority_refusal_of_a_long_group_name_is_whole)
+{
+    static const char name[] = "g123456789abcdefghijklmnopqrstuvwxyz"
+                               "ABCDEFGHIJKLMNOPQRSTUVWXYZ_.";
+    ck_assert_uint_eq(strlen(name), 64);
+    unique("n");
+    snprintf(env_group, sizeof env_group, "GPUMEM_GROUP=%s", name);
+    member_env("1000M", "0", "GPUMEM_PRIORITY=high", NULL);
+    pid_t a = start_holding("104857600", "4000"); /* 100M */
+    const char *try[] = { "try", "629145600", NULL }; /* 600M */
+    member_env("1000M", "0", "GPUMEM_PRIORITY=low", NULL);
+    pid_t b = start(menv, lb, try);
+    ck_assert_int_eq(finish(b), 0);
+    char want[512];
+    snprintf(want, sizeof want, "gpumem: device 0: cuMemAlloc of 600.0 MiB "
+             "refused: group '%s' has 100.0 MiB used of 1000.0 MiB limit; "
+             "581.8 MiB of it is kept for higher-priority members, so at "
+             "most 318.2 MiB fits now\n", name);
+    ck_assert_msg(file_contains(lb, want), "want %s in:\n%s", want, out);
+    ck_assert_int_eq(finish(a), 0);
+    unlink(la);
+    unlink(lb);
 }
 END_TEST
 
@@ -621,6 +650,7 @@ int main(void)
     tcase_add_test(t, priority_refusal_names_what_is_kept);
     tcase_add_test(t, member_sees_the_groups_room);
     tcase_add_test(t, low_member_sees_what_the_rule_admits);
+    tcase_add_test(t, priority_refusal_of_a_long_group_name_is_whole);
     tcase_add_test(t, keep_keeps_the_group_file);
     tcase_add_test(t, static_warn_past_the_arena_keeps_the_group_limit);
     tcase_add_test(t, failed_join_says_the_group_limit_is_not_enforced);

@@ -285,6 +285,7 @@ static const struct fmt_case sizes_text[] = {
     { MiB - 1, "1.0 MiB" },
     { 2 * TiB, "2.0 TiB" },
     { UINT64_MAX, "16.0 EiB" },
+    { 1023 * GiB + 9 * GiB / 10, "1023.9 GiB" }, /* the longest */
 };
 
 START_TEST(format_size)
@@ -295,6 +296,7 @@ START_TEST(format_size)
 
     ck_assert_str_eq(buf, c->text);
     ck_assert_uint_eq(n, strlen(c->text));
+    ck_assert_uint_le(n, GM_SIZE_TEXT_MAX);
 }
 END_TEST
 
