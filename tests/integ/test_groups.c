@@ -495,6 +495,50 @@ START_TEST(static_warn_past_the_arena_keeps_the_group_limit)
 }
 END_TEST
 
+/* A group file kept with GPUMEM_KEEP=1 has no member: gpumem gc removes
+ * it, "(group NAME, no member)", and its help says so, with that line
+ * among its examples. The help named only killed members and creators
+ * that died, and its example said "no live member", a line gc never
+ * prints alone. */
+START_TEST(gc_removes_a_kept_group_as_its_help_says)
+{
+    unique("k");
+    char path[256], seg[256], want[512];
+    struct stat sb;
+    group_path(path, sizeof path);
+    member_env("1000M", "0", "GPUMEM_KEEP=1", NULL);
+    const char *hold[] = { "hold", "1048576", "10", NULL };
+    pid_t a = start(menv, la, hold);
+    ck_assert_int_eq(finish(a), 0);
+    unlink(la);
+    snprintf(seg, sizeof seg, "/dev/shm/%s.%d", prefix, (int)a);
+    ck_assert_msg(stat(path, &sb) == 0, "GPUMEM_KEEP=1 did not keep %s", path);
+    const char *gc[] = { gm_bpath("gpumem"), "gc", "--prefix", prefix, NULL };
+    int rc = gm_run(NULL, 0, gc, out, sizeof out);
+    bool gone = stat(path, &sb) != 0;
+    unlink(seg);
+    unlink(path);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_msg(gone, "gc left the kept group %s: %s", path, out);
+    snprintf(want, sizeof want, "removed %s (group team, no member)\n", path);
+    ck_assert_msg(strstr(out, want) != NULL, "want %s in:\n%s", want, out);
+    const char *help[] = { gm_bpath("gpumem"), "gc", "--help", NULL };
+    ck_assert_int_eq(gm_run(NULL, 0, help, out, sizeof out), 0);
+    /* the description's words run across indented lines: compare them
+     * with each run of blanks as one space */
+    size_t w = 0;
+    for (size_t r = 0; out[r] != '\0'; r++) {
+        char c = out[r] == '\n' ? ' ' : out[r];
+        if (c != ' ' || (w > 0 && out[w - 1] != ' '))
+            out[w++] = c;
+    }
+    out[w] = '\0';
+    ck_assert_msg(strstr(out, "the last member left with GPUMEM_KEEP=1") !=
+                      NULL && strstr(out, "(group train, no member)") != NULL &&
+                      strstr(out, "no live member)") == NULL, "%s", out);
+}
+END_TEST
+
 /* A member that cannot join (here: a file of the wrong size at the
  * group's path) says that the group limit is not enforced for it. */
 START_TEST(failed_join_says_the_group_limit_is_not_enforced)
@@ -652,6 +696,7 @@ int main(void)
     tcase_add_test(t, low_member_sees_what_the_rule_admits);
     tcase_add_test(t, priority_refusal_of_a_long_group_name_is_whole);
     tcase_add_test(t, keep_keeps_the_group_file);
+    tcase_add_test(t, gc_removes_a_kept_group_as_its_help_says);
     tcase_add_test(t, static_warn_past_the_arena_keeps_the_group_limit);
     tcase_add_test(t, failed_join_says_the_group_limit_is_not_enforced);
     tcase_add_test(t, exit_from_a_signal_handler_leaves_the_group_usable);

@@ -2,7 +2,8 @@
  * tools/cli/cmd_gc.c — `gpumem gc [--dry-run] [--prefix P]`: remove the
  * segments of processes that are gone (exited with GPUMEM_KEEP=1, or
  * killed), and the group segments (shared budgets) that have no live
- * member left, printing one line per segment removed.
+ * member left (every member killed, or the last one left with
+ * GPUMEM_KEEP=1), printing one line per segment removed.
  *
  * Invariants: a segment is removed only when it is a regular file owned by
  * the caller and the reader's liveness test says its writer is gone (pid
@@ -61,9 +62,13 @@ const char gm_help_gc[] =
     "\n"
     "    It also removes the group segments <prefix>.group@<NAME>\n"
     "    (GPUMEM_GROUP) of the current user in which no member process is\n"
-    "    alive any more (all members were killed, or a creator died before\n"
-    "    setting the segment up). A group with a live member is left\n"
-    "    alone: its members reclaim the charges of dead ones themselves.\n"
+    "    alive any more: all members were killed (\"no live member, N\n"
+    "    dead\"), the last member left with GPUMEM_KEEP=1 and kept the\n"
+    "    file (\"no member\"; its peak, shown by gpumem ps until then, goes\n"
+    "    with it), or a creator died before setting the segment up\n"
+    "    (\"never set up by its creator\"). A group with a live member is\n"
+    "    left alone: its members reclaim the charges of dead ones\n"
+    "    themselves.\n"
     "\n"
     "OPTIONS\n"
     "    --dry-run\n"
@@ -85,8 +90,9 @@ const char gm_help_gc[] =
     "        would remove /dev/shm/gpumem.41017 (pid 41017, exited)\n"
     "    gpumem gc\n"
     "        removed /dev/shm/gpumem.41017 (pid 41017, exited)\n"
-    "        removed /dev/shm/gpumem.group@train (group train, no live "
-    "member)\n";
+    "        removed /dev/shm/gpumem.group@train (group train, no member)\n"
+    "        removed /dev/shm/gpumem.group@eval (group eval, no live "
+    "member, 1 dead)\n";
 
 #define GC_MAX 65536
 
