@@ -8,7 +8,10 @@
  * are read at every refresh: one group line per group and device.
  *
  * Invariants: entries are keyed by (pid, start time, device) so a reused
- * pid is a new row. The rows are the processes `--once` lists (running
+ * pid is a new row. Device sums (the device lines, --json's devices) are
+ * per physical card, keyed by the UUID of each process's device block
+ * (the ordinal only when none was recorded), so processes that see
+ * different cards as one ordinal are never summed together. The rows are the processes `--once` lists (running
  * and kept), by the liveness rule of tools/lib/util.h (a zombie is not
  * running). The segment of each running process is held open between
  * refreshes (up to MAX_HELD of them), so that when it goes (a segment
@@ -57,12 +60,16 @@ static const char help_text[] =
     "DESCRIPTION\n"
     "    Shows every process whose CUDA memory goes through libgpumem.so,\n"
     "    from the library's own exact figures. At the top, one line per\n"
-    "    device: memory used by these processes against the physical total\n"
-    "    (bar), the sum of their limits, the number of processes. Then one\n"
-    "    line per shared budget (GPUMEM_GROUP) and device: group name, used\n"
-    "    against the group limit (bar), peak, live members and, for each,\n"
-    "    pid, memory used / guaranteed share (wrapped onto more lines when\n"
-    "    they do not fit). Below, one row per process and device: PID (in\n"
+    "    physical device (card), whatever ordinal each process sees it as\n"
+    "    (CUDA_VISIBLE_DEVICES): dev, those ordinals and GPU- with the first\n"
+    "    8 hex digits of its UUID (dev 0 GPU-1a2b3c4d; a process that\n"
+    "    recorded no UUID is counted on a line of its ordinal alone), memory\n"
+    "    used by these processes against the physical total (bar), the sum\n"
+    "    of their limits, the number of processes. Then one line per\n"
+    "    shared budget (GPUMEM_GROUP) and device: group name, used against\n"
+    "    the group limit (bar), peak, live members and, for each, pid,\n"
+    "    memory used / guaranteed share (wrapped onto more lines when they\n"
+    "    do not fit). Below, one row per process and device: PID (in\n"
     "    this pid namespace: a container's process shows its host pid;\n"
     "    ~N, its pid inside the container, when that was never known),\n"
     "    USER, JOB (when some process has one: the Slurm job.step, else\n"
@@ -86,9 +93,10 @@ static const char help_text[] =
     "    micro sign when the locale's character set is UTF-8.\n"
     "\n"
     "    Keys: q quit (on every screen); s / S next sort column / reverse\n"
-    "    order; d filter by device; j filter by job (cycling through the\n"
-    "    jobs listed, then all); / filter by command text; Up / Down\n"
-    "    select; Enter detail view (usage history with the limit line and\n"
+    "    order; d filter by device (one card at a time, then all); j\n"
+    "    filter by job (cycling through the jobs listed, then all); /\n"
+    "    filter by command text; Up / Down select; Enter detail view\n"
+    "    (usage history with the limit line and\n"
     "    OOM marks, size and latency histograms, last refusals and events,\n"
     "    policy); Esc back; h help (any other key than q returns).\n"
     "\n"
@@ -102,10 +110,12 @@ static const char help_text[] =
     "        exit.\n"
     "    --json\n"
     "        Print one JSON document per refresh, one per line:\n"
-    "        {\"time_ns\", \"prefix\", \"devices\": [{device, physical,\n"
-    "        limits, used, processes}], \"processes\": [...], \"groups\":\n"
-    "        [...]} (processes and groups as in gpumem ps --json, without\n"
-    "        its leak objects: they cost a read of every ring).\n"
+    "        {\"time_ns\", \"prefix\", \"devices\": [{device, uuid,\n"
+    "        ordinals, physical, limits, used, processes}], \"processes\":\n"
+    "        [...], \"groups\": [...]}: a device per card, as the device\n"
+    "        lines (device: its lowest ordinal; uuid null when none was\n"
+    "        recorded); processes and groups as in gpumem ps --json, without\n"
+    "        its leak objects (they cost a read of every ring).\n"
     "    --job J\n"
     "        Only the processes of job J (as gpumem ps --job: the JOB\n"
     "        label, a Slurm job id or job.step, a pod name or\n"
@@ -142,6 +152,12 @@ struct held {
     struct gm_seg seg;
 };
 
+/* A physical card: its UUID, or (none recorded) the ordinal. */
+struct card_key {
+    unsigned char uuid[16];      /* all 0: none recorded */
+    int dev;                     /* the ordinal, when there is no UUID */
+};
+
 struct top {
     const char *prefix;
     double delay;
@@ -150,8 +166,10 @@ struct top {
     struct gm_top_ent *ents[MAX_ENTS];
     size_t nents;
     struct gm_top_ent *rows[MAX_ENTS];
-    struct gm_top_devsum devs[GM_ABI_MAX_DEVICES];
+    struct gm_top_devsum devs[GM_TOP_CARDS];
     size_t ndevs;
+    bool card_filter;            /* d: only the rows on one card */
+    struct card_key card;        /* that card */
     struct gm_top_group groups[GM_TOP_GROUPS];
     size_t ngroups;
     struct gm_top_model m;
@@ -443,31 +461,129 @@ static void expire(struct top *t, uint64_t now)
     t->nents = k;
 }
 
+/* The card of a process's block on ordinal dev. */
+static struct card_key card_of(const struct gm_abi_dev *d, int dev)
+{
+    struct card_key k;
+    memcpy(k.uuid, d->uuid, sizeof k.uuid);
+    k.dev = dev;
+    return k;
+}
+
+static bool has_uuid(const unsigned char u[16])
+{
+    static const unsigned char none[16];
+    return memcmp(u, none, sizeof none) != 0;
+}
+
+/* Same card: the same UUID; without one, the same ordinal. */
+static bool same_card(const struct card_key *a, const struct card_key *b)
+{
+    if (has_uuid(a->uuid) || has_uuid(b->uuid))
+        return memcmp(a->uuid, b->uuid, sizeof a->uuid) == 0;
+    return a->dev == b->dev;
+}
+
+static struct card_key card_of_sum(const struct gm_top_devsum *c)
+{
+    struct card_key k;
+    memcpy(k.uuid, c->uuid, sizeof k.uuid);
+    k.dev = c->dev;
+    return k;
+}
+
+/* Adds one process's block on ordinal dev to the sums of its card (a
+ * new one when there is room). */
+static void card_add(struct gm_top_devsum *cards, size_t *n, size_t cap,
+                     int dev, const struct gm_abi_dev *d)
+{
+    struct card_key key = card_of(d, dev), ck;
+    size_t k;
+    for (k = 0; k < *n; k++) {
+        ck = card_of_sum(&cards[k]);
+        if (same_card(&ck, &key))
+            break;
+    }
+    if (k == *n) {
+        if (*n >= cap)
+            return;
+        memset(&cards[k], 0, sizeof cards[k]);
+        memcpy(cards[k].uuid, key.uuid, sizeof key.uuid);
+        cards[k].dev = dev;
+        (*n)++;
+    }
+    struct gm_top_devsum *c = &cards[k];
+    c->dev = dev < c->dev ? dev : c->dev;
+    c->ordinals |= 1ull << dev;
+    c->physical = d->physical > c->physical ? d->physical : c->physical;
+    c->limits += d->limit;
+    c->unlimited += d->limit == 0;
+    c->used += d->used;
+    c->procs++;
+}
+
+/* Cards by their lowest ordinal, then UUID. */
+static int cmp_card(const void *pa, const void *pb)
+{
+    const struct gm_top_devsum *a = pa, *b = pb;
+    if (a->dev != b->dev)
+        return a->dev < b->dev ? -1 : 1;
+    return memcmp(a->uuid, b->uuid, sizeof a->uuid);
+}
+
+/* "0 GPU-1a2b3c4d": the ordinals it is seen as (up to 4, then "+"),
+ * its short UUID when there is one. */
+static void card_label(struct gm_top_devsum *c)
+{
+    size_t cap = sizeof c->label, k = 0;
+    unsigned listed = 0;
+    c->label[0] = '\0';
+    for (unsigned o = 0; o < GM_ABI_MAX_DEVICES && k < cap; o++) {
+        if (!(c->ordinals & (1ull << o)))
+            continue;
+        if (listed++ == 4) {
+            k += (size_t)snprintf(c->label + k, cap - k, "+");
+            break;
+        }
+        k += (size_t)snprintf(c->label + k, cap - k, "%s%u",
+                              listed > 1 ? "," : "", o);
+    }
+    if (has_uuid(c->uuid) && k < cap) {
+        char u[16];
+        snprintf(c->label + k, cap - k, " %s",
+                 gm_uuid_short(c->uuid, u, sizeof u));
+    }
+}
+
+static void cards_finish(struct gm_top_devsum *cards, size_t n)
+{
+    qsort(cards, n, sizeof cards[0], cmp_card);
+    for (size_t i = 0; i < n; i++)
+        card_label(&cards[i]);
+}
+
+/* The device lines: one per card the running processes use. */
 static void sum_devices(struct top *t)
 {
     t->ndevs = 0;
     for (size_t i = 0; i < t->nents; i++) {
         const struct gm_top_ent *e = t->ents[i];
-        if (e->gone || e->dev < 0)
-            continue;
-        size_t k;
-        for (k = 0; k < t->ndevs && t->devs[k].dev != e->dev; k++)
-            ;
-        if (k == t->ndevs) {
-            if (t->ndevs >= GM_ABI_MAX_DEVICES)
-                continue;
-            memset(&t->devs[k], 0, sizeof t->devs[k]);
-            t->devs[k].dev = e->dev;
-            t->ndevs++;
-        }
-        struct gm_top_devsum *d = &t->devs[k];
-        d->physical = e->d.physical > d->physical ? e->d.physical
-                                                  : d->physical;
-        d->limits += e->d.limit;
-        d->unlimited |= e->d.limit == 0;
-        d->used += e->d.used;
-        d->procs++;
+        if (!e->gone && e->dev >= 0 && e->dev < (int)GM_ABI_MAX_DEVICES)
+            card_add(t->devs, &t->ndevs, GM_TOP_CARDS, e->dev, &e->d);
     }
+    cards_finish(t->devs, t->ndevs);
+}
+
+/* The card the device filter shows, among the device lines; NULL when
+ * it is not listed (now). */
+static const struct gm_top_devsum *filter_card(const struct top *t)
+{
+    for (size_t i = 0; t->card_filter && i < t->ndevs; i++) {
+        struct card_key k = card_of_sum(&t->devs[i]);
+        if (same_card(&k, &t->card))
+            return &t->devs[i];
+    }
+    return NULL;
 }
 
 static void add_group(struct top *t, const struct gm_group_view *v, int d,
@@ -672,7 +788,8 @@ static void build_rows(struct top *t)
     size_t n = 0;
     for (size_t i = 0; i < t->nents; i++) {
         struct gm_top_ent *e = t->ents[i];
-        if (t->m.dev_filter >= 0 && e->dev != t->m.dev_filter)
+        struct card_key k = card_of(&e->d, e->dev);
+        if (t->card_filter && (e->dev < 0 || !same_card(&k, &t->card)))
             continue;
         if (t->m.text_filter[0] && strstr(e->cmd, t->m.text_filter) == NULL)
             continue;
@@ -680,6 +797,10 @@ static void build_rows(struct top *t)
             continue;
         t->rows[n++] = e;
     }
+    /* The key line names the card shown, as its device line does. */
+    const struct gm_top_devsum *c = filter_card(t);
+    if (c != NULL)
+        snprintf(t->m.dev_filter, sizeof t->m.dev_filter, "%s", c->label);
     bool any_job = false;
     for (size_t i = 0; i < t->nents && !any_job; i++)
         any_job = strcmp(t->ents[i]->job, "-") != 0;
@@ -797,14 +918,21 @@ static void detail_update(struct top *t)
 
 /* ---- keys ---------------------------------------------------------------------- */
 
+/* The device filter's next card, in the device lines' order; all after
+ * the last one, or when the card shown is no longer listed. */
 static void next_device(struct top *t)
 {
-    int next = -1;
-    for (size_t i = 0; i < t->ndevs; i++)
-        if (t->devs[i].dev > t->m.dev_filter &&
-            (next < 0 || t->devs[i].dev < next))
-            next = t->devs[i].dev;
-    t->m.dev_filter = next;
+    const struct gm_top_devsum *c = filter_card(t);
+    size_t next = !t->card_filter ? 0
+                  : c != NULL ? (size_t)(c - t->devs) + 1 : t->ndevs;
+    t->card_filter = next < t->ndevs;
+    t->m.dev_filter[0] = '\0';
+    if (t->card_filter) {
+        t->card = card_of_sum(&t->devs[next]);
+        snprintf(t->m.dev_filter, sizeof t->m.dev_filter, "%s",
+                 t->devs[next].label);
+    }
+    t->m.selected = 0;
 }
 
 /* The job filter's next value: the label of the next job listed, in
@@ -922,40 +1050,60 @@ static int run_interactive(struct top *t)
     return rc;
 }
 
+/* "ordinals":[0,1]: those the card is seen as. */
+static void json_ordinals(FILE *f, uint64_t ordinals)
+{
+    bool first = true;
+    fputs(",\"ordinals\":[", f);
+    for (unsigned o = 0; o < GM_ABI_MAX_DEVICES; o++)
+        if (ordinals & (1ull << o)) {
+            fprintf(f, "%s%u", first ? "" : ",", o);
+            first = false;
+        }
+    fputc(']', f);
+}
+
+static void json_card(FILE *f, const struct gm_top_devsum *c)
+{
+    char uuid[48];
+    fprintf(f, "{\"device\":%d,\"uuid\":", c->dev);
+    if (has_uuid(c->uuid)) {
+        gm_uuid_full(c->uuid, uuid, sizeof uuid);
+        gm_json_str(f, uuid);
+    } else {
+        fputs("null", f);
+    }
+    json_ordinals(f, c->ordinals);
+    /* Sizes as KEY_bytes; the unit-less keys are kept one release. */
+    fprintf(f, ",\"physical_bytes\":%llu,\"limits_bytes\":%llu,"
+            "\"used_bytes\":%llu,\"physical\":%llu,\"limits\":%llu,"
+            "\"used\":%llu,\"processes\":%u}",
+            (unsigned long long)c->physical, (unsigned long long)c->limits,
+            (unsigned long long)c->used, (unsigned long long)c->physical,
+            (unsigned long long)c->limits, (unsigned long long)c->used,
+            c->procs);
+}
+
+/* "devices": one object per card the running processes use, as the
+ * device lines of the interactive view. */
 static void json_devices(FILE *f, const struct gm_scan *sc)
 {
-    struct gm_top_devsum d[GM_ABI_MAX_DEVICES];
-    memset(d, 0, sizeof d);
+    static struct gm_top_devsum cards[GM_TOP_CARDS];
+    size_t n = 0;
     for (size_t i = 0; i < sc->n; i++) {
         const struct gm_snapshot *s = &sc->procs[i].p.snap;
         if (sc->procs[i].p.state != GM_SEG_ALIVE)
             continue;
-        for (unsigned k = 0; k < s->dev_count && k < GM_ABI_MAX_DEVICES; k++) {
-            if (!s->dev[k].present)
-                continue;
-            d[k].physical = s->dev[k].physical;
-            d[k].limits += s->dev[k].limit;
-            d[k].used += s->dev[k].used;
-            d[k].procs++;
-        }
+        for (unsigned k = 0; k < s->dev_count && k < GM_ABI_MAX_DEVICES; k++)
+            if (s->dev[k].present)
+                card_add(cards, &n, GM_TOP_CARDS, (int)k, &s->dev[k]);
     }
+    cards_finish(cards, n);
     fputs("\"devices\":[", f);
-    bool first = true;
-    for (unsigned k = 0; k < GM_ABI_MAX_DEVICES; k++) {
-        if (d[k].procs == 0)
-            continue;
-        /* Sizes as KEY_bytes; the unit-less keys are kept one release. */
-        fprintf(f, "%s{\"device\":%u,\"physical_bytes\":%llu,"
-                "\"limits_bytes\":%llu,\"used_bytes\":%llu,"
-                "\"physical\":%llu,\"limits\":%llu,\"used\":%llu,"
-                "\"processes\":%u}", first ? "" : ",", k,
-                (unsigned long long)d[k].physical,
-                (unsigned long long)d[k].limits,
-                (unsigned long long)d[k].used,
-                (unsigned long long)d[k].physical,
-                (unsigned long long)d[k].limits,
-                (unsigned long long)d[k].used, d[k].procs);
-        first = false;
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            fputc(',', f);
+        json_card(f, &cards[i]);
     }
     fputc(']', f);
 }
@@ -1099,7 +1247,6 @@ int main(int argc, char **argv)
     t.delay = 1.0;
     t.m.sort = GM_COL_USED;
     t.m.desc = true;
-    t.m.dev_filter = -1;
     if (parse_args(&t, argc, argv) != 0)
         return 2;
     t.m.prefix = t.prefix;

@@ -1,6 +1,7 @@
 /*
  * tools/top/view.c — drawing of `gpumem-top` with ncurses (see tools/top/view.h):
- * the device summary with bars, one line per shared budget (group) with
+ * the device summary with bars (one line per card, labelled by its
+ * ordinals and short UUID), one line per shared budget (group) with
  * its bar and members, the process table, the detail view of one
  * process (usage sparkline with the limit line and OOM marks, size and
  * latency histograms, last events, policy) and the key help.
@@ -265,33 +266,52 @@ static void title_line(const struct gm_top_model *m)
     attroff(A_BOLD | COLOR_PAIR(PAIR_TITLE));
 }
 
+/* The figures of a device line: "used 1.3G  limits 900.0M + unlimited
+ * physical 1.0G  2 procs". "limits" sums the processes' limits; one
+ * without any makes the sum no bound, so it reads "none" when all are
+ * unlimited and "X + unlimited" when some are. */
+static void device_text(const struct gm_top_devsum *d, char *b, size_t cap)
+{
+    char used[16], lim[16], phys[16], limits[40];
+    gm_size_short(d->used, used, sizeof used);
+    gm_size_short(d->limits, lim, sizeof lim);
+    gm_size_short(d->physical, phys, sizeof phys);
+    if (d->unlimited && d->limits == 0)
+        snprintf(limits, sizeof limits, "none");
+    else
+        snprintf(limits, sizeof limits, "%s%s", lim,
+                 d->unlimited ? " + unlimited" : "");
+    snprintf(b, cap, "used %s  limits %s  physical %s  %u proc%s", used,
+             limits, phys, d->procs, d->procs == 1 ? "" : "s");
+}
+
+/* One line per card: "dev " and its label, a bar of used against physical, the
+ * figures. Labels and bars are of one width on every line, the bar as
+ * wide as leaves room for the longest figures (40 at most; none below
+ * 5). */
 static int device_lines(const struct gm_top_model *m, int y)
 {
+    char text[128];
+    int lw = 0, tw = 0;
+    for (size_t i = 0; i < m->ndevs; i++) {
+        device_text(&m->devs[i], text, sizeof text);
+        int w = 4 + width_of(m->devs[i].label);   /* "dev " */
+        lw = w > lw ? w : lw;
+        tw = width_of(text) > tw ? width_of(text) : tw;
+    }
+    int bw = COLS - (lw + 2) - 1 - tw;
+    bw = bw > 40 ? 40 : bw;
     for (size_t i = 0; i < m->ndevs && y < LINES - 4; i++, y++) {
         const struct gm_top_devsum *d = &m->devs[i];
-        char used[16], lim[16], phys[16];
-        gm_size_short(d->used, used, sizeof used);
-        gm_size_short(d->limits, lim, sizeof lim);
-        gm_size_short(d->physical, phys, sizeof phys);
         uint64_t scale = d->physical ? d->physical : d->limits;
-        int bw = COLS - 64 > 40 ? 40 : COLS - 64;
-        putf(y, 0, "dev %-2d", d->dev);
-        int x = 7;
+        putf(y, 0, "dev %s", d->label);
+        int x = lw + 2;
         if (bw >= 5) {
             bar(y, x, bw, d->used, scale, level_pair(d->used, d->limits));
             x += bw + 1;
         }
-        /* "limits" sums the processes' limits; one without any makes the
-         * sum meaningless, so it reads "none" when all are unlimited and
-         * "X + unlimited" when some are. */
-        char limits[40];
-        if (d->unlimited && d->limits == 0)
-            snprintf(limits, sizeof limits, "none");
-        else
-            snprintf(limits, sizeof limits, "%s%s", lim,
-                     d->unlimited ? " + unlimited" : "");
-        putf(y, x, "used %s  limits %s  physical %s  %u proc%s", used, limits,
-             phys, d->procs, d->procs == 1 ? "" : "s");
+        device_text(d, text, sizeof text);
+        put(y, x, text);
     }
     if (m->ndevs == 0)
         put(y++, 0, "no device in use");
@@ -560,13 +580,13 @@ static void table_row(int y, const struct gm_top_ent *e, const bool *show,
 }
 
 /* The key line, shortened to fit: the full one, then the keys in brief,
- * then the sort and the quit key alone. */
+ * then the sort, the device shown and the help and quit keys alone. */
 static void status_line(const struct gm_top_model *m)
 {
-    char dev[16] = "all", filt[96] = "", line[3][256];
+    char dev[40] = "all", filt[96] = "", line[3][512];
     char job[80] = "";
-    if (m->dev_filter >= 0)
-        snprintf(dev, sizeof dev, "%d", m->dev_filter);
+    if (m->dev_filter[0])
+        snprintf(dev, sizeof dev, "%s", m->dev_filter);
     if (m->job_filter[0])
         snprintf(job, sizeof job, "  job: %.60s", m->job_filter);
     if (m->editing) {
@@ -585,8 +605,8 @@ static void status_line(const struct gm_top_model *m)
     snprintf(line[1], sizeof line[1], "sort: %s %s  dev: %s%s%s  s/S sort "
              "d dev %s/ filter Enter detail h help q quit", sort, dir, dev,
              job, filt, m->show_job ? "j job " : "");
-    snprintf(line[2], sizeof line[2], "sort: %s %s  h help  q quit", sort,
-             dir);
+    snprintf(line[2], sizeof line[2], "sort: %s %s  dev: %s  h help  q quit",
+             sort, dir, dev);
     int k = 0;
     while (k < 2 && width_of(line[k]) > COLS)
         k++;
@@ -667,8 +687,16 @@ static int detail_head(const struct gm_top_ent *e, int y)
                  e->pid);
     else
         snprintf(pid, sizeof pid, "~%d (in its namespace)", e->pid);
+    /* The card too: processes may see different cards as one ordinal. */
+    char card[24] = "";
+    unsigned char u[16];
+    memcpy(u, e->d.uuid, sizeof u);
+    if (e->d.uuid[0] || e->d.uuid[1]) {
+        char sh[16];
+        snprintf(card, sizeof card, " %s", gm_uuid_short(u, sh, sizeof sh));
+    }
     attron(A_BOLD | COLOR_PAIR(PAIR_TITLE));
-    putf(y++, 0, "DETAIL  pid %s  device %d%s%s%s  %s", pid, e->dev,
+    putf(y++, 0, "DETAIL  pid %s  device %d%s%s%s%s  %s", pid, e->dev, card,
          e->gone ? "  (" : "", e->gone ? e->state : "", e->gone ? ")" : "",
          gm_esc_term(e->cmd, GM_ESC_ASCII, text, sizeof text));
     attroff(A_BOLD | COLOR_PAIR(PAIR_TITLE));
@@ -842,7 +870,7 @@ static void draw_help(void)
         "",
         "  q          quit (from every screen)",
         "  s / S      next sort column / reverse the sort order",
-        "  d          show one device, cycling through them (then all)",
+        "  d          show one device (card), cycling through them (then all)",
         "  j          show one job (Slurm job, pod, container), cycling",
         "             through those listed (then all)",
         "  /          filter rows by command text (Enter applies, Esc clears)",

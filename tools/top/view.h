@@ -75,12 +75,23 @@ struct gm_top_ent {
     uint64_t trend_ns;           /* CLOCK_MONOTONIC of the last analysis */
 };
 
+/* One physical device (card): the sums over the running processes that
+ * use it, whatever ordinal each sees it as (CUDA_VISIBLE_DEVICES differs
+ * between processes). Keyed by its UUID; a device block without one
+ * (none recorded) is its own card per ordinal. */
 struct gm_top_devsum {
-    int dev;
+    int dev;                     /* the lowest ordinal it is seen as */
+    uint64_t ordinals;           /* bit N: some process sees it as N */
+    unsigned char uuid[16];      /* all 0: none recorded */
+    char label[40];              /* "0 GPU-1a2b3c4d": the ordinals, its
+                                    short UUID; "0,1 GPU-...", "0" (no
+                                    UUID) */
     uint64_t physical, limits, used;
     unsigned procs;
-    bool unlimited;              /* some process has no limit there */
+    unsigned unlimited;          /* processes with no limit there */
 };
+
+#define GM_TOP_CARDS (2 * GM_ABI_MAX_DEVICES)  /* device lines at most */
 
 #define GM_TOP_GROUPS 64         /* group lines kept per frame */
 
@@ -117,7 +128,8 @@ struct gm_top_model {
     size_t ngroups;
     enum gm_top_col sort;
     bool desc;
-    int dev_filter;              /* -1: all */
+    char dev_filter[40];         /* "": all; else the label of the
+                                    device whose rows are shown */
     char job_filter[64];         /* "": all; else gm_ident_match */
     bool show_job;               /* some row has a job: JOB column shown */
     char text_filter[64];
