@@ -177,10 +177,14 @@ def main():
         for d in g["devices"]:
             lab = {"group": g["group"], "uuid": d["uuid"]}
             for name, key in (("gpumem_group_used_bytes", "used_bytes"),
-                              ("gpumem_group_peak_bytes", "peak_bytes"),
-                              ("gpumem_group_limit_bytes", "limit_bytes")):
+                              ("gpumem_group_peak_bytes", "peak_bytes")):
                 check(wg + " " + name, one(m, name, wg, **lab),
                       float(d[key]))
+            # No limit: null in gpumem ps, no series in the exporter.
+            check(wg + " gpumem_group_limit_bytes",
+                  find(m, "gpumem_group_limit_bytes", **lab),
+                  [] if d["limit_bytes"] is None
+                  else [float(d["limit_bytes"])])
         check(wg + " live members", one(m, "gpumem_group_members", wg,
                                         group=g["group"], state="live"),
               float(g["live_members"]))

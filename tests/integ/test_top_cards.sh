@@ -11,6 +11,10 @@
 #   - gpumem-top --json: two device objects, one per card (uuid, the
 #     ordinals its processes see it as), each with its one process and
 #     its used, never above its physical size;
+#   - no limit is said as null, never 0: B runs without one, so its
+#     limit_bytes (process and device) is null in gpumem ps --json and
+#     gpumem-top --json, and its card's limits_bytes is null with
+#     unlimited_processes 1; A's (900 MiB) are numbers;
 #   - the interactive view (in tmux, when installed): two device lines,
 #     each labelled `dev 0 GPU-xxxxxxxx` with its card's short UUID and
 #     `1 proc`; `d` shows one card at a time (the key line names it, only
@@ -79,19 +83,47 @@ case "$UA$UB" in
     *none*|"") fail "gpumem ps --json: no device 0 with a UUID for each process: '$UA' '$UB'" ;;
 esac
 [ "$UA" != "$UB" ] || bad "gpumem ps --json: both processes' device 0 is card $UA"
+python3 - "$T/ps.json" "$PID_A" "$PID_B" <<'EOF' || bad "gpumem ps --json limits (above)"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+by = {str(p["ns_pid"]): p for p in doc["processes"]}
+a, b = by[sys.argv[2]], by[sys.argv[3]]
+errors = []
+for what, o, want in (("A", a, 900 << 20), ("A's device", a["devices"][0], 900 << 20),
+                      ("B", b, None), ("B's device", b["devices"][0], None)):
+    if o["limit_bytes"] != want:
+        errors.append("%s: limit_bytes %r, not %r" % (what, o["limit_bytes"], want))
+if errors:
+    print("\n".join(errors))
+    sys.exit(1)
+EOF
 SA=$(echo "$UA" | cut -c1-12)
 SB=$(echo "$UB" | cut -c1-12)
 
 # ---- gpumem-top --json: one device object per card ------------------------------
 "$B/gpumem-top" --json -n 1 >"$T/top.json" || bad "gpumem-top --json failed"
-python3 - "$T/top.json" "$UA" "$UB" <<'EOF' || bad "gpumem-top --json devices (above)"
+python3 - "$T/top.json" "$UA" "$UB" "$PID_A" "$PID_B" <<'EOF' || bad "gpumem-top --json devices (above)"
 import json, sys
 doc = json.loads(open(sys.argv[1]).readline())
 devs = doc["devices"]
+ua, ub, pa, pb = sys.argv[2:6]
 errors = []
-if sorted(d.get("uuid") or "" for d in devs) != sorted(sys.argv[2:]):
+procs = {str(p["ns_pid"]): p for p in doc["processes"]}
+for pid, want in ((pa, 900 << 20), (pb, None)):
+    p = procs.get(pid, {})
+    got = (p.get("limit_bytes", "missing"),
+           [d.get("limit_bytes", "missing") for d in p.get("devices", [])])
+    if got != (want, [want]):
+        errors.append("process %s: limit_bytes %r, not %r" % (pid, got, want))
+for d in devs:
+    want = ((900 << 20, 0) if d.get("uuid") == ua else (None, 1))
+    got = (d.get("limits_bytes", "missing"), d.get("unlimited_processes"))
+    if got != want:
+        errors.append("device %s: limits_bytes, unlimited_processes %r, not %r"
+                      % (d.get("uuid"), got, want))
+if sorted(d.get("uuid") or "" for d in devs) != sorted([ua, ub]):
     errors.append("devices %s are not one per card %s" %
-                  ([(d["device"], d.get("uuid")) for d in devs], sys.argv[2:]))
+                  ([(d["device"], d.get("uuid")) for d in devs], [ua, ub]))
 for d in devs:
     if d["used_bytes"] > d["physical_bytes"]:
         errors.append("device %s %s: used %d above physical %d" %

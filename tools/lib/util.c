@@ -10,7 +10,8 @@
  * group segments are copied with gm_group_snapshot (pread, no lock); every
  * figure printed comes from a snapshot copy; every string from a segment
  * goes out through tools/lib/escape.h (gm_esc_term_put in text,
- * gm_json_str in JSON).
+ * gm_json_str in JSON); in JSON no limit is null, never 0 (docs/tools.md,
+ * "JSON keys").
  */
 #include "tools/lib/util.h"
 
@@ -435,6 +436,17 @@ static void jb(FILE *f, const char *key, uint64_t v)
             (unsigned long long)v, key, (unsigned long long)v);
 }
 
+/* A limit: "KEY_bytes" its size, null when there is none (never 0); the
+ * key without the unit keeps its earlier form, 0 for none, for the one
+ * release it is kept. */
+static void jlimit(FILE *f, const char *key, uint64_t v, bool none)
+{
+    if (none)
+        fprintf(f, ",\"%s_bytes\":null,\"%s\":0", key, key);
+    else
+        jb(f, key, v);
+}
+
 /* The count of refused requests: "refused", and "ooms" kept one release. */
 static void jrefused(FILE *f, uint64_t v)
 {
@@ -455,7 +467,7 @@ static void dev_json(FILE *f, const struct gm_snapshot *s, unsigned i)
     else
         fputs("null", f);
     jb(f, "physical", d->physical);
-    jb(f, "limit", d->limit);
+    jlimit(f, "limit", d->limit, d->limit == 0);
     jb(f, "used", d->used);
     jb(f, "peak", d->peak);
     jb(f, "context", d->context_bytes);
@@ -565,12 +577,13 @@ void gm_proc_print_json(FILE *f, const struct gm_scan_proc *sp,
     const struct gm_snapshot *s = &sp->p.snap;
     uint64_t used = 0, peak = 0, limit = 0, ctx = 0, allocs = 0, frees = 0;
     uint64_t ooms = 0, live = 0, live_bytes = 0;
-    bool unlimited = false;
+    bool unlimited = false, any = false;
     char user[64];
     for (unsigned i = 0; i < s->dev_count && i < GM_ABI_MAX_DEVICES; i++) {
         const struct gm_abi_dev *d = &s->dev[i];
         if (!gm_dev_used(d))
             continue;
+        any = true;
         used += d->used;
         peak += d->peak;
         limit += d->limit;
@@ -600,7 +613,7 @@ void gm_proc_print_json(FILE *f, const struct gm_scan_proc *sp,
     ident_json(f, &s->ident);
     jb(f, "used", used);
     jb(f, "peak", peak);
-    jb(f, "limit", unlimited ? 0 : limit);
+    jlimit(f, "limit", limit, unlimited || !any);
     jb(f, "context", ctx);
     ju(f, "allocs", allocs);
     ju(f, "frees", frees);
@@ -905,7 +918,7 @@ static void gdev_json(FILE *f, const struct gm_group_view_dev *d, unsigned i)
     gm_uuid_full(d->uuid, uuid, sizeof uuid);
     fprintf(f, "{\"device\":%u,\"uuid\":\"%s\"", i, uuid);
     jb(f, "physical", d->physical);
-    jb(f, "limit", d->limit);
+    jlimit(f, "limit", d->limit, d->limit == 0);
     jb(f, "used", d->used);
     jb(f, "peak", d->peak);
     ju(f, "reclaimed_bytes", d->reclaimed_bytes);
@@ -975,7 +988,7 @@ static void group_json(FILE *f, const struct gm_scan_group *g)
     ju(f, "dead_members", gm_group_dead_members(v));
     jb(f, "used", used);
     jb(f, "peak", peak);
-    jb(f, "limit", unlimited || !any ? 0 : limit);
+    jlimit(f, "limit", limit, unlimited || !any);
     ju(f, "joins", v->joins);
     ju(f, "reclaims", v->reclaims);
     ju(f, "reclaimed_bytes", v->reclaimed_bytes);

@@ -114,8 +114,10 @@ static const char help_text[] =
     "        ordinals, physical, limits, used, processes}], \"processes\":\n"
     "        [...], \"groups\": [...]}: a device per card, as the device\n"
     "        lines (device: its lowest ordinal; uuid null when none was\n"
-    "        recorded); processes and groups as in gpumem ps --json, without\n"
-    "        its leak objects (they cost a read of every ring).\n"
+    "        recorded; limits_bytes null when some process there has no\n"
+    "        limit, unlimited_processes counting them); processes and\n"
+    "        groups as in gpumem ps --json (no limit: null), without its\n"
+    "        leak objects (they cost a read of every ring).\n"
     "    --job J\n"
     "        Only the processes of job J (as gpumem ps --job: the JOB\n"
     "        label, a Slurm job id or job.step, a pod name or\n"
@@ -1074,14 +1076,20 @@ static void json_card(FILE *f, const struct gm_top_devsum *c)
         fputs("null", f);
     }
     json_ordinals(f, c->ordinals);
-    /* Sizes as KEY_bytes; the unit-less keys are kept one release. */
-    fprintf(f, ",\"physical_bytes\":%llu,\"limits_bytes\":%llu,"
-            "\"used_bytes\":%llu,\"physical\":%llu,\"limits\":%llu,"
-            "\"used\":%llu,\"processes\":%u}",
-            (unsigned long long)c->physical, (unsigned long long)c->limits,
+    /* Sizes as KEY_bytes; the unit-less keys are kept one release (and
+     * "limits" in its earlier form: the sum of the limits there are). A
+     * process with no limit makes the sum no bound: limits_bytes null. */
+    fprintf(f, ",\"physical_bytes\":%llu,\"limits_bytes\":",
+            (unsigned long long)c->physical);
+    if (c->unlimited)
+        fputs("null", f);
+    else
+        fprintf(f, "%llu", (unsigned long long)c->limits);
+    fprintf(f, ",\"used_bytes\":%llu,\"physical\":%llu,\"limits\":%llu,"
+            "\"used\":%llu,\"processes\":%u,\"unlimited_processes\":%u}",
             (unsigned long long)c->used, (unsigned long long)c->physical,
             (unsigned long long)c->limits, (unsigned long long)c->used,
-            c->procs);
+            c->procs, c->unlimited);
 }
 
 /* "devices": one object per card the running processes use, as the
