@@ -15,7 +15,9 @@
  * otherwise): text from a segment (command, policy, group name) and the
  * user name are drawn in the terminal form of tools/lib/escape.h with
  * GM_ESC_ASCII. Lines that hold a list (group members, the detail view's
- * figures) wrap at the screen's edge instead of being cut.
+ * figures) wrap at the screen's edge instead of being cut. Nothing but a
+ * key line is drawn on the last line (clip_lines); under MIN_LINES the
+ * screen is one line saying the terminal is too small.
  */
 #include "tools/top/view.h"
 
@@ -44,6 +46,10 @@ struct coldef {
                                     terminal is narrow, 1 first */
     bool left;
 };
+
+/* The fewest lines a screen is drawn in: the table's title, header, one
+ * row and key line. */
+#define MIN_LINES 4
 
 /* COMMAND keeps a fifth of the width, 20 columns at least. */
 #define CMD_MIN 20
@@ -142,10 +148,33 @@ static int bytes_for(const char *s, int w)
     return n;
 }
 
+/* The lines the part being drawn may write, from 0: the whole screen
+ * for a key line, the lines above it for the rest (so that nothing is
+ * ever drawn over a key line). */
+static int clip_lines;
+
+static bool on_screen(int y, int x)
+{
+    return y >= 0 && y < clip_lines && y < LINES && x >= 0 && x < COLS;
+}
+
+static void put_ch(int y, int x, chtype c)
+{
+    if (on_screen(y, x))
+        mvaddch(y, x, c);
+}
+
+/* Line y blank across the screen (in the current attributes). */
+static void fill_line(int y)
+{
+    if (on_screen(y, 0))
+        mvhline(y, 0, ' ', COLS);
+}
+
 /* s at y,x, at most w columns of it (and never past the screen). */
 static void put_n(int y, int x, int w, const char *s)
 {
-    if (y < 0 || y >= LINES || x < 0 || x >= COLS)
+    if (!on_screen(y, x))
         return;
     w = w < COLS - x ? w : COLS - x;
     if (w > 0)
@@ -213,7 +242,7 @@ static void bar(int y, int x, int w, uint64_t v, uint64_t max, int pair)
     put(y, x, "[");
     attron(COLOR_PAIR(pair));
     for (int i = 0; i < inner; i++)
-        mvaddch(y, x + 1 + i, i < fill ? '#' : ' ');
+        put_ch(y, x + 1 + i, i < fill ? '#' : ' ');
     attroff(COLOR_PAIR(pair));
     put(y, x + w - 1, "]");
 }
@@ -313,7 +342,7 @@ static int device_lines(const struct gm_top_model *m, int y)
         device_text(d, text, sizeof text);
         put(y, x, text);
     }
-    if (m->ndevs == 0)
+    if (m->ndevs == 0 && y < LINES - 4)
         put(y++, 0, "no device in use");
     return y;
 }
@@ -530,7 +559,7 @@ static void header_line(const struct gm_top_model *m, int y, const bool *show)
 {
     int x = 0;
     attron(COLOR_PAIR(PAIR_HEAD) | A_BOLD);
-    mvhline(y, 0, ' ', COLS);
+    fill_line(y);
     for (size_t i = 0; i < NCOLS; i++) {
         if (!show[i])
             continue;
@@ -552,7 +581,7 @@ static void table_row(int y, const struct gm_top_ent *e, const bool *show,
     attr_t a = (sel ? A_REVERSE : 0) | (e->gone ? A_DIM : 0);
     attron(a);
     if (sel)
-        mvhline(y, 0, ' ', COLS);
+        fill_line(y);
     for (size_t i = 0; i < NCOLS; i++) {
         if (!show[i])
             continue;
@@ -589,6 +618,7 @@ static void status_line(const struct gm_top_model *m)
         snprintf(dev, sizeof dev, "%s", m->dev_filter);
     if (m->job_filter[0])
         snprintf(job, sizeof job, "  job: %.60s", m->job_filter);
+    clip_lines = LINES;
     if (m->editing) {
         attron(A_BOLD);
         putf(LINES - 1, 0, "filter command: %s_", m->text_filter);
@@ -613,20 +643,27 @@ static void status_line(const struct gm_top_model *m)
     put(LINES - 1, 0, line[k]);
 }
 
+/* Title, device and group lines, a blank line, the header and the rows,
+ * the key line last. The device and group lines leave room for the
+ * header and one row; the blank line is left out when it would not. */
 static void draw_table(const struct gm_top_model *m)
 {
     bool show[NCOLS];
+    int bottom = LINES - 1;      /* the key line */
+    clip_lines = bottom;
     title_line(m);
-    int y = group_lines(m, device_lines(m, 1)) + 1;
+    int y = group_lines(m, device_lines(m, 1));
+    if (y + 3 <= bottom)
+        y++;
     pick_columns(COLS, m->show_job, show);
     header_line(m, y++, show);
-    int room = LINES - 1 - y;
+    int room = bottom - y;
     size_t first = 0;
     if (room > 0 && m->selected >= (size_t)room)
         first = m->selected - (size_t)room + 1;
-    for (size_t i = first; i < m->nrows && y < LINES - 1; i++, y++)
+    for (size_t i = first; i < m->nrows && y < bottom; i++, y++)
         table_row(y, m->rows[i], show, i == m->selected);
-    if (m->nrows == 0 && y < LINES - 1)
+    if (m->nrows == 0 && y < bottom)
         put(y, 0, "no process is using the gpumem library under this "
             "prefix");
     status_line(m);
@@ -743,16 +780,16 @@ static int sparkline(const struct gm_top_ent *e, int y, int h)
             int x = 9 + (int)k;
             if (e->hist_oom[from + k] && r == 0) {
                 attron(COLOR_PAIR(PAIR_BAD) | A_BOLD);
-                mvaddch(y + r, x, 'X');
+                put_ch(y + r, x, 'X');
                 attroff(COLOR_PAIR(PAIR_BAD) | A_BOLD);
             } else if (cells >= level + 1) {
                 attron(COLOR_PAIR(level_pair(v, e->d.limit)));
-                mvaddch(y + r, x, '#');
+                put_ch(y + r, x, '#');
                 attroff(COLOR_PAIR(level_pair(v, e->d.limit)));
             } else if (cells >= level + 0.5) {
-                mvaddch(y + r, x, '.');
+                put_ch(y + r, x, '.');
             } else if (r == lim_row) {
-                mvaddch(y + r, x, '-');
+                put_ch(y + r, x, '-');
             }
         }
         if (r == lim_row)
@@ -845,8 +882,12 @@ static void draw_detail(const struct gm_top_model *m)
     const struct gm_top_ent *e = m->detail;
     if (e == NULL)
         return;
+    clip_lines = LINES - 1;      /* the key line's */
     int y = detail_head(e, 0);
+    /* The sparkline (h rows and its caption) as high as fits, 2 rows at
+     * least, else none. */
     int spark_h = LINES >= 30 ? 8 : 5;
+    spark_h = spark_h < LINES - 2 - y ? spark_h : LINES - 2 - y;
     y = sparkline(e, y, spark_h);
     int hist_h = LINES >= 30 ? 7 : 4;
     if (y + hist_h + 3 < LINES) {
@@ -858,6 +899,7 @@ static void draw_detail(const struct gm_top_model *m)
         y += hist_h + 1;
     }
     event_rows(m, y);
+    clip_lines = LINES;
     put(LINES - 1, 0, "DETAIL  [Esc/Left/Backspace back  h help  q quit]");
 }
 
@@ -896,10 +938,29 @@ static void draw_help(void)
         put((int)i, 0, lines[i]);
 }
 
+/* Under MIN_LINES: one line that says so, in the longest form that fits
+ * (then cut at the width). */
+static void too_small(void)
+{
+    char full[96];
+    snprintf(full, sizeof full, "gpumem-top: terminal too small (%dx%d; "
+             "%d lines needed); q quits", COLS, LINES, MIN_LINES);
+    const char *forms[] = { full, "terminal too small; q quits",
+                            "too small" };
+    size_t k = 0;
+    while (k + 1 < sizeof forms / sizeof forms[0] &&
+           width_of(forms[k]) > COLS)
+        k++;
+    put(0, 0, forms[k]);
+}
+
 void gm_view_draw(const struct gm_top_model *m)
 {
     erase();
-    if (m->screen == GM_SCR_HELP)
+    clip_lines = LINES;
+    if (LINES < MIN_LINES)
+        too_small();
+    else if (m->screen == GM_SCR_HELP)
         draw_help();
     else if (m->screen == GM_SCR_DETAIL)
         draw_detail(m);

@@ -6,7 +6,9 @@
  * Invariants: the model is complete for one frame; gm_view_draw erases
  * the curses buffer, draws the whole frame into it and refreshes once (no
  * flicker); it fits any terminal size, dropping columns and sections that
- * do not fit (usable at 80x24). A row's figures are the last ones its
+ * do not fit (usable at 80x24), and never draws over the key line (the
+ * last one); under 4 lines (title, header, one row, key line) a single
+ * line says the terminal is too small. A row's figures are the last ones its
  * process published: once it is gone (`final`), its final ones.
  */
 #ifndef GM_VIEW_H
