@@ -158,8 +158,20 @@ bool gm_grp_wait(struct gm_dev *d, uint64_t size, uint64_t deadline_ns)
 bool gm_grp_view(struct gm_dev *d, uint64_t *limit, uint64_t *room)
 {
     struct gm_group_peek v;
-    if (d->gdev1 == 0 || gm_group_peek(&group, d->gdev1 - 1, &v) != 0 ||
-        v.limit == 0)
+    if (d->gdev1 == 0)
+        return false;
+    int rc = gm_group_peek(&group, d->gdev1 - 1, &v);
+    if (rc == -2) {
+        /* Busy on every copy: the figures under the lock (a bounded
+         * wait), not the process's own view, which may be more. */
+        struct gm_group_usage u;
+        if (gm_group_query(&group, d->gdev1 - 1, &u) != 0)
+            return false;
+        v.limit = u.limit;
+        v.available = u.available;
+        rc = 0;
+    }
+    if (rc != 0 || v.limit == 0)
         return false;
     *limit = v.limit;
     *room = v.available;

@@ -342,7 +342,7 @@ int gm_group_peek(const struct gm_group *g, int gdev,
         *out = v;
         return 0;
     }
-    return -1;
+    return -2; /* busy: the caller asks under the lock (gm_group_query) */
 }
 
 bool gm_group_broken(const struct gm_group *g)

@@ -295,10 +295,12 @@ struct gm_group_peek {
  * `gen` (a few tries, yielding while a locker holds it). Returns 0, or -1
  * (*out untouched) when not joined, broken, gdev is not registered, this
  * member's slot is not its own, the header is not a group's of this
- * version any more, the copy straddles updates on every try, or the
- * figures contradict each other (the group's use below this member's
- * charge): a caller then shows the process's own view. Never waits on
- * the group's mutex, never allocates, never prints. */
+ * version any more, or the figures contradict each other (the group's
+ * use below this member's charge): a caller then shows the process's own
+ * view; -2 when the copy straddled updates on every try: the group is
+ * sound but busy, and a caller asks under the lock (gm_group_query), so
+ * that a busy group never shows a member more than it gives. Never waits
+ * on the group's mutex, never allocates, never prints. */
 int gm_group_peek(const struct gm_group *g, int gdev,
                   struct gm_group_peek *out);
 

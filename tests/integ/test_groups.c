@@ -11,10 +11,12 @@
  * contents).
  */
 #include <check.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -325,6 +327,22 @@ END_TEST
 
 #define MIB (1ull << 20)
 
+/* Keeps a group's `gen` odd (a locker forever mid-update, to its
+ * lock-free readers) until stop. */
+struct busy {
+    uint64_t *gen;
+    int stop;
+};
+
+static void *keep_gen_odd(void *arg)
+{
+    struct busy *b = arg;
+    while (!__atomic_load_n(&b->stop, __ATOMIC_SEQ_CST))
+        if ((__atomic_load_n(b->gen, __ATOMIC_SEQ_CST) & 1u) == 0)
+            __atomic_fetch_or(b->gen, 1u, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
 /* A member sees its group in cuMemGetInfo, cuDeviceTotalMem and NVML:
  * another member holds 600 MiB and its 50 MiB context of a 1000 MiB
  * group, so this one, with its own 50 MiB context, sees total 1000 MiB
@@ -360,6 +378,34 @@ START_TEST(member_sees_the_groups_room)
         ck_assert_msg(strstr(out, want) != NULL, "%s: no '%s' in:\n%s",
                       own[i], want, out);
     }
+    /* A group whose copies never settle (a locker's odd `gen` on every
+     * try: a thread here sets it again as soon as the member's own
+     * unlock clears it) is asked under its lock: the same figures, never
+     * the process's own 8 GiB. */
+    char path[256];
+    group_path(path, sizeof path);
+    int fd = open(path, O_RDWR);
+    ck_assert_int_ge(fd, 0);
+    struct gm_group_seg *seg = mmap(NULL, sizeof *seg, PROT_READ | PROT_WRITE,
+                                    MAP_SHARED, fd, 0);
+    ck_assert(seg != MAP_FAILED);
+    struct busy b = { &seg->hdr.gen, 0 };
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, keep_gen_odd, &b), 0);
+    member_env("1000M", "50M", "GPUMEM_LOG_LEVEL=error", own[0]);
+    const char *busy[] = { gm_bpath("tests/progs/nvmlview"), "--via",
+                           "dlsym", "fit", NULL };
+    int rc = gm_run(menv, 1, busy, out, sizeof out);
+    __atomic_store_n(&b.stop, 1, __ATOMIC_SEQ_CST);
+    pthread_join(th, NULL);
+    __atomic_fetch_and(&seg->hdr.gen, ~(uint64_t)1u, __ATOMIC_SEQ_CST);
+    munmap(seg, sizeof *seg);
+    close(fd);
+    ck_assert_msg(rc == 0, "busy: exit %d: %s", rc, out);
+    snprintf(want, sizeof want, "cuda total=%llu free=%llu devtotal=%llu\n",
+             1000 * MIB, 300 * MIB, 1000 * MIB);
+    ck_assert_msg(strstr(out, want) != NULL, "busy: no '%s' in:\n%s", want,
+                  out);
     ck_assert_int_eq(finish(a), 0);
     unlink(la);
 }

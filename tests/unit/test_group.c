@@ -1471,8 +1471,8 @@ END_TEST
 
 /* The device view's lock-free read: the limit, the use of every member
  * and what the rule admits now (a higher member's unused share kept);
- * nothing (-1) from a copy that never settles (a locker's odd
- * `gen`), a header that is not a group's any more, a use below this
+ * busy (-2) from a copy that never settles (a locker's odd `gen`), when
+ * the lock still answers; nothing (-1) from a header that is not a group's any more, a use below this
  * member's own charge, a slot that is not ours, or a broken group. */
 START_TEST(peek_reads_the_group_or_nothing)
 {
@@ -1502,9 +1502,14 @@ START_TEST(peek_reads_the_group_or_nothing)
     uint64_t gen = seg->hdr.gen;
     seg->hdr.gen = gen | 1u;          /* a locker that never leaves */
     v.limit = v.used = 7;
-    ck_assert_int_eq(gm_group_peek(&g, gdev, &v), -1);
+    ck_assert_int_eq(gm_group_peek(&g, gdev, &v), -2);   /* busy */
     ck_assert_uint_eq(v.limit, 7);
     ck_assert_uint_eq(v.used, 7);
+    /* ... where the lock still answers: what the view falls back to. */
+    struct gm_group_usage u;
+    ck_assert_int_eq(gm_group_query(&g, gdev, &u), 0);
+    ck_assert_uint_eq(u.limit, 1000);
+    ck_assert_uint_eq(u.available, 500);
     seg->hdr.gen = gen;
     seg->hdr.magic ^= 1u;
     ck_assert_int_eq(gm_group_peek(&g, gdev, &v), -1);
