@@ -8,8 +8,9 @@
 # grammar of its own), then for every process that is not dead and every
 # device `gpumem ps` lists checks each figure both show, the latency
 # quantiles recomputed from the histogram's buckets by the rule of
-# docs/metrics.md, the groups, and the per-device sums (over live
-# processes: the LIVE_PIDs are the live ones). Prints every difference;
+# docs/metrics.md, the groups, and the node-level sums per card (by the
+# UUID gpumem ps shows, the ordinal without one; over live processes: the
+# LIVE_PIDs are the live ones). Prints every difference;
 # exit 1 when there is one.
 import json
 import math
@@ -154,23 +155,26 @@ def main():
                 check(wd + " latency p99", quantile_ns(buckets, 990),
                       d["alloc_latency_p99_ns"])
             if p["state"] == "live":
-                s = sums.setdefault(dv, [0, 0, 0])
+                # Per card: its UUID, the ordinal when none was recorded.
+                card = (("uuid", d["uuid"]) if d.get("uuid")
+                        else ("device", str(dv)))
+                s = sums.setdefault(card, [0, 0, 0])
                 s[0] += d["used_bytes"]
                 s[1] += 1
                 s[2] = max(s[2], d["physical_bytes"])
     check("live process", sorted(str(p["pid"]) for p in procs
                                  if p["state"] == "live"), live)
-    for dv, (used, n, phys) in sums.items():
-        wd = "device %d" % dv
-        check(wd + " used sum", one(m, "gpumem_device_used_bytes", wd,
-                                    device=dv), float(used))
-        check(wd + " processes", one(m, "gpumem_device_processes", wd,
-                                     device=dv), float(n))
-        check(wd + " physical", one(m, "gpumem_device_physical_bytes", wd,
-                                    device=dv), float(phys))
-    check("devices with sums",
-          sorted(l["device"] for l, _ in m.get("gpumem_device_used_bytes", [])),
-          sorted(str(d) for d in sums))
+    for card, (used, n, phys) in sums.items():
+        wd = "card %s=%s" % card
+        for name, want in (("gpumem_device_used_bytes", used),
+                           ("gpumem_device_processes", n),
+                           ("gpumem_device_physical_bytes", phys)):
+            got = [v for l, v in m.get(name, []) if l == dict([card])]
+            check(wd + " " + name, got, [float(want)])
+    check("cards with sums",
+          sorted(sorted(l.items()) for l, _ in
+                 m.get("gpumem_device_used_bytes", [])),
+          sorted([c] for c in sums))
     check("groups", len(ps["groups"]) > 0, True)
     for g in ps["groups"]:
         wg = "group " + g["group"]

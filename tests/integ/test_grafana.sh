@@ -5,7 +5,11 @@
 # family of `gpumem exporter --once --compat hami` (a histogram's
 # _bucket, _sum and _count included), every panel has a unique id, a
 # Prometheus data source and at least one query, and every label a query
-# selects or groups by is one the exporter (or Prometheus: instance) sets.
+# selects or groups by is one the exporter (or Prometheus: instance) sets;
+# a query over the node-level device series (gpumem_device_*, one per
+# physical card: labelled uuid, or device where no UUID was recorded)
+# that aggregates keeps uuid, and groups by no label those series lack,
+# so no panel adds two cards up.
 # Exit 0 pass, 1 fail, 77 skip (no python3).
 command -v python3 >/dev/null 2>&1 || { echo "python3 not installed"; exit 77; }
 BUILD=${BUILD:-build}
@@ -33,6 +37,8 @@ labels = {"instance", "le", "pid", "command", "mode", "group", "user", "job",
           "state", "on_oom", "policy", "reason", "group_device", "uuid",
           "vdevice_index", "device_uuid", "zone", "ns_pid", "pidns",
           "pod_uid", "container_id", "runtime"}
+# The labels of the node-level device series (gpumem_device_*).
+node_labels = {"instance", "uuid", "device"}
 errors = []
 queries = []
 ids = set()
@@ -64,6 +70,15 @@ for where, q in queries:
     for l in re.findall(r"[{,]\s*([a-z_]+)\s*(?:=~|!=|!~|=)", q):
         if l not in labels:
             errors.append("%s selects on %r, not a label of the exporter" % (where, l))
+    if re.search(r"\bgpumem_device_", q):
+        for how, group in re.findall(r"\b(by|without)\s*\(([^)]*)\)", q):
+            ls = {l for l in re.split(r"[,\s]+", group.strip()) if l}
+            if (how == "by") != ("uuid" in ls):
+                errors.append("%s: %s (%s) over gpumem_device_* sums cards "
+                              "together (uuid is the card)" % (where, how, group))
+            if how == "by" and ls - node_labels:
+                errors.append("%s groups gpumem_device_* by %s, labels it "
+                              "does not carry" % (where, sorted(ls - node_labels)))
 if errors:
     print("\n".join(errors)); sys.exit(1)
 print("grafana: %d panels, %d queries, %d metric names, all exported" %

@@ -10,7 +10,10 @@
  * file whose copy is never consistent gives none of its series (counted
  * the same), its member still labelled; a second file that means the
  * same process here is skipped (reason "duplicate"), so no label set
- * appears twice; a copy of a process that is not running is left out
+ * appears twice; the node-level device sums are per card (by the UUID
+ * each live writer recorded, by ordinal without one), not per ordinal,
+ * over two writers that see one card under different ordinals; a copy
+ * of a process that is not running is left out
  * unless asked; an unreadable directory fails with its name and still
  * yields the health figures; errors add up across scrapes.
  */
@@ -22,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "shim/group/group.h"
@@ -111,7 +115,8 @@ static unsigned long long value_of(const char *text, const char *series)
     char line[256];
     snprintf(line, sizeof line, "\n%s", series);
     const char *p = strstr(text, line);
-    ck_assert_msg(p != NULL, "no series %s in:\n%s", series, text);
+    /* The text cut: check's messages are bounded. */
+    ck_assert_msg(p != NULL, "no series %s in:\n%.3000s", series, text);
     return strtoull(p + strlen(line), NULL, 10);
 }
 
@@ -398,6 +403,92 @@ START_TEST(test_duplicate_labels_skipped)
 }
 END_TEST
 
+/* A second live writer in the directory: a child holding its own segment
+ * with two cards until the parent closes the pipe. */
+static pid_t child_writer(const unsigned char *u0, const unsigned char *u1,
+                          int *hold)
+{
+    int ready[2], go[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    ck_assert_int_eq(pipe(go), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        struct gm_tel c;
+        struct gm_tel_params p = { .prefix = "gmu", .ring_events = 64,
+                                   .policy_summary = "mode=grow",
+                                   .shm_dir = dir, .dev_slots = 2 };
+        char err[256], b;
+        close(ready[0]);
+        close(go[1]);
+        if (gm_tel_open(&c, &p, err, sizeof err) != 0)
+            _exit(1);
+        gm_tel_device(&c, 0, 1ull << 30, 0, u0);
+        gm_tel_alloc(&c, 0, GM_API_MEM_ALLOC, 0x1000, 4096, 100, 4096, 4096);
+        gm_tel_device(&c, 1, 1ull << 30, 0, u1);
+        gm_tel_alloc(&c, 1, GM_API_MEM_ALLOC, 0x1000, 1024, 100, 1024, 1024);
+        if (write(ready[1], "r", 1) != 1)
+            _exit(1);
+        while (read(go[0], &b, 1) > 0)
+            ;
+        gm_tel_close(&c, false);
+        _exit(0);
+    }
+    close(ready[1]);
+    close(go[0]);
+    char b;
+    ck_assert_int_eq(read(ready[0], &b, 1), 1);
+    close(ready[0]);
+    *hold = go[1];
+    return pid;
+}
+
+/* The node-level device sums are per physical card, keyed by the UUID
+ * each process recorded, not by ordinal: the child sees card A as its
+ * device 0 and card B as its device 1, this process sees card A as its
+ * device 1 and has a device 0 without a UUID. Card A sums both
+ * processes' blocks (4096 + 16384 bytes); card B and the block without a
+ * UUID (by its ordinal) are each alone; no series of them carries both
+ * labels, and none is written twice. */
+START_TEST(test_device_sums_by_card)
+{
+    static const unsigned char ua[16] = { 0xaa, 1, 2, 3 },
+                               ub[16] = { 0xbb, 1, 2, 3 };
+    memset(&tot, 0, sizeof tot);
+    int hold;
+    pid_t pid = child_writer(ua, ub, &hold);
+    gm_tel_device(&tel, 1, 1ull << 30, 0, ua);
+    gm_tel_alloc(&tel, 1, GM_API_MEM_ALLOC, 0x5000, 16384, 100, 16384, 16384);
+    struct gm_metrics_opts o;
+    opts(&o);
+    char *t = scrape(&o, 0);
+    close(hold);
+    ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+    samples_unique(t);
+    const char *A = "uuid=\"GPU-aa010203-0000-0000-0000-000000000000\"";
+    const char *Bu = "uuid=\"GPU-bb010203-0000-0000-0000-000000000000\"";
+    char s[160];
+    snprintf(s, sizeof s, "gpumem_device_used_bytes{%s} ", A);
+    ck_assert_uint_eq(value_of(t, s), 4096 + 16384);
+    snprintf(s, sizeof s, "gpumem_device_processes{%s} ", A);
+    ck_assert_uint_eq(value_of(t, s), 2);
+    snprintf(s, sizeof s, "gpumem_device_physical_bytes{%s} ", A);
+    ck_assert_uint_eq(value_of(t, s), 1ull << 30);
+    snprintf(s, sizeof s, "gpumem_device_used_bytes{%s} ", Bu);
+    ck_assert_uint_eq(value_of(t, s), 1024);
+    snprintf(s, sizeof s, "gpumem_device_processes{%s} ", Bu);
+    ck_assert_uint_eq(value_of(t, s), 1);
+    ck_assert_uint_eq(value_of(t, "gpumem_device_used_bytes{device=\"0\"} "),
+                      8192);
+    ck_assert_uint_eq(value_of(t, "gpumem_device_processes{device=\"0\"} "),
+                      1);
+    ck_assert_ptr_null(strstr(t, "gpumem_device_used_bytes{device=\"1\""));
+    ck_assert_ptr_null(strstr(t, "gpumem_device_used_bytes{device=\"0\","));
+    ck_assert_uint_eq(value_of(t, "gpumem_scrape_segments "), 2);
+    free(t);
+}
+END_TEST
+
 START_TEST(test_missing_dir)
 {
     memset(&tot, 0, sizeof tot);
@@ -452,6 +543,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_inconsistent);
     tcase_add_test(tc, test_inconsistent_group);
     tcase_add_test(tc, test_duplicate_labels_skipped);
+    tcase_add_test(tc, test_device_sums_by_card);
     tcase_add_test(tc, test_missing_dir);
     tcase_add_test(tc, test_write_file);
     suite_add_tcase(s, tc);

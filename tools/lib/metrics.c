@@ -4,15 +4,18 @@
  * collected in its own buffer and the families joined in table order.
  *
  * Invariants: one snapshot buffer and one group view are reused for the
- * whole scrape (memory is the text plus a few hundred bytes per process
- * for the per-device sums, the HAMi rows and the labels seen, and 17
- * bytes per segment listed); every
+ * whole scrape (memory is the text, the sums of at most 128 cards, plus a
+ * few hundred bytes per process for the HAMi rows and the labels seen,
+ * and 17 bytes per segment listed); every
  * segment is closed before the next is opened; a device is exported only
  * when its copy is consistent (GM_SNAP_OK), a group only when its copy
  * was taken between two updates, so no torn figure reaches a time
  * series; no label set is written twice (a process whose labels
- * equal an earlier one's is skipped); the per-device sums count only
- * writers that are alive.
+ * equal an earlier one's is skipped); the node-level device sums count
+ * only writers that are alive, and are per physical card, keyed by the
+ * UUID each process recorded for the ordinal it sees (the ordinal only
+ * when none was: tools/lib/card.h), so processes that call different
+ * cards device 0 are never summed together.
  */
 #include "tools/lib/metrics.h"
 
@@ -26,6 +29,7 @@
 #include "policy/policy.h"
 #include "shim/base/clock.h"
 #include "shim/group/group.h"
+#include "tools/lib/card.h"
 #include "tools/lib/leak.h"
 #include "tools/lib/reader.h"
 #include "tools/lib/util.h"
@@ -101,11 +105,11 @@ static const struct gm_expo_family fams[F_COUNT] = {
     [F_PINNED] = { "gpumem_host_pinned_bytes", G, "bytes",
         "Page-locked host memory held by the process (not charged)" },
     [F_DEV_PHYS] = { "gpumem_device_physical_bytes", G, "bytes",
-        "Physical memory of the device as its processes' driver reports it" },
+        "Physical memory of the card as its processes' driver reports it" },
     [F_DEV_USED] = { "gpumem_device_used_bytes", G, "bytes",
-        "Device memory charged, summed over the live processes" },
+        "Device memory charged on the card, summed over the live processes" },
     [F_DEV_PROCS] = { "gpumem_device_processes", G, NULL,
-        "Live processes that used the device" },
+        "Live processes that used the card" },
     [F_G_USED] = { "gpumem_group_used_bytes", G, "bytes",
         "Device memory charged to a shared budget, all members" },
     [F_G_PEAK] = { "gpumem_group_peak_bytes", G, "bytes",
@@ -162,7 +166,14 @@ struct member {
     unsigned group;
 };
 
-struct devsum { uint64_t physical, used, procs; bool seen; };
+/* The node-level sums of one physical device (card), over the live
+ * processes that use it, whatever ordinal each sees it as. */
+struct devsum {
+    struct gm_card card;
+    uint64_t physical, used, procs;
+};
+
+#define MX_CARDS (2 * GM_ABI_MAX_DEVICES) /* cards summed per scrape */
 
 struct hami_row {
     char key[GM_ID_NS_LEN + GM_ID_POD_LEN + GM_ID_CTR_LEN + 40];
@@ -187,7 +198,8 @@ struct scrape {
     unsigned ngroups;
     struct member *members;
     size_t nmembers, cap_members;
-    struct devsum dev[GM_ABI_MAX_DEVICES];
+    struct devsum cards[MX_CARDS];
+    size_t ncards;
     struct hami_row *hami;
     size_t nhami, cap_hami;
     struct seen *seen;
@@ -458,6 +470,30 @@ static void latency(struct scrape *s, const char *labels,
     gm_expo_sample_u64(b, name, "_count", labels, NULL, cum);
 }
 
+/* Adds a live process's block on ordinal dv to the sums of its card; a
+ * block past MX_CARDS cards is left out of the sums and counted
+ * (reason "limit"), so the node-level series stay bounded. */
+static void card_add(struct scrape *s, int dv, const struct gm_abi_dev *d)
+{
+    struct gm_card key = gm_card_of(d, dv);
+    size_t k = 0;
+    while (k < s->ncards && !gm_card_same(&s->cards[k].card, &key))
+        k++;
+    if (k == s->ncards) {
+        if (k == MX_CARDS) {
+            s->skipped[GM_MX_LIMIT]++;
+            return;
+        }
+        s->cards[k] = (struct devsum){ .card = key };
+        s->ncards++;
+    }
+    struct devsum *ds = &s->cards[k];
+    ds->used += d->used;
+    ds->procs++;
+    if (d->physical > ds->physical)
+        ds->physical = d->physical;
+}
+
 #define U(F, v) gm_expo_sample_u64(fam(s, F), fams[F].name, NULL, L, NULL, (v))
 #define D(F, v) gm_expo_sample_f(fam(s, F), fams[F].name, NULL, L, NULL, (v))
 
@@ -500,12 +536,7 @@ static void device_series(struct scrape *s, const struct gm_scan_proc *sp,
     }
     latency(s, L, d);
     if (sp->p.state == GM_SEG_ALIVE) {
-        struct devsum *ds = &s->dev[dv];
-        ds->seen = true;
-        ds->used += d->used;
-        ds->procs++;
-        if (d->physical > ds->physical)
-            ds->physical = d->physical;
+        card_add(s, (int)dv, d);
         if (s->o->hami)
             hami_add(s, &sp->p.snap.ident, dv, d);
     }
@@ -840,14 +871,33 @@ out:
 
 /* ---- joining ----------------------------------------------------------------- */
 
+/* Cards without a UUID first, by ordinal; then by UUID. */
+static int cmp_card(const void *pa, const void *pb)
+{
+    const struct gm_card *a = &((const struct devsum *)pa)->card;
+    const struct gm_card *b = &((const struct devsum *)pb)->card;
+    bool ua = gm_uuid_recorded(a->uuid), ub = gm_uuid_recorded(b->uuid);
+    if (ua != ub)
+        return ua ? 1 : -1;
+    if (!ua)
+        return (a->dev > b->dev) - (a->dev < b->dev);
+    return memcmp(a->uuid, b->uuid, sizeof a->uuid);
+}
+
+/* The node-level series, one set per card: labelled uuid="GPU-...", or
+ * device="N" (the ordinal) for the blocks that recorded no UUID. */
 static void device_sums(struct scrape *s)
 {
-    for (unsigned d = 0; d < GM_ABI_MAX_DEVICES; d++) {
-        const struct devsum *ds = &s->dev[d];
-        if (!ds->seen)
-            continue;
-        char L[32];
-        snprintf(L, sizeof L, "device=\"%u\"", d);
+    qsort(s->cards, s->ncards, sizeof s->cards[0], cmp_card);
+    for (size_t i = 0; i < s->ncards; i++) {
+        const struct devsum *ds = &s->cards[i];
+        char L[64], uuid[48];
+        if (gm_uuid_recorded(ds->card.uuid)) {
+            gm_uuid_full(ds->card.uuid, uuid, sizeof uuid);
+            snprintf(L, sizeof L, "uuid=\"%s\"", uuid);
+        } else {
+            snprintf(L, sizeof L, "device=\"%d\"", ds->card.dev);
+        }
         if (ds->physical)
             U(F_DEV_PHYS, ds->physical);
         U(F_DEV_USED, ds->used);

@@ -10,8 +10,9 @@
  * Invariants: entries are keyed by (pid, start time, device) so a reused
  * pid is a new row. Device sums (the device lines, --json's devices) are
  * per physical card, keyed by the UUID of each process's device block
- * (the ordinal only when none was recorded), so processes that see
- * different cards as one ordinal are never summed together. The rows are the processes `--once` lists (running
+ * (the ordinal only when none was recorded: tools/lib/card.h), so
+ * processes that see different cards as one ordinal are never summed
+ * together. The rows are the processes `--once` lists (running
  * and kept), by the liveness rule of tools/lib/util.h (a zombie is not
  * running). The segment of each running process is held open between
  * refreshes (up to MAX_HELD of them), so that when it goes (a segment
@@ -37,6 +38,7 @@
 #include "policy/parse.h"
 #include "policy/policy.h"
 #include "shim/base/clock.h"
+#include "tools/lib/card.h"
 #include "tools/lib/reader.h"
 #include "tools/lib/util.h"
 #include "tools/lib/version.h"
@@ -155,12 +157,6 @@ struct held {
     struct gm_seg seg;
 };
 
-/* A physical card: its UUID, or (none recorded) the ordinal. */
-struct card_key {
-    unsigned char uuid[16];      /* all 0: none recorded */
-    int dev;                     /* the ordinal, when there is no UUID */
-};
-
 struct top {
     const char *prefix;
     double delay;
@@ -172,7 +168,7 @@ struct top {
     struct gm_top_devsum devs[GM_TOP_CARDS];
     size_t ndevs;
     bool card_filter;            /* d: only the rows on one card */
-    struct card_key card;        /* that card */
+    struct gm_card card;         /* that card */
     struct gm_top_group groups[GM_TOP_GROUPS];
     size_t ngroups;
     struct gm_top_model m;
@@ -464,32 +460,10 @@ static void expire(struct top *t, uint64_t now)
     t->nents = k;
 }
 
-/* The card of a process's block on ordinal dev. */
-static struct card_key card_of(const struct gm_abi_dev *d, int dev)
+/* The key of a device line (tools/lib/card.h). */
+static struct gm_card card_of_sum(const struct gm_top_devsum *c)
 {
-    struct card_key k;
-    memcpy(k.uuid, d->uuid, sizeof k.uuid);
-    k.dev = dev;
-    return k;
-}
-
-static bool has_uuid(const unsigned char u[16])
-{
-    static const unsigned char none[16];
-    return memcmp(u, none, sizeof none) != 0;
-}
-
-/* Same card: the same UUID; without one, the same ordinal. */
-static bool same_card(const struct card_key *a, const struct card_key *b)
-{
-    if (has_uuid(a->uuid) || has_uuid(b->uuid))
-        return memcmp(a->uuid, b->uuid, sizeof a->uuid) == 0;
-    return a->dev == b->dev;
-}
-
-static struct card_key card_of_sum(const struct gm_top_devsum *c)
-{
-    struct card_key k;
+    struct gm_card k;
     memcpy(k.uuid, c->uuid, sizeof k.uuid);
     k.dev = c->dev;
     return k;
@@ -500,11 +474,11 @@ static struct card_key card_of_sum(const struct gm_top_devsum *c)
 static void card_add(struct gm_top_devsum *cards, size_t *n, size_t cap,
                      int dev, const struct gm_abi_dev *d)
 {
-    struct card_key key = card_of(d, dev), ck;
+    struct gm_card key = gm_card_of(d, dev), ck;
     size_t k;
     for (k = 0; k < *n; k++) {
         ck = card_of_sum(&cards[k]);
-        if (same_card(&ck, &key))
+        if (gm_card_same(&ck, &key))
             break;
     }
     if (k == *n) {
@@ -551,7 +525,7 @@ static void card_label(struct gm_top_devsum *c)
         k += (size_t)snprintf(c->label + k, cap - k, "%s%u",
                               listed > 1 ? "," : "", o);
     }
-    if (has_uuid(c->uuid) && k < cap) {
+    if (gm_uuid_recorded(c->uuid) && k < cap) {
         char u[16];
         snprintf(c->label + k, cap - k, " %s",
                  gm_uuid_short(c->uuid, u, sizeof u));
@@ -582,8 +556,8 @@ static void sum_devices(struct top *t)
 static const struct gm_top_devsum *filter_card(const struct top *t)
 {
     for (size_t i = 0; t->card_filter && i < t->ndevs; i++) {
-        struct card_key k = card_of_sum(&t->devs[i]);
-        if (same_card(&k, &t->card))
+        struct gm_card k = card_of_sum(&t->devs[i]);
+        if (gm_card_same(&k, &t->card))
             return &t->devs[i];
     }
     return NULL;
@@ -791,8 +765,8 @@ static void build_rows(struct top *t)
     size_t n = 0;
     for (size_t i = 0; i < t->nents; i++) {
         struct gm_top_ent *e = t->ents[i];
-        struct card_key k = card_of(&e->d, e->dev);
-        if (t->card_filter && (e->dev < 0 || !same_card(&k, &t->card)))
+        struct gm_card k = gm_card_of(&e->d, e->dev);
+        if (t->card_filter && (e->dev < 0 || !gm_card_same(&k, &t->card)))
             continue;
         if (t->m.text_filter[0] && strstr(e->cmd, t->m.text_filter) == NULL)
             continue;
@@ -1070,7 +1044,7 @@ static void json_card(FILE *f, const struct gm_top_devsum *c)
 {
     char uuid[48];
     fprintf(f, "{\"device\":%d,\"uuid\":", c->dev);
-    if (has_uuid(c->uuid)) {
+    if (gm_uuid_recorded(c->uuid)) {
         gm_uuid_full(c->uuid, uuid, sizeof uuid);
         gm_json_str(f, uuid);
     } else {
