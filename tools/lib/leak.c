@@ -4,8 +4,10 @@
  *
  * Invariants: every loop is bounded by the caller's counts or the fixed
  * caps of leak.h; nothing reads the segment except gm_leak_of_seg and
- * gm_leak_drain_all; the series points are in time order; a figure that
- * cannot be known is NaN in the trend and null in the JSON.
+ * gm_leak_drain_all; the series points are in the records' order; the
+ * evidence of a series from the ring counts records by their order, never
+ * by their time stamps (which two clocks write); a figure that cannot be
+ * known is NaN in the trend and null in the JSON.
  */
 #include "tools/lib/leak.h"
 
@@ -100,22 +102,30 @@ static double secs(uint64_t ts, uint64_t t0)
 }
 
 /* Keeps the last GM_LEAK_SERIES_MAX points: a ring buffer while filling,
- * rotated into order by series_done. */
+ * rotated into order by series_done. A series of the ring also keeps,
+ * per point, the index of the record that closes it (at: NULL for the
+ * history's). */
 struct series {
     struct gm_trend_point *p;
+    size_t *at;
     size_t n, head; /* head: next slot once full */
 };
 
-static void series_put(struct series *s, const struct gm_trend_point *pt)
+static void series_put(struct series *s, const struct gm_trend_point *pt,
+                       size_t at)
 {
     if (s->p == NULL)
         return;
+    size_t k;
     if (s->n < GM_LEAK_SERIES_MAX) {
-        s->p[s->n++] = *pt;
-        return;
+        k = s->n++;
+    } else {
+        k = s->head;
+        s->head = (s->head + 1) % GM_LEAK_SERIES_MAX;
     }
-    s->p[s->head] = *pt;
-    s->head = (s->head + 1) % GM_LEAK_SERIES_MAX;
+    s->p[k] = *pt;
+    if (s->at != NULL)
+        s->at[k] = at;
 }
 
 static void series_done(struct series *s)
@@ -132,6 +142,11 @@ static void series_done(struct series *s)
             t = s->p[i];
             s->p[i] = s->p[j];
             s->p[j] = t;
+            if (s->at != NULL) {
+                size_t a = s->at[i];
+                s->at[i] = s->at[j];
+                s->at[j] = a;
+            }
         }
     }
     s->head = 0;
@@ -243,7 +258,7 @@ static void ring_marked(const struct gm_leak_input *in, struct series *out)
                 struct gm_trend_point p = {secs(r->ts_ns, in->t0_ns),
                                            (double)r->size, lo, hi, live,
                                            frag};
-                series_put(out, &p);
+                series_put(out, &p, i);
             }
             open = known;
             lo = hi = cur;
@@ -261,6 +276,7 @@ static void ring_marked(const struct gm_leak_input *in, struct series *out)
  * changes are left out only when they are at most a tenth of all. */
 struct changes {
     uint64_t *u, *ts, *live;
+    size_t *rec;                    /* the change's index in the records */
     int64_t *frag;                  /* after each change; -1 unknown */
     size_t m;
     uint64_t *v;
@@ -338,8 +354,10 @@ static int changes_of(const struct gm_leak_input *in, struct changes *c)
     c->v = calloc(m + 1, sizeof *c->v);
     c->at = malloc((m + 1) * sizeof *c->at);
     c->frag = malloc((m + 1) * sizeof *c->frag);
+    c->rec = malloc((m + 1) * sizeof *c->rec);
     bool *rare = malloc((m + 1) * sizeof *rare);
-    if (!c->u || !c->ts || !c->live || !c->v || !c->at || !c->frag || !rare) {
+    if (!c->u || !c->ts || !c->live || !c->v || !c->at || !c->frag ||
+        !c->rec || !rare) {
         free(rare);
         return -1;
     }
@@ -359,6 +377,7 @@ static int changes_of(const struct gm_leak_input *in, struct changes *c)
         live = live_after(live, r, in->dev);
         c->u[c->m] = r->used_after;
         c->ts[c->m] = r->ts_ns;
+        c->rec[c->m] = i;
         c->live[c->m] = live;
         c->frag[c->m] = fragrun_step(&fr, r);
         if (!rare[c->m]) {
@@ -381,6 +400,7 @@ static void changes_free(struct changes *c)
     free(c->v);
     free(c->at);
     free(c->frag);
+    free(c->rec);
 }
 
 /* Windows of P regular changes (c->v), aligned on the lowest of the second
@@ -421,7 +441,7 @@ static void ring_detected(const struct gm_leak_input *in,
         }
         struct gm_trend_point p = {secs(c->ts[i1], in->t0_ns), (double)++step,
                                    lo, hi, c->live[i1], c->frag[i1]};
-        series_put(out, &p);
+        series_put(out, &p, c->rec[i1]);
     }
 }
 
@@ -445,7 +465,7 @@ static void hist_series(const struct gm_leak_input *in, double per_step,
         struct gm_trend_point p = {secs(h->start_ns, in->t0_ns), step,
                                    h->used_min, h->used_max, h->live_allocs,
                                    -1};
-        series_put(out, &p);
+        series_put(out, &p, 0);
     }
 }
 
@@ -489,10 +509,33 @@ struct size_count {
     int64_t net;     /* change within the window */
 };
 
-/* The size whose live count grew the most from time `from` to time `to`
- * (ring events); its count before is known only when no event was lost. */
-static void evidence(const struct gm_leak_input *in, double from, double to,
-                     struct gm_trend_evidence *ev)
+/* The window the evidence counts over. From the ring's series: by the
+ * records' order, up to the record that closes its first point (lo:
+ * before the window) and its last (hi); the time stamps do not order the
+ * records (a step mark is stamped by the system clock, an allocation by
+ * its thread's tick reading, and threads interleave). From the history's:
+ * by time, from its first point to its last. */
+struct ev_window {
+    bool by_record;
+    size_t lo, hi;
+    double from, to;
+};
+
+enum ev_side { EV_BEFORE, EV_IN, EV_AFTER };
+
+static enum ev_side ev_side(const struct ev_window *w,
+                            const struct gm_leak_input *in, size_t i)
+{
+    if (w->by_record)
+        return i <= w->lo ? EV_BEFORE : i <= w->hi ? EV_IN : EV_AFTER;
+    double t = secs(in->ev[i].ts_ns, in->t0_ns);
+    return t > w->to ? EV_AFTER : t < w->from ? EV_BEFORE : EV_IN;
+}
+
+/* The size whose live count grew the most over the window (ring events);
+ * its count before is known only when no event was lost. */
+static void evidence(const struct gm_leak_input *in,
+                     const struct ev_window *w, struct gm_trend_evidence *ev)
 {
     static struct size_count tab[EV_SLOTS];
     memset(tab, 0, sizeof tab);
@@ -507,12 +550,12 @@ static void evidence(const struct gm_leak_input *in, double from, double to,
             h = (h + 1) % EV_SLOTS;
         if (probes >= EV_SLOTS)
             continue; /* table full: sizes past 1024 distinct are ignored */
-        double t = secs(r->ts_ns, in->t0_ns);
-        if (t > to)
-            continue; /* threads' time stamps need not be in ring order */
+        enum ev_side side = ev_side(w, in, i);
+        if (side == EV_AFTER)
+            continue;
         tab[h].size = r->size;
         int d = r->kind == GM_EV_ALLOC ? 1 : -1;
-        if (t < from)
+        if (side == EV_BEFORE)
             tab[h].before += d;
         else
             tab[h].net += d;
@@ -615,8 +658,14 @@ int gm_leak_analyse(const struct gm_leak_input *all, struct gm_leak *out)
     const struct gm_leak_input *in = &phase_in;
     memset(out, 0, sizeof *out);
     struct changes c = {0};
-    struct series ring = {malloc(GM_LEAK_SERIES_MAX * sizeof *ring.p), 0, 0};
-    struct series hist = {malloc(GM_LEAK_SERIES_MAX * sizeof *hist.p), 0, 0};
+    struct series ring = {malloc(GM_LEAK_SERIES_MAX * sizeof *ring.p),
+                          malloc(GM_LEAK_SERIES_MAX * sizeof *ring.at), 0, 0};
+    struct series hist = {malloc(GM_LEAK_SERIES_MAX * sizeof *hist.p), NULL,
+                          0, 0};
+    if (ring.at == NULL) {
+        free(ring.p);
+        ring.p = NULL;
+    }
     bool have_marks = false;
     for (size_t i = 0; i < in->n && !have_marks; i++)
         have_marks = in->ev[i].kind == GM_EV_STEP &&
@@ -653,18 +702,26 @@ int gm_leak_analyse(const struct gm_leak_input *all, struct gm_leak *out)
     free(other->p);
 
     struct gm_trend_point win[GM_TREND_MAX_POINTS];
+    struct ev_window ew = {use_ring, 0, 0, 0, 0};
     size_t nw;
     if (use_ring) {
         size_t skip = out->npts > GM_TREND_MAX_POINTS ? out->npts - GM_TREND_MAX_POINTS : 0;
         nw = out->npts - skip;
-        if (nw)
+        if (nw) {
             memcpy(win, out->pts + skip, nw * sizeof *win);
+            ew.lo = ring.at[skip];
+            ew.hi = ring.at[out->npts - 1];
+        }
     } else {
         nw = out->pts ? bin(out->pts, out->npts, win) : 0;
     }
+    free(ring.at);
     gm_trend_fit(win, nw, in->limit, &tp, &out->trend);
-    if (nw > 0)
-        evidence(in, win[0].t, win[nw - 1].t, &out->ev);
+    if (nw > 0) {
+        ew.from = win[0].t;
+        ew.to = win[nw - 1].t;
+        evidence(in, &ew, &out->ev);
+    }
     /* Blocks live when the phase began, or freed by an end within it, are
      * not in its records: a size's count is then known only as growth. */
     bool partial = false;
