@@ -27,6 +27,7 @@
 #include "policy/policy.h"
 #include "shim/base/clock.h"
 #include "shim/base/shmfile.h"
+#include "tools/lib/card.h"
 #include "tools/lib/leak.h"
 
 #define SCAN_MAX 4096
@@ -803,10 +804,9 @@ void gm_dev_uuid(const struct gm_abi_dev *d, char *buf, size_t cap)
     unsigned char u[16];
     if (cap > 0)
         buf[0] = '\0';
-    if (d->uuid[0] == 0 && d->uuid[1] == 0)
-        return;
     memcpy(u, d->uuid, sizeof u);
-    gm_uuid_full(u, buf, cap);
+    if (gm_uuid_recorded(u))
+        gm_uuid_full(u, buf, cap);
 }
 
 void gm_uuid_full(const unsigned char u[16], char *buf, size_t cap)
