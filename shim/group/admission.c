@@ -6,7 +6,7 @@
  *
  * Invariants: nothing on the reserve/release/wait path allocates or
  * prints; every subtraction is clamped and every addition saturates; no
- * call waits on the group's mutex longer than LOCK_WAIT_NS (a member that
+ * call waits on the group's lock longer than LOCK_WAIT_NS (a member that
  * could not get it is broken and admits everything from then on); the
  * peek takes no lock and answers only from a consistent copy.
  */

@@ -13,11 +13,16 @@
  *
  * Invariants (segment):
  *  - Every field that changes after initialisation is written only while
- *    holding `lock`, a process-shared robust mutex. A member that dies
- *    holding it is detected (EOWNERDEAD) by the next locker, which
- *    recomputes every device's `used` from the member slots, marks the
- *    mutex consistent and reclaims dead members before going on.
- *  - dev[d].used == sum over LIVE slots of charged[d] whenever the mutex is
+ *    holding `lock`, a futex word of the segment's own (below; no C
+ *    library's mutex, whose robust-list pointers in shared memory a
+ *    foreign write would make its holder follow). It names its holder: a
+ *    member's slot, whose liveness lock proves the holder alive, or an
+ *    outsider (a process joining, gc), which holds the byte
+ *    GM_GROUP_OUTSIDER_LOCK_OFF for as long as it takes and holds the
+ *    lock. A waiter that finds the holder gone takes the lock over,
+ *    recomputes every device's `used` from the member slots and reclaims
+ *    dead members before going on.
+ *  - dev[d].used == sum over LIVE slots of charged[d] whenever the lock is
  *    free, and dev[d].used <= dev[d].limit for a device with a limit but
  *    for what gm_group_charge adds without the admission rule (memory the
  *    driver already holds: a pool's growth, a member's primary context).
@@ -52,7 +57,7 @@
 
 /* "GPUMEMGR" read as a little-endian 64-bit integer. */
 #define GM_GROUP_MAGIC 0x52474d454d555047ull
-#define GM_GROUP_VERSION 2u         /* 2: liveness lock per slot, '@' name */
+#define GM_GROUP_VERSION 3u         /* 3: own lock word; 2: liveness locks */
 #define GM_GROUP_MAX_DEVICES 16
 #define GM_GROUP_MAX_MEMBERS 64
 #define GM_GROUP_WEIGHT_ONE 1000u      /* weights are stored in thousandths */
@@ -64,6 +69,20 @@
 #define GM_GROUP_LIVE_LOCK_OFF(i)                                        \
     (offsetof(struct gm_group_seg, slot) +                                \
      (size_t)(i) * sizeof(struct gm_group_slot))
+
+/* The lock word: bits 0-6 its holder (0: free; 1 + slot: that slot's
+ * member; GM_GROUP_LOCK_OUTSIDER: a process without a slot), bit 7 set
+ * while threads may sleep on it, bits 8-31 the number of times it was
+ * taken (mod 2^24), so that a waiter that found a holder gone never takes
+ * the lock from a later holder with the same name. */
+#define GM_GROUP_LOCK_HOLDER 0x7fu
+#define GM_GROUP_LOCK_OUTSIDER 0x7fu
+#define GM_GROUP_LOCK_WAITERS 0x80u
+#define GM_GROUP_LOCK_TAKEN 0x100u     /* one taking, in the count */
+
+/* The byte an outsider keeps locked (F_OFD_SETLK, write) from before it
+ * takes the lock until after it gave it back: the first of `lock`. */
+#define GM_GROUP_OUTSIDER_LOCK_OFF (offsetof(struct gm_group_seg, hdr.lock))
 
 /* Member slot states. */
 #define GM_GROUP_SLOT_FREE 0u
@@ -78,7 +97,7 @@ struct gm_group_hdr {
     uint32_t max_devices;       /*  24  GM_GROUP_MAX_DEVICES */
     uint32_t max_members;       /*  28  GM_GROUP_MAX_MEMBERS */
     uint64_t total_size;        /*  32  bytes in the file */
-    uint32_t mutex_size;        /*  40  sizeof(pthread_mutex_t) */
+    uint32_t lock_size;         /*  40  4: the lock is one 32-bit word */
     uint32_t initialised;       /*  44  atomic: 1 once all else is written */
     uint32_t closed;            /*  48  1 once unlinked (gc, last leave) */
     uint32_t pad0;              /*  52 */
@@ -92,9 +111,9 @@ struct gm_group_hdr {
     char name[GM_NAME_MAX + 8]; /* 112  group name, NUL-terminated */
     uint64_t reserved0;         /* 184 */
     union {
-        pthread_mutex_t m;
+        uint32_t word;          /*      GM_GROUP_LOCK_* (futex word) */
         char bytes[64];
-    } lock;                     /* 192  the group's robust mutex */
+    } lock;                     /* 192  the group's lock */
     uint32_t release_seq;       /* 256  futex word: bumped on every release */
     uint32_t waiters;           /* 260  threads in gm_group_wait (never
                                            below the true count) */
@@ -129,7 +148,6 @@ struct gm_group_seg {
     struct gm_group_slot slot[GM_GROUP_MAX_MEMBERS];
 };
 
-_Static_assert(sizeof(pthread_mutex_t) <= 64, "mutex fits its field");
 _Static_assert(sizeof(struct gm_group_hdr) == 512, "group header size");
 _Static_assert(offsetof(struct gm_group_hdr, name) == 112, "name");
 _Static_assert(offsetof(struct gm_group_hdr, lock) == 192, "lock");
@@ -145,7 +163,7 @@ _Static_assert(GM_GROUP_LIVE_LOCK_OFF(1) == 1536 + 192,
 
 /* Called for each (dead member, device) whose charge was reclaimed, with
  * the group device index, the member's pid and the bytes freed. Runs with
- * the group's mutex held, in whichever thread reclaimed: keep it short
+ * the group's lock held, in whichever thread reclaimed: keep it short
  * (record an event), and never call back into this API. */
 typedef void (*gm_group_reclaim_fn)(void *arg, int gdev, int pid,
                                     uint64_t bytes);
@@ -300,7 +318,7 @@ struct gm_group_peek {
  * view; -2 when the copy straddled updates on every try: the group is
  * sound but busy, and a caller asks under the lock (gm_group_query), so
  * that a busy group never shows a member more than it gives. Never waits
- * on the group's mutex, never allocates, never prints. */
+ * on the group's lock, never allocates, never prints. */
 int gm_group_peek(const struct gm_group *g, int gdev,
                   struct gm_group_peek *out);
 

@@ -6,11 +6,11 @@
  *
  * Invariants (the whole library's, see docs/groups.md): every shared
  * field that changes after initialisation is written under the segment's
- * robust mutex, with relaxed atomic stores (readers in other threads or
+ * lock (its own word: segment.c), with relaxed atomic stores (readers in other threads or
  * processes load them atomically, and `gen` tells a reader whether its
  * copy straddled an update). Every subtraction is clamped, every addition
  * saturates, so a hostile or damaged segment can give wrong numbers but
- * never wrap or fault the arithmetic. Every wait on the robust mutex ends
+ * never wrap or fault the arithmetic. Every wait on the lock ends
  * by LOCK_WAIT_NS (gm_grpi_seg_lock); a member whose wait ends unserved
  * marks its struct broken and fails open.
  */
@@ -32,7 +32,7 @@ __extension__ typedef unsigned __int128 u128;
 #define SEG_SIZE sizeof(struct gm_group_seg)
 #define NSEC 1000000000ull
 #define INIT_WAIT_NS NSEC          /* O_EXCL loser waits for the creator */
-#define LOCK_WAIT_NS (2 * NSEC)    /* the most any wait on the mutex lasts */
+#define LOCK_WAIT_NS (2 * NSEC)    /* the most any wait on the lock lasts */
 #define SCAN_GAP_NS 50000000ull    /* refusal-triggered reclaim, per process */
 #define WAIT_SLICE_NS NSEC         /* gm_group_wait re-checks at least this */
 #define SNAP_TRIES 50
@@ -112,11 +112,16 @@ bool gm_grpi_fd_ours(const struct gm_group *g)
     __attribute__((visibility("hidden")));
 void gm_grpi_adopt(struct gm_group *g, struct gm_group_seg *mem, int fd)
     __attribute__((visibility("hidden")));
-int gm_grpi_seg_lock(struct gm_group_seg *s)
+/* Takes the segment's lock for the member of `slot` (-1: an outsider,
+ * which holds the outsider byte through fd meanwhile): 0, 1 taken over
+ * from a gone holder (repaired), -1 not free within LOCK_WAIT_NS. fd is
+ * the caller's descriptor of the file; g, when not NULL, its owner. */
+int gm_grpi_seg_lock(struct gm_group_seg *s, int fd, int slot,
+                     const struct gm_group *g)
     __attribute__((visibility("hidden")));
 void gm_grpi_seg_unlock(struct gm_group_seg *s)
     __attribute__((visibility("hidden")));
-/* Whether this thread holds s's mutex (gm_grpi_seg_lock then answers -1
+/* Whether this thread holds s's lock (gm_grpi_seg_lock then answers -1
  * at once instead of waiting on itself). */
 bool gm_grpi_seg_held(const struct gm_group_seg *s)
     __attribute__((visibility("hidden")));

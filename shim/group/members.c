@@ -201,7 +201,7 @@ bool gm_grpi_own_slot(const struct gm_group *g)
  * LOCK_WAIT_NS, or our slot is no longer ours. */
 bool gm_grpi_grp_lock(struct gm_group *g)
 {
-    int rc = gm_grpi_seg_lock(g->seg);
+    int rc = gm_grpi_seg_lock(g->seg, g->fd, g->slot, g);
     if (rc < 0) {
         set_broken(g);
         return false;
@@ -226,7 +226,7 @@ int gm_grpi_build_path(char *buf, size_t cap, const char *dir,
 }
 
 /* Claims a free slot (after reclaiming dead ones) and its liveness lock;
- * the caller holds the mutex. Returns the slot, -1 when none is free, -2
+ * the caller holds the lock. Returns the slot, -1 when none is free, -2
  * when locks fail (errno). */
 static int claim_slot_locked(struct gm_group *g, unsigned *freed)
 {
@@ -260,7 +260,7 @@ static int claim_slot_locked(struct gm_group *g, unsigned *freed)
  * the group's first: what the dead left on each device (its limit, peak,
  * reclaimed bytes) goes, and devices are registered again as in a new
  * file, where the first to register one fixes its limit. The caller holds
- * the mutex, so a member joining later sees this one live and keeps the
+ * the lock, so a member joining later sees this one live and keeps the
  * table. Nothing is charged then: the dead members' charges are freed and
  * ours is 0. */
 static void start_over_if_alone_locked(struct gm_group *g)
@@ -307,7 +307,7 @@ static int attach_locked(struct gm_group *g, char *msg, size_t cap)
             gm_grpi_unmap(g);
             return -1;
         }
-        if (gm_grpi_seg_lock(g->seg) < 0) {
+        if (gm_grpi_seg_lock(g->seg, g->fd, -1, g) < 0) {
             gm_msgf(msg, cap, "the lock of %s does not respond; refusing it",
                     g->path);
             gm_grpi_unmap(g);
@@ -550,7 +550,6 @@ void gm_group_leave(struct gm_group *g)
     ST(&m->pid, 0);
     ST(&m->start_ticks, 0);
     int me = g->slot;
-    drop_live_lock(g, me);   /* after FREE: never LIVE and unlocked */
     (void)reclaim_dead_locked(g, NULL);
     unsigned others = 0;
     for (int i = 0; i < GM_GROUP_MAX_MEMBERS; i++)
@@ -561,6 +560,9 @@ void gm_group_leave(struct gm_group *g)
         gm_grpi_unlink_if_same(g->path, g->fd);
     }
     gm_grpi_seg_unlock(s);
+    /* After FREE (never LIVE and unlocked) and after the lock is given
+     * back: the byte is what proves the lock's holder alive. */
+    drop_live_lock(g, me);
     gm_grpi_wake_waiters(g);
     gm_grpi_unmap(g);
 }

@@ -1,7 +1,7 @@
 /*
  * shim/group/segment.c — the group segment as a file: creating it,
  * opening and validating an existing one (owner, mode, size, magic, ABI,
- * name), its robust lock with the repair after a dead owner, and the
+ * name), its lock with the take-over from a gone holder, and the
  * lock-free read side used by the tools (list, snapshot, gc).
  *
  * Invariants: a file is used, repaired or unlinked only after it passed
@@ -75,67 +75,28 @@ static void repair_locked(struct gm_group_seg *s)
     ST(&s->hdr.repairs, LD(&s->hdr.repairs) + 1);
 }
 
-/* The mutex, waiting at most LOCK_WAIT_NS: a same-user process can write
- * any owner into the shared word (or zero the mutex, making it a private
- * one whose wake-ups never cross processes), and a wait without an end
- * would hang the member's reaper, its allocations and its exit. */
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 30)
-#define GM_CLOCKLOCK 1
-#else
-#define GM_CLOCKLOCK 0
-#endif
+/* The lock is a word of the segment's own (GM_GROUP_LOCK_*), not a C
+ * library's mutex: a robust mutex keeps its holder's robust-list links in
+ * the shared file, and a same-user process that zeroes or rewrites them
+ * makes the holder's pthread_mutex_unlock write through them (a member
+ * crashed that way). Nothing read from the word is ever followed: it only
+ * names a holder, whose liveness this file's locks tell. */
 
-#if defined(__SANITIZE_THREAD__)
-/* ThreadSanitizer models a mutex as locked only after pthread_mutex_lock
- * or trylock (including their EOWNERDEAD answer), not after clocklock or
- * timedlock, and would then report every unlock. Its builds wait with
- * trylock and 1 ms sleeps, bounded the same way. */
-static int timed_lock(pthread_mutex_t *m)
-{
-    uint64_t end = gm_clock_monotonic_ns() + LOCK_WAIT_NS;
-    for (;;) {
-        int rc = pthread_mutex_trylock(m);
-        if (rc != EBUSY)
-            return rc;
-        if (gm_clock_monotonic_ns() >= end)
-            return ETIMEDOUT;
-        struct timespec ms = { 0, 1000000 };
-        nanosleep(&ms, NULL);
-    }
-}
-#else
-static int timed_lock(pthread_mutex_t *m)
-{
-    struct timespec ts;
-#if GM_CLOCKLOCK
-    clock_gettime(CLOCK_MONOTONIC, &ts);   /* immune to clock steps */
-#else
-    clock_gettime(CLOCK_REALTIME, &ts);
-#endif
-    uint64_t ns = (uint64_t)ts.tv_nsec + LOCK_WAIT_NS;
-    ts.tv_sec += (time_t)(ns / NSEC);
-    ts.tv_nsec = (long)(ns % NSEC);
-#if GM_CLOCKLOCK
-    return pthread_mutex_clocklock(m, CLOCK_MONOTONIC, &ts);
-#else
-    return pthread_mutex_timedlock(m, &ts);
-#endif
-}
-#endif
+#define LOCK_ASK_FIRST_NS 1000000ull    /* a holder is asked after 1 ms */
+#define LOCK_ASK_EVERY_NS 10000000ull   /* then every 10 ms */
+#define OUTSIDER_NAP_NS 200000ull       /* between tries for its byte */
 
-/* Takes the mutex, waiting at most LOCK_WAIT_NS. Returns 0, 1 when it was
- * recovered from a dead owner (state repaired), -1 when it did not respond
- * in time or cannot be used (forged owner, garbage, not recoverable). */
-/* The segment whose mutex this thread holds, or is taking or giving back
- * (from before pthread_mutex_*lock until after pthread_mutex_unlock), and
- * the holder's tid: a thread interrupted there by a signal whose handler
- * comes back into the group (leave from exit(), a reservation) must never
- * wait on itself. Its own lock attempt would also overwrite the robust
- * list's pending entry, which is how the kernel finds a mutex that a
- * thread dies in the middle of locking or unlocking. */
+/* The segment whose lock this thread holds, or is taking or giving back,
+ * and the holder's tid: a thread interrupted there by a signal whose
+ * handler comes back into the group (leave from exit(), a reservation)
+ * must never wait on itself. With it, the word this thread stored when it
+ * took the lock and (plus one) the descriptor through which it holds the
+ * outsider byte (0: none). */
 static __thread const struct gm_group_seg *t_held
     __attribute__((tls_model("initial-exec")));
 static __thread pid_t t_held_tid __attribute__((tls_model("initial-exec")));
+static __thread uint32_t t_word __attribute__((tls_model("initial-exec")));
+static __thread int t_out_fd __attribute__((tls_model("initial-exec")));
 
 bool gm_grpi_seg_held(const struct gm_group_seg *s)
 {
@@ -150,37 +111,212 @@ pid_t gm_grpi_gettid(void)
     return (pid_t)gm_thread_id();
 }
 
-int gm_grpi_seg_lock(struct gm_group_seg *s)
+static void outsider_arg(struct flock *l, short type)
 {
-    pthread_mutex_t *m = &s->hdr.lock.m;
+    memset(l, 0, sizeof *l);   /* the OFD commands want l_pid 0 */
+    l->l_type = type;
+    l->l_whence = SEEK_SET;
+    l->l_start = (off_t)GM_GROUP_OUTSIDER_LOCK_OFF;
+    l->l_len = 1;
+}
+
+/* Takes the outsider byte through fd by `end`: 1 taken, 0 not taken
+ * because this file system has no such locks (the lock is then taken
+ * without it, and such a holder is never found gone), -1 another outsider
+ * kept it past `end`. */
+static int take_outsider_byte(int fd, uint64_t end)
+{
+    if (fd < 0)
+        return 0;
+    for (;;) {
+        struct flock l;
+        outsider_arg(&l, F_WRLCK);
+        if (fcntl(fd, F_OFD_SETLK, &l) == 0)
+            return 1;
+        if (errno != EAGAIN && errno != EACCES && errno != EINTR)
+            return 0;
+        if (gm_clock_monotonic_ns() >= end)
+            return -1;
+        sleep_ns(OUTSIDER_NAP_NS);
+    }
+}
+
+static void drop_outsider_byte(int fd)
+{
+    struct flock l;
+    outsider_arg(&l, F_UNLCK);
+    (void)fcntl(fd, F_OFD_SETLK, &l);
+}
+
+/* Whether some other open file description holds the outsider byte: 1,
+ * 0, -1 unknown. */
+static int outsider_byte_held(int fd)
+{
+    struct flock l;
+    if (fd < 0)
+        return -1;
+    outsider_arg(&l, F_WRLCK);
+    if (fcntl(fd, F_OFD_GETLK, &l) != 0)
+        return -1;
+    return l.l_type != F_UNLCK;
+}
+
+/* Whether the holder that word w names is gone (asked through fd, -1:
+ * cannot ask). `slot` is the asker's (-1: an outsider), `out_mine`
+ * whether the asker holds the outsider byte (then an outsider named by
+ * the word can only be a dead one). A name that is neither a slot nor an
+ * outsider (a foreign write), our own slot (another of our threads, or a
+ * forgery) and whatever cannot be asked count as alive: the wait then
+ * ends at its bound. */
+static bool holder_gone(const struct gm_group_seg *s, int fd, int slot,
+                        bool out_mine, uint32_t w)
+{
+    uint32_t h = w & GM_GROUP_LOCK_HOLDER;
+    if (h == GM_GROUP_LOCK_OUTSIDER)
+        return out_mine || outsider_byte_held(fd) == 0;
+    if (h == 0 || h > GM_GROUP_MAX_MEMBERS || (int)h - 1 == slot)
+        return false;
+    int k = (int)h - 1;
+    int held = gm_grpi_live_lock_held(fd, k);
+    if (held != 1)
+        return held == 0;
+    /* Held: by the member, or by a child that kept its open file after
+     * the member died, which its pid tells. */
+    const struct gm_group_slot *m = &s->slot[k];
+    return LD(&m->state) == GM_GROUP_SLOT_LIVE &&
+           gm_grpi_member_gone_seen(-1, LD(&s->hdr.pidns), LD(&m->pid),
+                                    LD(&m->start_ticks), k);
+}
+
+/* The word that takes the lock over from `old` for holder `me`. */
+static uint32_t taken_word(uint32_t old, uint32_t me)
+{
+    return ((old & ~(GM_GROUP_LOCK_HOLDER | GM_GROUP_LOCK_WAITERS)) +
+            GM_GROUP_LOCK_TAKEN) | me;
+}
+
+struct asker {
+    struct gm_group_seg *s;
+    int fd;                     /* the file's descriptor, for its locks */
+    int slot;                   /* -1: an outsider */
+    bool out_mine;              /* holds the outsider byte */
+    const struct gm_group *g;   /* NULL (fd is asked), or the member */
+};
+
+/* Sleeps on the word while it reads `w` (with the waiters bit), at most
+ * `ns`. A wake-up, a change, a signal or the end all return. */
+static void sleep_on_word(uint32_t *word, uint32_t w, uint64_t ns)
+{
+    struct timespec ts = { (time_t)(ns / NSEC), (long)(ns % NSEC) };
+    (void)syscall(SYS_futex, word, FUTEX_WAIT, w, &ts, NULL, 0);
+}
+
+/* Takes the word by `end`: 0, 1 when it was taken over from a gone
+ * holder, -1 when the holder kept it (or seemed to) until `end`. */
+static int take_word(const struct asker *a, uint32_t me, uint64_t end)
+{
+    uint32_t *word = &a->s->hdr.lock.word;
+    uint32_t old = __atomic_load_n(word, __ATOMIC_RELAXED);
+    uint32_t slept = 0;   /* the waiters bit once we slept: others may */
+    uint64_t ask = 0;
+    for (;;) {
+        if ((old & GM_GROUP_LOCK_HOLDER) == 0) {
+            uint32_t w = taken_word(old, me) | slept;
+            /* Acquire: pairs with the release in gm_grpi_seg_unlock. */
+            if (__atomic_compare_exchange_n(word, &old, w, false,
+                                            __ATOMIC_ACQUIRE,
+                                            __ATOMIC_RELAXED)) {
+                t_word = w;
+                return 0;
+            }
+            continue;
+        }
+        uint64_t now = gm_clock_monotonic_ns();
+        if (ask == 0)
+            ask = now + LOCK_ASK_FIRST_NS;
+        if (now >= ask) {
+            /* A member asks through a descriptor of its own, opened for
+             * the question (never one whose number the program reused). */
+            int fd = a->g != NULL ? gm_grpi_probe_open(a->g) : a->fd;
+            bool gone = holder_gone(a->s, fd, a->slot, a->out_mine, old);
+            if (a->g != NULL && fd >= 0)
+                close(fd);
+            if (gone) {
+                uint32_t w = taken_word(old, me) | (old & GM_GROUP_LOCK_WAITERS);
+                if (__atomic_compare_exchange_n(word, &old, w, false,
+                                                __ATOMIC_ACQUIRE,
+                                                __ATOMIC_RELAXED)) {
+                    t_word = w;
+                    return 1;
+                }
+                continue;
+            }
+            ask = now + LOCK_ASK_EVERY_NS;
+        }
+        if (now >= end)
+            return -1;
+        if ((old & GM_GROUP_LOCK_WAITERS) == 0 &&
+            !__atomic_compare_exchange_n(word, &old,
+                                         old | GM_GROUP_LOCK_WAITERS, false,
+                                         __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            continue;
+        slept = GM_GROUP_LOCK_WAITERS;
+        sleep_on_word(word, old | GM_GROUP_LOCK_WAITERS,
+                      (ask < end ? ask : end) - now);
+        old = __atomic_load_n(word, __ATOMIC_RELAXED);
+    }
+}
+
+static void clear_held(void)
+{
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    __atomic_store_n(&t_held, NULL, __ATOMIC_RELAXED);
+}
+
+/* Takes the lock, waiting at most LOCK_WAIT_NS, for the member of `slot`
+ * or (slot -1) an outsider, fd being the caller's descriptor of the file
+ * (g, when given, its owner: the holder's liveness is then asked through
+ * a descriptor opened for it, not fd, whose number the program may have
+ * reused). Returns 0, 1 when it was taken over from a gone holder (the
+ * state repaired), -1 when it did not come free in time. */
+int gm_grpi_seg_lock(struct gm_group_seg *s, int fd, int slot,
+                     const struct gm_group *g)
+{
     if (gm_grpi_seg_held(s))
         return -1;   /* ours already: waiting would wait on ourselves */
     t_held_tid = gm_grpi_gettid();
     __atomic_store_n(&t_held, s, __ATOMIC_RELAXED);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    int rc = timed_lock(m);
-    if (rc != 0 && rc != EOWNERDEAD) {
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
-        __atomic_store_n(&t_held, NULL, __ATOMIC_RELAXED);
+    uint64_t end = gm_clock_monotonic_ns() + LOCK_WAIT_NS;
+    struct asker a = { s, fd, slot, false, g };
+    uint32_t me = (uint32_t)slot + 1;
+    if (slot < 0 || slot >= GM_GROUP_MAX_MEMBERS) {
+        int out = take_outsider_byte(fd, end);
+        if (out < 0) {
+            clear_held();
+            return -1;
+        }
+        a.slot = -1;
+        a.out_mine = out == 1;
+        me = GM_GROUP_LOCK_OUTSIDER;
+    }
+    int rc = take_word(&a, me, end);
+    if (rc < 0) {
+        if (a.out_mine)
+            drop_outsider_byte(fd);
+        clear_held();
         return -1;
     }
+    t_out_fd = a.out_mine ? fd + 1 : 0;
     /* Writers' half of the seqlock: gen odd before any field changes. An
      * acq_rel read-modify-write keeps the field stores that follow from
-     * moving above it (readers: take_copy). A dead writer may have left
+     * moving above it (readers: take_copy). A gone writer may have left
      * it odd already. */
     if ((LD(&s->hdr.gen) & 1u) == 0)
         __atomic_fetch_add(&s->hdr.gen, 1u, __ATOMIC_ACQ_REL);
-    if (rc == EOWNERDEAD) {
+    if (rc == 1)
         repair_locked(s);
-        if (pthread_mutex_consistent(m) != 0) {
-            pthread_mutex_unlock(m);
-            __atomic_signal_fence(__ATOMIC_SEQ_CST);
-            __atomic_store_n(&t_held, NULL, __ATOMIC_RELAXED);
-            return -1;
-        }
-        return 1;
-    }
-    return 0;
+    return rc;
 }
 
 void gm_grpi_seg_unlock(struct gm_group_seg *s)
@@ -188,9 +324,26 @@ void gm_grpi_seg_unlock(struct gm_group_seg *s)
     /* Even again: publishes the fields stored since gm_grpi_seg_lock. */
     __atomic_store_n(&s->hdr.gen, (LD(&s->hdr.gen) | 1u) + 1,
                      __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&s->hdr.lock.m);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    __atomic_store_n(&t_held, NULL, __ATOMIC_RELAXED);
+    uint32_t *word = &s->hdr.lock.word;
+    uint32_t cur = __atomic_load_n(word, __ATOMIC_RELAXED);
+    /* Only the word we stored is given back: one taken over from us (our
+     * liveness lock was lost) or rewritten by another process is left. */
+    while ((cur & ~GM_GROUP_LOCK_WAITERS) ==
+           (t_word & ~GM_GROUP_LOCK_WAITERS)) {
+        uint32_t freed = cur & ~(GM_GROUP_LOCK_HOLDER | GM_GROUP_LOCK_WAITERS);
+        /* Release: pairs with the acquire in take_word. */
+        if (__atomic_compare_exchange_n(word, &cur, freed, false,
+                                        __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+            if (cur & GM_GROUP_LOCK_WAITERS)
+                (void)syscall(SYS_futex, word, FUTEX_WAKE, 1, NULL, NULL, 0);
+            break;
+        }
+    }
+    int ofd = t_out_fd - 1;
+    t_out_fd = 0;
+    if (ofd >= 0)
+        drop_outsider_byte(ofd);
+    clear_held();
 }
 
 /* ---- segment creation and validation ------------------------------------- */
@@ -300,13 +453,9 @@ static int check_hdr(const struct gm_group_hdr *h, const char *name,
         LD(&h->slot_size) != sizeof(struct gm_group_slot) ||
         LD(&h->max_devices) != GM_GROUP_MAX_DEVICES ||
         LD(&h->max_members) != GM_GROUP_MAX_MEMBERS ||
-        LD(&h->total_size) != SEG_SIZE) {
+        LD(&h->total_size) != SEG_SIZE ||
+        LD(&h->lock_size) != sizeof h->lock.word) {
         gm_msgf(msg, cap, "%s has an unexpected layout; refusing it", path);
-        return -1;
-    }
-    if (LD(&h->mutex_size) != sizeof(pthread_mutex_t)) {
-        gm_msgf(msg, cap, "%s was made with another C library (mutex of %u "
-                "bytes); refusing it", path, LD(&h->mutex_size));
         return -1;
     }
     char n[sizeof h->name];
@@ -324,17 +473,7 @@ static int check_hdr(const struct gm_group_hdr *h, const char *name,
 static int init_seg(struct gm_group_seg *s, const char *name)
 {
     struct gm_group_hdr *h = &s->hdr;
-    pthread_mutexattr_t a;
-    if (pthread_mutexattr_init(&a) != 0)
-        return -1;
-    int rc = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-    if (rc == 0)
-        rc = pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-    if (rc == 0)
-        rc = pthread_mutex_init(&h->lock.m, &a);
-    pthread_mutexattr_destroy(&a);
-    if (rc != 0)
-        return -1;
+    h->lock.word = 0;
     h->magic = GM_GROUP_MAGIC;
     h->version = GM_GROUP_VERSION;
     h->hdr_size = sizeof(struct gm_group_hdr);
@@ -343,7 +482,7 @@ static int init_seg(struct gm_group_seg *s, const char *name)
     h->max_devices = GM_GROUP_MAX_DEVICES;
     h->max_members = GM_GROUP_MAX_MEMBERS;
     h->total_size = SEG_SIZE;
-    h->mutex_size = sizeof(pthread_mutex_t);
+    h->lock_size = sizeof h->lock.word;
     h->pidns = gm_grpi_pidns_inode();
     h->created_ns = gm_clock_realtime_ns();
     snprintf(h->name, sizeof h->name, "%s", name);
@@ -470,11 +609,11 @@ int gm_grpi_open_existing(const char *path, const char *name, bool ours,
 /* Drops the mapping and its descriptor (both exist together; a number
  * that now names another file is not ours to close). Never unlocks: in a
  * fork child the open file, and its liveness lock, are the parent's.
- * A mapping whose mutex this thread still holds (a signal handler left the
+ * A mapping whose lock this thread still holds (a signal handler left the
  * group from inside its critical section) is kept, with its descriptor:
- * the mutex is on this thread's robust list, and only while it stays
- * mapped can the kernel mark it owner-dead when the process ends, for the
- * next member to repair; unmapped, it would stay locked for good. */
+ * the interrupted critical section may still write into it, and the
+ * descriptor's liveness lock says the holder is alive until the process
+ * ends; then the next member takes the lock over and repairs it. */
 void gm_grpi_unmap(struct gm_group *g)
 {
     if (g->seg != NULL && gm_grpi_seg_held(g->seg)) {
@@ -658,7 +797,7 @@ int gm_group_snapshot(const char *path, struct gm_group_view *out,
 static int gc_mapped(struct gm_group_seg *s, int fd, const char *path,
                      char *err, size_t cap)
 {
-    if (gm_grpi_seg_lock(s) < 0) {
+    if (gm_grpi_seg_lock(s, fd, -1, NULL) < 0) {
         gm_msgf(err, cap, "the lock of %s does not respond; left alone",
                 path);
         return -1;

@@ -1169,7 +1169,7 @@ START_TEST(leave_while_holding_the_lock_does_not_break_the_group)
         if (gm_group_join(&g, &p, msg, sizeof msg) != 0)
             _exit(10);
         struct gm_group_seg *seg = g.seg;
-        if (gm_grpi_seg_lock(seg) < 0)
+        if (gm_grpi_seg_lock(seg, g.fd, g.slot, &g) < 0)
             _exit(11);
         uint64_t t0 = gm_clock_monotonic_ns();
         gm_group_leave(&g);
@@ -1193,6 +1193,49 @@ START_TEST(leave_while_holding_the_lock_does_not_break_the_group)
     ck_assert_uint_ge(v.repairs, 1);
     ck_assert_uint_eq(v.nmembers, 1);   /* the child's slot reclaimed */
     gm_group_leave(&g2);
+}
+END_TEST
+
+/* An outsider (a process without a slot: gc, one joining) that dies
+ * holding the lock: its byte lock goes with it, and the next member takes
+ * the lock over (instead of waiting out the bound), repairs, and another
+ * outsider after it is not refused. */
+START_TEST(outsider_dying_inside_the_lock_is_taken_over)
+{
+    const uint64_t L = 1000;
+    struct gm_group g;
+    struct gm_group_params p = params("outsider", 1.0, L);
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int fd;
+        struct gm_group_seg *seg = map_rw("outsider", &fd);
+        _exit(gm_grpi_seg_lock(seg, fd, -1, NULL) == 0 ? 0 : 11);
+    }
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert(WIFEXITED(st));
+    ck_assert_int_eq(WEXITSTATUS(st), 0);
+    int fd;
+    struct gm_group_seg *seg = map_rw("outsider", &fd);
+    ck_assert_uint_eq(seg->hdr.lock.word & GM_GROUP_LOCK_HOLDER,
+                      GM_GROUP_LOCK_OUTSIDER);   /* left held */
+    uint64_t u = 0;
+    ck_assert(gm_group_reserve(&g, gdev, L, &u));
+    ck_assert(!gm_group_broken(&g));   /* taken over, not timed out */
+    ck_assert_uint_eq(u, L);
+    gm_group_release(&g, gdev, L);
+    static struct gm_group_view v;
+    snap_ok("outsider", &v);
+    ck_assert_uint_ge(v.repairs, 1);
+    ck_assert_uint_eq(v.dev[gdev].used, 0);
+    struct gm_group g2;
+    join_ok(&g2, &p, NULL);   /* an outsider itself while it joins */
+    gm_group_leave(&g2);
+    unmap_rw(seg, fd);
+    gm_group_leave(&g);
 }
 END_TEST
 
@@ -1401,9 +1444,9 @@ START_TEST(hostile_or_truncated_segments_are_refused)
     write_file(path, &bad, sizeof bad, 0600);
     refused("unexpected layout", true);
     bad = img;
-    bad.hdr.mutex_size = 1;
+    bad.hdr.lock_size = 1;
     write_file(path, &bad, sizeof bad, 0600);
-    refused("another C library", true);
+    refused("unexpected layout", true);
     /* A valid segment of another group under this name. */
     write_file(path, &img, sizeof img, 0600);
     refused("does not hold the group", true);
@@ -1690,18 +1733,6 @@ static struct rep ask_bounded(struct kid *k, char op, uint64_t a, uint64_t b,
     return r;
 }
 
-static pid_t spawn_sleeper(void)
-{
-    pid_t parent = getpid(), pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        die_with_parent(parent);
-        for (;;)
-            pause();
-    }
-    return pid;
-}
-
 START_TEST(forged_lock_owner_breaks_the_group_within_a_bound)
 {
     const uint64_t L = 1000;
@@ -1710,13 +1741,21 @@ START_TEST(forged_lock_owner_breaks_the_group_within_a_bound)
     k[1] = spawn(params("forge", 1.0, L));
     ck_assert_int_eq(ask(&k[1], 'R', 300, 0).ok, 1);
     ck_assert_int_eq(ask(&k[0], 'P', 20 * MS, 0).ok, 1);   /* its reaper */
-    /* A same-user process writes a foreign thread id into the mutex. */
-    pid_t foreign = spawn_sleeper();
+    /* A same-user process writes into the lock word the name of a live
+     * member that does not hold it (k[0], whose liveness lock says it is
+     * alive). */
+    static struct gm_group_view v;
+    snap_ok("forge", &v);
+    int live = -1;
+    for (unsigned i = 0; i < v.nmembers; i++)
+        if (v.member[i].pid == k[0].pid)
+            live = v.member[i].slot;
+    ck_assert_int_ge(live, 0);
     int fd;
     struct gm_group_seg *seg = map_rw("forge", &fd);
-    __atomic_store_n(&seg->hdr.lock.m.__data.__owner, (int)foreign,
-                     __ATOMIC_SEQ_CST);
-    __atomic_store_n(&seg->hdr.lock.m.__data.__lock, (int)foreign,
+    uint32_t w = __atomic_load_n(&seg->hdr.lock.word, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&seg->hdr.lock.word,
+                     ((w & ~0xffu) + GM_GROUP_LOCK_TAKEN) | (uint32_t)(live + 1),
                      __ATOMIC_SEQ_CST);
     /* A member dies: the reaper of the other goes for the lock. */
     kid_kill(&k[1], true);
@@ -1747,7 +1786,6 @@ START_TEST(forged_lock_owner_breaks_the_group_within_a_bound)
     r = ask_bounded(&k[0], 'L', 0, 0, k, 1, "leave");
     ck_assert_int_eq(r.ok, 1);
     ck_assert_int_eq(waitpid(k[0].pid, NULL, 0), k[0].pid);
-    stop_pid(foreign);
     unmap_rw(seg, fd);
 }
 END_TEST
@@ -1766,15 +1804,69 @@ START_TEST(zeroed_lock_hangs_no_member)
         put(k[i].wr, &m, sizeof m);
     }
     usleep(100 * 1000);
-    /* Zeroed while they churn: a process-private mutex now, whose
-     * wake-ups never reach another process. */
-    memset(&seg->hdr.lock.m, 0, sizeof seg->hdr.lock.m);
+    /* Zeroed while they churn: the word reads free while one of them
+     * may hold it. */
+    memset(&seg->hdr.lock, 0, sizeof seg->hdr.lock);
     for (int i = 0; i < N; i++) {
         struct rep r;
         if (!reply_within(&k[i], &r, BOUND_NS)) {
             kill_all(k, N);
             ck_abort_msg("member %d of %d hangs on the zeroed lock", i + 1,
                          N);
+        }
+        ck_assert_uint_gt(r.v, 0);
+    }
+    for (int i = 0; i < N; i++) {
+        struct rep r = ask_bounded(&k[i], 'L', 0, 0, k, N, "leave");
+        ck_assert_int_eq(r.ok, 1);
+        waitpid(k[i].pid, NULL, 0);
+    }
+    unmap_rw(seg, fd);
+}
+END_TEST
+
+/* The lock's words zeroed one at a time while members churn, again and
+ * again, its first bytes put back between writes: no member crashes
+ * (a C library's robust mutex there made its holder follow the list
+ * pointers a foreign write left in the file) and every member answers
+ * within the bound. */
+START_TEST(zeroed_lock_words_crash_no_member)
+{
+    enum { N = 3 };
+    const uint64_t L = 1000;
+    struct kid k[N];
+    for (int i = 0; i < N; i++)
+        k[i] = spawn(params("junk", 1.0, L));
+    int fd;
+    struct gm_group_seg *seg = map_rw("junk", &fd);
+    unsigned char pristine[sizeof seg->hdr.lock];
+    memcpy(pristine, &seg->hdr.lock, sizeof pristine);
+    for (int i = 0; i < N; i++) {
+        struct cmd m = { 'C', 300, 1500 * MS };
+        put(k[i].wr, &m, sizeof m);
+    }
+    uint64_t seed = 0x9e3779b97f4a7c15ull, end = gm_clock_monotonic_ns() +
+                                                   600 * MS;
+    while (gm_clock_monotonic_ns() < end) {
+        uint64_t *q = (uint64_t *)(void *)&seg->hdr.lock;
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        if ((seed >> 33) % 2 == 0)
+            memcpy(&seg->hdr.lock, pristine, sizeof pristine);
+        else
+            __atomic_store_n(&q[(seed >> 40) % (sizeof pristine / 8)], 0,
+                             __ATOMIC_RELAXED);
+        usleep(20);
+    }
+    for (int i = 0; i < N; i++) {
+        struct rep r;
+        if (!reply_within(&k[i], &r, BOUND_NS)) {
+            int st = 0;
+            bool dead = waitpid(k[i].pid, &st, WNOHANG) == k[i].pid;
+            kill_all(k, N);
+            ck_abort_msg("member %d of %d: %s %d", i + 1, N,
+                         dead && WIFSIGNALED(st) ? "killed by signal"
+                                                 : "no answer, status",
+                         dead && WIFSIGNALED(st) ? WTERMSIG(st) : st);
         }
         ck_assert_uint_gt(r.v, 0);
     }
@@ -2015,6 +2107,7 @@ int main(void)
     tcase_add_test(t, full_group_refuses_a_65th_member);
     tcase_add_test(t, lock_survives_members_killed_inside_it);
     tcase_add_test(t, leave_while_holding_the_lock_does_not_break_the_group);
+    tcase_add_test(t, outsider_dying_inside_the_lock_is_taken_over);
     tcase_add_test(t, wait_is_served_by_another_process_release);
     tcase_add_test(t, simultaneous_first_members_share_one_segment);
     tcase_add_test(t, abandoned_creation_is_taken_over_live_one_is_not);
@@ -2027,6 +2120,7 @@ int main(void)
     tcase_add_test(t, member_without_its_descriptor_stays_alive);
     tcase_add_test(t, forged_lock_owner_breaks_the_group_within_a_bound);
     tcase_add_test(t, zeroed_lock_hangs_no_member);
+    tcase_add_test(t, zeroed_lock_words_crash_no_member);
     tcase_add_test(t, group_file_never_meets_a_process_segment);
     tcase_add_test(t, file_of_another_kind_is_never_removed_as_stale);
     suite_add_tcase(s, t);
