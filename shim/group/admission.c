@@ -49,7 +49,8 @@ uint64_t gm_grpi_live_weight(const struct gm_group_seg *s, unsigned *count)
 {
     uint64_t w = 0;
     unsigned n = 0;
-    for (int i = 0; i < GM_GROUP_MAX_MEMBERS; i++) {
+    for (uint64_t m = LD(&s->hdr.live_mask); m != 0; m &= m - 1) {
+        int i = __builtin_ctzll(m);
         if (LD(&s->slot[i].state) != GM_GROUP_SLOT_LIVE)
             continue;
         w += clamp_weight(LD(&s->slot[i].weight));
@@ -75,7 +76,8 @@ static uint64_t reserved_above(const struct gm_group_seg *s, int gdev,
     uint64_t total = gm_grpi_live_weight(s, NULL);
     uint32_t mine = clamp_weight(LD(&s->slot[me].weight));
     uint64_t p = 0;
-    for (int j = 0; j < GM_GROUP_MAX_MEMBERS; j++) {
+    for (uint64_t live = LD(&s->hdr.live_mask); live != 0; live &= live - 1) {
+        int j = __builtin_ctzll(live);
         const struct gm_group_slot *m = &s->slot[j];
         if (j == me || LD(&m->state) != GM_GROUP_SLOT_LIVE)
             continue;

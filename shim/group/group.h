@@ -26,6 +26,10 @@
  *    free, and dev[d].used <= dev[d].limit for a device with a limit but
  *    for what gm_group_charge adds without the admission rule (memory the
  *    driver already holds: a pool's growth, a member's primary context).
+ *  - hdr.live_mask has bit i set exactly when slot i is LIVE, whenever the
+ *    lock is free (both change together under it; a take-over after a
+ *    death recomputes it from the states). The priority rule visits the
+ *    slots it names only; scans for dead members read every slot.
  *  - `gen` is a seqlock for readers that take no lock: odd while a locker
  *    may be changing fields, even otherwise.
  *  - `initialised` is stored last (release) by the creator; nothing else is
@@ -117,7 +121,10 @@ struct gm_group_hdr {
     uint32_t release_seq;       /* 256  futex word: bumped on every release */
     uint32_t waiters;           /* 260  threads in gm_group_wait (never
                                            below the true count) */
-    uint32_t pad1[14];          /* 264 */
+    uint64_t live_mask;         /* 264  bit i: slot i is LIVE (the
+                                           priority rule's index of the
+                                           slots; repairs recompute it) */
+    uint32_t pad1[12];          /* 272 */
     uint64_t reserved1[24];     /* 320 */
 };                              /* 512 */
 
@@ -152,6 +159,7 @@ _Static_assert(sizeof(struct gm_group_hdr) == 512, "group header size");
 _Static_assert(offsetof(struct gm_group_hdr, name) == 112, "name");
 _Static_assert(offsetof(struct gm_group_hdr, lock) == 192, "lock");
 _Static_assert(offsetof(struct gm_group_hdr, release_seq) == 256, "futex");
+_Static_assert(offsetof(struct gm_group_hdr, live_mask) == 264, "mask");
 _Static_assert(sizeof(struct gm_group_dev) == 64, "group device size");
 _Static_assert(sizeof(struct gm_group_slot) == 192, "group slot size");
 _Static_assert(sizeof(struct gm_group_seg) == 512 + 16 * 64 + 64 * 192,

@@ -89,6 +89,15 @@ static inline void gm_grpi_raise_peak(uint64_t *peak, uint64_t v)
         ;
 }
 
+/* Slot i's state, with its bit in hdr.live_mask (the lock held). */
+static inline void gm_grpi_set_state(struct gm_group_seg *s, int i,
+                                     uint32_t state)
+{
+    uint64_t m = LD(&s->hdr.live_mask), bit = 1ull << i;
+    ST(&s->hdr.live_mask, state == GM_GROUP_SLOT_LIVE ? m | bit : m & ~bit);
+    ST(&s->slot[i].state, state);
+}
+
 /* ---- across the parts ---------------------------------------------------- */
 
 bool gm_grpi_name_ok(const char *s, size_t max)

@@ -158,7 +158,7 @@ uint64_t gm_grpi_reclaim_slot_locked(struct gm_group *g, int i)
                &s->hdr.waiters, &w, w > gone ? w - gone : 0, false,
                __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         ;
-    ST(&m->state, GM_GROUP_SLOT_FREE);
+    gm_grpi_set_state(s, i, GM_GROUP_SLOT_FREE);
     ST(&m->pid, 0);
     ST(&m->start_ticks, 0);
     ST(&s->hdr.reclaims, LD(&s->hdr.reclaims) + 1);
@@ -249,7 +249,7 @@ static int claim_slot_locked(struct gm_group *g, unsigned *freed)
         ST(&m->joined_ns, gm_clock_realtime_ns());
         for (int d = 0; d < GM_GROUP_MAX_DEVICES; d++)
             ST(&m->charged[d], 0);
-        ST(&m->state, GM_GROUP_SLOT_LIVE);
+        gm_grpi_set_state(s, i, GM_GROUP_SLOT_LIVE);
         ST(&s->hdr.joins, LD(&s->hdr.joins) + 1);
         return i;
     }
@@ -546,10 +546,10 @@ void gm_group_leave(struct gm_group *g)
         ST(&s->dev[d].used, sat_sub(LD(&s->dev[d].used), LD(&m->charged[d])));
         ST(&m->charged[d], 0);
     }
-    ST(&m->state, GM_GROUP_SLOT_FREE);
+    int me = g->slot;
+    gm_grpi_set_state(s, me, GM_GROUP_SLOT_FREE);
     ST(&m->pid, 0);
     ST(&m->start_ticks, 0);
-    int me = g->slot;
     (void)reclaim_dead_locked(g, NULL);
     unsigned others = 0;
     for (int i = 0; i < GM_GROUP_MAX_MEMBERS; i++)

@@ -59,11 +59,16 @@ static void sleep_ns(uint64_t ns)
 
 /* ---- the lock ------------------------------------------------------------ */
 
-/* After a member died holding the lock: every device's `used` becomes the
- * sum of the live slots' charges (the slots are authoritative; a death
- * between the two stores of an update leaves them apart). */
+/* After a member died holding the lock: the live mask and every device's
+ * `used` are recomputed from the slots (they are authoritative; a death
+ * between the stores of an update leaves them apart). */
 static void repair_locked(struct gm_group_seg *s)
 {
+    uint64_t live = 0;
+    for (int i = 0; i < GM_GROUP_MAX_MEMBERS; i++)
+        if (LD(&s->slot[i].state) == GM_GROUP_SLOT_LIVE)
+            live |= 1ull << i;
+    ST(&s->hdr.live_mask, live);
     for (int d = 0; d < GM_GROUP_MAX_DEVICES; d++) {
         uint64_t sum = 0;
         for (int i = 0; i < GM_GROUP_MAX_MEMBERS; i++)
@@ -211,8 +216,10 @@ static void sleep_on_word(uint32_t *word, uint32_t w, uint64_t ns)
     (void)syscall(SYS_futex, word, FUTEX_WAIT, w, &ts, NULL, 0);
 }
 
-/* Takes the word by `end`: 0, 1 when it was taken over from a gone
- * holder, -1 when the holder kept it (or seemed to) until `end`. */
+/* Takes the word by `end` (0: LOCK_WAIT_NS after the first try that
+ * finds it held; the clock is read only then): 0, 1 when it was taken
+ * over from a gone holder, -1 when the holder kept it (or seemed to)
+ * until `end`. */
 static int take_word(const struct asker *a, uint32_t me, uint64_t end)
 {
     uint32_t *word = &a->s->hdr.lock.word;
@@ -232,6 +239,8 @@ static int take_word(const struct asker *a, uint32_t me, uint64_t end)
             continue;
         }
         uint64_t now = gm_clock_monotonic_ns();
+        if (end == 0)
+            end = now + LOCK_WAIT_NS;   /* the wait starts at the first miss */
         if (ask == 0)
             ask = now + LOCK_ASK_FIRST_NS;
         if (now >= ask) {
@@ -279,18 +288,30 @@ static void clear_held(void)
  * a descriptor opened for it, not fd, whose number the program may have
  * reused). Returns 0, 1 when it was taken over from a gone holder (the
  * state repaired), -1 when it did not come free in time. */
-int gm_grpi_seg_lock(struct gm_group_seg *s, int fd, int slot,
-                     const struct gm_group *g)
+/* Writers' half of the seqlock, once the lock is had: gen odd before any
+ * field changes. An acq_rel read-modify-write keeps the field stores that
+ * follow from moving above it (readers: take_copy). A gone writer may
+ * have left it odd already. Then the repair after a take-over (rc 1). */
+static inline int entered(struct gm_group_seg *s, int rc)
 {
-    if (gm_grpi_seg_held(s))
-        return -1;   /* ours already: waiting would wait on ourselves */
-    t_held_tid = gm_grpi_gettid();
-    __atomic_store_n(&t_held, s, __ATOMIC_RELAXED);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    uint64_t end = gm_clock_monotonic_ns() + LOCK_WAIT_NS;
+    if ((LD(&s->hdr.gen) & 1u) == 0)
+        __atomic_fetch_add(&s->hdr.gen, 1u, __ATOMIC_ACQ_REL);
+    if (rc == 1)
+        repair_locked(s);
+    return rc;
+}
+
+/* Everything but a member's lock found free: an outsider's byte first,
+ * then waiting for the word. */
+static __attribute__((noinline)) int
+seg_lock_slow(struct gm_group_seg *s, int fd, int slot,
+              const struct gm_group *g)
+{
+    uint64_t end = 0;
     struct asker a = { s, fd, slot, false, g };
     uint32_t me = (uint32_t)slot + 1;
     if (slot < 0 || slot >= GM_GROUP_MAX_MEMBERS) {
+        end = gm_clock_monotonic_ns() + LOCK_WAIT_NS;
         int out = take_outsider_byte(fd, end);
         if (out < 0) {
             clear_held();
@@ -308,15 +329,32 @@ int gm_grpi_seg_lock(struct gm_group_seg *s, int fd, int slot,
         return -1;
     }
     t_out_fd = a.out_mine ? fd + 1 : 0;
-    /* Writers' half of the seqlock: gen odd before any field changes. An
-     * acq_rel read-modify-write keeps the field stores that follow from
-     * moving above it (readers: take_copy). A gone writer may have left
-     * it odd already. */
-    if ((LD(&s->hdr.gen) & 1u) == 0)
-        __atomic_fetch_add(&s->hdr.gen, 1u, __ATOMIC_ACQ_REL);
-    if (rc == 1)
-        repair_locked(s);
-    return rc;
+    return entered(s, rc);
+}
+
+int gm_grpi_seg_lock(struct gm_group_seg *s, int fd, int slot,
+                     const struct gm_group *g)
+{
+    if (gm_grpi_seg_held(s))
+        return -1;   /* ours already: waiting would wait on ourselves */
+    t_held_tid = gm_grpi_gettid();
+    __atomic_store_n(&t_held, s, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    /* A member finding the word free: one compare-and-swap. */
+    uint32_t *word = &s->hdr.lock.word;
+    uint32_t old = __atomic_load_n(word, __ATOMIC_RELAXED);
+    if (slot >= 0 && slot < GM_GROUP_MAX_MEMBERS &&
+        (old & GM_GROUP_LOCK_HOLDER) == 0) {
+        uint32_t w = taken_word(old, (uint32_t)slot + 1);
+        /* Acquire: pairs with the release in gm_grpi_seg_unlock. */
+        if (__atomic_compare_exchange_n(word, &old, w, false,
+                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+            t_word = w;
+            t_out_fd = 0;
+            return entered(s, 0);
+        }
+    }
+    return seg_lock_slow(s, fd, slot, g);
 }
 
 void gm_grpi_seg_unlock(struct gm_group_seg *s)

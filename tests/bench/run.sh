@@ -5,7 +5,8 @@
 #    and API, by callgrind: the marginal count between a loop of N1 and one
 #    of N2 pairs (start-up cancels), with the shim minus without it; with
 #    all telemetry on (the default) and with GPUMEM_TELEMETRY=0.
-#    Also with K other allocations live (0 / 1k / 10k / 100k).
+#    Also with K other allocations live (0 / 1k / 10k / 100k), and for a
+#    member of a group (GPUMEM_GROUP).
 #    Then what the history adds to the telemetry writer: bench_hist minus
 #    bench_histoff (the same event loop with the history's hot-path code
 #    compiled out), callgrind marginal per alloc+free event pair. And
@@ -118,6 +119,15 @@ if command -v valgrind >/dev/null 2>&1; then
         printf '%-10s %12s %12s %12s\n' "$SIZE" "$d" "$g" "$s"
     done
     SIZE=1048576
+    echo
+    echo "A group member (cuGetProcAddress path, 1 MiB pairs, added instructions): GPUMEM_GROUP, a 60 GiB group limit, alone in its group"
+    printf '%-7s %12s %12s\n' api telemetry limits
+    for api in alloc async; do
+        d=$(marginal gpa "$api" 0)
+        s=$(marginal gpa "$api" 1 GPUMEM_LIMIT=64G GPUMEM_GROUP="gmbench$$" GPUMEM_GROUP_LIMIT=60G)
+        o=$(marginal gpa "$api" 1 GPUMEM_LIMIT=64G GPUMEM_GROUP="gmbench$$" GPUMEM_GROUP_LIMIT=60G GPUMEM_TELEMETRY=0)
+        printf '%-7s %12s %12s\n' "$api" $((s - d)) $((o - d))
+    done
     echo
     hist_instr() { # bench pairs
         valgrind --tool=callgrind --callgrind-out-file=/dev/null \

@@ -1007,6 +1007,22 @@ static void unmap_rw(struct gm_group_seg *s, int fd)
     close(fd);
 }
 
+/* The header's live mask names exactly the LIVE slots. */
+static void mask_matches(const char *name)
+{
+    int fd;
+    struct gm_group_seg *s = map_rw(name, &fd);
+    uint64_t want = 0;
+    for (int i = 0; i < GM_GROUP_MAX_MEMBERS; i++)
+        if (__atomic_load_n(&s->slot[i].state, __ATOMIC_RELAXED) ==
+            GM_GROUP_SLOT_LIVE)
+            want |= 1ull << i;
+    uint64_t got = __atomic_load_n(&s->hdr.live_mask, __ATOMIC_RELAXED);
+    unmap_rw(s, fd);
+    ck_assert_msg(got == want, "live mask %#llx, live slots %#llx",
+                  (unsigned long long)got, (unsigned long long)want);
+}
+
 /* Plants a live slot (pid, start) holding `bytes` on gdev. */
 static void plant(struct gm_group_seg *s, int gdev, int pid, uint64_t start,
                   uint64_t bytes)
@@ -1022,6 +1038,7 @@ static void plant(struct gm_group_seg *s, int gdev, int pid, uint64_t start,
         m->charged[gdev] = bytes;
         s->dev[gdev].used += bytes;
         m->state = GM_GROUP_SLOT_LIVE;
+        s->hdr.live_mask |= 1ull << i;
         return;
     }
     ck_abort_msg("no free slot");
@@ -1149,6 +1166,7 @@ START_TEST(lock_survives_members_killed_inside_it)
     snap_ok("robust", &v);
     ck_assert_uint_gt(v.repairs, 0);   /* some kill did land inside it */
     ck_assert_uint_eq(v.reclaims, 40);
+    mask_matches("robust");
     gm_group_leave(&g);
 }
 END_TEST
@@ -1198,7 +1216,8 @@ END_TEST
 
 /* An outsider (a process without a slot: gc, one joining) that dies
  * holding the lock: its byte lock goes with it, and the next member takes
- * the lock over (instead of waiting out the bound), repairs, and another
+ * the lock over (instead of waiting out the bound), repairs (the live
+ * mask too), and another
  * outsider after it is not refused. */
 START_TEST(outsider_dying_inside_the_lock_is_taken_over)
 {
@@ -1222,6 +1241,9 @@ START_TEST(outsider_dying_inside_the_lock_is_taken_over)
     struct gm_group_seg *seg = map_rw("outsider", &fd);
     ck_assert_uint_eq(seg->hdr.lock.word & GM_GROUP_LOCK_HOLDER,
                       GM_GROUP_LOCK_OUTSIDER);   /* left held */
+    /* What a death inside an update can leave: the mask apart from the
+     * slots. The take-over's repair recomputes it. */
+    __atomic_store_n(&seg->hdr.live_mask, 0, __ATOMIC_RELAXED);
     uint64_t u = 0;
     ck_assert(gm_group_reserve(&g, gdev, L, &u));
     ck_assert(!gm_group_broken(&g));   /* taken over, not timed out */
@@ -1231,6 +1253,7 @@ START_TEST(outsider_dying_inside_the_lock_is_taken_over)
     snap_ok("outsider", &v);
     ck_assert_uint_ge(v.repairs, 1);
     ck_assert_uint_eq(v.dev[gdev].used, 0);
+    mask_matches("outsider");
     struct gm_group g2;
     join_ok(&g2, &p, NULL);   /* an outsider itself while it joins */
     gm_group_leave(&g2);
