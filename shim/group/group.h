@@ -398,6 +398,19 @@ int gm_group_list(const char *dir, const char *prefix,
 int gm_group_snapshot(const char *path, struct gm_group_view *out,
                       char *err, size_t cap);
 
+/* One card's figures in group `name`'s segment (dir NULL: /dev/shm;
+ * prefix NULL: "gpumem"), read as a tool reads them: no lock, no
+ * membership, pread into about 1.5 KiB of stack (and the path's 4 KiB).
+ * The file passes the checks a member's join makes (ours, 0600, size,
+ * magic, version, layout, name). Returns 1 with *limit (0: none) and
+ * *used, 0 when the group has no segment yet or the card (by UUID) is
+ * not registered in it, -1 when the file is refused (reason in err).
+ * For a process that only watches (NVML without CUDA): it takes no share
+ * of the group. */
+int gm_group_card(const char *dir, const char *prefix, const char *name,
+                  const unsigned char uuid[16], uint64_t *limit,
+                  uint64_t *used, char *err, size_t cap);
+
 /* Removes a group segment that has no live member (and one whose creator
  * died before initialising it). Returns 1 removed, 0 left in place (live
  * members: reason in err), -1 refused or failed (reason in err). */

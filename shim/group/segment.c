@@ -789,6 +789,76 @@ static bool name_from_path(const char *path, char *buf, size_t cap)
     return true;
 }
 
+/* A consistent copy of the header and the device blocks (the last copy
+ * when every try straddled an update: each field is still whole). */
+struct card_copy {
+    struct gm_group_hdr h;
+    struct gm_group_dev dev[GM_GROUP_MAX_DEVICES];
+};
+
+static bool take_card_copy(int fd, struct card_copy *c)
+{
+    const off_t gen_off = (off_t)offsetof(struct gm_group_hdr, gen);
+    for (int t = 0; t < SNAP_TRIES; t++) {
+        uint64_t g1, g2;
+        if (!gm_pread_all(fd, &g1, sizeof g1, gen_off) ||
+            !gm_pread_all(fd, c, sizeof *c, 0) ||
+            !gm_pread_all(fd, &g2, sizeof g2, gen_off))
+            return false;
+        if (g1 == g2 && (g1 & 1u) == 0)
+            break;
+        sleep_ns(200000);
+    }
+    return true;
+}
+
+int gm_group_card(const char *dir, const char *prefix, const char *name,
+                  const unsigned char uuid[16], uint64_t *limit,
+                  uint64_t *used, char *err, size_t cap)
+{
+    char path[GM_PATH_MAX];
+    gm_msgf(err, cap, "%s", "");
+    if (dir == NULL || dir[0] == '\0')
+        dir = "/dev/shm";
+    if (prefix == NULL || prefix[0] == '\0')
+        prefix = "gpumem";
+    if (!gm_grpi_name_ok(name, GM_NAME_MAX) ||
+        gm_grpi_build_path(path, sizeof path, dir, prefix, name) != 0) {
+        gm_msgf(err, cap, "no group segment path for \"%s\" in %s",
+                name ? name : "", dir);
+        return -1;
+    }
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return 0;
+        gm_msgf(err, cap, errno == ELOOP ? "%s is a symbolic link; refusing "
+                "to follow it" : "cannot open %s", path);
+        return -1;
+    }
+    int rc = check_file(fd, path, true, err, cap);
+    struct card_copy c;
+    if (rc == 0 && !take_card_copy(fd, &c)) {
+        gm_msgf(err, cap, "%s was truncated while being read", path);
+        rc = -1;
+    }
+    if (rc == 0 && __atomic_load_n(&c.h.initialised, __ATOMIC_RELAXED) != 1)
+        rc = 1;   /* being created: nothing registered yet */
+    if (rc == 0 && check_hdr(&c.h, name, path, err, cap) != 0)
+        rc = -1;
+    close(fd);
+    if (rc != 0)
+        return rc < 0 ? -1 : 0;
+    for (int d = 0; d < GM_GROUP_MAX_DEVICES; d++) {
+        if (c.dev[d].present != 1 || memcmp(c.dev[d].uuid, uuid, 16) != 0)
+            continue;
+        *limit = c.dev[d].limit;
+        *used = c.dev[d].used;
+        return 1;
+    }
+    return 0;
+}
+
 int gm_group_snapshot(const char *path, struct gm_group_view *out,
                       char *err, size_t cap)
 {

@@ -44,6 +44,7 @@
 #include "shim/base/safefile.h"
 #include "shim/driver/nvml.h"
 #include "shim/driver/nvml_api.h"
+#include "shim/group/group.h"
 
 extern char **environ;
 
@@ -272,22 +273,60 @@ static uint64_t job_charge(gm_nvml_dev h)
                        getenv("SLURM_JOB_ID"), uuid, NULL);
 }
 
+/* The group's ceiling on NVML device h for a process of GPUMEM_GROUP that
+ * does not join it (it only watches: joining would take a share of the
+ * group): the limit its segment holds for the card, or where the card is
+ * not registered there yet (no segment, or a file a member would refuse)
+ * this process's own GPUMEM_GROUP_LIMIT resolved against the card, as a
+ * first member would register it. *used: the group's charge there (0
+ * without one). Returns the ceiling, 0 for none. */
+static uint64_t solo_group(gm_nvml_dev h, uint64_t total, uint64_t *used)
+{
+    char text[GM_NVML_UUID_BUFFER], err[256];
+    unsigned char uuid[16];
+    uint64_t limit = 0;
+    *used = 0;
+    if (solo_policy.group[0] == '\0')
+        return 0;
+    if (lib_uuid(h, text, sizeof text) == GM_NVML_SUCCESS &&
+        gm_uuid_parse(text, uuid) &&
+        gm_group_card(solo_policy.shm_dir, solo_policy.shm_prefix,
+                      solo_policy.group, uuid, &limit, used, err,
+                      sizeof err) == 1)
+        return limit;
+    return gm_limit_resolve(&solo_policy.group_limit, total);
+}
+
+static uint64_t min_limit(uint64_t a, uint64_t b)
+{
+    return a == 0 ? b : b == 0 ? a : a < b ? a : b;
+}
+
 static bool view_solo(gm_nvml_dev h, uint64_t total, uint64_t free,
                       struct nv_view *v)
 {
     pthread_once(&solo_once, solo_load);
-    if (!solo_valid || !solo_policy.nvml_view || !gm_policy_has_limit(&solo_policy))
+    if (!solo_valid || !solo_policy.nvml_view)
+        return false;
+    bool own = gm_policy_has_limit(&solo_policy);
+    if (!own && solo_policy.group[0] == '\0')
         return false;
     int ord = solo_ordinal(h);
     if (ord < 0)
         return false;
-    uint64_t limit = gm_policy_limit_for(&solo_policy, (unsigned)ord, total);
+    uint64_t limit =
+        own ? gm_policy_limit_for(&solo_policy, (unsigned)ord, total) : 0;
+    uint64_t group_used = 0;
+    limit = min_limit(limit, solo_group(h, total, &group_used));
     if (limit == 0)
         return false;
     v->total = limit < total ? limit : total;
     /* Used is what the job's processes are charged on this card (their
-     * segments), so the room left is what the job can still take. */
+     * segments), or the group's charge there where that is more, so the
+     * room left is what the job can still take. */
     uint64_t job = job_charge(h);
+    if (group_used > job)
+        job = group_used;
     uint64_t room = v->total > job ? v->total - job : 0;
     v->free = free < room ? free : room;
     v->charged = 0;

@@ -403,6 +403,40 @@ START_TEST(nvml_only_shows_the_jobs_charge)
 }
 END_TEST
 
+/* An NVML-only process of a group (nvidia-smi in a job whose ranks share
+ * a group budget) sees the group's ceiling without joining it: the limit
+ * the group's segment holds for the card (2 GiB, registered by the CUDA
+ * process; the watcher's own GPUMEM_GROUP_LIMIT=3G is not what applies)
+ * and, as used, the group's charge there (1 GiB and the 300 MiB context).
+ * With a group limit and no GPUMEM_LIMIT of its own the same. Without a
+ * segment (the member gone), its own group limit, resolved on the card. */
+START_TEST(nvml_only_sees_the_groups_ceiling)
+{
+    setenv("GPUMEM_GROUP", "nvwatch", 1);
+    setenv("GPUMEM_GROUP_LIMIT", "2G", 1);
+    holder_start_as("1073741824", "4G");
+    unsetenv("GPUMEM_GROUP");
+    unsetenv("GPUMEM_GROUP_LIMIT");
+    const char *env[] = { "GPUMEM_LIMIT=4G", "GPUMEM_GROUP=nvwatch",
+                          "GPUMEM_GROUP_LIMIT=3G", NULL };
+    RUN(out, 1, env, prog(vias[_i]), "--via", vias[_i], "info");
+    const char *alone[] = { "GPUMEM_GROUP=nvwatch", "GPUMEM_GROUP_LIMIT=3G",
+                            NULL };
+    RUN(out2, 1, alone, prog(vias[_i]), "--via", vias[_i], "info");
+    holder_stop();
+    const unsigned long long used = (1ull << 30) + 300 * MIB;
+    char want[256];
+    snprintf(want, sizeof want, "total=%llu free=%llu used=%llu ", 2ull << 30,
+             (2ull << 30) - used, used);
+    has(out, want);
+    has(out2, want);
+    const char *gone[] = { "GPUMEM_GROUP=nvwatch", "GPUMEM_GROUP_LIMIT=1G",
+                           NULL };
+    RUN(out, 1, gone, prog(vias[_i]), "--via", vias[_i], "info");
+    has(out, "total=1073741824 free=1073741824 used=0 ");
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("nvml");
@@ -420,6 +454,7 @@ static Suite *suite(void)
     tcase_add_loop_test(t, calls_before_cuinit_resolve_nothing, 0, 3);
     tcase_add_test(t, context_measured_through_nvml_not_the_fallback);
     tcase_add_loop_test(t, nvml_only_shows_the_jobs_charge, 0, 2);
+    tcase_add_loop_test(t, nvml_only_sees_the_groups_ceiling, 0, 2);
     suite_add_tcase(s, t);
     return s;
 }

@@ -1902,6 +1902,51 @@ START_TEST(zeroed_lock_words_crash_no_member)
 }
 END_TEST
 
+/* gm_group_card reads one card's limit and charge without joining: what
+ * a member reserved, 0 for a card or a group not there, and a planted
+ * symbolic link or a file a member would refuse is refused, untouched. */
+START_TEST(card_reads_the_group_without_joining)
+{
+    const uint64_t L = 1000;
+    struct gm_group g;
+    struct gm_group_params p = params("card", 1.0, L);
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    uint64_t u = 0, lim = 7, used = 7;
+    ck_assert(gm_group_reserve(&g, gdev, 300, &u));
+    char err[512];
+    ck_assert_int_eq(gm_group_card(dir, PREFIX, "card", UUID0, &lim, &used,
+                                   err, sizeof err), 1);
+    ck_assert_uint_eq(lim, L);
+    ck_assert_uint_eq(used, 300);
+    static struct gm_group_view v;
+    snap_ok("card", &v);
+    ck_assert_uint_eq(v.nmembers, 1);   /* it took no slot */
+    unsigned char other[16];
+    memcpy(other, UUID0, sizeof other);
+    other[15] ^= 1;
+    ck_assert_int_eq(gm_group_card(dir, PREFIX, "card", other, &lim, &used,
+                                   err, sizeof err), 0);
+    ck_assert_int_eq(gm_group_card(dir, PREFIX, "nosuch", UUID0, &lim, &used,
+                                   err, sizeof err), 0);
+    char path[256], link[256];
+    seg_path(path, sizeof path, "card");
+    seg_path(link, sizeof link, "linked");
+    ck_assert_int_eq(symlink(path, link), 0);
+    ck_assert_int_eq(gm_group_card(dir, PREFIX, "linked", UUID0, &lim, &used,
+                                   err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "symbolic link"));
+    unlink(link);
+    ck_assert_int_eq(chmod(path, 0644), 0);
+    ck_assert_int_eq(gm_group_card(dir, PREFIX, "card", UUID0, &lim, &used,
+                                   err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "not 0600"));
+    ck_assert_int_eq(chmod(path, 0600), 0);
+    gm_group_release(&g, gdev, 300);
+    gm_group_leave(&g);
+}
+END_TEST
+
 /* ---- names and kinds ----------------------------------------------------- */
 
 struct find_arg { const char *name; char path[256]; };
@@ -2144,6 +2189,7 @@ int main(void)
     tcase_add_test(t, forged_lock_owner_breaks_the_group_within_a_bound);
     tcase_add_test(t, zeroed_lock_hangs_no_member);
     tcase_add_test(t, zeroed_lock_words_crash_no_member);
+    tcase_add_test(t, card_reads_the_group_without_joining);
     tcase_add_test(t, group_file_never_meets_a_process_segment);
     tcase_add_test(t, file_of_another_kind_is_never_removed_as_stale);
     suite_add_tcase(s, t);
