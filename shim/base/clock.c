@@ -177,19 +177,41 @@ uint64_t gm_proc_start_realtime_ns(uint64_t ticks)
     return now > age ? now - age : 0;
 }
 
-/* True when /proc/<pid>/stat shows a zombie or dying task ('Z', 'X'):
- * it keeps its pid and start time, but its memory and descriptors are
- * gone. */
+/* The number of threads /proc/<pid>/stat gives after the command's ')'
+ * (field 20, the 18th after it), or 0 when it cannot be read. */
+static unsigned long stat_threads(const char *after, const char *end)
+{
+    int field = 3;   /* `after` points at field 3, the state */
+    const char *p = after;
+    while (p < end && field < 20) {
+        if (*p++ == ' ')
+            field++;
+    }
+    unsigned long v = 0;
+    for (; p < end && *p >= '0' && *p <= '9'; p++)
+        v = v * 10 + (unsigned long)(*p - '0');
+    return v;
+}
+
+/* True when /proc/<pid>/stat shows a zombie or dying task ('Z', 'X')
+ * with no other thread: it keeps its pid and start time, but its memory
+ * and descriptors are gone. A leader that called pthread_exit shows 'Z'
+ * too while its other threads run on (the thread count says so): that
+ * process is alive. */
 static bool proc_finished(int pid)
 {
     char buf[1024];
     ssize_t n = read_stat(pid, buf, sizeof buf);
     if (n <= 0)
         return false;
-    for (ssize_t i = n - 1; i >= 0; i--)
-        if (buf[i] == ')')
-            return i + 2 < n && buf[i + 1] == ' ' &&
-                   (buf[i + 2] == 'Z' || buf[i + 2] == 'X');
+    for (ssize_t i = n - 1; i >= 0; i--) {
+        if (buf[i] != ')')
+            continue;
+        if (!(i + 2 < n && buf[i + 1] == ' ' &&
+              (buf[i + 2] == 'Z' || buf[i + 2] == 'X')))
+            return false;
+        return stat_threads(buf + i + 2, buf + n) <= 1;
+    }
     return false;
 }
 

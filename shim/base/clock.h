@@ -97,7 +97,8 @@ uint64_t gm_proc_start_realtime_ns(uint64_t ticks);
 
 /* True when `pid` exists (kill(pid, 0) succeeds or fails with EPERM), is
  * not a zombie (killed or exited, not yet reaped: every tool and the group
- * library call it dead) and, when start_ticks != 0 and /proc/<pid>/stat
+ * library call it dead; a leader that left with pthread_exit while other
+ * threads run is no zombie here) and, when start_ticks != 0 and /proc/<pid>/stat
  * is readable, its start time equals start_ticks. */
 bool gm_proc_alive(int pid, uint64_t start_ticks);
 

@@ -45,17 +45,34 @@ void gm_grpi_wake_waiters(struct gm_group *g)
 
 /* ---- the priority rule ------------------------------------------------- */
 
+/* Weight of slot i when it is LIVE, else 0 (and *n counts it). */
+static uint64_t live_weight_of(const struct gm_group_seg *s, int i,
+                               unsigned *n)
+{
+    if (LD(&s->slot[i].state) != GM_GROUP_SLOT_LIVE)
+        return 0;
+    (*n)++;
+    return clamp_weight(LD(&s->slot[i].weight));
+}
+
 uint64_t gm_grpi_live_weight(const struct gm_group_seg *s, unsigned *count)
 {
     uint64_t w = 0;
     unsigned n = 0;
-    for (uint64_t m = LD(&s->hdr.live_mask); m != 0; m &= m - 1) {
-        int i = __builtin_ctzll(m);
-        if (LD(&s->slot[i].state) != GM_GROUP_SLOT_LIVE)
-            continue;
-        w += clamp_weight(LD(&s->slot[i].weight));
-        n++;
-    }
+    for (uint64_t m = LD(&s->hdr.live_mask); m != 0; m &= m - 1)
+        w += live_weight_of(s, __builtin_ctzll(m), &n);
+    if (count != NULL)
+        *count = n;
+    return w;
+}
+
+uint64_t gm_grpi_live_weight_all(const struct gm_group_seg *s,
+                                 unsigned *count)
+{
+    uint64_t w = 0;
+    unsigned n = 0;
+    for (int i = 0; i < GM_GROUP_MAX_MEMBERS; i++)
+        w += live_weight_of(s, i, &n);
     if (count != NULL)
         *count = n;
     return w;

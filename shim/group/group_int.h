@@ -147,6 +147,11 @@ bool gm_grpi_own_slot(const struct gm_group *g)
     __attribute__((visibility("hidden")));
 uint64_t gm_grpi_live_weight(const struct gm_group_seg *s, unsigned *count)
     __attribute__((visibility("hidden")));
+/* The same from every slot's state, not the mask: for what must not trust
+ * the mask (starting the group over, the tools' view). */
+uint64_t gm_grpi_live_weight_all(const struct gm_group_seg *s,
+                                 unsigned *count)
+    __attribute__((visibility("hidden")));
 uint64_t gm_grpi_share_of(uint64_t limit, uint64_t w, uint64_t total)
     __attribute__((visibility("hidden")));
 void gm_grpi_unlink_if_same(const char *path, int fd)

@@ -267,7 +267,7 @@ static void start_over_if_alone_locked(struct gm_group *g)
 {
     struct gm_group_seg *s = g->seg;
     unsigned live;
-    (void)gm_grpi_live_weight(s, &live);
+    (void)gm_grpi_live_weight_all(s, &live);   /* never the mask alone */
     if (live != 1)
         return;
     for (int d = 0; d < GM_GROUP_MAX_DEVICES; d++) {

@@ -126,9 +126,11 @@ static void outsider_arg(struct flock *l, short type)
 }
 
 /* Takes the outsider byte through fd by `end`: 1 taken, 0 not taken
- * because this file system has no such locks (the lock is then taken
- * without it, and such a holder is never found gone), -1 another outsider
- * kept it past `end`. */
+ * because this file system has no such locks (EINVAL, ENOSYS,
+ * EOPNOTSUPP: the lock is then taken without it, and such a holder is
+ * never found gone), -1 another outsider kept it past `end` (or locks
+ * failed otherwise: the word is never held without the byte where the
+ * byte exists). */
 static int take_outsider_byte(int fd, uint64_t end)
 {
     if (fd < 0)
@@ -138,8 +140,11 @@ static int take_outsider_byte(int fd, uint64_t end)
         outsider_arg(&l, F_WRLCK);
         if (fcntl(fd, F_OFD_SETLK, &l) == 0)
             return 1;
-        if (errno != EAGAIN && errno != EACCES && errno != EINTR)
-            return 0;
+        if (errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)
+            return 0;   /* no such locks here */
+        if (errno != EAGAIN && errno != EACCES && errno != EINTR &&
+            errno != ENOLCK)
+            return -1;  /* never hold the word without the byte */
         if (gm_clock_monotonic_ns() >= end)
             return -1;
         sleep_ns(OUTSIDER_NAP_NS);
@@ -183,10 +188,12 @@ static bool holder_gone(const struct gm_group_seg *s, int fd, int slot,
         return false;
     int k = (int)h - 1;
     int held = gm_grpi_live_lock_held(fd, k);
-    if (held != 1)
-        return held == 0;
-    /* Held: by the member, or by a child that kept its open file after
-     * the member died, which its pid tells. */
+    if (held == 0)
+        return true;
+    /* Held (by the member, or by a child that kept its open file after
+     * the member died), or not asked (no descriptor: the file was
+     * removed, or none was left to open): its pid tells. A slot no longer
+     * LIVE is one its member is leaving, inside the lock. */
     const struct gm_group_slot *m = &s->slot[k];
     return LD(&m->state) == GM_GROUP_SLOT_LIVE &&
            gm_grpi_member_gone_seen(-1, LD(&s->hdr.pidns), LD(&m->pid),
@@ -226,6 +233,7 @@ static int take_word(const struct asker *a, uint32_t me, uint64_t end)
     uint32_t old = __atomic_load_n(word, __ATOMIC_RELAXED);
     uint32_t slept = 0;   /* the waiters bit once we slept: others may */
     uint64_t ask = 0;
+    bool asked = false;   /* the holder was asked about at least once */
     for (;;) {
         if ((old & GM_GROUP_LOCK_HOLDER) == 0) {
             uint32_t w = taken_word(old, me) | slept;
@@ -250,6 +258,7 @@ static int take_word(const struct asker *a, uint32_t me, uint64_t end)
             bool gone = holder_gone(a->s, fd, a->slot, a->out_mine, old);
             if (a->g != NULL && fd >= 0)
                 close(fd);
+            asked = true;
             if (gone) {
                 uint32_t w = taken_word(old, me) | (old & GM_GROUP_LOCK_WAITERS);
                 if (__atomic_compare_exchange_n(word, &old, w, false,
@@ -262,7 +271,9 @@ static int take_word(const struct asker *a, uint32_t me, uint64_t end)
             }
             ask = now + LOCK_ASK_EVERY_NS;
         }
-        if (now >= end)
+        /* Never given up before the holder was asked about once (an
+         * outsider's byte may have taken most of the bound). */
+        if (now >= end && asked)
             return -1;
         if ((old & GM_GROUP_LOCK_WAITERS) == 0 &&
             !__atomic_compare_exchange_n(word, &old,
@@ -270,8 +281,9 @@ static int take_word(const struct asker *a, uint32_t me, uint64_t end)
                                          __ATOMIC_RELAXED, __ATOMIC_RELAXED))
             continue;
         slept = GM_GROUP_LOCK_WAITERS;
+        uint64_t until = asked && end < ask ? end : ask;
         sleep_on_word(word, old | GM_GROUP_LOCK_WAITERS,
-                      (ask < end ? ask : end) - now);
+                      until > now ? until - now : 0);
         old = __atomic_load_n(word, __ATOMIC_RELAXED);
     }
 }
@@ -289,13 +301,22 @@ static void clear_held(void)
  * reused). Returns 0, 1 when it was taken over from a gone holder (the
  * state repaired), -1 when it did not come free in time. */
 /* Writers' half of the seqlock, once the lock is had: gen odd before any
- * field changes. An acq_rel read-modify-write keeps the field stores that
- * follow from moving above it (readers: take_copy). A gone writer may
- * have left it odd already. Then the repair after a take-over (rc 1). */
+ * field changes, by a release fence after the increment. A gone writer
+ * may have left it odd already. Then the repair after a take-over (rc
+ * 1). */
 static inline int entered(struct gm_group_seg *s, int rc)
 {
-    if ((LD(&s->hdr.gen) & 1u) == 0)
+    if ((LD(&s->hdr.gen) & 1u) == 0) {
+#if defined(__SANITIZE_THREAD__)
+        /* ThreadSanitizer refuses fences; it orders by the RMW. */
         __atomic_fetch_add(&s->hdr.gen, 1u, __ATOMIC_ACQ_REL);
+#else
+        __atomic_fetch_add(&s->hdr.gen, 1u, __ATOMIC_RELAXED);
+        /* The odd gen before every field store that follows (pairs with
+         * the readers' acquire fence in take_copy and peek_once). */
+        __atomic_thread_fence(__ATOMIC_RELEASE);
+#endif
+    }
     if (rc == 1)
         repair_locked(s);
     return rc;
@@ -746,7 +767,7 @@ static void fill_view(const struct gm_group_seg *c, struct gm_group_view *v,
         o->reclaimed_bytes = s->reclaimed_bytes;
         v->ndev = (unsigned)d + 1;
     }
-    uint64_t total = gm_grpi_live_weight(c, NULL);
+    uint64_t total = gm_grpi_live_weight_all(c, NULL);
     for (int i = 0; i < GM_GROUP_MAX_MEMBERS; i++) {
         const struct gm_group_slot *s = &c->slot[i];
         if (s->state != GM_GROUP_SLOT_LIVE)

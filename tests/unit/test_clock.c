@@ -7,6 +7,7 @@
  * of magnitude.
  */
 #include <check.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -63,6 +64,49 @@ START_TEST(test_zombie_is_not_alive)
 }
 END_TEST
 
+static void *sleeper(void *arg)
+{
+    int *fd = arg;
+    char c;
+    (void)!read(*fd, &c, 1);   /* until the parent closes the pipe */
+    return NULL;
+}
+
+/* A process whose main thread left with pthread_exit while another thread
+ * runs shows 'Z' for its leader, and is alive: a group member or a
+ * telemetry writer allocating from its other threads. */
+START_TEST(test_leader_gone_threads_alive)
+{
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    pid_t c = fork();
+    ck_assert_int_ge(c, 0);
+    if (c == 0) {
+        close(p[1]);
+        static int fd;
+        fd = p[0];
+        pthread_t t;
+        if (pthread_create(&t, NULL, sleeper, &fd) != 0)
+            _exit(3);
+        pthread_exit(NULL);
+    }
+    close(p[0]);
+    for (int i = 0; i < 5000 && stat_state(c) != 'Z'; i++) {
+        struct timespec ms = { 0, 1000000 };
+        nanosleep(&ms, NULL);
+    }
+    ck_assert_int_eq(stat_state(c), 'Z');
+    uint64_t start = 0;
+    ck_assert_int_eq(gm_proc_start_ticks((int)c, &start), 0);
+    ck_assert_msg(gm_proc_alive((int)c, start),
+                  "a process with a running thread counted as dead");
+    close(p[1]);   /* the thread returns, the process ends */
+    int st;
+    ck_assert_int_eq(waitpid(c, &st, 0), c);
+    ck_assert(!gm_proc_alive((int)c, start));
+}
+END_TEST
+
 START_TEST(test_tick_difference_is_monotonic_time)
 {
     gm_ticks_init();
@@ -103,6 +147,7 @@ static Suite *clock_suite(void)
     tcase_add_test(tc, test_tick_difference_is_monotonic_time);
     tcase_add_test(tc, test_tick_reading_is_realtime);
     tcase_add_test(tc, test_zombie_is_not_alive);
+    tcase_add_test(tc, test_leader_gone_threads_alive);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1262,6 +1262,73 @@ START_TEST(outsider_dying_inside_the_lock_is_taken_over)
 }
 END_TEST
 
+/* A joiner that finds itself the only live member starts the group over
+ * (limits, use and peak cleared). That is decided from every slot, not
+ * from the live mask: with the mask cleared by a foreign write, a live
+ * member's charge and the registered limit survive the next join. */
+START_TEST(start_over_reads_the_slots_not_the_mask)
+{
+    const uint64_t L = 1000;
+    struct gm_group g;
+    struct gm_group_params p = params("nomask", 1.0, L);
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    uint64_t u = 0;
+    ck_assert(gm_group_reserve(&g, gdev, 300, &u));
+    int fd;
+    struct gm_group_seg *seg = map_rw("nomask", &fd);
+    __atomic_store_n(&seg->hdr.live_mask, 0, __ATOMIC_RELAXED);
+    struct kid k = spawn(params("nomask", 1.0, L));
+    static struct gm_group_view v;
+    snap_ok("nomask", &v);
+    ck_assert_uint_eq(v.dev[gdev].limit, L);
+    ck_assert_uint_eq(v.dev[gdev].used, 300);
+    ck_assert_uint_eq(v.nmembers, 2);
+    struct rep r = ask(&k, 'L', 0, 0);
+    ck_assert_int_eq(r.ok, 1);
+    waitpid(k.pid, NULL, 0);
+    unmap_rw(seg, fd);
+    gm_group_release(&g, gdev, 300);
+    gm_group_leave(&g);
+}
+END_TEST
+
+/* A member that dies holding the lock after its group's file was removed
+ * (rm, systemd's RemoveIPC): its liveness lock cannot be asked about (no
+ * descriptor of the file can be opened), so its pid tells, and the next
+ * member takes the lock over instead of waiting out the bound. */
+START_TEST(holder_is_asked_by_pid_when_the_file_is_gone)
+{
+    const uint64_t L = 1000;
+    struct gm_group g;
+    struct gm_group_params p = params("unlinked", 1.0, L);
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        struct gm_group c;
+        char msg[512];
+        if (gm_group_join(&c, &p, msg, sizeof msg) != 0)
+            _exit(10);
+        _exit(gm_grpi_seg_lock(c.seg, c.fd, c.slot, &c) == 0 ? 0 : 11);
+    }
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert(WIFEXITED(st));
+    ck_assert_int_eq(WEXITSTATUS(st), 0);
+    char path[256];
+    seg_path(path, sizeof path, "unlinked");
+    ck_assert_int_eq(unlink(path), 0);
+    uint64_t u = 0;
+    ck_assert(gm_group_reserve(&g, gdev, L, &u));
+    ck_assert(!gm_group_broken(&g));   /* taken over, not timed out */
+    ck_assert_uint_eq(u, L);
+    gm_group_release(&g, gdev, L);
+    gm_group_leave(&g);
+}
+END_TEST
+
 /* ---- waiting ------------------------------------------------------------- */
 
 START_TEST(wait_is_served_by_another_process_release)
@@ -2176,6 +2243,8 @@ int main(void)
     tcase_add_test(t, lock_survives_members_killed_inside_it);
     tcase_add_test(t, leave_while_holding_the_lock_does_not_break_the_group);
     tcase_add_test(t, outsider_dying_inside_the_lock_is_taken_over);
+    tcase_add_test(t, start_over_reads_the_slots_not_the_mask);
+    tcase_add_test(t, holder_is_asked_by_pid_when_the_file_is_gone);
     tcase_add_test(t, wait_is_served_by_another_process_release);
     tcase_add_test(t, simultaneous_first_members_share_one_segment);
     tcase_add_test(t, abandoned_creation_is_taken_over_live_one_is_not);
