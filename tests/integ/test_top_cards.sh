@@ -18,7 +18,8 @@
 #   - the interactive view (in tmux, when installed): two device lines,
 #     each labelled `dev 0 GPU-xxxxxxxx` with its card's short UUID and
 #     `1 proc`; `d` shows one card at a time (the key line names it, only
-#     its process is listed), then all; the detail view names the card.
+#     its process is listed), then all; the detail view of each process
+#     names its card (card 0's UUID begins with two zero bytes).
 # Checks are independent: every failure is listed, then the test exits 1.
 # Its own segment prefix, simulated machine and tmux socket; the processes
 # it started, the tmux server and the files under the prefix are removed
@@ -31,7 +32,10 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/gm-topcards.XXXXXX") || exit 1
 SOCK=$T/tmux.sock
 SESSION=top
 export GPUMEM_SHM_PREFIX=$PREFIX SIMCUDA_SHM=${PREFIX}sim
+# Seed 66337 gives card 0 a UUID that begins with two zero bytes
+# (GPU-0000ee8a-...): every tool names a card from all of its bytes.
 export LD_LIBRARY_PATH=$B/sim SIMCUDA_DEVICES=2 SIMCUDA_MEMORY=1G,1G
+export SIMCUDA_UUID_SEED=66337
 export SIMCUDA_CONTEXT=64M SIMCUDA_LATENCY=0
 failures=0
 PIDS=""
@@ -173,9 +177,21 @@ else
     saw "dev: 0 $S2 " && { r=$(rows); [ "$r" = "$P2 " ] || bad "d on $S2 lists '$r', not $P2"; }
     tm send-keys -t "$SESSION" d
     expect "dev: all "
-    # The detail view names the card of its process.
-    tm send-keys -t "$SESSION" Enter
-    expect "^DETAIL +pid [0-9]+ +device 0 GPU-[0-9a-f]{8} "
+    # The detail view names the card of its process, for each process
+    # (one card's UUID begins with 0000).
+    details=
+    for row in 1 2; do
+        tm send-keys -t "$SESSION" Enter
+        expect "^DETAIL +pid [0-9]+ +device 0 GPU-[0-9a-f]{8} "
+        details="$details $(screen | grep -oE '^DETAIL +pid [0-9]+ +device 0 GPU-[0-9a-f]{8}' | awk '{ print $3 "=" $6 }')"
+        tm send-keys -t "$SESSION" Escape
+        saw "^ *PID " || bad "the detail view did not close"
+        tm send-keys -t "$SESSION" Down
+    done
+    case "$details" in
+        *"$PID_A=$SA"*"$PID_B=$SB"*|*"$PID_B=$SB"*"$PID_A=$SA"*) ;;
+        *) bad "the detail views named '$details', not $PID_A=$SA and $PID_B=$SB" ;;
+    esac
     tm send-keys -t "$SESSION" q
 fi
 

@@ -32,6 +32,7 @@
 
 #include "policy/parse.h"
 #include "shim/telemetry/report.h"
+#include "tools/lib/card.h"
 #include "tools/lib/escape.h"
 #include "tools/lib/reader.h"
 #include "tools/lib/util.h"
@@ -728,7 +729,7 @@ static int detail_head(const struct gm_top_ent *e, int y)
     char card[24] = "";
     unsigned char u[16];
     memcpy(u, e->d.uuid, sizeof u);
-    if (e->d.uuid[0] || e->d.uuid[1]) {
+    if (gm_uuid_recorded(u)) {
         char sh[16];
         snprintf(card, sizeof card, " %s", gm_uuid_short(u, sh, sizeof sh));
     }
