@@ -207,6 +207,18 @@ static uint32_t taken_word(uint32_t old, uint32_t me)
             GM_GROUP_LOCK_TAKEN) | me;
 }
 
+/* The word from *old to w, remembered as this thread's when it took
+ * (acquire: pairs with the release in gm_grpi_seg_unlock); *old is the
+ * word found when it did not. */
+static inline bool try_take(uint32_t *word, uint32_t *old, uint32_t w)
+{
+    if (!__atomic_compare_exchange_n(word, old, w, false, __ATOMIC_ACQUIRE,
+                                     __ATOMIC_RELAXED))
+        return false;
+    t_word = w;
+    return true;
+}
+
 struct asker {
     struct gm_group_seg *s;
     int fd;                     /* the file's descriptor, for its locks */
@@ -236,14 +248,8 @@ static int take_word(const struct asker *a, uint32_t me, uint64_t end)
     bool asked = false;   /* the holder was asked about at least once */
     for (;;) {
         if ((old & GM_GROUP_LOCK_HOLDER) == 0) {
-            uint32_t w = taken_word(old, me) | slept;
-            /* Acquire: pairs with the release in gm_grpi_seg_unlock. */
-            if (__atomic_compare_exchange_n(word, &old, w, false,
-                                            __ATOMIC_ACQUIRE,
-                                            __ATOMIC_RELAXED)) {
-                t_word = w;
+            if (try_take(word, &old, taken_word(old, me) | slept))
                 return 0;
-            }
             continue;
         }
         uint64_t now = gm_clock_monotonic_ns();
@@ -260,13 +266,9 @@ static int take_word(const struct asker *a, uint32_t me, uint64_t end)
                 close(fd);
             asked = true;
             if (gone) {
-                uint32_t w = taken_word(old, me) | (old & GM_GROUP_LOCK_WAITERS);
-                if (__atomic_compare_exchange_n(word, &old, w, false,
-                                                __ATOMIC_ACQUIRE,
-                                                __ATOMIC_RELAXED)) {
-                    t_word = w;
+                if (try_take(word, &old, taken_word(old, me) |
+                                             (old & GM_GROUP_LOCK_WAITERS)))
                     return 1;
-                }
                 continue;
             }
             ask = now + LOCK_ASK_EVERY_NS;
@@ -366,11 +368,7 @@ int gm_grpi_seg_lock(struct gm_group_seg *s, int fd, int slot,
     uint32_t old = __atomic_load_n(word, __ATOMIC_RELAXED);
     if (slot >= 0 && slot < GM_GROUP_MAX_MEMBERS &&
         (old & GM_GROUP_LOCK_HOLDER) == 0) {
-        uint32_t w = taken_word(old, (uint32_t)slot + 1);
-        /* Acquire: pairs with the release in gm_grpi_seg_unlock. */
-        if (__atomic_compare_exchange_n(word, &old, w, false,
-                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-            t_word = w;
+        if (try_take(word, &old, taken_word(old, (uint32_t)slot + 1))) {
             t_out_fd = 0;
             return entered(s, 0);
         }
@@ -721,14 +719,18 @@ int gm_group_list(const char *dir, const char *prefix,
 
 /* Reads the whole file between two reads of `gen` (syscalls order the
  * copies); *consistent when both are equal and even. */
-static int take_copy(int fd, struct gm_group_seg *c, bool *consistent)
+/* The file's first len bytes into buf between two equal, even readings
+ * of `gen` (*consistent), or the last try's copy when every try
+ * straddled an update (each field is still whole). -1 on a short read. */
+static int copy_between_updates(int fd, void *buf, size_t len,
+                                bool *consistent)
 {
     const off_t gen_off = (off_t)offsetof(struct gm_group_hdr, gen);
     *consistent = false;
     for (int t = 0; t < SNAP_TRIES; t++) {
         uint64_t g1, g2;
         if (!gm_pread_all(fd, &g1, sizeof g1, gen_off) ||
-            !gm_pread_all(fd, c, sizeof *c, 0) ||
+            !gm_pread_all(fd, buf, len, 0) ||
             !gm_pread_all(fd, &g2, sizeof g2, gen_off))
             return -1;
         if (g1 == g2 && (g1 & 1u) == 0) {
@@ -738,6 +740,11 @@ static int take_copy(int fd, struct gm_group_seg *c, bool *consistent)
         sleep_ns(200000);
     }
     return 0;
+}
+
+static int take_copy(int fd, struct gm_group_seg *c, bool *consistent)
+{
+    return copy_between_updates(fd, c, sizeof *c, consistent);
 }
 
 /* fd: the file the copy came from, for the members' liveness locks. */
@@ -810,8 +817,7 @@ static bool name_from_path(const char *path, char *buf, size_t cap)
     return true;
 }
 
-/* A consistent copy of the header and the device blocks (the last copy
- * when every try straddled an update: each field is still whole). */
+/* The header and the device blocks, copied between updates. */
 struct card_copy {
     struct gm_group_hdr h;
     struct gm_group_dev dev[GM_GROUP_MAX_DEVICES];
@@ -819,18 +825,8 @@ struct card_copy {
 
 static bool take_card_copy(int fd, struct card_copy *c)
 {
-    const off_t gen_off = (off_t)offsetof(struct gm_group_hdr, gen);
-    for (int t = 0; t < SNAP_TRIES; t++) {
-        uint64_t g1, g2;
-        if (!gm_pread_all(fd, &g1, sizeof g1, gen_off) ||
-            !gm_pread_all(fd, c, sizeof *c, 0) ||
-            !gm_pread_all(fd, &g2, sizeof g2, gen_off))
-            return false;
-        if (g1 == g2 && (g1 & 1u) == 0)
-            break;
-        sleep_ns(200000);
-    }
-    return true;
+    bool consistent;
+    return copy_between_updates(fd, c, sizeof *c, &consistent) == 0;
 }
 
 int gm_group_card(const char *dir, const char *prefix, const char *name,

@@ -1880,6 +1880,30 @@ START_TEST(forged_lock_owner_breaks_the_group_within_a_bound)
 }
 END_TEST
 
+/* Every churning member answers within the bound (one that died is
+ * named with its signal), having churned, then leaves. */
+static void churned_and_left(struct kid *k, int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct rep r;
+        if (!reply_within(&k[i], &r, BOUND_NS)) {
+            int st = 0;
+            bool dead = waitpid(k[i].pid, &st, WNOHANG) == k[i].pid;
+            kill_all(k, n);
+            ck_abort_msg("member %d of %d: %s %d", i + 1, n,
+                         dead && WIFSIGNALED(st) ? "killed by signal"
+                                                 : "no answer, status",
+                         dead && WIFSIGNALED(st) ? WTERMSIG(st) : st);
+        }
+        ck_assert_uint_gt(r.v, 0);
+    }
+    for (int i = 0; i < n; i++) {
+        struct rep r = ask_bounded(&k[i], 'L', 0, 0, k, n, "leave");
+        ck_assert_int_eq(r.ok, 1);
+        waitpid(k[i].pid, NULL, 0);
+    }
+}
+
 START_TEST(zeroed_lock_hangs_no_member)
 {
     enum { N = 3 };
@@ -1897,20 +1921,7 @@ START_TEST(zeroed_lock_hangs_no_member)
     /* Zeroed while they churn: the word reads free while one of them
      * may hold it. */
     memset(&seg->hdr.lock, 0, sizeof seg->hdr.lock);
-    for (int i = 0; i < N; i++) {
-        struct rep r;
-        if (!reply_within(&k[i], &r, BOUND_NS)) {
-            kill_all(k, N);
-            ck_abort_msg("member %d of %d hangs on the zeroed lock", i + 1,
-                         N);
-        }
-        ck_assert_uint_gt(r.v, 0);
-    }
-    for (int i = 0; i < N; i++) {
-        struct rep r = ask_bounded(&k[i], 'L', 0, 0, k, N, "leave");
-        ck_assert_int_eq(r.ok, 1);
-        waitpid(k[i].pid, NULL, 0);
-    }
+    churned_and_left(k, N);
     unmap_rw(seg, fd);
 }
 END_TEST
@@ -1947,24 +1958,7 @@ START_TEST(zeroed_lock_words_crash_no_member)
                              __ATOMIC_RELAXED);
         usleep(20);
     }
-    for (int i = 0; i < N; i++) {
-        struct rep r;
-        if (!reply_within(&k[i], &r, BOUND_NS)) {
-            int st = 0;
-            bool dead = waitpid(k[i].pid, &st, WNOHANG) == k[i].pid;
-            kill_all(k, N);
-            ck_abort_msg("member %d of %d: %s %d", i + 1, N,
-                         dead && WIFSIGNALED(st) ? "killed by signal"
-                                                 : "no answer, status",
-                         dead && WIFSIGNALED(st) ? WTERMSIG(st) : st);
-        }
-        ck_assert_uint_gt(r.v, 0);
-    }
-    for (int i = 0; i < N; i++) {
-        struct rep r = ask_bounded(&k[i], 'L', 0, 0, k, N, "leave");
-        ck_assert_int_eq(r.ok, 1);
-        waitpid(k[i].pid, NULL, 0);
-    }
+    churned_and_left(k, N);
     unmap_rw(seg, fd);
 }
 END_TEST
