@@ -720,14 +720,15 @@ int gm_group_list(const char *dir, const char *prefix,
 /* Reads the whole file between two reads of `gen` (syscalls order the
  * copies); *consistent when both are equal and even. */
 /* The file's first len bytes into buf between two equal, even readings
- * of `gen` (*consistent), or the last try's copy when every try
- * straddled an update (each field is still whole). -1 on a short read. */
-static int copy_between_updates(int fd, void *buf, size_t len,
+ * of `gen` (*consistent), or the last of `tries` copies (200 us apart)
+ * when every try straddled an update (each field is still whole). -1 on
+ * a short read. */
+static int copy_between_updates(int fd, void *buf, size_t len, int tries,
                                 bool *consistent)
 {
     const off_t gen_off = (off_t)offsetof(struct gm_group_hdr, gen);
     *consistent = false;
-    for (int t = 0; t < SNAP_TRIES; t++) {
+    for (int t = 0; t < tries; t++) {
         uint64_t g1, g2;
         if (!gm_pread_all(fd, &g1, sizeof g1, gen_off) ||
             !gm_pread_all(fd, buf, len, 0) ||
@@ -744,7 +745,7 @@ static int copy_between_updates(int fd, void *buf, size_t len,
 
 static int take_copy(int fd, struct gm_group_seg *c, bool *consistent)
 {
-    return copy_between_updates(fd, c, sizeof *c, consistent);
+    return copy_between_updates(fd, c, sizeof *c, SNAP_TRIES, consistent);
 }
 
 /* fd: the file the copy came from, for the members' liveness locks. */
@@ -825,8 +826,10 @@ struct card_copy {
 
 static bool take_card_copy(int fd, struct card_copy *c)
 {
+    /* Few tries: an NVML query waits for it, and a writer that died with
+     * `gen` odd would make every try straddle until a member repairs. */
     bool consistent;
-    return copy_between_updates(fd, c, sizeof *c, &consistent) == 0;
+    return copy_between_updates(fd, c, sizeof *c, 4, &consistent) == 0;
 }
 
 int gm_group_card(const char *dir, const char *prefix, const char *name,
