@@ -197,7 +197,9 @@ static unsigned long stat_threads(const char *after, const char *end)
  * with no other thread: it keeps its pid and start time, but its memory
  * and descriptors are gone. A leader that called pthread_exit shows 'Z'
  * too while its other threads run on (the thread count says so): that
- * process is alive. */
+ * process is alive. So is, for the moment its other threads take to go,
+ * a whole process that is exiting (its descriptors and locks go with the
+ * last thread). */
 static bool proc_finished(int pid)
 {
     char buf[1024];
