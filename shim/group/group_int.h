@@ -6,9 +6,9 @@
  *
  * Invariants (the whole library's, see docs/groups.md): every shared
  * field that changes after initialisation is written under the segment's
- * lock (its own word: segment.c), with relaxed atomic stores (readers in other threads or
- * processes load them atomically, and `gen` tells a reader whether its
- * copy straddled an update). Every subtraction is clamped, every addition
+ * lock (its own word: segment.c), with relaxed atomic stores (readers
+ * in other threads or processes load them atomically, and `gen` tells a
+ * reader whether its copy straddled an update). Every subtraction is clamped, every addition
  * saturates, so a hostile or damaged segment can give wrong numbers but
  * never wrap or fault the arithmetic. Every wait on the lock ends
  * by LOCK_WAIT_NS (gm_grpi_seg_lock); a member whose wait ends unserved

@@ -296,12 +296,6 @@ static void clear_held(void)
     __atomic_store_n(&t_held, NULL, __ATOMIC_RELAXED);
 }
 
-/* Takes the lock, waiting at most LOCK_WAIT_NS, for the member of `slot`
- * or (slot -1) an outsider, fd being the caller's descriptor of the file
- * (g, when given, its owner: the holder's liveness is then asked through
- * a descriptor opened for it, not fd, whose number the program may have
- * reused). Returns 0, 1 when it was taken over from a gone holder (the
- * state repaired), -1 when it did not come free in time. */
 /* Writers' half of the seqlock, once the lock is had: gen odd before any
  * field changes, by a release fence after the increment. A gone writer
  * may have left it odd already. Then the repair after a take-over (rc
@@ -355,6 +349,12 @@ seg_lock_slow(struct gm_group_seg *s, int fd, int slot,
     return entered(s, rc);
 }
 
+/* Takes the lock, waiting at most LOCK_WAIT_NS, for the member of `slot`
+ * or (slot -1) an outsider, fd being the caller's descriptor of the file
+ * (g, when given, its owner: the holder's liveness is then asked through
+ * a descriptor opened for it, not fd, whose number the program may have
+ * reused). Returns 0, 1 when it was taken over from a gone holder (the
+ * state repaired), -1 when it did not come free in time. */
 int gm_grpi_seg_lock(struct gm_group_seg *s, int fd, int slot,
                      const struct gm_group *g)
 {
@@ -717,12 +717,10 @@ int gm_group_list(const char *dir, const char *prefix,
     return count;
 }
 
-/* Reads the whole file between two reads of `gen` (syscalls order the
- * copies); *consistent when both are equal and even. */
 /* The file's first len bytes into buf between two equal, even readings
  * of `gen` (*consistent), or the last of `tries` copies (200 us apart)
  * when every try straddled an update (each field is still whole). -1 on
- * a short read. */
+ * a short read. The syscalls order the copies. */
 static int copy_between_updates(int fd, void *buf, size_t len, int tries,
                                 bool *consistent)
 {
@@ -743,6 +741,7 @@ static int copy_between_updates(int fd, void *buf, size_t len, int tries,
     return 0;
 }
 
+/* The whole file (the tools' snapshot). */
 static int take_copy(int fd, struct gm_group_seg *c, bool *consistent)
 {
     return copy_between_updates(fd, c, sizeof *c, SNAP_TRIES, consistent);
@@ -862,7 +861,7 @@ int gm_group_card(const char *dir, const char *prefix, const char *name,
         gm_msgf(err, cap, "%s was truncated while being read", path);
         rc = -1;
     }
-    if (rc == 0 && __atomic_load_n(&c.h.initialised, __ATOMIC_RELAXED) != 1)
+    if (rc == 0 && c.h.initialised != 1)
         rc = 1;   /* being created: nothing registered yet */
     if (rc == 0 && check_hdr(&c.h, name, path, err, cap) != 0)
         rc = -1;

@@ -259,37 +259,32 @@ static int solo_ordinal(gm_nvml_dev h)
     return -1;
 }
 
-/* What the job's live processes are charged on NVML device h
+/* What the job's live processes are charged on the card of this UUID
  * (shim/telemetry/jobuse.h): their segments in this process's segment
  * directory, of its user and, under Slurm, of its job. */
-static uint64_t job_charge(gm_nvml_dev h)
+static uint64_t job_charge(const unsigned char uuid[16])
 {
-    char text[GM_NVML_UUID_BUFFER];
-    unsigned char uuid[16];
-    if (lib_uuid(h, text, sizeof text) != GM_NVML_SUCCESS ||
-        !gm_uuid_parse(text, uuid))
-        return 0;
     return gm_job_used(solo_policy.shm_dir, solo_policy.shm_prefix, getuid(),
                        getenv("SLURM_JOB_ID"), uuid, NULL);
 }
 
-/* The group's ceiling on NVML device h for a process of GPUMEM_GROUP that
- * does not join it (it only watches: joining would take a share of the
- * group): the limit its segment holds for the card, or where the card is
- * not registered there yet (no segment, or a file a member would refuse)
- * this process's own GPUMEM_GROUP_LIMIT resolved against the card, as a
- * first member would register it. *used: the group's charge there (0
- * without one). Returns the ceiling, 0 for none. */
-static uint64_t solo_group(gm_nvml_dev h, uint64_t total, uint64_t *used)
+/* The group's ceiling on the card of `uuid` (NULL: not known) of `total`
+ * bytes, for a process of GPUMEM_GROUP that does not join it (it only
+ * watches: joining would take a share of the group): the limit its
+ * segment holds for the card, or where the card is not registered there
+ * yet (no segment, or a file a member would refuse) this process's own
+ * GPUMEM_GROUP_LIMIT resolved against the card, as a first member would
+ * register it. *used: the group's charge there (0 without one). Returns
+ * the ceiling, 0 for none. */
+static uint64_t solo_group(const unsigned char *uuid, uint64_t total,
+                           uint64_t *used)
 {
-    char text[GM_NVML_UUID_BUFFER], err[256];
-    unsigned char uuid[16];
+    char err[256];
     uint64_t limit = 0;
     *used = 0;
     if (solo_policy.group[0] == '\0')
         return 0;
-    if (lib_uuid(h, text, sizeof text) == GM_NVML_SUCCESS &&
-        gm_uuid_parse(text, uuid) &&
+    if (uuid != NULL &&
         gm_group_card(solo_policy.shm_dir, solo_policy.shm_prefix,
                       solo_policy.group, uuid, &limit, used, err,
                       sizeof err) == 1)
@@ -316,15 +311,22 @@ static bool view_solo(gm_nvml_dev h, uint64_t total, uint64_t free,
         return false;
     uint64_t limit =
         own ? gm_policy_limit_for(&solo_policy, (unsigned)ord, total) : 0;
+    /* The card's UUID, read once: the job's and the group's charges are
+     * both keyed by it. */
+    char text[GM_NVML_UUID_BUFFER];
+    unsigned char uuid[16];
+    bool known = lib_uuid(h, text, sizeof text) == GM_NVML_SUCCESS &&
+                 gm_uuid_parse(text, uuid);
     uint64_t group_used = 0;
-    limit = min_limit(limit, solo_group(h, total, &group_used));
+    limit = min_limit(limit, solo_group(known ? uuid : NULL, total,
+                                        &group_used));
     if (limit == 0)
         return false;
     v->total = limit < total ? limit : total;
     /* Used is what the job's processes are charged on this card (their
      * segments), or the group's charge there where that is more, so the
      * room left is what the job can still take. */
-    uint64_t job = job_charge(h);
+    uint64_t job = known ? job_charge(uuid) : 0;
     if (group_used > job)
         job = group_used;
     uint64_t room = v->total > job ? v->total - job : 0;

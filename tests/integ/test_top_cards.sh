@@ -55,20 +55,9 @@ trap 'exit 1' INT TERM
 fail() { echo "FAIL: $*"; exit 1; }
 bad() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-hold() { # name visible-devices limit
-    env CUDA_VISIBLE_DEVICES="$2" GPUMEM_LIMIT="$3" \
-        LD_PRELOAD="$B/libgpumem.so" \
-        "$B/tests/progs/cudahold" 600M "$T/stop" 60 >"$T/$1.out" 2>&1 &
-    PIDS="$PIDS $!"
-    eval "PID_$1=\$!"
-    n=0
-    until grep -q holding "$T/$1.out" 2>/dev/null; do
-        n=$((n + 1)); [ $n -gt 500 ] && fail "$1 never held its memory: $(cat "$T/$1.out")"
-        sleep 0.01
-    done
-}
-hold A 0 900M
-hold B 1 0
+. "$(dirname "$0")/cardhold.sh"
+hold_card A 0 900M
+hold_card B 1 0
 
 # ---- gpumem ps --json: each process's own card ---------------------------------
 "$B/gpumem" ps --json >"$T/ps.json" || fail "gpumem ps --json failed"
