@@ -201,7 +201,9 @@ until "$B/gpumem" ps | grep -Eq "^ *$Z .* live "; do
 done
 kill -9 "$Z"
 n=0
-until sed 's/.*) //' /proc/"$Z"/stat 2>/dev/null | grep -q '^Z'; do
+# A zombie whose last thread is gone (state Z, one thread: field 20; the
+# leader shows Z a moment before its other threads are gone).
+until sed 's/.*) //' /proc/"$Z"/stat 2>/dev/null | awk '$1 == "Z" && $18 == 1 { ok = 1 } END { exit !ok }'; do
     n=$((n + 1)); [ $n -gt 300 ] && fail "$Z did not become a zombie"
     sleep 0.02
 done
