@@ -143,7 +143,8 @@ static uint64_t whole_steps(double v)
 
 /* The warning line on stderr, unless the log level mutes warnings (the
  * record is written anyway). */
-static void warn_line(unsigned dev, const struct gm_trend *r, uint64_t limit)
+static void warn_line(const struct gm_tw *w, unsigned dev,
+                      const struct gm_trend *r, uint64_t limit)
 {
     if (__atomic_load_n(&quiet, __ATOMIC_RELAXED))
         return;
@@ -174,7 +175,7 @@ static void warn_line(unsigned dev, const struct gm_trend *r, uint64_t limit)
     memcpy(pending[dev], line, len);
     /* Pairs with the acquire exchange in gm_forecast_flush. */
     atomic_store_explicit(&pending_len[dev], len, memory_order_release);
-    atomic_store_explicit(&gm_tel_deferred, 1, memory_order_release);
+    gm_tw_defer(w); /* the flush after the writer lock */
 }
 
 void gm_forecast_flush(void)
@@ -219,7 +220,7 @@ void gm_forecast_check(const struct gm_tw *w, struct gm_abi_dev *d,
     uint64_t bit = 1ull << dev;
     if (__atomic_fetch_or(&warned, bit, __ATOMIC_RELAXED) & bit)
         return;
-    warn_line(dev, &r, limit);
+    warn_line(w, dev, &r, limit);
     uint64_t steps_left = r.by_step && !isnan(r.steps_to_limit)
                               ? whole_steps(r.steps_to_limit) : UINT64_MAX;
     tw_ring_push(w, GM_EV_FORECAST, GM_API_NONE, dev, now, 0,

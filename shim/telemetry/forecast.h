@@ -45,9 +45,9 @@ bool gm_forecast_trend(const struct gm_tw *w, unsigned dev,
 void gm_forecast_check(const struct gm_tw *w, struct gm_abi_dev *d,
                        unsigned dev, uint64_t now) __attribute__((cold));
 /* The warning's stderr line is formatted under the writer lock and
- * written after it: the formatting sets gm_tel_deferred (telwrite.h), and
- * gm_forecast_flush, called once the lock is released, writes the lines
- * pending. */
+ * written after it: the formatting marks the lock (gm_tw_defer,
+ * telwrite.h's TW_W_DEFER), and gm_forecast_flush, called once the lock
+ * is released, writes the lines pending. */
 void gm_forecast_flush(void) __attribute__((cold));
 /* Whether the warning was given for dev (tests, the exit report). */
 bool gm_forecast_warned(unsigned dev);

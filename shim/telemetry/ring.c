@@ -34,6 +34,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -179,18 +180,22 @@ int gm_tel_lock_slow(struct gm_tel *t, int me)
     uint64_t since = 0;
     for (;;) {
         int cur = atomic_load_explicit(&t->wlock.v, memory_order_relaxed);
-        if (cur == 0) {
+        if (!(cur & TW_W_OPEN))
+            return TW_CLOSED;
+        if (cur == TW_W_OPEN) {
             if (atomic_compare_exchange_weak_explicit(
-                    &t->wlock.v, &cur, me, memory_order_acquire,
+                    &t->wlock.v, &cur, TW_W_OPEN | me, memory_order_acquire,
                     memory_order_relaxed))
                 return TW_TAKEN;
             continue;
         }
-        if (cur == me)
+        int holder = cur & TW_W_TID;
+        if (holder == me)
             return TW_MINE;
-        /* The holder given up on still holds it: skip at once. */
-        if (atomic_load_explicit(&t->wstuck, memory_order_relaxed) == cur)
-            return TW_STUCK;
+        /* The holder given up on still holds it, or the segment closes
+         * once it lets go: skip at once. */
+        if (cur & (TW_W_STUCK | TW_W_CLOSE))
+            return (cur & TW_W_CLOSE) ? TW_CLOSED : TW_STUCK;
         if (++spins < 100) {
             gm_cpu_relax();
             continue;
@@ -198,10 +203,11 @@ int gm_tel_lock_slow(struct gm_tel *t, int me)
         sched_yield();
         if (spins % 256 != 0)
             continue;
-        if (thread_gone(cur)) {
+        if (thread_gone(holder)) {
+            /* Its deferred work is this taker's to do at its release. */
             if (atomic_compare_exchange_strong_explicit(
-                    &t->wlock.v, &cur, me, memory_order_acquire,
-                    memory_order_relaxed)) {
+                    &t->wlock.v, &cur, TW_W_OPEN | me | (cur & TW_W_DEFER),
+                    memory_order_acquire, memory_order_relaxed)) {
                 if (tw_tel_hdr(t) != NULL)
                     repair(&t->w);
                 return TW_TAKEN;
@@ -212,21 +218,47 @@ int gm_tel_lock_slow(struct gm_tel *t, int me)
         if (since == 0) {
             since = now;
         } else if (now - since > GM_TEL_LOCK_WAIT_NS) {
-            atomic_store_explicit(&t->wstuck, cur, memory_order_relaxed);
-            stuck_warning(t, cur);
-            return TW_STUCK;
+            /* Fails when the holder let go (or a flag came) meanwhile:
+             * look again. */
+            if (atomic_compare_exchange_strong_explicit(
+                    &t->wlock.v, &cur, cur | TW_W_STUCK,
+                    memory_order_relaxed, memory_order_relaxed)) {
+                stuck_warning(t, holder);
+                return TW_STUCK;
+            }
         }
     }
 }
 
-/* ---- writer: after the lock --------------------------------------------- */
-
-_Atomic int gm_tel_deferred;
-
-void gm_tel_deferred_run(void)
+/* The release found a flag in the word (TW_W_DEFER, TW_W_STUCK,
+ * TW_W_CLOSE): let go accordingly, then do the deferred work. Only the
+ * holder clears flags; others only add TW_W_STUCK or TW_W_CLOSE to a held
+ * word, so the loop ends once no flag arrives between the load and the
+ * compare-and-swap. */
+void gm_tel_unlock_slow(struct gm_tel *t, int me)
 {
-    if (atomic_exchange_explicit(&gm_tel_deferred, 0, memory_order_acquire))
+    int cur = atomic_load_explicit(&t->wlock.v, memory_order_relaxed);
+    for (;;) {
+        if ((cur & TW_W_TID) != me || !(cur & TW_W_OPEN))
+            return; /* not held by this thread: nothing to let go */
+        int next = (cur & TW_W_CLOSE) ? 0 : TW_W_OPEN;
+        /* Release: pairs with the next taker's acquire. */
+        if (atomic_compare_exchange_weak_explicit(&t->wlock.v, &cur, next,
+                                                  memory_order_release,
+                                                  memory_order_relaxed))
+            break;
+    }
+    if (cur & TW_W_DEFER)
         gm_forecast_flush();
+}
+
+void gm_tw_defer(const struct gm_tw *w)
+{
+    /* w is the view inside its struct gm_tel (tw_lock_as returns &t->w);
+     * the caller holds the lock, so the word holds its id. */
+    struct gm_tel *t =
+        (struct gm_tel *)(void *)((char *)w - offsetof(struct gm_tel, w));
+    atomic_fetch_or_explicit(&t->wlock.v, TW_W_DEFER, memory_order_relaxed);
 }
 
 /* ---- writer: the hooks' API --------------------------------------------- */
@@ -601,10 +633,11 @@ static void attach(struct gm_tel *t, void *mem, size_t len, bool shared,
     t->map_len = len;
     t->shared = shared;
     set_view(&t->w, mem, cap, slots);
-    /* No writer can hold the lock yet: they take it only once hdr is set. */
-    atomic_store_explicit(&t->wlock.v, 0, memory_order_relaxed);
-    atomic_store_explicit(&t->wstuck, 0, memory_order_relaxed);
     __atomic_store_n(&t->hdr, (struct gm_abi_header *)mem, __ATOMIC_RELEASE);
+    /* No writer holds the lock: it was closed (0) until now. Release:
+     * pairs with a taker's acquire compare-and-swap, which then sees t->w
+     * and t->hdr. */
+    atomic_store_explicit(&t->wlock.v, TW_W_OPEN, memory_order_release);
 }
 
 /* Whether the file may be a telemetry writer's leftover: too short to
@@ -761,6 +794,7 @@ static bool fd_ours(const struct gm_tel *t)
 int gm_tel_open(struct gm_tel *t, const struct gm_tel_params *p, char *err,
                 size_t errcap)
 {
+    atomic_store_explicit(&t->wlock.v, 0, memory_order_relaxed); /* closed */
     t->hdr = NULL;
     t->map_len = 0;
     t->shared = false;
@@ -791,6 +825,7 @@ int gm_tel_open_mem(struct gm_tel *t, void *mem, size_t len,
 {
     uint32_t cap = ring_cap(p->ring_events), slots = dev_slots(p->dev_slots);
     size_t need = gm_tel_layout_size(cap, slots);
+    atomic_store_explicit(&t->wlock.v, 0, memory_order_relaxed); /* closed */
     t->hdr = NULL;
     t->fd = -1;
     t->file_dev = t->file_ino = 0;
@@ -804,18 +839,50 @@ int gm_tel_open_mem(struct gm_tel *t, void *mem, size_t len,
     return 0;
 }
 
+/* Take the lock to close the segment: true when taken; false when it
+ * cannot be had (this thread holds it: an exit from a signal handler; or
+ * its holder is stuck), and then TW_W_CLOSE is on the holder's word, so
+ * that its release leaves the lock closed. *gone: already closed (or
+ * being closed by another thread), nothing to do. */
+static bool take_to_close(struct gm_tel *t, int me, bool *gone)
+{
+    *gone = false;
+    for (;;) {
+        int r = tw_take(t, me);
+        if (r == TW_TAKEN)
+            return true;
+        if (r == TW_CLOSED) {
+            *gone = true;
+            return false;
+        }
+        int cur = atomic_load_explicit(&t->wlock.v, memory_order_relaxed);
+        while ((cur & TW_W_OPEN) && cur != TW_W_OPEN) {
+            if (atomic_compare_exchange_weak_explicit(
+                    &t->wlock.v, &cur, cur | TW_W_CLOSE,
+                    memory_order_relaxed, memory_order_relaxed))
+                return false;
+        }
+        if (!(cur & TW_W_OPEN)) {
+            *gone = true;
+            return false;
+        }
+        /* Let go meanwhile: take it after all. */
+    }
+}
+
 void gm_tel_close(struct gm_tel *t, bool keep)
 {
     struct gm_abi_header *h = tw_tel_hdr(t);
     if (h == NULL)
         return;
-    /* Without the lock when it cannot be had (this thread holds it: exit
-     * from a signal handler; or its holder is stuck): the segment is
-     * still marked closed and removed. */
-    bool held = tw_take(t, (int)gm_thread_id()) == TW_TAKEN;
-    if (held && tw_tel_hdr(t) != h) {
-        tw_unlock(t); /* closed by another thread meanwhile */
-        return;
+    /* Without the lock when it cannot be had: the segment is still marked
+     * closed and removed. */
+    bool gone;
+    bool held = take_to_close(t, (int)gm_thread_id(), &gone);
+    if (gone || tw_tel_hdr(t) != h) {
+        if (held)
+            tw_unlock(t);
+        return; /* closed by another thread meanwhile */
     }
     uint64_t now = gm_clock_realtime_ns();
     gm_hist_flush(&t->w);
@@ -823,8 +890,14 @@ void gm_tel_close(struct gm_tel *t, bool keep)
     __atomic_fetch_or(&h->flags, GM_ABI_F_CLOSED | (keep ? GM_ABI_F_KEPT : 0u),
                       __ATOMIC_RELEASE);
     __atomic_store_n(&t->hdr, NULL, __ATOMIC_RELEASE);
-    if (held)
-        tw_unlock(t);
+    if (held) {
+        /* Closed for good (release: a taker that finds 0 takes nothing;
+         * pairs with its acquire load). */
+        int was = atomic_exchange_explicit(&t->wlock.v, 0,
+                                           memory_order_release);
+        if (was & TW_W_DEFER)
+            gm_forecast_flush();
+    }
     /* The file's syscalls after the lock: a writer that loaded hdr before
      * it was cleared writes into the mapping, which stays. */
     if (t->shared) {
@@ -858,9 +931,8 @@ void gm_tel_forget(struct gm_tel *t)
     __atomic_store_n(&t->hdr, NULL, __ATOMIC_RELEASE);
     memset(&t->w, 0, sizeof t->w); /* it described the unmapped copy */
     /* A thread of the parent may have held the writer lock at the fork;
-     * the child has no such thread. */
+     * the child has no such thread. Closed until its own segment opens. */
     atomic_store_explicit(&t->wlock.v, 0, memory_order_relaxed);
-    atomic_store_explicit(&t->wstuck, 0, memory_order_relaxed);
     gm_thread_id_reset();
     gm_forecast_configure(0, true); /* the child's segment sets its own */
 }

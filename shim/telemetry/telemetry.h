@@ -16,7 +16,7 @@
  * path), so each update is a plain store; the device blocks and ring
  * records are seqlocked for readers in other processes (shim/telemetry/
  * abi.h), who never block a writer: only they retry. Every function is a
- * no-op while t->hdr is NULL, and for a device ordinal >= the segment's
+ * no-op while the segment is closed (t->wlock 0, t->hdr NULL), and for a device ordinal >= the segment's
  * device slots the stats are skipped (the ring record is still written).
  * The lock knows its holder: a writer called by a signal handler that
  * interrupted a writer of the same thread skips its update instead of
@@ -72,12 +72,10 @@ struct gm_tw {
 struct gm_tel {
     struct gm_abi_header *hdr;   /* NULL until opened */
     struct gm_tw w;              /* its layout, for the writer */
-    gm_spin wlock;               /* the writer of the moment's thread id;
-                                    0 free (shim/telemetry/telwrite.h) */
-    _Atomic int wstuck;          /* the holder a waiter gave up on (it
-                                    kept the lock GM_TEL_LOCK_WAIT_NS):
-                                    while it holds it, waiters skip; 0
-                                    again at every release */
+    gm_spin wlock;               /* the writer lock and the segment's
+                                    state: 0 closed, TW_W_OPEN free,
+                                    TW_W_OPEN | flags | holder's thread
+                                    id held (shim/telemetry/telwrite.h) */
     bool quiet;                  /* warnings muted (forecast_silent) */
     size_t map_len;
     bool shared;                 /* false: private fallback memory */

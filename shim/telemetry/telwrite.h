@@ -70,32 +70,58 @@
 #define TW_FENCE_REL() __atomic_thread_fence(__ATOMIC_RELEASE)
 #endif
 
-/* The writer lock (struct gm_tel's wlock) holds its holder's thread id,
- * taken with one compare-and-swap from 0 (acquire; pairs with the release
- * store of 0 in tw_unlock). The slow path, when it is held: */
+/* The writer lock (struct gm_tel's wlock) is one word that holds the
+ * segment's state as well, so that taking and letting go are one atomic
+ * operation each and nothing else is tested on the way:
+ *
+ *   0                 closed (no segment yet, or gm_tel_close ran): a
+ *                     writer takes nothing and writes nothing;
+ *   TW_W_OPEN         open and free;
+ *   TW_W_OPEN | tid   held by thread tid, with any of the flags below.
+ *
+ * Taken with one compare-and-swap from TW_W_OPEN (acquire; pairs with
+ * the release compare-and-swap in tw_unlock_as, and with attach()'s
+ * release store of TW_W_OPEN, which follows the stores of t->w). Let go
+ * with one compare-and-swap from TW_W_OPEN | tid back to TW_W_OPEN
+ * (release); a flag set meanwhile makes it fail, and gm_tel_unlock_slow
+ * handles the flag without ever opening a lock that is to close:
+ *
+ *   TW_W_DEFER   the holder left work for after the lock (a forecast
+ *                warning's line: nothing that may block is done while
+ *                holding it), done by gm_tel_unlock_slow once let go;
+ *   TW_W_STUCK   a waiter gave up on this holder (it kept the lock
+ *                GM_TEL_LOCK_WAIT_NS): later waiters skip at once; it
+ *                goes with the holder's release (its thread id may be
+ *                another thread's later);
+ *   TW_W_CLOSE   the segment was closed while this holder kept the lock
+ *                (an exit from a signal handler that interrupted it, or
+ *                past a stuck holder): its release leaves the lock closed.
+ *
+ * A Linux thread id is at most 2^22 (PID_MAX_LIMIT), below TW_W_TID. The
+ * slow path of taking, when the word is not TW_W_OPEN, returns: */
+#define TW_W_OPEN 0x40000000
+#define TW_W_DEFER 0x20000000
+#define TW_W_STUCK 0x10000000
+#define TW_W_CLOSE 0x08000000
+#define TW_W_TID 0x07ffffff
 #define TW_TAKEN 1     /* taken after a wait (or from a holder that died) */
 #define TW_MINE 0      /* this thread holds it (a signal handler re-entered) */
 #define TW_STUCK -1    /* its holder kept it GM_TEL_LOCK_WAIT_NS: given up */
+#define TW_CLOSED -2   /* the segment is closed (or none was opened) */
 #define GM_TEL_LOCK_WAIT_NS 2000000000ull
 int gm_tel_lock_slow(struct gm_tel *t, int me) __attribute__((cold, noinline));
+void gm_tel_unlock_slow(struct gm_tel *t, int me) __attribute__((cold, noinline));
 
 static inline __attribute__((always_inline)) int tw_take(struct gm_tel *t,
                                                          int me)
 {
-    int free_ = 0;
+    int open = TW_W_OPEN;
     if (__builtin_expect(atomic_compare_exchange_strong_explicit(
-                             &t->wlock.v, &free_, me, memory_order_acquire,
-                             memory_order_relaxed), 1))
+                             &t->wlock.v, &open, TW_W_OPEN | me,
+                             memory_order_acquire, memory_order_relaxed),
+                         1))
         return TW_TAKEN;
     return gm_tel_lock_slow(t, me);
-}
-
-static inline __attribute__((always_inline)) void tw_release(struct gm_tel *t)
-{
-    atomic_store_explicit(&t->wlock.v, 0, memory_order_release);
-    /* A holder given up on is one no more once it lets go (its thread
-     * id may be another thread's later). */
-    atomic_store_explicit(&t->wstuck, 0, memory_order_relaxed);
 }
 
 /* Take the writer lock when the segment is open: returns the writer's
@@ -109,16 +135,6 @@ tw_lock_as(struct gm_tel *t, int me)
 {
     if (__builtin_expect(tw_take(t, me) != TW_TAKEN, 0))
         return NULL;
-    /* Read under the lock (acquire: pairs with the release store of
-     * t->hdr in attach(), which follows the stores of t->w). gm_tel_close
-     * clears it under the lock, so a writer that took the lock after it
-     * writes nothing into the closed segment; without a segment (none
-     * opened, or closed) a writer only takes and gives back the lock. */
-    if (__builtin_expect(__atomic_load_n(&t->hdr, __ATOMIC_ACQUIRE) == NULL,
-                         0)) {
-        tw_release(t);
-        return NULL;
-    }
     return &t->w;
 }
 
@@ -129,19 +145,26 @@ tw_lock(struct gm_tel *t)
     return tw_lock_as(t, (int)gm_thread_id());
 }
 
-/* Work a writer left for after the lock (a forecast warning's line:
- * nothing that may block is done while holding it): set by the holder,
- * done by gm_tel_deferred_run (shim/telemetry/ring.c) after the release. */
-extern _Atomic int gm_tel_deferred __attribute__((visibility("hidden")));
-void gm_tel_deferred_run(void) __attribute__((cold));
+/* Let go of the lock taken as `me` (release: pairs with the acquire
+ * compare-and-swap of the next taker). */
+static inline __attribute__((always_inline)) void tw_unlock_as(struct gm_tel *t,
+                                                               int me)
+{
+    int held = TW_W_OPEN | me;
+    if (__builtin_expect(!atomic_compare_exchange_strong_explicit(
+                             &t->wlock.v, &held, TW_W_OPEN,
+                             memory_order_release, memory_order_relaxed),
+                         0))
+        gm_tel_unlock_slow(t, me);
+}
 
 static inline __attribute__((always_inline)) void tw_unlock(struct gm_tel *t)
 {
-    tw_release(t);
-    if (__builtin_expect(atomic_load_explicit(&gm_tel_deferred,
-                                              memory_order_relaxed), 0))
-        gm_tel_deferred_run();
+    tw_unlock_as(t, (int)gm_thread_id());
 }
+
+/* The holder leaves work for after the lock (TW_W_DEFER). */
+void gm_tw_defer(const struct gm_tw *w) __attribute__((cold));
 
 /* First use of a device: present = 1, dev_seen = max(dev_seen, dev+1). */
 void gm_tw_mark_present(const struct gm_tw *w, struct gm_abi_dev *d,
@@ -381,7 +404,7 @@ gm_tel_alloc_ev(struct gm_tel *t, const struct gm_tel_ev *e)
     if (GM_TW_RECORD)
         tw_ring_push_as(w, me, GM_EV_ALLOC, e->api, e->dev, e->ts_ns,
                         e->lat_ns, e->size, e->addr, e->used, 0);
-    tw_unlock(t);
+    tw_unlock_as(t, (int)me);
     return mark;
 }
 
@@ -419,7 +442,7 @@ gm_tel_free_ev(struct gm_tel *t, const struct gm_tel_ev *e)
     if (GM_TW_RECORD && !e->ended)
         tw_ring_push_as(w, me, GM_EV_FREE, e->api, e->dev, e->ts_ns,
                         e->lat_ns, e->size, e->addr, e->used, 0);
-    tw_unlock(t);
+    tw_unlock_as(t, (int)me);
 }
 
 #endif

@@ -6,7 +6,8 @@
  * died inside its update is replaced and what it left open repaired; a
  * holder alive but stuck is given up on after GM_TEL_LOCK_WAIT_NS with
  * one warning, and the lock is used again once it is let go; a writer
- * that waited while the segment was closed writes nothing into it.
+ * that waited while the segment was closed writes nothing into it, nor
+ * does one after the holder's release (the lock stays closed).
  */
 #include <check.h>
 #include <pthread.h>
@@ -63,7 +64,7 @@ START_TEST(test_reentry_skips_and_close_still_closes)
     ck_assert_uint_eq(allocs0(&s), 1);   /* skipped, not recorded */
     ck_assert(!gm_tel_hold_writers(&s.t));
     /* Told apart from a stuck holder at once, not after the wait. */
-    ck_assert_int_eq(atomic_load(&s.t.wstuck), 0);
+    ck_assert_int_eq(atomic_load(&s.t.wlock.v) & TW_W_STUCK, 0);
     gm_tel_close(&s.t, true);            /* exit() from the handler */
     struct gm_abi_header *h = s.mem;
     ck_assert(__atomic_load_n(&h->flags, __ATOMIC_ACQUIRE) & GM_ABI_F_CLOSED);
@@ -95,7 +96,7 @@ START_TEST(test_dead_holder_replaced_and_repaired)
     pthread_t th;
     ck_assert_int_eq(pthread_create(&th, NULL, die_inside, &s), 0);
     pthread_join(th, NULL);
-    ck_assert_int_ne(atomic_load(&s.t.wlock.v), 0); /* still "held" */
+    ck_assert_int_ne(atomic_load(&s.t.wlock.v), TW_W_OPEN); /* "held" */
     uint64_t epoch = gm_fragq_epoch;
     one_alloc(&s);                                    /* does not hang */
     ck_assert_uint_eq(allocs0(&s), 2);
@@ -158,7 +159,7 @@ START_TEST(test_stuck_holder_given_up_then_lock_reused)
     dup2(fileno(err), 2);
     pthread_t th;
     ck_assert_int_eq(pthread_create(&th, NULL, hold_until_told, &k), 0);
-    while (atomic_load(&s.t.wlock.v) == 0)
+    while (atomic_load(&s.t.wlock.v) == TW_W_OPEN)
         sched_yield();
     uint64_t t0 = gm_clock_monotonic_ns();
     one_alloc(&s);                        /* gives up after the wait */
@@ -175,7 +176,7 @@ START_TEST(test_stuck_holder_given_up_then_lock_reused)
     ck_assert_uint_eq(allocs0(&s), 1);
     /* Another holder, briefly: a waiter waits for it again. */
     ck_assert_int_eq(pthread_create(&th, NULL, hold_until_told, &k), 0);
-    while (atomic_load(&s.t.wlock.v) == 0)
+    while (atomic_load(&s.t.wlock.v) == TW_W_OPEN)
         sched_yield();
     pthread_t rel;
     ck_assert_int_eq(pthread_create(&rel, NULL, tell_later, &k), 0);
@@ -222,7 +223,7 @@ START_TEST(test_waiter_writes_nothing_after_close)
     ck_assert_int_eq(pipe(k.go), 0);
     pthread_t holder, waiter;
     ck_assert_int_eq(pthread_create(&holder, NULL, hold_until_told, &k), 0);
-    while (atomic_load(&s.t.wlock.v) == 0)
+    while (atomic_load(&s.t.wlock.v) == TW_W_OPEN)
         sched_yield();
     ck_assert_int_eq(pthread_create(&waiter, NULL, alloc_once, &s), 0);
     nanosleep(&(struct timespec){ .tv_nsec = 100000000 }, NULL);
@@ -232,6 +233,12 @@ START_TEST(test_waiter_writes_nothing_after_close)
     ck_assert_uint_eq(allocs0(&s), 0);
     struct gm_abi_header *h = s.mem;
     ck_assert_uint_eq(__atomic_load_n(&h->ring_head, __ATOMIC_ACQUIRE), 0);
+    /* The holder's release left the lock closed, not free: a writer
+     * after it takes nothing either. */
+    ck_assert_int_eq(atomic_load(&s.t.wlock.v), 0);
+    one_alloc(&s);
+    ck_assert_uint_eq(__atomic_load_n(&h->ring_head, __ATOMIC_ACQUIRE), 0);
+    ck_assert_uint_eq(allocs0(&s), 0);
     close(k.go[0]);
     close(k.go[1]);
     free(s.mem);
