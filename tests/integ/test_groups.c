@@ -11,7 +11,6 @@
  * contents).
  */
 #include <check.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,9 +58,10 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* Start apicheck under the shim without waiting; output to `log`. */
-static pid_t start(const char *const *env, const char *log,
-                   const char *const *args)
+/* Start `prog` (a path in the build tree) under the shim without
+ * waiting; output to `log`. */
+static pid_t start_prog(const char *const *env, const char *log,
+                        const char *prog_rel, const char *const *args)
 {
     pid_t pid = fork();
     if (pid != 0)
@@ -77,7 +77,7 @@ static pid_t start(const char *const *env, const char *log,
     char lib[2200], sim[2200], prog[2200];
     snprintf(lib, sizeof lib, "%s/libgpumem.so", abs);
     snprintf(sim, sizeof sim, "%s/sim", abs);
-    snprintf(prog, sizeof prog, "%s/tests/progs/apicheck", abs);
+    snprintf(prog, sizeof prog, "%s/%s", abs, prog_rel);
     setenv("LD_LIBRARY_PATH", sim, 1);
     setenv("LD_PRELOAD", lib, 1);
     for (const char *const *e = env; *e; e++)
@@ -89,6 +89,13 @@ static pid_t start(const char *const *env, const char *log,
     argv[n] = NULL;
     execv(prog, (char *const *)argv);
     _exit(127);
+}
+
+/* Start apicheck under the shim without waiting; output to `log`. */
+static pid_t start(const char *const *env, const char *log,
+                   const char *const *args)
+{
+    return start_prog(env, log, "tests/progs/apicheck", args);
 }
 
 static int finish(pid_t pid)
@@ -327,22 +334,6 @@ END_TEST
 
 #define MIB (1ull << 20)
 
-/* Keeps a group's `gen` odd (a locker forever mid-update, to its
- * lock-free readers) until stop. */
-struct busy {
-    uint64_t *gen;
-    int stop;
-};
-
-static void *keep_gen_odd(void *arg)
-{
-    struct busy *b = arg;
-    while (!__atomic_load_n(&b->stop, __ATOMIC_SEQ_CST))
-        if ((__atomic_load_n(b->gen, __ATOMIC_SEQ_CST) & 1u) == 0)
-            __atomic_fetch_or(b->gen, 1u, __ATOMIC_SEQ_CST);
-    return NULL;
-}
-
 /* A member sees its group in cuMemGetInfo, cuDeviceTotalMem and NVML:
  * another member holds 600 MiB and its 50 MiB context of a 1000 MiB
  * group, so this one, with its own 50 MiB context, sees total 1000 MiB
@@ -378,34 +369,41 @@ START_TEST(member_sees_the_groups_room)
         ck_assert_msg(strstr(out, want) != NULL, "%s: no '%s' in:\n%s",
                       own[i], want, out);
     }
-    /* A group whose copies never settle (a locker's odd `gen` on every
-     * try: a thread here sets it again as soon as the member's own
-     * unlock clears it) is asked under its lock: the same figures, never
-     * the process's own 8 GiB. */
-    char path[256];
+    /* A group whose copies never settle (`gen` left odd, as by a locker
+     * mid-update, once this member's context is charged and before it
+     * looks) is asked under its lock: the same figures, never the
+     * process's own 8 GiB. The lock's own unlock makes `gen` even again. */
+    char path[256], go[300], lv[160];
     group_path(path, sizeof path);
+    snprintf(go, sizeof go, "%s.go", path);
+    snprintf(lv, sizeof lv, "%s.v", la);
+    unlink(go);
     int fd = open(path, O_RDWR);
     ck_assert_int_ge(fd, 0);
     struct gm_group_seg *seg = mmap(NULL, sizeof *seg, PROT_READ | PROT_WRITE,
                                     MAP_SHARED, fd, 0);
     ck_assert(seg != MAP_FAILED);
-    struct busy b = { &seg->hdr.gen, 0 };
-    pthread_t th;
-    ck_assert_int_eq(pthread_create(&th, NULL, keep_gen_odd, &b), 0);
     member_env("1000M", "50M", "GPUMEM_LOG_LEVEL=error", own[0]);
-    const char *busy[] = { gm_bpath("tests/progs/nvmlview"), "--via",
-                           "dlsym", "fit", NULL };
-    int rc = gm_run(menv, 1, busy, out, sizeof out);
-    __atomic_store_n(&b.stop, 1, __ATOMIC_SEQ_CST);
-    pthread_join(th, NULL);
-    __atomic_fetch_and(&seg->hdr.gen, ~(uint64_t)1u, __ATOMIC_SEQ_CST);
+    const char *busy[] = { "fit", go, NULL };
+    pid_t v = start_prog(menv, lv, "tests/progs/nvmlview", busy);
+    wait_for(lv, "ready");
+    __atomic_fetch_or(&seg->hdr.gen, 1u, __ATOMIC_SEQ_CST);
+    int gfd = open(go, O_CREAT | O_WRONLY, 0600);
+    ck_assert_int_ge(gfd, 0);
+    close(gfd);
+    int rc = finish(v);
+    uint64_t gen = __atomic_load_n(&seg->hdr.gen, __ATOMIC_SEQ_CST);
     munmap(seg, sizeof *seg);
     close(fd);
+    unlink(go);
+    ck_assert_msg(file_contains(lv, "ready"), "busy: no output");
     ck_assert_msg(rc == 0, "busy: exit %d: %s", rc, out);
     snprintf(want, sizeof want, "cuda total=%llu free=%llu devtotal=%llu\n",
              1000 * MIB, 300 * MIB, 1000 * MIB);
     ck_assert_msg(strstr(out, want) != NULL, "busy: no '%s' in:\n%s", want,
                   out);
+    ck_assert_msg((gen & 1u) == 0, "gen %llu left odd", (unsigned long long)gen);
+    unlink(lv);
     ck_assert_int_eq(finish(a), 0);
     unlink(la);
 }

@@ -21,10 +21,12 @@
  *            unknown handle, a NULL count and a wrong struct version
  *   nvmlview [--via P] hold SIZE     holds SIZE bytes on device 0 (prints
  *            "holding") until stdin closes
- *   nvmlview [--via P] fit           device 0 as CUDA (cuMemGetInfo,
+ *   nvmlview [--via P] fit [FILE]    device 0 as CUDA (cuMemGetInfo,
  *            cuDeviceTotalMem) and NVML (v1, _v2, this process's entry)
  *            show it, then whether the free memory shown can be allocated
- *            and whether one MiB more can, and the entry after that
+ *            and whether one MiB more can, and the entry after that; with
+ *            FILE, once device 0's context is made it prints "ready" and
+ *            waits (at most 10 s) for FILE to exist before it looks
  */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
@@ -403,9 +405,17 @@ static int cmd_hold(size_t size)
     return 0;
 }
 
+/* Waits up to 10 s for `path` to exist. */
+static void wait_file(const char *path)
+{
+    for (int i = 0; i < 1000 && access(path, F_OK) != 0; i++)
+        usleep(10000);
+}
+
 /* Device 0's figures, then the free memory shown allocated and one MiB
- * more (the CUDA codes), then this process's entry again. */
-static int cmd_fit(void)
+ * more (the CUDA codes), then this process's entry again; with `after`,
+ * "ready" once the context is made, and a wait for that file. */
+static int cmd_fit(const char *after)
 {
     load_cuda();
     load_nvml();
@@ -415,6 +425,11 @@ static int cmd_fit(void)
     if (N.by_uuid(uuid, &h) != GM_NVML_SUCCESS)
         return 1;
     use_device(0);
+    if (after != NULL) {
+        printf("ready\n");
+        fflush(stdout);
+        wait_file(after);
+    }
     size_t f = 0, t = 0, dt = 0;
     struct gm_nvml_memory m;
     struct gm_nvml_memory_v2 m2 = { .version = GM_NVML_MEMORY_V2 };
@@ -489,9 +504,9 @@ int main(int argc, char **argv)
     if (i < argc && strcmp(argv[i], "errors") == 0)
         return cmd_errors();
     if (i < argc && strcmp(argv[i], "fit") == 0)
-        return cmd_fit();
+        return cmd_fit(i + 1 < argc ? argv[i + 1] : NULL);
     if (i < argc && strcmp(argv[i], "hold") == 0 && i + 1 < argc)
         return cmd_hold(strtoull(argv[i + 1], NULL, 0));
-    fprintf(stderr, "usage: nvmlview [--via link|dlsym|gpa] loop N SIZE | map | info | errors | hold SIZE | fit\n");
+    fprintf(stderr, "usage: nvmlview [--via link|dlsym|gpa] loop N SIZE | map | info | errors | hold SIZE | fit [FILE]\n");
     return 2;
 }
