@@ -25,6 +25,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,6 +43,27 @@
 #include "shim/telemetry/telemetry.h"
 
 __extension__ typedef unsigned __int128 u128;
+
+/* Faults for the outsider byte: while fault_left > 0, a write lock of
+ * the outsider byte through F_OFD_SETLK fails with fault_errno (this
+ * file's fcntl is the one the group code in this executable calls). */
+static int fault_errno, fault_left;
+
+int fcntl(int fd, int cmd, ...)
+{
+    va_list ap;
+    va_start(ap, cmd);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    const struct flock *l = arg;
+    if (cmd == F_OFD_SETLK && fault_left > 0 && l->l_type == F_WRLCK &&
+        l->l_start == (off_t)GM_GROUP_OUTSIDER_LOCK_OFF) {
+        fault_left--;
+        errno = fault_errno;
+        return -1;
+    }
+    return (int)syscall(SYS_fcntl, fd, cmd, arg);
+}
 
 #define PREFIX "gmgrp"
 #define PHYS (80ull << 30)
@@ -1270,6 +1293,76 @@ START_TEST(outsider_dying_inside_the_lock_is_taken_over)
 }
 END_TEST
 
+/* The outsider byte's lock failing: a lack of lock records (ENOLCK) or
+ * a busy byte is waited out within the bound, then taken; any other
+ * failure refuses the lock at once, without the word; a file system
+ * without such locks (EINVAL) takes the word without the byte. Never is
+ * the word left held on a refusal. */
+START_TEST(outsider_byte_failures_are_bounded_and_never_hold_the_word)
+{
+    struct gm_group g;
+    struct gm_group_params p = params("byte", 1.0, 1000);
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    int fd, fd2;
+    struct gm_group_seg *seg = map_rw("byte", &fd);
+    struct gm_group_seg *seg2 = map_rw("byte", &fd2);
+    const uint32_t *word = &seg->hdr.lock.word;
+    struct flock q;
+
+    fault_errno = ENOLCK;   /* a few times: waited out, then taken */
+    fault_left = 5;
+    ck_assert_int_eq(gm_grpi_seg_lock(seg, fd, -1, NULL), 0);
+    ck_assert_int_eq(fault_left, 0);
+    ck_assert_uint_eq(__atomic_load_n(word, __ATOMIC_RELAXED) &
+                      GM_GROUP_LOCK_HOLDER, GM_GROUP_LOCK_OUTSIDER);
+    memset(&q, 0, sizeof q);
+    q.l_type = F_WRLCK;
+    q.l_start = (off_t)GM_GROUP_OUTSIDER_LOCK_OFF;
+    q.l_len = 1;
+    ck_assert_int_eq(fcntl(fd2, F_OFD_GETLK, &q), 0);
+    ck_assert_int_ne(q.l_type, F_UNLCK);   /* the byte is held with it */
+    gm_grpi_seg_unlock(seg);
+    ck_assert_uint_eq(__atomic_load_n(word, __ATOMIC_RELAXED) &
+                      GM_GROUP_LOCK_HOLDER, 0);
+
+    fault_errno = EIO;      /* any other failure: refused at once */
+    fault_left = 1;
+    uint64_t t0 = gm_clock_monotonic_ns();
+    ck_assert_int_eq(gm_grpi_seg_lock(seg, fd, -1, NULL), -1);
+    ck_assert_uint_lt(gm_clock_monotonic_ns() - t0, 500 * MS);
+    ck_assert_uint_eq(__atomic_load_n(word, __ATOMIC_RELAXED) &
+                      GM_GROUP_LOCK_HOLDER, 0);
+    ck_assert(!gm_grpi_seg_held(seg));
+
+    fault_errno = EINVAL;   /* no such locks here: the word alone */
+    fault_left = 1;
+    ck_assert_int_eq(gm_grpi_seg_lock(seg, fd, -1, NULL), 0);
+    ck_assert_uint_eq(__atomic_load_n(word, __ATOMIC_RELAXED) &
+                      GM_GROUP_LOCK_HOLDER, GM_GROUP_LOCK_OUTSIDER);
+    gm_grpi_seg_unlock(seg);
+
+    fault_errno = ENOLCK;   /* for good: refused at the bound */
+    fault_left = 1 << 30;
+    t0 = gm_clock_monotonic_ns();
+    ck_assert_int_eq(gm_grpi_seg_lock(seg, fd, -1, NULL), -1);
+    uint64_t took = gm_clock_monotonic_ns() - t0;
+    fault_left = 0;
+    ck_assert_uint_ge(took, 1900 * MS);
+    ck_assert_uint_lt(took, 4000 * MS);
+    ck_assert_uint_eq(__atomic_load_n(word, __ATOMIC_RELAXED) &
+                      GM_GROUP_LOCK_HOLDER, 0);
+    uint64_t u = 0;         /* and the group goes on */
+    ck_assert(gm_group_reserve(&g, gdev, 10, &u));
+    ck_assert_uint_eq(u, 10);
+    gm_group_release(&g, gdev, 10);
+    ck_assert(!gm_group_broken(&g));
+    unmap_rw(seg2, fd2);
+    unmap_rw(seg, fd);
+    gm_group_leave(&g);
+}
+END_TEST
+
 /* A joiner that finds itself the only live member starts the group over
  * (limits, use and peak cleared). That is decided from every slot, not
  * from the live mask: with the mask cleared by a foreign write, a live
@@ -2245,6 +2338,7 @@ int main(void)
     tcase_add_test(t, lock_survives_members_killed_inside_it);
     tcase_add_test(t, leave_while_holding_the_lock_does_not_break_the_group);
     tcase_add_test(t, outsider_dying_inside_the_lock_is_taken_over);
+    tcase_add_test(t, outsider_byte_failures_are_bounded_and_never_hold_the_word);
     tcase_add_test(t, start_over_reads_the_slots_not_the_mask);
     tcase_add_test(t, holder_is_asked_by_pid_when_the_file_is_gone);
     tcase_add_test(t, wait_is_served_by_another_process_release);
