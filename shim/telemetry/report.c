@@ -431,7 +431,10 @@ static void json_device(struct out *o, const struct gm_snapshot *s,
     emit(o, "{\"device\":%u,\"consistent\":%s,", i,
          s->dev_state[i] == GM_SNAP_OK ? "true" : "false");
     json_u64(o, "physical_bytes", d->physical, true);
-    json_u64(o, "limit_bytes", d->limit, true);
+    if (d->limit != 0)
+        json_u64(o, "limit_bytes", d->limit, true);
+    else
+        emit(o, "\"limit_bytes\":null,");   /* no limit: as gpumem ps */
     json_u64(o, "used_bytes", d->used, true);
     json_u64(o, "peak_bytes", d->peak, true);
     if (d->peak_ns) {

@@ -111,6 +111,9 @@ for f in "$TR"/*.trace; do
     out=$("$G" replay "$f" --json) || { bad "$n: replay failed"; continue; }
     peak=$(echo "$out" | num peak_bytes); ctx=$(echo "$out" | num context_bytes)
     allocs=$(echo "$out" | num allocs)
+    # no limit: null, as in gpumem ps, never 0 (the process and each device)
+    [ "$(echo "$out" | grep -o '"limit_bytes":[^,}]*' | sort -u)" = '"limit_bytes":null' ] ||
+        bad "$n: limit_bytes of a replay without a limit is not null: $(echo "$out" | grep -o '"limit_bytes":[^,}]*' | sort -u | tr '\n' ' ')"
     [ "$((peak - ctx))" = "$tpeak" ] || bad "$n: replayed peak $peak - context $ctx != trace peak $tpeak"
     [ "$allocs" = "$tallocs" ] || bad "$n: $allocs allocations replayed, trace has $tallocs"
     # at 60% of the peak: the grow rule applied to the same calls

@@ -429,6 +429,28 @@ START_TEST(report_json_and_trace_agree)
 }
 END_TEST
 
+/* A device without a limit is "limit_bytes":null in the report's JSON
+ * (as in gpumem ps --json), never 0. */
+START_TEST(report_json_writes_no_limit_as_null)
+{
+    new_prefix("rnl");
+    const char *env[] = { prefix_env, "GPUMEM_KEEP=1", "GPUMEM_LIMIT",
+                          "SIMCUDA_LATENCY", "GPUMEM_REPORT", NULL };
+    const char *argv[] = { trainsim(), "--steps", "3", "--quiet", NULL };
+    ck_assert_int_eq(gm_run(env, 1, argv, out, OUT_CAP), 0);
+    int pids[4];
+    ck_assert_int_eq(gm_reader_list(GM_READER_DEFAULT_DIR, prefix, pids, 4),
+                     1);
+    char spid[16];
+    snprintf(spid, sizeof spid, "%d", pids[0]);
+    const char *arg[] = { gpumem(), "report", "--json", spid, NULL };
+    ck_assert_int_eq(tool(arg), 0);
+    ck_assert_msg(strstr(out, "\"limit_bytes\":null,") != NULL &&
+                  strstr(out, "\"limit_bytes\":0") == NULL, "%s", out);
+    cleanup();
+}
+END_TEST
+
 /* What a context's end freed (trainsim leaks, then releases its primary
  * context) reads the same from the segment and from its event log. */
 START_TEST(report_context_freed_from_segment_and_trace)
@@ -1064,6 +1086,7 @@ static Suite *suite(void)
     tcase_add_test(t, log_jsonl_has_every_allocation);
     tcase_add_test(t, log_follow_waits_for_process);
     tcase_add_test(t, report_json_and_trace_agree);
+    tcase_add_test(t, report_json_writes_no_limit_as_null);
     tcase_add_test(t, report_context_freed_from_segment_and_trace);
     tcase_add_test(t, report_svg_is_well_formed);
     tcase_add_test(t, run_passes_policy_and_status);

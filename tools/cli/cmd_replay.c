@@ -410,13 +410,23 @@ static void print_text(uint32_t pid, const char *policy, const struct res *r)
                (unsigned long long)r->unsupported);
 }
 
+/* A limit for JSON: its bytes, or null for none (0), as gpumem ps. */
+static const char *json_limit(uint64_t v, char *buf, size_t cap)
+{
+    if (v == 0)
+        return "null";
+    snprintf(buf, cap, "%llu", (unsigned long long)v);
+    return buf;
+}
+
 static void print_json_res(uint32_t pid, const struct res *r)
 {
+    char lim[32];
     printf("{\"pid\":%u,\"events\":%llu,\"calls\":%llu,\"peak_bytes\":%llu,"
-           "\"context_bytes\":%llu,\"limit_bytes\":%llu,\"refusals\":%llu,",
+           "\"context_bytes\":%llu,\"limit_bytes\":%s,\"refusals\":%llu,",
            pid, (unsigned long long)r->events, (unsigned long long)r->calls,
            (unsigned long long)r->peak, (unsigned long long)r->context,
-           (unsigned long long)r->limit,
+           json_limit(r->limit, lim, sizeof lim),
            (unsigned long long)r->refused_calls);
     if (r->refused_calls)
         printf("\"first_refusal\":{\"step\":%llu,\"t_ns\":%llu,\"size\":%llu,"
@@ -447,10 +457,10 @@ static void print_json_res(uint32_t pid, const struct res *r)
     for (size_t i = 0; i < r->ndev; i++) {
         const struct devres *d = &r->dev[i];
         printf("%s{\"device\":%u,\"peak_bytes\":%llu,\"context_bytes\":%llu,"
-               "\"limit_bytes\":%llu,\"refused\":%llu,\"live_allocs\":%llu,"
+               "\"limit_bytes\":%s,\"refused\":%llu,\"live_allocs\":%llu,"
                "\"live_bytes\":%llu}", i ? "," : "", d->dev, d->peak,
-               d->context, d->limit, d->refused, d->live_allocs,
-               d->live_bytes);
+               d->context, json_limit(d->limit, lim, sizeof lim), d->refused,
+               d->live_allocs, d->live_bytes);
     }
     printf("]}");
 }
