@@ -174,10 +174,30 @@ static void stuck_warning(const struct gm_tel *t, int holder)
                                                    : sizeof line - 1);
 }
 
+/* Takes over the lock that `cur` shows held by a dead thread, keeping its
+ * deferred work for this taker's release (and dropping a waiter's mark
+ * of it as stuck): false when the word changed meanwhile. */
+static bool take_over(struct gm_tel *t, int cur, int me)
+{
+    if (!atomic_compare_exchange_strong_explicit(
+            &t->wlock.v, &cur, TW_W_OPEN | me | (cur & TW_W_DEFER),
+            memory_order_acquire, memory_order_relaxed))
+        return false;
+    if (tw_tel_hdr(t) != NULL)
+        repair(&t->w);
+    return true;
+}
+
+/* This thread's skips past a holder marked stuck: every 256th (the first
+ * included) asks whether that holder is still there. */
+static __thread unsigned stuck_skips
+    __attribute__((tls_model("initial-exec")));
+
 int gm_tel_lock_slow(struct gm_tel *t, int me)
 {
     unsigned spins = 0;
-    uint64_t since = 0;
+    uint64_t first = 0, since = 0;
+    int seen = 0; /* the holder `since` dates from */
     for (;;) {
         int cur = atomic_load_explicit(&t->wlock.v, memory_order_relaxed);
         if (!(cur & TW_W_OPEN))
@@ -192,10 +212,16 @@ int gm_tel_lock_slow(struct gm_tel *t, int me)
         int holder = cur & TW_W_TID;
         if (holder == me)
             return TW_MINE;
-        /* The holder given up on still holds it, or the segment closes
-         * once it lets go: skip at once. */
-        if (cur & (TW_W_STUCK | TW_W_CLOSE))
-            return (cur & TW_W_CLOSE) ? TW_CLOSED : TW_STUCK;
+        if (cur & TW_W_CLOSE)
+            return TW_CLOSED; /* closes once its holder lets go */
+        if (cur & TW_W_STUCK) {
+            /* The holder given up on still holds it: skip at once, but
+             * now and then ask whether it died since (then take over). */
+            if ((stuck_skips++ & 255u) == 0 && thread_gone(holder) &&
+                take_over(t, cur, me))
+                return TW_TAKEN;
+            return TW_STUCK;
+        }
         if (++spins < 100) {
             gm_cpu_relax();
             continue;
@@ -204,22 +230,20 @@ int gm_tel_lock_slow(struct gm_tel *t, int me)
         if (spins % 256 != 0)
             continue;
         if (thread_gone(holder)) {
-            /* Its deferred work is this taker's to do at its release. */
-            if (atomic_compare_exchange_strong_explicit(
-                    &t->wlock.v, &cur, TW_W_OPEN | me | (cur & TW_W_DEFER),
-                    memory_order_acquire, memory_order_relaxed)) {
-                if (tw_tel_hdr(t) != NULL)
-                    repair(&t->w);
+            if (take_over(t, cur, me))
                 return TW_TAKEN;
-            }
             continue;
         }
         uint64_t now = gm_clock_monotonic_ns();
-        if (since == 0) {
+        if (first == 0)
+            first = now;
+        if (holder != seen) {
+            /* Another holder: the lock moves, this one's time starts. */
+            seen = holder;
             since = now;
         } else if (now - since > GM_TEL_LOCK_WAIT_NS) {
-            /* Fails when the holder let go (or a flag came) meanwhile:
-             * look again. */
+            /* One holder all along. Fails when it let go (or a flag came)
+             * meanwhile: look again. */
             if (atomic_compare_exchange_strong_explicit(
                     &t->wlock.v, &cur, cur | TW_W_STUCK,
                     memory_order_relaxed, memory_order_relaxed)) {
@@ -227,6 +251,8 @@ int gm_tel_lock_slow(struct gm_tel *t, int me)
                 return TW_STUCK;
             }
         }
+        if (now - first > 2 * GM_TEL_LOCK_WAIT_NS)
+            return TW_BUSY; /* the lock moves but never to this thread */
     }
 }
 
@@ -857,6 +883,10 @@ static bool take_to_close(struct gm_tel *t, int me, bool *gone)
         }
         int cur = atomic_load_explicit(&t->wlock.v, memory_order_relaxed);
         while ((cur & TW_W_OPEN) && cur != TW_W_OPEN) {
+            if (cur & TW_W_CLOSE) {
+                *gone = true; /* another closer marked it: that one closes */
+                return false;
+            }
             if (atomic_compare_exchange_weak_explicit(
                     &t->wlock.v, &cur, cur | TW_W_CLOSE,
                     memory_order_relaxed, memory_order_relaxed))
@@ -891,8 +921,8 @@ void gm_tel_close(struct gm_tel *t, bool keep)
                       __ATOMIC_RELEASE);
     __atomic_store_n(&t->hdr, NULL, __ATOMIC_RELEASE);
     if (held) {
-        /* Closed for good (release: a taker that finds 0 takes nothing;
-         * pairs with its acquire load). */
+        /* Closed for good: a taker that finds 0 takes nothing, so
+         * nothing is published to one. */
         int was = atomic_exchange_explicit(&t->wlock.v, 0,
                                            memory_order_release);
         if (was & TW_W_DEFER)

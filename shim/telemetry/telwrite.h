@@ -89,10 +89,12 @@
  *   TW_W_DEFER   the holder left work for after the lock (a forecast
  *                warning's line: nothing that may block is done while
  *                holding it), done by gm_tel_unlock_slow once let go;
- *   TW_W_STUCK   a waiter gave up on this holder (it kept the lock
- *                GM_TEL_LOCK_WAIT_NS): later waiters skip at once; it
- *                goes with the holder's release (its thread id may be
- *                another thread's later);
+ *   TW_W_STUCK   a waiter gave up on this holder (the same thread kept
+ *                the lock GM_TEL_LOCK_WAIT_NS): later waiters skip at
+ *                once, every 256th skip of a thread asking whether the
+ *                holder died since (then taken over); it goes with the
+ *                holder's release (its thread id may be another
+ *                thread's later);
  *   TW_W_CLOSE   the segment was closed while this holder kept the lock
  *                (an exit from a signal handler that interrupted it, or
  *                past a stuck holder): its release leaves the lock closed.
@@ -108,6 +110,8 @@
 #define TW_MINE 0      /* this thread holds it (a signal handler re-entered) */
 #define TW_STUCK -1    /* its holder kept it GM_TEL_LOCK_WAIT_NS: given up */
 #define TW_CLOSED -2   /* the segment is closed (or none was opened) */
+#define TW_BUSY -3     /* held by one thread after another for twice
+                          GM_TEL_LOCK_WAIT_NS, never free to this one */
 #define GM_TEL_LOCK_WAIT_NS 2000000000ull
 int gm_tel_lock_slow(struct gm_tel *t, int me) __attribute__((cold, noinline));
 void gm_tel_unlock_slow(struct gm_tel *t, int me) __attribute__((cold, noinline));
@@ -127,7 +131,7 @@ static inline __attribute__((always_inline)) int tw_take(struct gm_tel *t,
 /* Take the writer lock when the segment is open: returns the writer's
  * view of it (t->w: the header and where its parts lie), or NULL (then
  * nothing is held: no segment, or it was closed while this writer
- * waited, or the lock could not be had — see TW_MINE, TW_STUCK). The
+ * waited, or the lock could not be had — see TW_MINE, TW_STUCK, TW_BUSY). The
  * thread id is read before the lock (its first read makes a system
  * call). */
 static inline __attribute__((always_inline)) const struct gm_tw *

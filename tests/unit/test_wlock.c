@@ -7,7 +7,9 @@
  * holder alive but stuck is given up on after GM_TEL_LOCK_WAIT_NS with
  * one warning, and the lock is used again once it is let go; a writer
  * that waited while the segment was closed writes nothing into it, nor
- * does one after the holder's release (the lock stays closed).
+ * does one after the holder's release (the lock stays closed); a stuck
+ * holder that died is taken over; a lock that moves from holder to holder
+ * is not given up on as stuck; two closers close once.
  */
 #include <check.h>
 #include <pthread.h>
@@ -245,6 +247,147 @@ START_TEST(test_waiter_writes_nothing_after_close)
 }
 END_TEST
 
+/* Takes the lock and ends its thread without letting go. */
+static void *hold_and_end(void *arg)
+{
+    struct seg *s = arg;
+    ck_assert_ptr_nonnull(tw_lock(&s->t));
+    return NULL;
+}
+
+/* A holder marked stuck that then died is taken over by a later writer
+ * (skipping writers ask now and then), not skipped past for good. */
+START_TEST(test_stuck_holder_that_died_is_taken_over)
+{
+    struct seg s;
+    open_seg(&s);
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, hold_and_end, &s), 0);
+    pthread_join(th, NULL);
+    atomic_fetch_or(&s.t.wlock.v, TW_W_STUCK); /* as a waiter gave up */
+    for (int i = 0; i < 257 && allocs0(&s) == 0; i++)
+        one_alloc(&s);
+    ck_assert_uint_eq(allocs0(&s), 1);
+    ck_assert_int_eq(atomic_load(&s.t.wlock.v), TW_W_OPEN);
+    one_alloc(&s);
+    ck_assert_uint_eq(allocs0(&s), 2);
+    gm_tel_close(&s.t, false);
+    free(s.mem);
+}
+END_TEST
+
+/* A live thread that only sleeps (its id stands for a holder). */
+struct idle {
+    _Atomic int tid;
+    int go[2];
+};
+
+static void *idle_thread(void *arg)
+{
+    struct idle *d = arg;
+    atomic_store(&d->tid, (int)gm_thread_id());
+    char c;
+    ck_assert_int_eq(read(d->go[0], &c, 1), 1);
+    return NULL;
+}
+
+/* A lock that passes from holder to holder for longer than
+ * GM_TEL_LOCK_WAIT_NS (but under twice it) while a writer waits is not
+ * given up on as stuck: the writer gets it once it is free. */
+START_TEST(test_moving_lock_is_not_given_up_as_stuck)
+{
+    struct seg s;
+    open_seg(&s);
+    struct idle a, b;
+    pthread_t ta, tb, waiter;
+    ck_assert_int_eq(pipe(a.go), 0);
+    ck_assert_int_eq(pipe(b.go), 0);
+    atomic_store(&a.tid, 0);
+    atomic_store(&b.tid, 0);
+    ck_assert_int_eq(pthread_create(&ta, NULL, idle_thread, &a), 0);
+    ck_assert_int_eq(pthread_create(&tb, NULL, idle_thread, &b), 0);
+    while (atomic_load(&a.tid) == 0 || atomic_load(&b.tid) == 0)
+        sched_yield();
+    atomic_store(&s.t.wlock.v, TW_W_OPEN | atomic_load(&a.tid));
+    ck_assert_int_eq(pthread_create(&waiter, NULL, alloc_once, &s), 0);
+    const uint64_t step = 100000000ull;
+    for (uint64_t t = 0; t < GM_TEL_LOCK_WAIT_NS + 5 * step; t += step) {
+        nanosleep(&(struct timespec){ .tv_nsec = (long)step }, NULL);
+        int next = (t / step) % 2 ? atomic_load(&a.tid) : atomic_load(&b.tid);
+        int cur = atomic_load(&s.t.wlock.v);
+        ck_assert_int_eq(cur & TW_W_STUCK, 0);
+        atomic_store(&s.t.wlock.v, TW_W_OPEN | next);
+    }
+    ck_assert_uint_eq(allocs0(&s), 0);
+    atomic_store(&s.t.wlock.v, TW_W_OPEN); /* let go */
+    pthread_join(waiter, NULL);
+    ck_assert_uint_eq(allocs0(&s), 1);
+    ck_assert_int_eq(write(a.go[1], "x", 1), 1);
+    ck_assert_int_eq(write(b.go[1], "x", 1), 1);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    for (int i = 0; i < 2; i++) {
+        close(i ? a.go[0] : b.go[0]);
+        close(i ? a.go[1] : b.go[1]);
+    }
+    gm_tel_close(&s.t, false);
+    free(s.mem);
+}
+END_TEST
+
+struct closers {
+    struct seg *s;
+    pthread_barrier_t bar;
+};
+
+static void *close_at_once(void *arg)
+{
+    struct closers *c = arg;
+    pthread_barrier_wait(&c->bar);
+    gm_tel_close(&c->s->t, false);
+    return NULL;
+}
+
+/* Two threads closing the segment past a holder marked stuck: one of
+ * them closes it (its history flushed once), the other finds it closing.
+ * The race is timing's: many rounds, each a fresh segment. */
+START_TEST(test_two_closers_past_a_stuck_holder_close_once)
+{
+    int twice = 0;
+    uint64_t t0 = gm_clock_monotonic_ns();
+    for (int r = 0; r < 3000 && gm_clock_monotonic_ns() - t0 < 3000000000ull;
+         r++) {
+        struct seg s;
+        open_seg(&s);
+        one_alloc(&s);
+        struct stuck k = { .s = &s };
+        ck_assert_int_eq(pipe(k.go), 0);
+        pthread_t h, c1, c2;
+        ck_assert_int_eq(pthread_create(&h, NULL, hold_until_told, &k), 0);
+        while (atomic_load(&s.t.wlock.v) == TW_W_OPEN)
+            sched_yield();
+        atomic_fetch_or(&s.t.wlock.v, TW_W_STUCK); /* as a waiter gave up */
+        uint64_t wb = __atomic_load_n(&dev0(&s)->wbegin, __ATOMIC_ACQUIRE);
+        struct closers c = { .s = &s };
+        pthread_barrier_init(&c.bar, NULL, 2);
+        ck_assert_int_eq(pthread_create(&c1, NULL, close_at_once, &c), 0);
+        ck_assert_int_eq(pthread_create(&c2, NULL, close_at_once, &c), 0);
+        pthread_join(c1, NULL);
+        pthread_join(c2, NULL);
+        /* A close flushes the history: one write of the device block. */
+        twice += __atomic_load_n(&dev0(&s)->wbegin, __ATOMIC_ACQUIRE) - wb > 1;
+        ck_assert_int_eq(write(k.go[1], "x", 1), 1);
+        pthread_join(h, NULL);
+        ck_assert_int_eq(atomic_load(&s.t.wlock.v), 0);
+        pthread_barrier_destroy(&c.bar);
+        close(k.go[0]);
+        close(k.go[1]);
+        free(s.mem);
+    }
+    ck_assert_int_eq(twice, 0);
+}
+END_TEST
+
 static Suite *wlock_suite(void)
 {
     Suite *s = suite_create("wlock");
@@ -254,6 +397,9 @@ static Suite *wlock_suite(void)
     tcase_add_test(tc, test_dead_holder_replaced_and_repaired);
     tcase_add_test(tc, test_stuck_holder_given_up_then_lock_reused);
     tcase_add_test(tc, test_waiter_writes_nothing_after_close);
+    tcase_add_test(tc, test_stuck_holder_that_died_is_taken_over);
+    tcase_add_test(tc, test_moving_lock_is_not_given_up_as_stuck);
+    tcase_add_test(tc, test_two_closers_past_a_stuck_holder_close_once);
     suite_add_tcase(s, tc);
     return s;
 }
