@@ -681,7 +681,7 @@ static void warn_bare(struct load *c, const char *name, const char *val,
     char v[SHOW_MAX + 4];
 
     if (val == NULL || l->kind != GM_LIMIT_BYTES || l->bytes == 0 ||
-        l->bytes >= BARE_BYTES_BELOW || val[strspn(val, "0123456789")] != '\0')
+        l->bytes >= BARE_BYTES_BELOW || val[strspn(val, "0123456789.")] != '\0')
         return;
     gm_pol_show(val, v, sizeof v);
     gm_pol_msg(c, false, "gpumem: %s='%s' is %llu bytes (a number without a "

@@ -17,8 +17,10 @@
 
 __extension__ typedef unsigned __int128 u128;
 
-/* Fraction digits kept; later digits are checked but ignored (they cannot
- * change a result floored to a byte or nanosecond of a value < 2^64). */
+/* Fraction digits kept; a later digit other than 0 only sets `more` (it
+ * cannot change a result floored to a byte or nanosecond of a value
+ * < 2^64, but it makes the value more than zero, and more than a bound it
+ * would otherwise equal). */
 #define FRAC_DIGITS_MAX 18
 
 /* A scanned decimal: ip + fnum / fden. */
@@ -28,6 +30,7 @@ struct num {
     uint64_t fden;
     bool ovf;       /* the integer part does not fit in 64 bits */
     bool frac;      /* a '.' followed by digits was present */
+    bool more;      /* a digit other than 0 past FRAC_DIGITS_MAX */
 };
 
 typedef bool (*unit_fn)(const char *u, size_t len, uint64_t *mult);
@@ -87,6 +90,8 @@ static enum gm_perr scan_num(const char *s, size_t *pos, struct num *n)
                 n->fnum = n->fnum * 10 + (uint64_t)(s[i] - '0');
                 n->fden *= 10;
                 k++;
+            } else if (s[i] != '0') {
+                n->more = true;
             }
         }
         n->frac = true;
@@ -97,7 +102,7 @@ static enum gm_perr scan_num(const char *s, size_t *pos, struct num *n)
 
 static bool num_nonzero(const struct num *n)
 {
-    return n->ip != 0 || n->fnum != 0 || n->ovf;
+    return n->ip != 0 || n->fnum != 0 || n->more || n->ovf;
 }
 
 /* ip * mult + floor(frac * mult); false on 64-bit overflow. */
@@ -206,7 +211,7 @@ enum gm_perr gm_parse_size_ex(const char *s, uint64_t *out, size_t *junk)
         return e;
     if (!num_scale(&n, mult, &v))
         return GM_PERR_OVERFLOW;
-    if ((mult == 1 && n.fnum != 0) || (v == 0 && num_nonzero(&n)))
+    if ((mult == 1 && (n.fnum != 0 || n.more)) || (v == 0 && num_nonzero(&n)))
         return GM_PERR_FRACTION;
     *out = v;
     return GM_PERR_OK;
@@ -248,9 +253,26 @@ static enum gm_perr end_here(const char *s, size_t pos, size_t *junk)
     return GM_PERR_TRAILING;
 }
 
+/* The number as a double. A fraction that the sum lost (digits past a
+ * double's precision after a whole part, or past FRAC_DIGITS_MAX) makes
+ * it the next double up, so a value written just above a bound (100.0…01%)
+ * is above it, not equal. */
+static double next_up(double v) /* v >= 0 and finite */
+{
+    uint64_t b;
+    memcpy(&b, &v, sizeof b);
+    b++;
+    memcpy(&v, &b, sizeof v);
+    return v;
+}
+
 static double num_value(const struct num *n)
 {
-    return (double)n->ip + (double)n->fnum / (double)n->fden;
+    double whole = (double)n->ip;
+    double v = whole + (double)n->fnum / (double)n->fden;
+    if (n->more || (n->fnum != 0 && v == whole))
+        v = next_up(v);
+    return v;
 }
 
 /* A bare number filling the whole text. */

@@ -98,6 +98,12 @@ static const struct bad_case bad_sizes[] = {
     { "1.5", GM_PERR_FRACTION, 0 },
     { "1.5B", GM_PERR_FRACTION, 0 },
     { "0.0001K", GM_PERR_FRACTION, 0 },
+    /* Digits past the 18th decimal place still count: more than zero is
+     * never 0 (no limit). */
+    { "0.0000000000000000001G", GM_PERR_FRACTION, 0 },
+    { "0.00000000000000000000000001M", GM_PERR_FRACTION, 0 },
+    { "0.00000000000000000001", GM_PERR_FRACTION, 0 },
+    { "1.0000000000000000009B", GM_PERR_FRACTION, 0 },
 };
 
 START_TEST(size_refusals)
@@ -142,6 +148,12 @@ START_TEST(percent_forms)
     f = -1;
     ck_assert_int_eq(gm_parse_percent("0%", &f), -1);
     ck_assert_int_eq(gm_parse_percent("100.1%", &f), -1);
+    /* Just above 100, past a double's precision or the digits kept. */
+    ck_assert_int_eq(gm_parse_percent("100.0000000000000001%", &f), -1);
+    ck_assert_int_eq(gm_parse_percent("100.0000000000000000001%", &f), -1);
+    ck_assert_int_eq(gm_parse_percent("100.0000000000000000000%", &f), 0);
+    ck_assert(f == 1.0);
+    f = -1;
     ck_assert_int_eq(gm_parse_percent("101%", &f), -1);
     ck_assert_int_eq(gm_parse_percent("50", &f), -1);
     ck_assert_int_eq(gm_parse_percent("-5%", &f), -1);
@@ -232,6 +244,12 @@ START_TEST(number_forms)
     ck_assert(v == 10.0);
     ck_assert_int_eq(gm_parse_number("0.1", &v), 0);
     ck_assert(v == 0.1);
+    ck_assert_int_eq(gm_parse_number("1.00000000000000001", &v), 0);
+    ck_assert(v > 1.0); /* above 1, though no double lies between */
+    ck_assert_int_eq(gm_parse_number("10.0000000000000000000001", &v), 0);
+    ck_assert(v > 10.0);
+    ck_assert_int_eq(gm_parse_number("10.000000000000000000000", &v), 0);
+    ck_assert(v == 10.0);
     v = -1;
     ck_assert_int_eq(gm_parse_number_ex("1e3", &v, &junk), GM_PERR_TRAILING);
     ck_assert_uint_eq(junk, 1);

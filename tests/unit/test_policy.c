@@ -205,6 +205,10 @@ static const struct err_case bad_limits[] = {
              "device is written as a percentage)" },
     { "0.125", "(did you mean 12.5%?" },
     { "0.05", "(did you mean 5%?" },
+    { "0.0000000000000000001G", "is a fraction of a byte" },
+    { "0.00000000000000000001", "is a fraction of a byte" },
+    { "100.0000000000000000001%", "is above 100%" },
+    { "share:1.00000000000000001", "has a share fraction outside (0, 1]" },
     { "lots", "is not a size" },
 };
 
@@ -582,6 +586,10 @@ START_TEST(bare_small_sizes_warn)
     ck_assert(strstr(d.text, "GPUMEM_LIMIT='2' is 2 bytes (a number without "
                      "a unit is bytes)") != NULL);
     ck_assert(strstr(d.text, "write a unit, e.g. 2G or 2M") != NULL);
+    LOAD("GPUMEM_LIMIT=2.0"); /* a decimal point is still no unit */
+    ck_assert_int_eq(rc, 0);
+    ck_assert_uint_eq(d.warnings, 1);
+    ck_assert(strstr(d.text, "GPUMEM_LIMIT='2.0' is 2 bytes") != NULL);
     LOAD("GPUMEM_LIMIT=8G", "GPUMEM_LIMIT_1=512", "GPUMEM_GROUP=g",
          "GPUMEM_GROUP_LIMIT=100");
     ck_assert_int_eq(rc, 0);
