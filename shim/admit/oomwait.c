@@ -51,11 +51,19 @@ static void wait_closes(int dev, struct gm_dev *d, uint64_t size,
            (unsigned long long)waited_ms);
 }
 
+/* The wait's end: start + GPUMEM_ON_OOM's duration, held at the largest
+ * instant (a wait of 584 years is a wait, not one that ends at once). */
+static uint64_t wait_deadline(uint64_t start)
+{
+    uint64_t w = gm_st.policy.oom_wait_ns;
+    return w > UINT64_MAX - start ? UINT64_MAX : start + w;
+}
+
 bool gm_oomwait(int dev, struct gm_dev *d, uint64_t size, unsigned api,
                 uint64_t *used)
 {
     uint64_t start = wait_opens(dev, d, size, api);
-    uint64_t deadline = start + gm_st.policy.oom_wait_ns;
+    uint64_t deadline = wait_deadline(start);
     bool ok = false;
     gm_release_wait_begin();
     for (;;) {
@@ -93,7 +101,7 @@ bool gm_oomwait_arena(int dev, struct gm_dev *d, struct gm_arena *a,
                       struct gm_arena_piece *got, bool *retired)
 {
     uint64_t start = wait_opens(dev, d, size, api);
-    uint64_t deadline = start + gm_st.policy.oom_wait_ns;
+    uint64_t deadline = wait_deadline(start);
     bool ok = false;
     *retired = false;
     gm_release_wait_begin();

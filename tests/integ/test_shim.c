@@ -574,6 +574,22 @@ START_TEST(oom_wait_release)
 }
 END_TEST
 
+/* The longest waits GPUMEM_ON_OOM takes are waits: their end, past the
+ * clock's range, is held at its last instant, not wrapped to the past. */
+START_TEST(oom_wait_longest_waits)
+{
+    const char *w[] = { "GPUMEM_ON_OOM=wait:18446744073709551615ns",
+                        "GPUMEM_ON_OOM=wait:5124095h" };
+    for (int i = 0; i < 2; i++) {
+        const char *env[] = { "GPUMEM_LIMIT=1G", w[i], NULL };
+        RUN_OK(env, apicheck("gpa"), "--via", "gpa", "wait", "release",
+               "5000");
+        ck_assert_msg(strstr(out, "served after") != NULL, "%s: %s", w[i],
+                      out);
+    }
+}
+END_TEST
+
 START_TEST(oom_wait_timeout)
 {
     const char *env[] = { "GPUMEM_LIMIT=1G", "GPUMEM_ON_OOM=wait:300ms",
@@ -1285,6 +1301,7 @@ static Suite *suite(void)
     tcase_add_test(m, mode_staged);
     tcase_add_test(m, oom_wait_release);
     tcase_add_test(m, oom_wait_timeout);
+    tcase_add_test(m, oom_wait_longest_waits);
     tcase_add_test(m, oom_spill);
     tcase_add_test(m, oom_warn);
     suite_add_tcase(s, m);
