@@ -120,12 +120,28 @@ for d in "$O" "$T/link"; do
     done
     GPUMEM_SHM_DIR=$d "$B/gpumem-top" --once >"$T/out" 2>&1
     [ $? = 2 ] || bad "gpumem-top accepted $d"
+    # The same with the default prefix (GPUMEM_SHM_PREFIX unset).
+    for tool in "ps" "gc"; do
+        env -u GPUMEM_SHM_PREFIX GPUMEM_SHM_DIR=$d "$B/gpumem" $tool >"$T/out" 2>&1
+        rc=$?
+        [ $rc = 2 ] || bad "gpumem $tool with the default prefix accepted $d (exit $rc)"
+    done
 done
 # Sticky and world-writable, as /dev/shm: accepted.
 chmod 1777 "$O"
 GPUMEM_SHM_DIR=$O "$B/gpumem" ps >/dev/null 2>&1 || bad "ps refused a sticky 1777 directory"
 
-# ---- a malformed value
+# ---- a malformed value: refused by the tools too (an empty one is no
+# default), with the prefix set or not
+for v in relative ""; do
+    for unset in "" "-u GPUMEM_SHM_PREFIX"; do
+        env $unset GPUMEM_SHM_DIR="$v" "$B/gpumem" ps >"$T/out" 2>&1
+        rc=$?
+        [ $rc = 2 ] || bad "ps accepted GPUMEM_SHM_DIR='$v' ($unset; exit $rc)"
+        grep -q "^gpumem: ps: GPUMEM_SHM_DIR='$v' is " "$T/out" ||
+            bad "ps: no message for GPUMEM_SHM_DIR='$v': $(cat "$T/out")"
+    done
+done
 GPUMEM_SHM_DIR=relative "$B/gpumem" run --limit 2G -- true >"$T/out" 2>&1
 [ $? = 2 ] || bad "gpumem run accepted GPUMEM_SHM_DIR=relative"
 grep -q "GPUMEM_SHM_DIR='relative' is not an absolute path" "$T/out" ||

@@ -40,8 +40,8 @@ const char *gm_tool_prefix(const char *cmd, const char *opt)
     if (p == NULL) {
         p = getenv("GPUMEM_SHM_PREFIX");
         from = "GPUMEM_SHM_PREFIX=";
-        if (p == NULL)
-            return "gpumem";
+        if (p == NULL) /* the default prefix; the directory still checked */
+            return gm_tool_dir_check(cmd) == 0 ? "gpumem" : NULL;
     }
     /* The library's rule: a prefix it would refuse is refused here too
      * (an empty one is not the default, as it is not in the library). */
@@ -80,7 +80,9 @@ const char *gm_tool_shm_dir(void)
 {
     if (tool_dir[0] == '\0') {
         const char *v = getenv("GPUMEM_SHM_DIR"), *why;
-        if (v == NULL || v[0] == '\0' ||
+        /* A value refused by gm_tool_dir_check never gets here in a tool
+         * that checked; the default is only for one that did not. */
+        if (v == NULL ||
             gm_parse_shm_dir(v, tool_dir, sizeof tool_dir, &why) != 0)
             snprintf(tool_dir, sizeof tool_dir, "%s", GM_READER_DEFAULT_DIR);
     }
@@ -91,8 +93,8 @@ int gm_tool_dir_check(const char *cmd)
 {
     const char *v = getenv("GPUMEM_SHM_DIR"), *why = NULL;
     char norm[GM_SHM_DIR_MAX + 1], err[512];
-    if (v != NULL && v[0] != '\0' &&
-        gm_parse_shm_dir(v, norm, sizeof norm, &why) != 0) {
+    /* Empty is an error, not unset, as in the library. */
+    if (v != NULL && gm_parse_shm_dir(v, norm, sizeof norm, &why) != 0) {
         fprintf(stderr, "gpumem: %s: GPUMEM_SHM_DIR='%s' %s; use an absolute "
                 "directory path of at most %d bytes without . or .. "
                 "components\n", cmd, v, why, GM_SHM_DIR_MAX);
@@ -103,9 +105,8 @@ int gm_tool_dir_check(const char *cmd)
     if (gm_shm_dir_check(gm_tool_shm_dir(), getuid(), geteuid() == 0, err,
                          sizeof err) != 0) {
         fprintf(stderr, "gpumem: %s: %s (%s)\n", cmd, err,
-                v != NULL && v[0] != '\0' ? "from GPUMEM_SHM_DIR"
-                                          : "the default: GPUMEM_SHM_DIR is "
-                                            "unset");
+                v != NULL ? "from GPUMEM_SHM_DIR"
+                          : "the default: GPUMEM_SHM_DIR is unset");
         return -1;
     }
     return 0;
