@@ -188,6 +188,10 @@ for k in peak_bytes refusals allocs live_bytes; do
     [ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" = "$c" ] ||
         bad "replay -: $k: file '$a', redirected '$b', piped '$c'"
 done
+# A sweep from 0 is refused: a limit of 0 is none.
+"$G" replay "$T/ts.gmr" --sweep 0:1G --points 2 >"$T/sw0.txt" 2>&1
+[ $? = 2 ] && grep -q "LO above 0" "$T/sw0.txt" ||
+    bad "replay --sweep 0:1G was not refused: $(cat "$T/sw0.txt")"
 a=$("$G" replay "$T/ts.gmr" --sweep 300M:1G --points 2 --json | num smallest_without_refusal_bytes)
 b=$(cat "$T/ts.gmr" | TMPDIR=$T/tmpd "$G" replay - --sweep 300M:1G --points 2 --json |
     num smallest_without_refusal_bytes)
@@ -517,6 +521,13 @@ cat "$T/fk"/*.gmr > "$T/fk.gmr" 2>/dev/null
     bad "a file size limit, then kill -9: the section does not say its losses"
 
 # ---- fit ----------------------------------------------------------------
+# A range it cannot take is refused, never narrowed.
+for p in "b=1:99999999999999999999" "b=1:9223372036854775808" "b=+1:5" \
+         "b= 1:5" "b=1:5x" "b=5:1" "b=1.5:4"; do
+    "$G" fit --limit 1G --param "$p" -- true >"$T/fitbad.txt" 2>&1
+    [ $? = 2 ] && grep -q "^gpumem: fit: --param takes NAME=LO:HI" "$T/fitbad.txt" ||
+        bad "fit --param $p was not refused: $(cat "$T/fitbad.txt")"
+done
 ctx=$(GPUMEM_REPORT=json:$T/c.json "$G" run --limit none -- "$B/gpumem-trainsim" --steps 1 \
       --eval-every 0 --quiet >/dev/null 2>&1; num context_peak_bytes < "$T/c.json")
 LIM=$((1024 * 1048576))

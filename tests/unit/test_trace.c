@@ -262,6 +262,14 @@ START_TEST(load_refuses_bad_binary)
     ck_assert_int_eq(gm_trace_load(path, &t, err, sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "version 9"));
     h.version = GM_REC_VERSION;
+    h.header_size = 0; /* this version, but not its layout: said so */
+    memcpy(buf, &h, 64);
+    write_file(path, buf, sizeof buf);
+    ck_assert_int_eq(gm_trace_load(path, &t, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "with a header of 0 bytes and records of 64") !=
+                      NULL && strstr(err, "is not version") == NULL,
+                  "said: %s", err);
+    h.header_size = 64;
     h.count = 2;
     r.op = 999;
     memcpy(buf, &h, 64);

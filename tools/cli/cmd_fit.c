@@ -27,6 +27,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,6 +113,25 @@ struct fit {
     int nrun, maxrun;
     bool json;
 };
+
+/* "LO:HI", two whole numbers (digits only) with 0 <= LO < HI <= LLONG_MAX:
+ * 0, or -1 for anything else (a sign, a space, a fraction, an overflow). */
+static int parse_range(const char *s, long long *lo, long long *hi)
+{
+    char a[32];
+    const char *colon = strchr(s, ':');
+    uint64_t l, h;
+    if (colon == NULL || (size_t)(colon - s) >= sizeof a)
+        return -1;
+    memcpy(a, s, (size_t)(colon - s));
+    a[colon - s] = '\0';
+    if (gm_parse_uint(a, &l) != 0 || gm_parse_uint(colon + 1, &h) != 0 ||
+        h > (uint64_t)LLONG_MAX || l >= h)
+        return -1;
+    *lo = (long long)l;
+    *hi = (long long)h;
+    return 0;
+}
 
 static int usage(const char *msg, const char *arg)
 {
@@ -329,11 +349,10 @@ int gm_cmd_fit(int argc, char **argv)
     static char name[64];
     long long lo, hi;
     const char *eq = param ? strchr(param, '=') : NULL;
-    int used = 0;
     if (eq == NULL || eq == param || (size_t)(eq - param) >= sizeof name ||
-        sscanf(eq + 1, "%lld:%lld%n", &lo, &hi, &used) != 2 ||
-        eq[1 + used] != '\0' || lo < 0 || lo >= hi)
-        return usage("--param takes NAME=LO:HI with 0 <= LO < HI, not",
+        parse_range(eq + 1, &lo, &hi) != 0)
+        return usage("--param takes NAME=LO:HI, whole numbers with 0 <= LO "
+                     "< HI <= 9223372036854775807, not",
                      param ? param : "nothing");
     memcpy(name, param, (size_t)(eq - param));
     name[eq - param] = '\0';

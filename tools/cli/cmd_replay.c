@@ -116,7 +116,8 @@ const char gm_help_replay[] =
     "        share one budget. A stretch of more than 60 s in which no\n"
     "        process makes a call is shortened to 60 s.\n"
     "    --sweep LO:HI, --points N\n"
-    "        Replay at N limits from LO to HI (sizes: 4G, 1.5GiB, ...).\n"
+    "        Replay at N limits from LO to HI (sizes: 4G, 1.5GiB, ...;\n"
+    "        0 < LO < HI).\n"
     "    --json\n"
     "        One JSON object instead of text.\n"
     "    -h, --help\n"
@@ -849,6 +850,9 @@ int gm_cmd_replay(int argc, char **argv)
         snprintf(b, sizeof b, "%s", colon + 1);
         if (parse_size(a, &lo) != 0 || parse_size(b, &hi) != 0 || lo >= hi)
             return usage("--sweep takes LO:HI with LO < HI, not", sw);
+        if (lo == 0) /* 0 is no limit, not the smallest one */
+            return usage("--sweep takes LO:HI with LO above 0 (a limit of "
+                         "0 is none), not", sw);
     }
     char in_path[64];
     if (strcmp(file, "-") == 0) {

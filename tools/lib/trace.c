@@ -384,12 +384,18 @@ static int load_binary(FILE *f, struct gm_trace *t, char *err, size_t cap)
                      "(bad or truncated header)", (unsigned long long)off);
             return -1;
         }
-        if (h.version != GM_REC_VERSION || h.header_size != sizeof h ||
-            h.record_size != GM_REC_SIZE) {
-            snprintf(err, cap, "offset %llu: recording version %u (record "
-                     "size %u) is not version %u; use a gpumem of the same "
-                     "version", (unsigned long long)off, h.version,
-                     h.record_size, GM_REC_VERSION);
+        if (h.version != GM_REC_VERSION) {
+            snprintf(err, cap, "offset %llu: recording version %u is not "
+                     "version %u; use a gpumem of the same version",
+                     (unsigned long long)off, h.version, GM_REC_VERSION);
+            return -1;
+        }
+        if (h.header_size != sizeof h || h.record_size != GM_REC_SIZE) {
+            snprintf(err, cap, "offset %llu: a version %u section with a "
+                     "header of %u bytes and records of %u (version %u has "
+                     "%zu and %u): damaged or not a gpumem recording",
+                     (unsigned long long)off, h.version, h.header_size,
+                     h.record_size, GM_REC_VERSION, sizeof h, GM_REC_SIZE);
             return -1;
         }
         off += sizeof h;
