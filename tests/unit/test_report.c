@@ -111,7 +111,7 @@ static const char expected_json[] =
     "\"alloc_latency_p99_ns\":524288,\"alloc_latency_mean_ns\":75000,"
     "\"oom\":null},"
     "{\"device\":1,\"consistent\":true,\"physical_bytes\":0,"
-    "\"limit_bytes\":0,\"used_bytes\":2097152,\"peak_bytes\":2097152,"
+    "\"limit_bytes\":null,\"used_bytes\":2097152,\"peak_bytes\":2097152,"
     "\"peak_at_s\":0.500,\"context_bytes\":0,\"context_peak_bytes\":0,"
     "\"pool_reserve_bytes\":0,"
     "\"allocs\":1,\"frees\":0,\"refused\":0,\"spills\":1,"
