@@ -253,11 +253,8 @@ static enum gm_perr end_here(const char *s, size_t pos, size_t *junk)
     return GM_PERR_TRAILING;
 }
 
-/* The number as a double. A fraction that the sum lost (digits past a
- * double's precision after a whole part, or past FRAC_DIGITS_MAX) makes
- * it the next double up, so a value written just above a bound (100.0…01%)
- * is above it, not equal. */
-static double next_up(double v) /* v >= 0 and finite */
+/* The next double above v (v >= 0 and finite). */
+static double next_up(double v)
 {
     uint64_t b;
     memcpy(&b, &v, sizeof b);
@@ -266,6 +263,10 @@ static double next_up(double v) /* v >= 0 and finite */
     return v;
 }
 
+/* The number as a double. A fraction that the sum lost (digits past a
+ * double's precision after a whole part, or past FRAC_DIGITS_MAX) makes
+ * it the next double up, so a value written just above a bound (100.0…01%)
+ * is above it, not equal. */
 static double num_value(const struct num *n)
 {
     double whole = (double)n->ip;

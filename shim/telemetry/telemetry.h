@@ -16,8 +16,9 @@
  * path), so each update is a plain store; the device blocks and ring
  * records are seqlocked for readers in other processes (shim/telemetry/
  * abi.h), who never block a writer: only they retry. Every function is a
- * no-op while the segment is closed (t->wlock 0, t->hdr NULL), and for a device ordinal >= the segment's
- * device slots the stats are skipped (the ring record is still written).
+ * no-op while the segment is closed (t->wlock 0, t->hdr NULL), and for a
+ * device ordinal >= the segment's device slots the stats are skipped (the
+ * ring record is still written).
  * The lock knows its holder: a writer called by a signal handler that
  * interrupted a writer of the same thread skips its update instead of
  * waiting for itself; a holder that died is replaced (its device blocks

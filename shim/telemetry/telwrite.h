@@ -131,9 +131,9 @@ static inline __attribute__((always_inline)) int tw_take(struct gm_tel *t,
 /* Take the writer lock when the segment is open: returns the writer's
  * view of it (t->w: the header and where its parts lie), or NULL (then
  * nothing is held: no segment, or it was closed while this writer
- * waited, or the lock could not be had — see TW_MINE, TW_STUCK, TW_BUSY). The
- * thread id is read before the lock (its first read makes a system
- * call). */
+ * waited, or the lock could not be had — see TW_MINE, TW_STUCK,
+ * TW_BUSY). The thread id is read before the lock (its first read makes
+ * a system call). */
 static inline __attribute__((always_inline)) const struct gm_tw *
 tw_lock_as(struct gm_tel *t, int me)
 {

@@ -40,8 +40,8 @@ const char *gm_tool_prefix(const char *cmd, const char *opt)
     if (p == NULL) {
         p = getenv("GPUMEM_SHM_PREFIX");
         from = "GPUMEM_SHM_PREFIX=";
-        if (p == NULL) /* the default prefix; the directory still checked */
-            return gm_tool_dir_check(cmd) == 0 ? "gpumem" : NULL;
+        if (p == NULL)
+            p = "gpumem"; /* the default, checked like any other */
     }
     /* The library's rule: a prefix it would refuse is refused here too
      * (an empty one is not the default, as it is not in the library). */
