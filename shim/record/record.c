@@ -13,7 +13,10 @@
  * are counted in `lost` (and the header's lost and first_lost_seq
  * rewritten at each loss) and announced by one GM_RO_LOST record when
  * storing resumes; the header's count and CLOSED flag are written only by
- * gm_rec_close, which also truncates the file to its exact length.
+ * gm_rec_close, which also truncates the file to its exact length. A
+ * file is never left with records and no header: when the header's block
+ * cannot be had the process says so on stderr and records nothing, and
+ * the empty file tells gpumem record its records are lost.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -97,10 +100,11 @@ static bool fd_ours(void)
     return false;
 }
 
-static void put_header(uint32_t flags)
+/* Write the header; whether it reached the file whole. */
+static bool put_header(uint32_t flags)
 {
     if (!fd_ours())
-        return;
+        return false;
     struct gm_rec_header h = {
         .magic = GM_REC_MAGIC, .version = GM_REC_VERSION,
         .header_size = sizeof h, .record_size = GM_REC_SIZE,
@@ -109,7 +113,7 @@ static void put_header(uint32_t flags)
         .count = (flags & GM_REC_F_CLOSED) ? n : 0, .lost = lost,
         .first_lost_seq = lost ? first_lost : 0,
     };
-    (void)!pwrite(rec_fd, &h, sizeof h, 0);
+    return pwrite(rec_fd, &h, sizeof h, 0) == (ssize_t)sizeof h;
 }
 
 enum { LK_TAKEN, LK_MINE, LK_BUSY };
@@ -174,21 +178,46 @@ static int open_file(void)
     return -1;
 }
 
+/* Say on stderr why this process is not recorded (what, in which path,
+ * the error) and give the recording up. */
+static int give_up(const char *what, const char *path, int err)
+{
+    char msg[sizeof rec_path + 200];
+    int k = snprintf(msg, sizeof msg, "gpumem: GPUMEM_RECORD: cannot %s "
+                     "%s: %s; this process is not recorded\n", what, path,
+                     strerror(err));
+    if (k > 0)
+        (void)gm_write_all(STDERR_FILENO, msg,
+                           (size_t)k < sizeof msg ? (size_t)k
+                                                  : sizeof msg - 1);
+    rec_failed = 1;
+    return -1;
+}
+
+/* Reserve the header's block and write it: a file left without one
+ * (full directory, file size limit) is one a reader names as a process
+ * whose records are lost. Never past RLIMIT_FSIZE (no SIGXFSZ). */
+static int first_header(void)
+{
+    int err = EFBIG;
+    if (!gm_shm_fsize_over(sizeof(struct gm_rec_header))) {
+        err = posix_fallocate(rec_fd, 0, sizeof(struct gm_rec_header));
+        errno = 0;
+        if (err == 0 && put_header(0))
+            return 0;
+        if (err == 0)
+            err = errno != 0 ? errno : EIO;
+    }
+    close(rec_fd);
+    rec_fd = -1;
+    return give_up("write the header of", rec_path, err);
+}
+
 static int start_file(void)
 {
     rec_fd = open_file();
-    if (rec_fd < 0) {
-        char msg[sizeof rec_dir + 160];
-        int k = snprintf(msg, sizeof msg, "gpumem: GPUMEM_RECORD: cannot "
-                         "create a file in %s: %s; this process is not "
-                         "recorded\n", rec_dir, strerror(errno));
-        if (k > 0)
-            (void)gm_write_all(STDERR_FILENO, msg,
-                               (size_t)k < sizeof msg ? (size_t)k
-                                                      : sizeof msg - 1);
-        rec_failed = 1;
-        return -1;
-    }
+    if (rec_fd < 0)
+        return give_up("create a file in", rec_dir, errno);
     struct stat st;
     rec_dev = rec_ino = 0;
     if (fstat(rec_fd, &st) == 0) {
@@ -201,8 +230,7 @@ static int start_file(void)
     n = seq = lost = first_lost = pending_lost = since_try = 0;
     win = NULL;
     win_off = 0;
-    put_header(0);
-    return 0;
+    return first_header();
 }
 
 /* Map the window holding file offset `off`; NULL when it cannot be had. */
@@ -349,7 +377,7 @@ void gm_rec_close(void)
         win = NULL;
         uint64_t len = sizeof(struct gm_rec_header) + n * GM_REC_SIZE;
         (void)!ftruncate(rec_fd, (off_t)len);
-        put_header(GM_REC_F_CLOSED);
+        (void)put_header(GM_REC_F_CLOSED); /* not written: left unclosed */
         close(rec_fd);
         rec_fd = -1;
     }

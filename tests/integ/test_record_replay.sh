@@ -47,6 +47,9 @@
 #   - a process killed before it closed its recording keeps its records,
 #     and record says so;
 #   - a file size limit makes records lost: the file says how many;
+#   - a full disk (a tmpfs of its own, root only): with no block left the
+#     process is said lost whole, with two its lost records are counted
+#     in the file and replay says the recording is incomplete;
 #   - fit on trainsim --batch returns the largest batch of trainsim's own
 #     memory model (--print-peak + context) within ceil(log2(HI-LO))+4
 #     runs, answer+1 is refused, and an impossible limit says no value fits;
@@ -519,6 +522,42 @@ cat "$T/fk"/*.gmr > "$T/fk.gmr" 2>/dev/null
 "$G" log --from "$T/fk.gmr" --format jsonl 2>/dev/null |
     grep '"kind":"process"' | grep '"closed":false' | grep -q '"lost":[1-9]' ||
     bad "a file size limit, then kill -9: the section does not say its losses"
+
+# A full disk, in a private mount namespace (root): with no block left the
+# header cannot be written, and record names the process as lost whole
+# (it said "0 processes" and left a file of 64 zero bytes); with a few
+# blocks left the records past them are counted lost, in the file too,
+# and replay says the recording is incomplete.
+cat > "$T/full.sh" <<'FULL'
+D=$1 B=$2 FREE=$3
+mount --make-rprivate / && mount -t tmpfs -o size=64k,mode=0700 tmpfs "$D" || exit 77
+dd if=/dev/zero of="$D/fill" bs=4k count=$(( 16 - FREE )) 2>/dev/null
+"$B/gpumem" record -o "$D/t.gmr" -- "$B/gpumem-trainsim" --steps 3 \
+    --eval-every 0 --quiet >/dev/null 2>"$D/../full.err"
+echo "rc $?" >>"$D/../full.err"; cp "$D/t.gmr" "$D/../full.gmr" 2>/dev/null
+umount "$D"
+FULL
+mkdir -p "$T/fullfs/mnt"
+if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
+    unshare -m sh "$T/full.sh" "$T/fullfs/mnt" "$B" 0
+    grep -q "rc 0" "$T/fullfs/full.err" &&
+    grep -q "cannot write the header of .*No space left on device; this process is not recorded" "$T/fullfs/full.err" &&
+    grep -q "pid [0-9]* made a CUDA memory call but could not write its recording.*LOST" "$T/fullfs/full.err" &&
+    grep -q "0 processes, 0 records, 1 process LOST whole" "$T/fullfs/full.err" ||
+        bad "a full disk: the process lost whole is not said: $(cat "$T/fullfs/full.err")"
+    rm -f "$T/fullfs/full.err" "$T/fullfs/full.gmr"
+    unshare -m sh "$T/full.sh" "$T/fullfs/mnt" "$B" 2
+    grep -q "1 process, [0-9]* records, [1-9][0-9]* LOST" "$T/fullfs/full.err" ||
+        bad "a nearly full disk: no loss said: $(cat "$T/fullfs/full.err")"
+    "$G" log --from "$T/fullfs/full.gmr" --format jsonl 2>/dev/null |
+        grep '"kind":"process"' | grep -q '"lost":[1-9]' ||
+        bad "a nearly full disk: the file does not say its losses"
+    "$G" replay "$T/fullfs/full.gmr" >/dev/null 2>"$T/fullfs/rep.err"
+    grep -q "pid [0-9]* lost [1-9][0-9]* records when it was recorded" "$T/fullfs/rep.err" ||
+        bad "replay of a lossy recording does not say so: $(cat "$T/fullfs/rep.err")"
+else
+    echo "full-disk case not run: needs root and a mount namespace"
+fi
 
 # ---- fit ----------------------------------------------------------------
 # A range it cannot take is refused, never narrowed.

@@ -255,7 +255,7 @@ static int join(const char *dir, const char *file)
     FILE *out = ofd >= 0 ? fdopen(ofd, "wb") : NULL;
     int rc = 0;
     uint64_t total = 0, lost = 0;
-    size_t procs = 0;
+    size_t procs = 0, unwritten = 0;
     if (out == NULL) {
         fprintf(stderr, "gpumem: record: cannot write %s: %s\n", tmp,
                 strerror(errno));
@@ -270,6 +270,13 @@ static int join(const char *dir, const char *file)
                 total += (uint64_t)k;
                 if (secs[i].h.flags & GM_REC_F_COUNTED)
                     say_unclosed(secs, ns, i, k, file);
+            } else if (secs[i].h.magic == 0) {
+                unwritten++;
+                fprintf(stderr, "gpumem: record: pid %u made a CUDA memory "
+                        "call but could not write its recording (no space "
+                        "or a file size limit beside %s, as its stderr "
+                        "says, or it was killed at once): its records are "
+                        "LOST\n", secs[i].h.pid, file);
             }
         }
         if (fflush(out) != 0 || fsync(fileno(out)) != 0 || ferror(out)) {
@@ -296,7 +303,11 @@ static int join(const char *dir, const char *file)
         if (lost)
             fprintf(stderr, ", %llu LOST (see gpumem log --from)",
                     (unsigned long long)lost);
-        fprintf(stderr, " -> %s%s\n", file, total == 0 && lost == 0
+        if (unwritten)
+            fprintf(stderr, ", %zu process%s LOST whole", unwritten,
+                    unwritten == 1 ? "" : "es");
+        fprintf(stderr, " -> %s%s\n", file,
+                total == 0 && lost == 0 && unwritten == 0
                 ? " (no process of the command made a CUDA memory call "
                   "under the shim)" : "");
     }

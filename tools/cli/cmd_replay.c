@@ -867,6 +867,12 @@ int gm_cmd_replay(int argc, char **argv)
         fprintf(stderr, "gpumem: replay: %s: %s\n", file, err);
         return 1;
     }
+    for (size_t i = 0; i < t.nproc; i++)
+        if (t.proc[i].lost)
+            fprintf(stderr, "gpumem: replay: %s: pid %u lost %llu records "
+                    "when it was recorded; what follows replays the rest, "
+                    "so its figures can be below the run's\n", file,
+                    t.proc[i].pid, (unsigned long long)t.proc[i].lost);
     bool used[GM_TRACE_DEVICES];
     c.ndev = gm_trace_devices(&t, NULL, used);
     if (c.ndev > SIM_DEVICES) {
