@@ -144,7 +144,10 @@ static bool admit_locked(struct gm_group *g, int gdev, uint64_t size,
 /* Finds dead members without the lock, then frees them under it, each
  * after a second test there: a slot found unlocked may have been left and
  * claimed again by the same process (same pid and start time, as after
- * an exec) in between. Returns the bytes reclaimed; *freed the slots. */
+ * an exec) in between. When none is dead, corrects a device's `used`
+ * that is not its slots' sum (a damaged segment: a `used` written low
+ * would let the group past its limit). Returns the bytes reclaimed;
+ * *freed the slots. */
 static uint64_t reclaim_scan(struct gm_group *g, unsigned *freed)
 {
     struct gm_group_seg *s = g->seg;
@@ -161,7 +164,17 @@ static uint64_t reclaim_scan(struct gm_group *g, unsigned *freed)
         if (gm_grpi_member_gone(g, probe, pids[i], starts[i], i))
             mask |= 1ull << i;
     }
-    if (mask == 0 || !gm_grpi_grp_lock(g)) {
+    /* Nobody dead: the lock only when some device's `used` looks apart
+     * from its slots' charges (checked again, exactly, under it). */
+    bool off = mask == 0 && gm_grpi_used_off(s);
+    if ((mask == 0 && !off) || !gm_grpi_grp_lock(g)) {
+        if (probe >= 0)
+            close(probe);
+        return 0;
+    }
+    if (off) {
+        (void)gm_grpi_fix_used_locked(s);
+        gm_grpi_seg_unlock(s);
         if (probe >= 0)
             close(probe);
         return 0;

@@ -130,6 +130,19 @@ int gm_grpi_seg_lock(struct gm_group_seg *s, int fd, int slot,
     __attribute__((visibility("hidden")));
 void gm_grpi_seg_unlock(struct gm_group_seg *s)
     __attribute__((visibility("hidden")));
+/* The sum of the LIVE slots' charges on device d (what dev[d].used is
+ * whenever the lock is free). */
+uint64_t gm_grpi_charged_sum(const struct gm_group_seg *s, int d)
+    __attribute__((visibility("hidden")));
+/* Whether some device's `used` is not that sum: exact with the lock held,
+ * a hint without it (a writer between its stores). */
+bool gm_grpi_used_off(const struct gm_group_seg *s)
+    __attribute__((visibility("hidden")));
+/* The lock held: when some `used` is off (a foreign or damaged write),
+ * recomputes the live mask and every `used` from the slots, counted in
+ * hdr.repairs; whether it did. */
+bool gm_grpi_fix_used_locked(struct gm_group_seg *s)
+    __attribute__((visibility("hidden")));
 /* Whether this thread holds s's lock (gm_grpi_seg_lock then answers -1
  * at once instead of waiting on itself). */
 bool gm_grpi_seg_held(const struct gm_group_seg *s)

@@ -232,6 +232,7 @@ static int claim_slot_locked(struct gm_group *g, unsigned *freed)
 {
     struct gm_group_seg *s = g->seg;
     *freed = reclaim_dead_locked(g, NULL);
+    (void)gm_grpi_fix_used_locked(s);
     for (int i = 0; i < GM_GROUP_MAX_MEMBERS; i++) {
         struct gm_group_slot *m = &s->slot[i];
         if (LD(&m->state) != GM_GROUP_SLOT_FREE)

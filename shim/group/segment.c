@@ -59,6 +59,15 @@ static void sleep_ns(uint64_t ns)
 
 /* ---- the lock ------------------------------------------------------------ */
 
+uint64_t gm_grpi_charged_sum(const struct gm_group_seg *s, int d)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < GM_GROUP_MAX_MEMBERS; i++)
+        if (LD(&s->slot[i].state) == GM_GROUP_SLOT_LIVE)
+            sum = sat_add(sum, LD(&s->slot[i].charged[d]));
+    return sum;
+}
+
 /* After a member died holding the lock: the live mask and every device's
  * `used` are recomputed from the slots (they are authoritative; a death
  * between the stores of an update leaves them apart). */
@@ -70,14 +79,27 @@ static void repair_locked(struct gm_group_seg *s)
             live |= 1ull << i;
     ST(&s->hdr.live_mask, live);
     for (int d = 0; d < GM_GROUP_MAX_DEVICES; d++) {
-        uint64_t sum = 0;
-        for (int i = 0; i < GM_GROUP_MAX_MEMBERS; i++)
-            if (LD(&s->slot[i].state) == GM_GROUP_SLOT_LIVE)
-                sum = sat_add(sum, LD(&s->slot[i].charged[d]));
+        uint64_t sum = gm_grpi_charged_sum(s, d);
         ST(&s->dev[d].used, sum);
         gm_grpi_raise_peak(&s->dev[d].peak, sum);
     }
     ST(&s->hdr.repairs, LD(&s->hdr.repairs) + 1);
+}
+
+bool gm_grpi_used_off(const struct gm_group_seg *s)
+{
+    for (int d = 0; d < GM_GROUP_MAX_DEVICES; d++)
+        if (LD(&s->dev[d].used) != gm_grpi_charged_sum(s, d))
+            return true;
+    return false;
+}
+
+bool gm_grpi_fix_used_locked(struct gm_group_seg *s)
+{
+    if (!gm_grpi_used_off(s))
+        return false;
+    repair_locked(s);
+    return true;
 }
 
 /* The lock is a word of the segment's own (GM_GROUP_LOCK_*), not a C

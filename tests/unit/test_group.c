@@ -1394,6 +1394,54 @@ START_TEST(start_over_reads_the_slots_not_the_mask)
 }
 END_TEST
 
+/* A device's `used` written low (a damaged or foreign write while the
+ * lock is free) let the group past its limit until a member happened to
+ * take the lock over from a dead holder. The reaper's pass and a join
+ * correct it from the slots' charges, counted as a repair. */
+START_TEST(damaged_used_is_corrected_by_reaper_and_join)
+{
+    const uint64_t L = 1000;
+    struct gm_group g;
+    struct gm_group_params p = params("drift", 1.0, L);
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    uint64_t u = 0;
+    ck_assert(gm_group_reserve(&g, gdev, 600, &u));
+    int fd;
+    struct gm_group_seg *seg = map_rw("drift", &fd);
+    uint32_t rep0 = __atomic_load_n(&seg->hdr.repairs, __ATOMIC_RELAXED);
+    __atomic_store_n(&seg->dev[gdev].used, 0, __ATOMIC_RELAXED);
+    (void)gm_group_reclaim(&g);           /* what the reaper runs */
+    ck_assert_uint_eq(__atomic_load_n(&seg->dev[gdev].used, __ATOMIC_RELAXED),
+                      600);
+    ck_assert_uint_eq(__atomic_load_n(&seg->hdr.repairs, __ATOMIC_RELAXED),
+                      rep0 + 1);
+    ck_assert(!gm_group_reserve(&g, gdev, 401, &u));
+    (void)gm_group_reclaim(&g);           /* nothing off: no repair */
+    ck_assert_uint_eq(__atomic_load_n(&seg->hdr.repairs, __ATOMIC_RELAXED),
+                      rep0 + 1);
+    /* Written low again; a process joining corrects it before it asks. */
+    __atomic_store_n(&seg->dev[gdev].used, 1, __ATOMIC_RELAXED);
+    struct kid k = spawn(params("drift", 1.0, L));
+    struct rep r = ask(&k, 'R', 401, 0);
+    ck_assert_int_eq(r.ok, 0);
+    ck_assert_uint_eq(r.v, 600);
+    r = ask(&k, 'R', 400, 0);
+    ck_assert_int_eq(r.ok, 1);
+    ck_assert_uint_eq(r.v, 1000);
+    r = ask(&k, 'L', 0, 0);
+    waitpid(k.pid, NULL, 0);
+    /* Written high: corrected too (it refused what fits). */
+    __atomic_store_n(&seg->dev[gdev].used, UINT64_MAX, __ATOMIC_RELAXED);
+    (void)gm_group_reclaim(&g);
+    ck_assert(gm_group_reserve(&g, gdev, 400, &u));
+    ck_assert_uint_eq(u, 1000);
+    unmap_rw(seg, fd);
+    gm_group_release(&g, gdev, 1000);
+    gm_group_leave(&g);
+}
+END_TEST
+
 /* A member that dies holding the lock after its group's file was removed
  * (rm, systemd's RemoveIPC): its liveness lock cannot be asked about (no
  * descriptor of the file can be opened), so its pid tells, and the next
@@ -2340,6 +2388,7 @@ int main(void)
     tcase_add_test(t, outsider_dying_inside_the_lock_is_taken_over);
     tcase_add_test(t, outsider_byte_failures_are_bounded_and_never_hold_the_word);
     tcase_add_test(t, start_over_reads_the_slots_not_the_mask);
+    tcase_add_test(t, damaged_used_is_corrected_by_reaper_and_join);
     tcase_add_test(t, holder_is_asked_by_pid_when_the_file_is_gone);
     tcase_add_test(t, wait_is_served_by_another_process_release);
     tcase_add_test(t, simultaneous_first_members_share_one_segment);
