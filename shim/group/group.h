@@ -21,7 +21,9 @@
  *    GM_GROUP_OUTSIDER_LOCK_OFF for as long as it takes and holds the
  *    lock. A waiter that finds the holder gone takes the lock over,
  *    recomputes every device's `used` from the member slots and reclaims
- *    dead members before going on.
+ *    dead members before going on; a `used` found apart from the slots
+ *    with the lock free (a damaged write) is recomputed by the next
+ *    reaper pass or join.
  *  - dev[d].used == sum over LIVE slots of charged[d] whenever the lock is
  *    free, and dev[d].used <= dev[d].limit for a device with a limit but
  *    for what gm_group_charge adds without the admission rule (memory the
