@@ -591,8 +591,12 @@ int gm_grpi_create_seg(struct gm_group *g, char *msg, size_t cap)
     int e;
     void *mem = gm_shm_size_map(fd, SEG_SIZE, &e);
     if (mem == NULL) {
-        gm_msgf(msg, cap, "cannot size %s (full /dev/shm?): %s", g->path,
-                strerror(e));
+        gm_msgf(msg, cap, "cannot size %s to %zu bytes: %s%s", g->path,
+                (size_t)SEG_SIZE, strerror(e),
+                e == ENOSPC ? " (its directory is full; free space there "
+                              "or set GPUMEM_SHM_DIR to another)" :
+                e == EFBIG ? " (the file size limit, RLIMIT_FSIZE, is "
+                             "below it)" : "");
     } else if (init_seg(mem, g->name) != 0) {
         e = EINVAL;
         gm_msgf(msg, cap, "cannot set up the lock of %s", g->path);

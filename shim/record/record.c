@@ -318,9 +318,15 @@ int gm_rec_open(const char *dir, char *err, size_t errcap)
         snprintf(err, errcap, "GPUMEM_RECORD: the path is too long");
         return -1;
     }
-    if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        snprintf(err, errcap, "GPUMEM_RECORD='%s' is not a directory; use "
-                 "an existing directory (gpumem record makes one)", dir);
+    int rc = lstat(dir, &st);
+    if (rc != 0 || !S_ISDIR(st.st_mode)) {
+        const char *what = rc != 0 ? strerror(errno)
+                         : S_ISLNK(st.st_mode) ? "a symbolic link, never "
+                                                 "followed"
+                                               : "a file of another kind";
+        snprintf(err, errcap, "GPUMEM_RECORD='%s' is not a directory: %s; "
+                 "use an existing directory of yours, mode 0700 (gpumem "
+                 "record makes one)", dir, what);
         return -1;
     }
     if (st.st_uid != geteuid() || (st.st_mode & 022) != 0) {

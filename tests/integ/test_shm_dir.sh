@@ -13,7 +13,9 @@
 #     the process limit only (warn); gpumem run refuses that group (nothing
 #     runs) and gpumem policy exits 2 for it, warns without a group; the
 #     tools refuse the directory with exit 2;
-#   - a malformed value: the policy is invalid, gpumem run refuses it.
+#   - a malformed value: the policy is invalid, gpumem run refuses it;
+#   - a full directory (root, a private tmpfs): joining the group fails
+#     with a message naming the file, the error and the remedy.
 # Exit 0 pass, 1 fail.
 BUILD=${BUILD:-build}
 B=$(cd "$BUILD" && pwd) || { echo "no build directory $BUILD"; exit 1; }
@@ -146,6 +148,29 @@ GPUMEM_SHM_DIR=relative "$B/gpumem" run --limit 2G -- true >"$T/out" 2>&1
 [ $? = 2 ] || bad "gpumem run accepted GPUMEM_SHM_DIR=relative"
 grep -q "GPUMEM_SHM_DIR='relative' is not an absolute path" "$T/out" ||
     bad "no message for GPUMEM_SHM_DIR=relative: $(cat "$T/out")"
+
+# ---- a full directory (a tmpfs of its own in a private mount namespace,
+# root only): the group's message names the directory and what to do (it
+# said "full /dev/shm?" whatever the directory)
+cat >"$T/full.sh" <<'FULL'
+D=$1
+mount --make-rprivate / && mount -t tmpfs -o size=64k,mode=0700 tmpfs "$D" || exit 77
+dd if=/dev/zero of="$D/fill" bs=4k 2>/dev/null
+shift
+GPUMEM_SHM_DIR=$D GPUMEM_GROUP=g1 GPUMEM_GROUP_LIMIT=2G GPUMEM_LIMIT=1G "$@"
+echo "rc $?"
+umount "$D"
+FULL
+mkdir -m 700 "$T/fullmnt"
+if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
+    unshare -m sh "$T/full.sh" "$T/fullmnt" env LD_PRELOAD="$B/libgpumem.so" \
+        "$B/gpumem-trainsim" --steps 3 --quiet >"$T/out" 2>&1
+    grep -q "cannot join group 'g1' (cannot size $T/fullmnt/$PREFIX.group@g1 to [0-9]* bytes: No space left on device (its directory is full; free space there or set GPUMEM_SHM_DIR to another))" "$T/out" ||
+        bad "a full GPUMEM_SHM_DIR: the group message does not say it: $(cat "$T/out")"
+    grep -q "^rc 0" "$T/out" || bad "a full GPUMEM_SHM_DIR: $(cat "$T/out")"
+else
+    echo "full-directory case not run: needs root and a mount namespace"
+fi
 
 [ "$failures" = 0 ] || exit 1
 echo "ok"

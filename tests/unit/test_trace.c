@@ -147,7 +147,19 @@ START_TEST(sink_refuses_open_directory)
     snprintf(f, sizeof f, "%s/file", dir);
     write_file(f, "x", 1);
     ck_assert_int_eq(gm_rec_open(f, err, sizeof err), -1);
-    ck_assert_ptr_nonnull(strstr(err, "not a directory"));
+    ck_assert_ptr_nonnull(strstr(err, "is not a directory: a file of another kind"));
+    /* A link to a good directory is refused as the link it is (it was
+     * said to be "not a directory"); a missing path says so. */
+    ck_assert_int_eq(chmod(dir, 0700), 0);
+    char l[128];
+    snprintf(l, sizeof l, "%s/link", dir);
+    ck_assert_int_eq(symlink(dir, l), 0);
+    ck_assert_int_eq(gm_rec_open(l, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "is not a directory: a symbolic link, never followed;"));
+    snprintf(l, sizeof l, "%s/none", dir);
+    ck_assert_int_eq(gm_rec_open(l, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "is not a directory: No such file or directory;"));
+    ck_assert_int_eq(gm_rec_on, 0);
 }
 END_TEST
 
