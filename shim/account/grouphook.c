@@ -35,6 +35,13 @@ static void on_reclaim(void *arg, int gdev, int pid, uint64_t bytes)
                  (uint64_t)pid, gm_budget_used(&gm_st.dev[dev].budget));
 }
 
+/* From the reaper, no lock held: a move to the group's file (rehome.c). */
+static void on_note(void *arg, const char *text)
+{
+    (void)arg;
+    gm_log(GM_LOG_WARN, "%s", text);
+}
+
 void gm_grp_init(void)
 {
     const struct gm_policy *p = &gm_st.policy;
@@ -65,7 +72,7 @@ void gm_grp_init(void)
     struct gm_group_params gp = {
         .dir = p->shm_dir, .prefix = p->shm_prefix, .name = p->group,
         .weight = p->priority, .limit = p->group_limit, .keep = p->keep,
-        .on_reclaim = on_reclaim, .arg = NULL,
+        .on_reclaim = on_reclaim, .on_note = on_note, .arg = NULL,
     };
     char msg[512] = "";
     if (gm_group_join(&group, &gp, msg, sizeof msg) != 0) {

@@ -199,9 +199,10 @@ static uint64_t reclaim_scan(struct gm_group *g, unsigned *freed)
 uint64_t gm_group_reclaim(struct gm_group *g)
 {
     unsigned freed;
-    if (!joined(g) || is_broken(g))
-        return 0;
-    return reclaim_scan(g, &freed);
+    bool held = use_begin(g);
+    uint64_t bytes = joined(g) && !is_broken(g) ? reclaim_scan(g, &freed) : 0;
+    use_end(g, held);
+    return bytes;
 }
 
 /* At most one refusal-triggered scan per SCAN_GAP_NS per process. */
@@ -215,16 +216,18 @@ static bool scan_due(struct gm_group *g)
                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
-bool gm_group_reserve(struct gm_group *g, int gdev, uint64_t size,
-                      uint64_t *group_used_out)
+/* The calls below, on the segment's device index sdev, `use` held. */
+
+static bool reserve_in(struct gm_group *g, int sdev, uint64_t size,
+                       uint64_t *group_used_out)
 {
     if (!joined(g) || is_broken(g))
         return true;
-    if (!dev_ok(g, gdev))
+    if (!dev_ok(g, sdev))
         return false;
     if (!gm_grpi_grp_lock(g))
         return true;
-    bool ok = admit_locked(g, gdev, size, group_used_out);
+    bool ok = admit_locked(g, sdev, size, group_used_out);
     gm_grpi_seg_unlock(g->seg);
     if (ok || !scan_due(g))
         return ok;
@@ -234,70 +237,131 @@ bool gm_group_reserve(struct gm_group *g, int gdev, uint64_t size,
         return false;
     if (!gm_grpi_grp_lock(g))
         return true;
-    ok = admit_locked(g, gdev, size, group_used_out);
+    ok = admit_locked(g, sdev, size, group_used_out);
     gm_grpi_seg_unlock(g->seg);
     return ok;
 }
 
-void gm_group_release(struct gm_group *g, int gdev, uint64_t size)
+static void release_in(struct gm_group *g, int sdev, uint64_t size)
 {
-    if (!joined(g) || is_broken(g) || !dev_ok(g, gdev) || size == 0 ||
+    if (!joined(g) || is_broken(g) || !dev_ok(g, sdev) || size == 0 ||
         !gm_grpi_grp_lock(g))
         return;
     struct gm_group_seg *s = g->seg;
-    uint64_t *c = &s->slot[g->slot].charged[gdev];
+    uint64_t *c = &s->slot[g->slot].charged[sdev];
     uint64_t give = LD(c) < size ? LD(c) : size;
     ST(c, LD(c) - give);
-    ST(&s->dev[gdev].used, sat_sub(LD(&s->dev[gdev].used), give));
+    ST(&s->dev[sdev].used, sat_sub(LD(&s->dev[sdev].used), give));
     gm_grpi_seg_unlock(s);
     if (give > 0)
         gm_grpi_wake_waiters(g);
 }
 
-void gm_group_charge(struct gm_group *g, int gdev, uint64_t add,
-                     uint64_t sub)
+void gm_grpi_charge_in(struct gm_group *g, int sdev, uint64_t add,
+                       uint64_t sub)
 {
-    if (!joined(g) || is_broken(g) || !dev_ok(g, gdev) ||
+    if (!joined(g) || is_broken(g) || !dev_ok(g, sdev) ||
         (add == 0 && sub == 0) || !gm_grpi_grp_lock(g))
         return;
     struct gm_group_seg *s = g->seg;
-    uint64_t *c = &s->slot[g->slot].charged[gdev];
+    uint64_t *c = &s->slot[g->slot].charged[sdev];
     uint64_t mine = sat_add(LD(c), add);
     uint64_t give = mine < sub ? mine : sub;  /* never below 0 */
     ST(c, mine - give);
-    struct gm_group_dev *d = &s->dev[gdev];
+    struct gm_group_dev *d = &s->dev[sdev];
     ST(&d->used, sat_sub(sat_add(LD(&d->used), add), give));
     gm_grpi_seg_unlock(s);
     if (give > add)
         gm_grpi_wake_waiters(g);
 }
 
-void gm_group_note_peak(struct gm_group *g, int gdev)
+bool gm_group_reserve(struct gm_group *g, int gdev, uint64_t size,
+                      uint64_t *group_used_out)
 {
-    if (!joined(g) || is_broken(g) || !dev_ok(g, gdev))
-        return;
-    struct gm_group_dev *d = &g->seg->dev[gdev];
-    gm_grpi_raise_peak(&d->peak, LD(&d->used));
+    bool held = use_begin(g);
+    bool ok = g == NULL || reserve_in(g, seg_dev(g, gdev), size,
+                                      group_used_out);
+    use_end(g, held);
+    return ok;
 }
 
+void gm_group_release(struct gm_group *g, int gdev, uint64_t size)
+{
+    bool held = use_begin(g);
+    if (g != NULL)
+        release_in(g, seg_dev(g, gdev), size);
+    use_end(g, held);
+}
+
+void gm_group_charge(struct gm_group *g, int gdev, uint64_t add,
+                     uint64_t sub)
+{
+    bool held = use_begin(g);
+    if (g != NULL)
+        gm_grpi_charge_in(g, seg_dev(g, gdev), add, sub);
+    use_end(g, held);
+}
+
+void gm_group_note_peak(struct gm_group *g, int gdev)
+{
+    bool held = use_begin(g);
+    int sdev = g != NULL ? seg_dev(g, gdev) : -1;
+    if (joined(g) && !is_broken(g) && dev_ok(g, sdev)) {
+        struct gm_group_dev *d = &g->seg->dev[sdev];
+        gm_grpi_raise_peak(&d->peak, LD(&d->used));
+    }
+    use_end(g, held);
+}
+
+/* A waiter's place in a segment: the counts releasers test before they
+ * wake anyone. The group count goes up before and down after our slot's,
+ * so a death in between leaves it high (an extra wake-up), never low (a
+ * missed one). seq_cst: pairs with gm_grpi_wake_waiters (see there). */
+struct waitreg {
+    struct gm_group_seg *seg;  /* never unmapped by a move (rehome.c) */
+    uint32_t *mine;
+};
+
+static void wait_enter(struct gm_group *g, struct waitreg *w)
+{
+    w->seg = g->seg;
+    w->mine = &g->seg->slot[g->slot].waiting;
+    __atomic_fetch_add(&w->seg->hdr.waiters, 1u, __ATOMIC_SEQ_CST);
+    __atomic_fetch_add(w->mine, 1u, __ATOMIC_RELAXED);
+}
+
+static void wait_leave(struct waitreg *w)
+{
+    __atomic_fetch_sub(w->mine, 1u, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&w->seg->hdr.waiters, 1u, __ATOMIC_SEQ_CST);
+}
+
+/* `use` is held between tries, not while asleep: a move goes on while a
+ * member waits (the old mapping stays valid for the futex word), and the
+ * next try counts the waiter in the segment it moved to. */
 bool gm_group_wait(struct gm_group *g, int gdev, uint64_t size,
                    uint64_t deadline_mono_ns, uint64_t *group_used_out)
 {
-    if (!joined(g) || is_broken(g))
+    bool held = use_begin(g);
+    if (!joined(g) || is_broken(g)) {
+        use_end(g, held);
         return true;
-    if (!dev_ok(g, gdev))
+    }
+    if (!dev_ok(g, seg_dev(g, gdev))) {
+        use_end(g, held);
         return false;
-    struct gm_group_hdr *h = &g->seg->hdr;
-    uint32_t *mine = &g->seg->slot[g->slot].waiting;
+    }
+    struct waitreg w;
+    wait_enter(g, &w);
     bool ok = false;
-    /* seq_cst: pairs with gm_grpi_wake_waiters (see there). The group count goes
-     * up before and down after our slot's, so a death in between leaves
-     * it high (an extra wake-up), never low (a missed one). */
-    __atomic_fetch_add(&h->waiters, 1u, __ATOMIC_SEQ_CST);
-    __atomic_fetch_add(mine, 1u, __ATOMIC_RELAXED);
     for (;;) {
-        uint32_t seq = __atomic_load_n(&h->release_seq, __ATOMIC_SEQ_CST);
-        if (gm_group_reserve(g, gdev, size, group_used_out)) {
+        if (g->seg != w.seg && joined(g)) {  /* moved while we slept */
+            wait_leave(&w);
+            wait_enter(g, &w);
+        }
+        uint32_t *word = &w.seg->hdr.release_seq;
+        uint32_t seq = __atomic_load_n(word, __ATOMIC_SEQ_CST);
+        if (reserve_in(g, seg_dev(g, gdev), size, group_used_out)) {
             ok = true;
             break;
         }
@@ -308,44 +372,54 @@ bool gm_group_wait(struct gm_group *g, int gdev, uint64_t size,
         if (left > WAIT_SLICE_NS)
             left = WAIT_SLICE_NS;
         struct timespec ts = { (time_t)(left / NSEC), (long)(left % NSEC) };
+        use_end(g, held);
         /* Returns at once when release_seq moved since the load above. */
-        syscall(SYS_futex, &h->release_seq, FUTEX_WAIT, seq, &ts, NULL, 0);
+        syscall(SYS_futex, word, FUTEX_WAIT, seq, &ts, NULL, 0);
+        held = use_begin(g);
     }
-    __atomic_fetch_sub(mine, 1u, __ATOMIC_RELAXED);
-    __atomic_fetch_sub(&h->waiters, 1u, __ATOMIC_SEQ_CST);
+    wait_leave(&w);
+    use_end(g, held);
     return ok;
+}
+
+static int query_in(struct gm_group *g, int sdev, struct gm_group_usage *out)
+{
+    if (!joined(g) || is_broken(g) || !dev_ok(g, sdev) || !gm_grpi_grp_lock(g))
+        return -1;
+    struct gm_group_seg *s = g->seg;
+    uint64_t total = gm_grpi_live_weight(s, &out->members);
+    out->limit = LD(&s->dev[sdev].limit);
+    out->used = LD(&s->dev[sdev].used);
+    out->mine = LD(&s->slot[g->slot].charged[sdev]);
+    out->share = gm_grpi_share_of(out->limit, clamp_weight(g->weight), total);
+    out->reserved_above = out->limit == 0
+        ? 0 : reserved_above(s, sdev, g->slot, out->limit);
+    out->available = available_locked(s, sdev, g->slot);
+    gm_grpi_seg_unlock(s);
+    return 0;
 }
 
 int gm_group_query(struct gm_group *g, int gdev, struct gm_group_usage *out)
 {
     memset(out, 0, sizeof *out);
-    if (!joined(g) || is_broken(g) || !dev_ok(g, gdev) || !gm_grpi_grp_lock(g))
-        return -1;
-    struct gm_group_seg *s = g->seg;
-    uint64_t total = gm_grpi_live_weight(s, &out->members);
-    out->limit = LD(&s->dev[gdev].limit);
-    out->used = LD(&s->dev[gdev].used);
-    out->mine = LD(&s->slot[g->slot].charged[gdev]);
-    out->share = gm_grpi_share_of(out->limit, clamp_weight(g->weight), total);
-    out->reserved_above = out->limit == 0
-        ? 0 : reserved_above(s, gdev, g->slot, out->limit);
-    out->available = available_locked(s, gdev, g->slot);
-    gm_grpi_seg_unlock(s);
-    return 0;
+    bool held = use_begin(g);
+    int rc = g != NULL ? query_in(g, seg_dev(g, gdev), out) : -1;
+    use_end(g, held);
+    return rc;
 }
 
-/* One lock-free copy of what the view needs on gdev: true when `gen`
+/* One lock-free copy of what the view needs on sdev: true when `gen`
  * was even and unchanged around it (*mine: this member's charge). */
-static bool peek_once(const struct gm_group_seg *s, int gdev, int me,
+static bool peek_once(const struct gm_group_seg *s, int sdev, int me,
                       struct gm_group_peek *out, uint64_t *mine)
 {
     uint64_t g1 = __atomic_load_n(&s->hdr.gen, __ATOMIC_ACQUIRE);
     if (g1 & 1u)
         return false;
-    out->limit = LD(&s->dev[gdev].limit);
-    out->used = LD(&s->dev[gdev].used);
-    out->available = available_locked(s, gdev, me);
-    *mine = LD(&s->slot[me].charged[gdev]);
+    out->limit = LD(&s->dev[sdev].limit);
+    out->used = LD(&s->dev[sdev].used);
+    out->available = available_locked(s, sdev, me);
+    *mine = LD(&s->slot[me].charged[sdev]);
     /* The loads above before the second reading (seqlock reader). Every
      * load is atomic, so a ThreadSanitizer build, which knows no fences,
      * goes without it (x86 keeps loads in order anyway). */
@@ -355,10 +429,10 @@ static bool peek_once(const struct gm_group_seg *s, int gdev, int me,
     return LD(&s->hdr.gen) == g1;
 }
 
-int gm_group_peek(const struct gm_group *g, int gdev,
-                  struct gm_group_peek *out)
+static int peek_in(const struct gm_group *g, int sdev,
+                   struct gm_group_peek *out)
 {
-    if (!joined(g) || is_broken(g) || !dev_ok(g, gdev))
+    if (!joined(g) || is_broken(g) || !dev_ok(g, sdev))
         return -1;
     const struct gm_group_seg *s = g->seg;
     if (LD(&s->hdr.magic) != GM_GROUP_MAGIC ||
@@ -369,7 +443,7 @@ int gm_group_peek(const struct gm_group *g, int gdev,
     struct gm_group_peek v;
     uint64_t mine;
     for (int t = 0; t < PEEK_TRIES; t++) {
-        if (!peek_once(s, gdev, g->slot, &v, &mine)) {
+        if (!peek_once(s, sdev, g->slot, &v, &mine)) {
             sched_yield();
             continue;
         }
@@ -379,6 +453,15 @@ int gm_group_peek(const struct gm_group *g, int gdev,
         return 0;
     }
     return -2; /* busy: the caller asks under the lock (gm_group_query) */
+}
+
+int gm_group_peek(const struct gm_group *g, int gdev,
+                  struct gm_group_peek *out)
+{
+    bool held = use_begin(g);
+    int rc = g != NULL ? peek_in(g, seg_dev(g, gdev), out) : -1;
+    use_end(g, held);
+    return rc;
 }
 
 bool gm_group_broken(const struct gm_group *g)

@@ -178,6 +178,11 @@ _Static_assert(GM_GROUP_LIVE_LOCK_OFF(1) == 1536 + 192,
 typedef void (*gm_group_reclaim_fn)(void *arg, int gdev, int pid,
                                     uint64_t bytes);
 
+/* Called by the reaper, no lock held, with one line (bare text) when it
+ * moved this member to the file now at the group's path because its own
+ * file was removed (rehome.c), or could not. */
+typedef void (*gm_group_note_fn)(void *arg, const char *text);
+
 struct gm_group_params {
     const char *dir;          /* NULL or "": /dev/shm */
     const char *prefix;       /* NULL or "": "gpumem" */
@@ -187,6 +192,7 @@ struct gm_group_params {
     struct gm_limit limit;    /* this member's GPUMEM_GROUP_LIMIT */
     bool keep;                /* last member leaving keeps the file */
     gm_group_reclaim_fn on_reclaim; /* may be NULL */
+    gm_group_note_fn on_note;       /* may be NULL */
     void *arg;
 };
 
@@ -204,7 +210,18 @@ struct gm_group {
     bool broken;              /* atomic: lost the segment; fail open */
     struct gm_limit limit;
     gm_group_reclaim_fn on_reclaim;
+    gm_group_note_fn on_note;
     void *arg;
+    /* The caller's device indices stay its own when the member moves to
+     * another file (rehome.c): devmap[i] is the segment's index of the
+     * caller's device i, -1 none. Every call reads g's segment, slot and
+     * devmap under `use` (read; process-local), a move changes them
+     * under it (write). */
+    int8_t devmap[GM_GROUP_MAX_DEVICES];
+    pthread_rwlock_t use;
+    bool use_on;
+    bool move_failed;         /* said once until a move succeeds */
+    unsigned moves;
     uint64_t last_scan_ns;    /* atomic: last refusal-triggered reclaim */
     char name[GM_NAME_MAX + 1];
     char path[GM_PATH_MAX];

@@ -1,6 +1,6 @@
 /*
- * shim/group/group_int.h — what the three parts of the group library
- * (segment.c, members.c, admission.c) share and nothing outside them
+ * shim/group/group_int.h — what the four parts of the group library
+ * (segment.c, members.c, admission.c, rehome.c) share and nothing outside them
  * includes: the relaxed shared-field accessors, the timing constants, the
  * clamped arithmetic, and the functions one part calls in another.
  *
@@ -20,7 +20,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "shim/group/group.h"
 
@@ -68,6 +70,42 @@ static inline void set_broken(struct gm_group *g)
 static inline bool joined(const struct gm_group *g)
 {
     return g != NULL && g->seg != NULL && g->slot >= 0;
+}
+
+/* The calls' side of `use` (see struct gm_group): read-held for the
+ * whole call, so that a move (rehome.c) never changes the segment, slot
+ * or device map under it. Reader-preferring (glibc's default), so a
+ * signal handler's call inside a call of its own thread never waits on a
+ * mover. The lock is the process's own state, also behind a const g. */
+static inline bool use_begin(const struct gm_group *g)
+{
+    return g != NULL && g->use_on &&
+           pthread_rwlock_rdlock((pthread_rwlock_t *)&g->use) == 0;
+}
+
+static inline void use_end(const struct gm_group *g, bool held)
+{
+    if (held)
+        pthread_rwlock_unlock((pthread_rwlock_t *)&g->use);
+}
+
+/* `use` for writing within wait_ns; whether it was had. (The realtime
+ * clock, that of pthread_rwlock_timedwrlock: a clock step changes this
+ * bound, never makes it unbounded past the step.) */
+static inline bool use_write(struct gm_group *g, uint64_t wait_ns)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t ns = (uint64_t)ts.tv_nsec + wait_ns;
+    ts.tv_sec += (time_t)(ns / 1000000000ull);
+    ts.tv_nsec = (long)(ns % 1000000000ull);
+    return g->use_on && pthread_rwlock_timedwrlock(&g->use, &ts) == 0;
+}
+
+/* The segment's index of the caller's device gdev, -1 when none. */
+static inline int seg_dev(const struct gm_group *g, int gdev)
+{
+    return gdev >= 0 && gdev < GM_GROUP_MAX_DEVICES ? g->devmap[gdev] : -1;
 }
 
 static inline bool dev_ok(const struct gm_group *g, int gdev)
@@ -179,6 +217,29 @@ void gm_grpi_unmap(struct gm_group *g)
     __attribute__((visibility("hidden")));
 int gm_grpi_build_path(char *buf, size_t cap, const char *dir,
                       const char *prefix, const char *name)
+    __attribute__((visibility("hidden")));
+/* Joins the group at g->path with g's identity fields already set (pid,
+ * start time, weight, limit, keep, callbacks): attach, claim a slot,
+ * start over when alone. 0, or -1 with msg (nothing held). */
+int gm_grpi_join_path(struct gm_group *g, char *msg, size_t cap)
+    __attribute__((visibility("hidden")));
+/* Registers a device in g's segment; its segment index, or -1 (msg). */
+int gm_grpi_device_in(struct gm_group *g, const unsigned char uuid[16],
+                      uint64_t physical, char *msg, size_t cap)
+    __attribute__((visibility("hidden")));
+/* Gives this member's slot and charges back and unmaps the segment (the
+ * reaper stopped or the caller is it); keep_map: left mapped, for good,
+ * its descriptor closed. */
+void gm_grpi_leave_seg(struct gm_group *g, bool keep_map)
+    __attribute__((visibility("hidden")));
+/* Segment-index versions of gm_group_charge / gm_group_note_peak, for a
+ * caller that holds `use` or owns g alone. */
+void gm_grpi_charge_in(struct gm_group *g, int sdev, uint64_t add,
+                       uint64_t sub)
+    __attribute__((visibility("hidden")));
+/* The reaper's pass: when g's file is no longer the one at its path
+ * (removed, or replaced by a new group's), moves this member there. */
+void gm_grpi_rehome(struct gm_group *g)
     __attribute__((visibility("hidden")));
 
 #endif

@@ -130,6 +130,15 @@ bool gm_grpi_member_gone_seen(int fd, uint64_t group_ns, int pid,
     return pid <= 0 || gm_grpi_live_lock_held(fd, slot) == 0;
 }
 
+/* The caller's index of segment device sdev (-1 when it has none). */
+static int api_of(const struct gm_group *g, int sdev)
+{
+    for (int a = 0; a < GM_GROUP_MAX_DEVICES; a++)
+        if (g->devmap[a] == sdev)
+            return a;
+    return -1;
+}
+
 /* Frees slot i (its charges and the slot itself); the caller holds the
  * lock. Returns the bytes it held. */
 uint64_t gm_grpi_reclaim_slot_locked(struct gm_group *g, int i)
@@ -148,7 +157,7 @@ uint64_t gm_grpi_reclaim_slot_locked(struct gm_group *g, int i)
         ST(&m->charged[d], 0);
         total = sat_add(total, c);
         if (g->on_reclaim != NULL)
-            g->on_reclaim(g->arg, d, pid, c);
+            g->on_reclaim(g->arg, api_of(g, d), pid, c);
     }
     /* Its waiting threads died with it: take them out of the count the
      * releasers test (the count only ever errs high, see gm_group_wait). */
@@ -359,7 +368,18 @@ int gm_group_join(struct gm_group *g, const struct gm_group_params *p,
     g->limit = p->limit;
     g->keep = p->keep;
     g->on_reclaim = p->on_reclaim;
+    g->on_note = p->on_note;
     g->arg = p->arg;
+    for (int d = 0; d < GM_GROUP_MAX_DEVICES; d++)
+        g->devmap[d] = -1;
+    if (gm_grpi_join_path(g, msg, cap) != 0)
+        return -1;
+    g->use_on = pthread_rwlock_init(&g->use, NULL) == 0;
+    return 0;
+}
+
+int gm_grpi_join_path(struct gm_group *g, char *msg, size_t cap)
+{
     if (attach_locked(g, msg, cap) != 0)
         return -1;
     unsigned freed = 0;
@@ -399,10 +419,46 @@ static void limit_text(const struct gm_limit *l, uint64_t bytes, char *buf,
     }
 }
 
+/* The caller's index for segment index sdev: the one it has, else sdev
+ * itself when free (always so before a move), else the first free. */
+static int api_index(struct gm_group *g, int sdev)
+{
+    int free_one = -1;
+    for (int a = 0; a < GM_GROUP_MAX_DEVICES; a++) {
+        if (g->devmap[a] == sdev)
+            return a;
+        if (g->devmap[a] < 0 && free_one < 0)
+            free_one = a;
+    }
+    int a = g->devmap[sdev] < 0 ? sdev : free_one;
+    if (a >= 0)
+        g->devmap[a] = (int8_t)sdev;
+    return a;
+}
+
 int gm_group_device(struct gm_group *g, const unsigned char uuid[16],
                     uint64_t physical, char *msg, size_t cap)
 {
     gm_msgf(msg, cap, "%s", "");
+    if (!joined(g) || !g->use_on) {
+        gm_msgf(msg, cap, "group '%s' is not usable", g ? g->name : "");
+        return -1;
+    }
+    /* The device map changes: written under `use` (once per device). */
+    if (!use_write(g, LOCK_WAIT_NS)) {
+        gm_msgf(msg, cap, "group '%s' is busy moving; device not registered",
+                g->name);
+        return -1;
+    }
+    int sdev = gm_grpi_device_in(g, uuid, physical, msg, cap);
+    int a = sdev < 0 ? -1 : api_index(g, sdev);
+    pthread_rwlock_unlock(&g->use);
+    return a;
+}
+
+int gm_grpi_device_in(struct gm_group *g, const unsigned char uuid[16],
+                      uint64_t physical, char *msg, size_t cap)
+{
     if (!joined(g) || is_broken(g) || !gm_grpi_grp_lock(g)) {
         gm_msgf(msg, cap, "group '%s' is not usable", g ? g->name : "");
         return -1;
@@ -476,6 +532,7 @@ static void *reaper_main(void *arg)
             break;
         pthread_mutex_unlock(&g->reaper_mu);
         (void)gm_group_reclaim(g);
+        gm_grpi_rehome(g);
         pthread_mutex_lock(&g->reaper_mu);
     }
     pthread_mutex_unlock(&g->reaper_mu);
@@ -533,12 +590,29 @@ void gm_group_leave(struct gm_group *g)
     if (g == NULL)
         return;
     stop_reaper(g);
-    if (!joined(g)) {
+    gm_grpi_leave_seg(g, false);
+}
+
+/* Drops g's segment: unmapped, or with keep_map left mapped for good (a
+ * waiter of this process may sleep on its futex word: rehome.c) and only
+ * the descriptor closed. */
+static void let_go(struct gm_group *g, bool keep_map)
+{
+    if (!keep_map) {
         gm_grpi_unmap(g);
         return;
     }
-    if (is_broken(g) || !gm_grpi_grp_lock(g)) {
-        gm_grpi_unmap(g);
+    if (g->seg != NULL && gm_grpi_fd_ours(g))
+        close(g->fd);
+    g->seg = NULL;
+    g->fd = -1;
+    g->slot = -1;
+}
+
+void gm_grpi_leave_seg(struct gm_group *g, bool keep_map)
+{
+    if (!joined(g) || is_broken(g) || !gm_grpi_grp_lock(g)) {
+        let_go(g, keep_map);
         return;
     }
     struct gm_group_seg *s = g->seg;
@@ -565,7 +639,7 @@ void gm_group_leave(struct gm_group *g)
      * back: the byte is what proves the lock's holder alive. */
     drop_live_lock(g, me);
     gm_grpi_wake_waiters(g);
-    gm_grpi_unmap(g);
+    let_go(g, keep_map);
 }
 
 void gm_group_forget(struct gm_group *g)

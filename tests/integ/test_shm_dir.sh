@@ -14,6 +14,9 @@
 #     runs) and gpumem policy exits 2 for it, warns without a group; the
 #     tools refuse the directory with exit 2;
 #   - a malformed value: the policy is invalid, gpumem run refuses it;
+#   - the group's file removed while a member holds memory: the member
+#     moves to the file a newcomer makes (said), and the newcomer is
+#     refused what the limit has no room for;
 #   - a full directory (root, a private tmpfs): joining the group fails
 #     with a message naming the file, the error and the remedy.
 # Exit 0 pass, 1 fail.
@@ -148,6 +151,29 @@ GPUMEM_SHM_DIR=relative "$B/gpumem" run --limit 2G -- true >"$T/out" 2>&1
 [ $? = 2 ] || bad "gpumem run accepted GPUMEM_SHM_DIR=relative"
 grep -q "GPUMEM_SHM_DIR='relative' is not an absolute path" "$T/out" ||
     bad "no message for GPUMEM_SHM_DIR=relative: $(cat "$T/out")"
+
+# ---- the group's file removed while a member holds memory (rm, or
+# systemd-logind's RemoveIPC at logout): a process joining afterwards
+# made a new file and, alone there, was admitted past the limit. The
+# member moves to the new file within a reaper pass, with what it holds,
+# and says so; the newcomer is refused.
+R=$T/removed
+mkdir -m 700 "$R"
+GPUMEM_SHM_DIR=$R GPUMEM_GROUP=g6 GPUMEM_GROUP_LIMIT=1G LD_PRELOAD="$B/libgpumem.so" \
+    "$B/tests/progs/cudahold" 600M "$T/go6" 30 >"$T/h6.out" 2>&1 &
+h6=$!
+i=0; until grep -q holding "$T/h6.out" || [ $i -ge 100 ]; do sleep 0.1; i=$((i + 1)); done
+rm -f "$R/$PREFIX.group@g6"
+i=0; until grep -q "moved to" "$T/h6.out" || [ $i -ge 50 ]; do sleep 0.1; i=$((i + 1)); done
+GPUMEM_SHM_DIR=$R GPUMEM_GROUP=g6 GPUMEM_GROUP_LIMIT=1G LD_PRELOAD="$B/libgpumem.so" \
+    "$B/tests/progs/cudahold" 600M "$T/go6" 1 >"$T/h6b.out" 2>&1
+[ $? = 3 ] || bad "a newcomer after the group file was removed was not refused: $(cat "$T/h6b.out")"
+grep -q "refused: group 'g6' has .* used of 1.0 GiB limit" "$T/h6b.out" ||
+    bad "the newcomer's refusal does not name the group: $(cat "$T/h6b.out")"
+touch "$T/go6"; wait $h6 || bad "the member whose group file was removed exited $?"
+grep -q "gpumem: group 'g6': its file was removed or replaced while in use; this process moved to $R/$PREFIX.group@g6, the file there now, with the [0-9.]* MiB it holds" "$T/h6.out" ||
+    bad "the member did not say it moved: $(cat "$T/h6.out")"
+[ -z "$(ls "$R")" ] || bad "files left after the group's members ended: $(ls "$R")"
 
 # ---- a full directory (a tmpfs of its own in a private mount namespace,
 # root only): the group's message names the directory and what to do (it

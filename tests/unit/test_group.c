@@ -22,6 +22,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -1442,6 +1443,103 @@ START_TEST(damaged_used_is_corrected_by_reaper_and_join)
 }
 END_TEST
 
+/* The group's file removed while members live (rm, systemd-logind's
+ * RemoveIPC): a process joining afterwards made a new file and, alone in
+ * it, was admitted past the limit the others already filled. Each
+ * member's reaper now moves it to the file at the path with its charges
+ * (a waiter going on waiting there), keeping its device index. */
+static char moved_note[512];
+static pthread_mutex_t note_mu = PTHREAD_MUTEX_INITIALIZER;
+static void note_moved(void *arg, const char *text)
+{
+    (void)arg;
+    pthread_mutex_lock(&note_mu);
+    snprintf(moved_note, sizeof moved_note, "%s", text);
+    pthread_mutex_unlock(&note_mu);
+}
+
+static bool note_has(const char *what)
+{
+    pthread_mutex_lock(&note_mu);
+    bool has = strstr(moved_note, what) != NULL;
+    pthread_mutex_unlock(&note_mu);
+    return has;
+}
+
+struct waitarg { struct gm_group *g; int gdev; bool ok; };
+static void *waiter_main(void *arg)
+{
+    struct waitarg *w = arg;
+    w->ok = gm_group_wait(w->g, w->gdev, 200,
+                          gm_clock_monotonic_ns() + 10000000000ull, NULL);
+    return NULL;
+}
+
+START_TEST(removed_file_members_move_to_the_new_one)
+{
+    const uint64_t L = 1000;
+    struct gm_group g;
+    struct gm_group_params p = params("moved", 1.0, L);
+    p.on_note = note_moved;
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    uint64_t u = 0;
+    ck_assert(gm_group_reserve(&g, gdev, 600, &u));
+    struct kid k1 = spawn(params("moved", 1.0, L));
+    ck_assert_int_eq(ask(&k1, 'R', 300, 0).ok, 1);
+    ck_assert_int_eq(ask(&k1, 'P', 20000000, 0).ok, 1);
+    ck_assert_int_eq(gm_group_start_reaper(&g, 20000000), 0);
+    /* A waiter for 200 (900 held of 1000), asleep across the move. */
+    struct waitarg w = { &g, gdev, false };
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, waiter_main, &w), 0);
+    usleep(100000);
+    char path[256];
+    seg_path(path, sizeof path, "moved");
+    ck_assert_int_eq(unlink(path), 0);
+    static struct gm_group_view v;
+    char err[256];
+    bool both = false;
+    for (int i = 0; i < 200 && !both; i++) {
+        usleep(10000);
+        both = gm_group_snapshot(path, &v, err, sizeof err) == 0 &&
+               v.nmembers == 2 && v.dev[0].used >= 900;
+    }
+    /* 900, or 1100 when the waiter was served in the old file between
+     * the two moves (one pass apart: each side admits alone then, and
+     * the group is over its limit until its members free memory). */
+    ck_assert_msg(both, "the members did not move to the new file: "
+                  "%u members, %llu used (%s)", v.nmembers,
+                  (unsigned long long)v.dev[0].used, err);
+    ck_assert(note_has("moved to"));
+    ck_assert(note_has(" B it holds"));
+    /* A newcomer meets what the others hold. */
+    struct kid k2 = spawn(params("moved", 1.0, L));
+    struct rep r = ask(&k2, 'R', 101, 0);
+    ck_assert_int_eq(r.ok, 0);
+    ck_assert_uint_ge(r.v, 900);
+    /* A release there wakes the waiter that slept in the old file. */
+    ck_assert_int_eq(ask(&k1, 'F', 300, 0).ok, 1);
+    pthread_join(th, NULL);
+    ck_assert(w.ok);
+    ck_assert_int_eq(ask(&k2, 'R', 201, 0).ok, 0);
+    ck_assert_int_eq(ask(&k2, 'R', 200, 0).ok, 1);
+    struct gm_group_usage us;
+    ck_assert_int_eq(gm_group_query(&g, gdev, &us), 0);
+    ck_assert_uint_eq(us.used, 1000);
+    ck_assert_uint_eq(us.mine, 800);
+    ask(&k1, 'L', 0, 0);
+    ask(&k2, 'L', 0, 0);
+    waitpid(k1.pid, NULL, 0);
+    waitpid(k2.pid, NULL, 0);
+    gm_group_release(&g, gdev, 800);
+    ck_assert_int_eq(gm_group_query(&g, gdev, &us), 0);
+    ck_assert_uint_eq(us.used, 0);
+    gm_group_leave(&g);
+    ck_assert_int_eq(access(path, F_OK), -1);   /* the last one removed it */
+}
+END_TEST
+
 /* A member that dies holding the lock after its group's file was removed
  * (rm, systemd's RemoveIPC): its liveness lock cannot be asked about (no
  * descriptor of the file can be opened), so its pid tells, and the next
@@ -2389,6 +2487,7 @@ int main(void)
     tcase_add_test(t, outsider_byte_failures_are_bounded_and_never_hold_the_word);
     tcase_add_test(t, start_over_reads_the_slots_not_the_mask);
     tcase_add_test(t, damaged_used_is_corrected_by_reaper_and_join);
+    tcase_add_test(t, removed_file_members_move_to_the_new_one);
     tcase_add_test(t, holder_is_asked_by_pid_when_the_file_is_gone);
     tcase_add_test(t, wait_is_served_by_another_process_release);
     tcase_add_test(t, simultaneous_first_members_share_one_segment);
