@@ -214,11 +214,14 @@ struct gm_group {
     void *arg;
     /* The caller's device indices stay its own when the member moves to
      * another file (rehome.c): devmap[i] is the segment's index of the
-     * caller's device i, -1 none. Every call reads g's segment, slot and
-     * devmap under `use` (read; process-local), a move changes them
-     * under it (write). */
+     * caller's device i, -1 none (atomic bytes: set once by a
+     * registration, under reg_mu, and rewritten only by a move). Every
+     * call reads g's segment, slot and devmap under `use` (read;
+     * process-local, writer-preferring, every write bounded), a move
+     * changes them under it (write). */
     int8_t devmap[GM_GROUP_MAX_DEVICES];
     pthread_rwlock_t use;
+    pthread_mutex_t reg_mu;
     bool use_on;
     bool move_failed;         /* said once until a move succeeds */
     unsigned moves;

@@ -74,9 +74,12 @@ static inline bool joined(const struct gm_group *g)
 
 /* The calls' side of `use` (see struct gm_group): read-held for the
  * whole call, so that a move (rehome.c) never changes the segment, slot
- * or device map under it. Reader-preferring (glibc's default), so a
- * signal handler's call inside a call of its own thread never waits on a
- * mover. The lock is the process's own state, also behind a const g. */
+ * or device map under it. Writer-preferring, so that a move is not
+ * starved by a stream of calls; every write is bounded (use_write), so a
+ * call waits behind a pending move at most that long, and a signal
+ * handler's call inside a call of its own thread behind a pending move
+ * no longer than that either. The lock is the process's own state, also
+ * behind a const g. */
 static inline bool use_begin(const struct gm_group *g)
 {
     return g != NULL && g->use_on &&
@@ -105,7 +108,10 @@ static inline bool use_write(struct gm_group *g, uint64_t wait_ns)
 /* The segment's index of the caller's device gdev, -1 when none. */
 static inline int seg_dev(const struct gm_group *g, int gdev)
 {
-    return gdev >= 0 && gdev < GM_GROUP_MAX_DEVICES ? g->devmap[gdev] : -1;
+    /* Acquire: pairs with the release store of a registration
+     * (api_index), after which the segment's device is present. */
+    return gdev >= 0 && gdev < GM_GROUP_MAX_DEVICES
+        ? __atomic_load_n(&g->devmap[gdev], __ATOMIC_ACQUIRE) : -1;
 }
 
 static inline bool dev_ok(const struct gm_group *g, int gdev)

@@ -134,7 +134,7 @@ bool gm_grpi_member_gone_seen(int fd, uint64_t group_ns, int pid,
 static int api_of(const struct gm_group *g, int sdev)
 {
     for (int a = 0; a < GM_GROUP_MAX_DEVICES; a++)
-        if (g->devmap[a] == sdev)
+        if (__atomic_load_n(&g->devmap[a], __ATOMIC_RELAXED) == sdev)
             return a;
     return -1;
 }
@@ -374,7 +374,15 @@ int gm_group_join(struct gm_group *g, const struct gm_group_params *p,
         g->devmap[d] = -1;
     if (gm_grpi_join_path(g, msg, cap) != 0)
         return -1;
-    g->use_on = pthread_rwlock_init(&g->use, NULL) == 0;
+    pthread_rwlockattr_t ra;
+    g->use_on = pthread_rwlockattr_init(&ra) == 0;
+    if (g->use_on) {
+        pthread_rwlockattr_setkind_np(
+            &ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+        g->use_on = pthread_rwlock_init(&g->use, &ra) == 0 &&
+                    pthread_mutex_init(&g->reg_mu, NULL) == 0;
+        pthread_rwlockattr_destroy(&ra);
+    }
     return 0;
 }
 
@@ -420,7 +428,8 @@ static void limit_text(const struct gm_limit *l, uint64_t bytes, char *buf,
 }
 
 /* The caller's index for segment index sdev: the one it has, else sdev
- * itself when free (always so before a move), else the first free. */
+ * itself when free (always so before a move), else the first free. Under
+ * reg_mu, the only writer of devmap but a move. */
 static int api_index(struct gm_group *g, int sdev)
 {
     int free_one = -1;
@@ -431,8 +440,9 @@ static int api_index(struct gm_group *g, int sdev)
             free_one = a;
     }
     int a = g->devmap[sdev] < 0 ? sdev : free_one;
+    /* Release: pairs with the acquire load in seg_dev. */
     if (a >= 0)
-        g->devmap[a] = (int8_t)sdev;
+        __atomic_store_n(&g->devmap[a], (int8_t)sdev, __ATOMIC_RELEASE);
     return a;
 }
 
@@ -444,15 +454,14 @@ int gm_group_device(struct gm_group *g, const unsigned char uuid[16],
         gm_msgf(msg, cap, "group '%s' is not usable", g ? g->name : "");
         return -1;
     }
-    /* The device map changes: written under `use` (once per device). */
-    if (!use_write(g, LOCK_WAIT_NS)) {
-        gm_msgf(msg, cap, "group '%s' is busy moving; device not registered",
-                g->name);
-        return -1;
-    }
+    /* Registrations one at a time (reg_mu), never during a move (`use`
+     * read-held); the calls of other threads go on meanwhile. */
+    bool held = use_begin(g);
+    pthread_mutex_lock(&g->reg_mu);
     int sdev = gm_grpi_device_in(g, uuid, physical, msg, cap);
     int a = sdev < 0 ? -1 : api_index(g, sdev);
-    pthread_rwlock_unlock(&g->use);
+    pthread_mutex_unlock(&g->reg_mu);
+    use_end(g, held);
     return a;
 }
 

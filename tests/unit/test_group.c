@@ -1447,7 +1447,8 @@ END_TEST
  * RemoveIPC): a process joining afterwards made a new file and, alone in
  * it, was admitted past the limit the others already filled. Each
  * member's reaper now moves it to the file at the path with its charges
- * (a waiter going on waiting there), keeping its device index. */
+ * (a waiter going on waiting there), keeping its device index, also while
+ * other threads call the group without a pause. */
 static char moved_note[512];
 static pthread_mutex_t note_mu = PTHREAD_MUTEX_INITIALIZER;
 static void note_moved(void *arg, const char *text)
@@ -1464,6 +1465,20 @@ static bool note_has(const char *what)
     bool has = strstr(moved_note, what) != NULL;
     pthread_mutex_unlock(&note_mu);
     return has;
+}
+
+/* Reserves and releases a byte until told to stop: a stream of calls
+ * the move must not be starved by. */
+struct spinarg { struct gm_group *g; int gdev; int stop; unsigned long n; };
+static void *spinner_main(void *arg)
+{
+    struct spinarg *a = arg;
+    while (!__atomic_load_n(&a->stop, __ATOMIC_RELAXED)) {
+        if (gm_group_reserve(a->g, a->gdev, 1, NULL))
+            gm_group_release(a->g, a->gdev, 1);
+        a->n++;
+    }
+    return NULL;
 }
 
 struct waitarg { struct gm_group *g; int gdev; bool ok; };
@@ -1493,6 +1508,11 @@ START_TEST(removed_file_members_move_to_the_new_one)
     struct waitarg w = { &g, gdev, false };
     pthread_t th;
     ck_assert_int_eq(pthread_create(&th, NULL, waiter_main, &w), 0);
+    struct spinarg sp[2] = { { &g, gdev, 0, 0 }, { &g, gdev, 0, 0 } };
+    pthread_t spt[2];
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_create(&spt[i], NULL, spinner_main, &sp[i]),
+                         0);
     usleep(100000);
     char path[256];
     seg_path(path, sizeof path, "moved");
@@ -1508,6 +1528,11 @@ START_TEST(removed_file_members_move_to_the_new_one)
     /* 900, or 1100 when the waiter was served in the old file between
      * the two moves (one pass apart: each side admits alone then, and
      * the group is over its limit until its members free memory). */
+    for (int i = 0; i < 2; i++) {
+        __atomic_store_n(&sp[i].stop, 1, __ATOMIC_RELAXED);
+        pthread_join(spt[i], NULL);
+        ck_assert_uint_gt(sp[i].n, 0);
+    }
     ck_assert_msg(both, "the members did not move to the new file: "
                   "%u members, %llu used (%s)", v.nmembers,
                   (unsigned long long)v.dev[0].used, err);
