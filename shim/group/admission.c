@@ -216,7 +216,7 @@ static bool scan_due(struct gm_group *g)
                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
-/* The calls below, on the segment's device index sdev, `use` held. */
+/* The calls below, on the segment's device index sdev, inside the gate (group_int.h). */
 
 static bool reserve_in(struct gm_group *g, int sdev, uint64_t size,
                        uint64_t *group_used_out)
@@ -336,7 +336,7 @@ static void wait_leave(struct waitreg *w)
     __atomic_fetch_sub(&w->seg->hdr.waiters, 1u, __ATOMIC_SEQ_CST);
 }
 
-/* `use` is held between tries, not while asleep: a move goes on while a
+/* The gate is held between tries, not while asleep: a move goes on while a
  * member waits (the old mapping stays valid for the futex word), and the
  * next try counts the waiter in the segment it moved to. */
 bool gm_group_wait(struct gm_group *g, int gdev, uint64_t size,

@@ -216,11 +216,13 @@ struct gm_group {
      * another file (rehome.c): devmap[i] is the segment's index of the
      * caller's device i, -1 none (atomic bytes: set once by a
      * registration, under reg_mu, and rewritten only by a move). Every
-     * call reads g's segment, slot and devmap under `use` (read;
-     * process-local, writer-preferring, every write bounded), a move
-     * changes them under it (write). */
+     * call reads g's segment, slot and devmap inside the process-local
+     * gate (in_calls counts the calls inside; a move raises `moving`,
+     * waits, bounded, for in_calls to reach 0, and changes them alone:
+     * group_int.h, use_begin). */
     int8_t devmap[GM_GROUP_MAX_DEVICES];
-    pthread_rwlock_t use;
+    unsigned in_calls;        /* atomic */
+    unsigned moving;          /* atomic; written by the reaper only */
     pthread_mutex_t reg_mu;
     bool use_on;
     bool move_failed;         /* said once until a move succeeds */

@@ -22,7 +22,6 @@
 #include <stdint.h>
 #include <pthread.h>
 #include <sys/types.h>
-#include <time.h>
 
 #include "shim/group/group.h"
 
@@ -72,37 +71,44 @@ static inline bool joined(const struct gm_group *g)
     return g != NULL && g->seg != NULL && g->slot >= 0;
 }
 
-/* The calls' side of `use` (see struct gm_group): read-held for the
- * whole call, so that a move (rehome.c) never changes the segment, slot
- * or device map under it. Writer-preferring, so that a move is not
- * starved by a stream of calls; every write is bounded (use_write), so a
- * call waits behind a pending move at most that long, and a signal
- * handler's call inside a call of its own thread behind a pending move
- * no longer than that either. The lock is the process's own state, also
+/* Waits a little before a call tries the gate again (a move is on). */
+void gm_grpi_gate_pause(unsigned tries)
+    __attribute__((visibility("hidden")));
+
+/* The calls' side of the gate (see struct gm_group): a call is counted
+ * inside for its whole length, so that a move (rehome.c) never changes
+ * the segment, slot or device map under it; while a move is pending or
+ * on, calls wait at the gate. A move waits for the calls inside for a
+ * bounded time only (then it gives up until the next pass), so a call
+ * waits at most that long behind a pending move, also a signal
+ * handler's call inside a call of its own thread; a stream of calls
+ * cannot starve a move. Two atomic operations a call where a rwlock
+ * cost ~90 instructions. The counters are the process's own state, also
  * behind a const g. */
 static inline bool use_begin(const struct gm_group *g)
 {
-    return g != NULL && g->use_on &&
-           pthread_rwlock_rdlock((pthread_rwlock_t *)&g->use) == 0;
+    if (g == NULL || !g->use_on)
+        return false;
+    unsigned *n = (unsigned *)&g->in_calls;
+    for (unsigned tries = 0;; tries++) {
+        /* seq_cst, both: against the mover's store of `moving` and then
+         * load of in_calls (rehome.c, gate_close), so that one of the two
+         * sees the other. Reading 0 from the mover's release store of
+         * `moving` makes the move's stores visible here. */
+        __atomic_fetch_add(n, 1u, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&g->moving, __ATOMIC_SEQ_CST) == 0)
+            return true;
+        __atomic_fetch_sub(n, 1u, __ATOMIC_RELEASE);
+        gm_grpi_gate_pause(tries);
+    }
 }
 
 static inline void use_end(const struct gm_group *g, bool held)
 {
+    /* Release: pairs with the mover's acquire load of in_calls: what the
+     * call did comes before the move. */
     if (held)
-        pthread_rwlock_unlock((pthread_rwlock_t *)&g->use);
-}
-
-/* `use` for writing within wait_ns; whether it was had. (The realtime
- * clock, that of pthread_rwlock_timedwrlock: a clock step changes this
- * bound, never makes it unbounded past the step.) */
-static inline bool use_write(struct gm_group *g, uint64_t wait_ns)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t ns = (uint64_t)ts.tv_nsec + wait_ns;
-    ts.tv_sec += (time_t)(ns / 1000000000ull);
-    ts.tv_nsec = (long)(ns % 1000000000ull);
-    return g->use_on && pthread_rwlock_timedwrlock(&g->use, &ts) == 0;
+        __atomic_fetch_sub((unsigned *)&g->in_calls, 1u, __ATOMIC_RELEASE);
 }
 
 /* The segment's index of the caller's device gdev, -1 when none. */

@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -374,15 +375,7 @@ int gm_group_join(struct gm_group *g, const struct gm_group_params *p,
         g->devmap[d] = -1;
     if (gm_grpi_join_path(g, msg, cap) != 0)
         return -1;
-    pthread_rwlockattr_t ra;
-    g->use_on = pthread_rwlockattr_init(&ra) == 0;
-    if (g->use_on) {
-        pthread_rwlockattr_setkind_np(
-            &ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-        g->use_on = pthread_rwlock_init(&g->use, &ra) == 0 &&
-                    pthread_mutex_init(&g->reg_mu, NULL) == 0;
-        pthread_rwlockattr_destroy(&ra);
-    }
+    g->use_on = pthread_mutex_init(&g->reg_mu, NULL) == 0;
     return 0;
 }
 
@@ -427,6 +420,16 @@ static void limit_text(const struct gm_limit *l, uint64_t bytes, char *buf,
     }
 }
 
+void gm_grpi_gate_pause(unsigned tries)
+{
+    if (tries < 64) {
+        sched_yield();
+        return;
+    }
+    struct timespec ts = { 0, 1000000 };   /* a move takes milliseconds */
+    nanosleep(&ts, NULL);
+}
+
 /* The caller's index for segment index sdev: the one it has, else sdev
  * itself when free (always so before a move), else the first free. Under
  * reg_mu, the only writer of devmap but a move. */
@@ -454,8 +457,8 @@ int gm_group_device(struct gm_group *g, const unsigned char uuid[16],
         gm_msgf(msg, cap, "group '%s' is not usable", g ? g->name : "");
         return -1;
     }
-    /* Registrations one at a time (reg_mu), never during a move (`use`
-     * read-held); the calls of other threads go on meanwhile. */
+    /* Registrations one at a time (reg_mu), never during a move (inside
+     * the gate); the calls of other threads go on meanwhile. */
     bool held = use_begin(g);
     pthread_mutex_lock(&g->reg_mu);
     int sdev = gm_grpi_device_in(g, uuid, physical, msg, cap);

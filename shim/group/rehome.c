@@ -5,8 +5,9 @@
  * so that the members that came after the removal and those from before
  * share one limit again instead of each side admitting as if alone.
  *
- * Invariants: the move is made by the reaper only, with `use` held for
- * writing, so no call of this process sees a half-moved struct; the
+ * Invariants: the move is made by the reaper only, with the gate closed
+ * and no call inside (group_int.h), so no call of this process sees a
+ * half-moved struct; the
  * member's charges are added to the new file before they leave the old
  * one (in between they count twice: refusals, never admissions past the
  * limit); the caller's device indices do not change (devmap); the old
@@ -22,9 +23,35 @@
 #include <unistd.h>
 
 #include "policy/parse.h"
+#include "shim/base/clock.h"
 #include "shim/base/msg.h"
 
-#define MOVE_LOCK_WAIT_NS 100000000ull /* calls in flight: the next pass */
+#define MOVE_GATE_WAIT_NS 100000000ull /* calls in flight: the next pass */
+
+/* The mover's side of the gate (group_int.h, use_begin): new calls wait,
+ * and the calls inside are waited for within wait_ns; whether they all
+ * left (else the gate is open again). */
+static bool gate_close(struct gm_group *g, uint64_t wait_ns)
+{
+    __atomic_store_n(&g->moving, 1u, __ATOMIC_SEQ_CST);
+    uint64_t end = gm_clock_monotonic_ns() + wait_ns;
+    for (unsigned tries = 0;; tries++) {
+        /* seq_cst (so acquire): see use_begin and use_end. */
+        if (__atomic_load_n(&g->in_calls, __ATOMIC_SEQ_CST) == 0)
+            return true;
+        if (gm_clock_monotonic_ns() >= end)
+            break;
+        gm_grpi_gate_pause(tries);
+    }
+    __atomic_store_n(&g->moving, 0u, __ATOMIC_RELEASE);
+    return false;
+}
+
+static void gate_open(struct gm_group *g)
+{
+    /* Release: the move's stores before the calls that pass the gate. */
+    __atomic_store_n(&g->moving, 0u, __ATOMIC_RELEASE);
+}
 
 /* Whether g's file is no longer the one at g->path. Never on a test that
  * could not be made (the descriptor is not ours any more). */
@@ -108,7 +135,7 @@ static int carry(struct gm_group *ng, const struct held *h, int8_t *map,
     return 0;
 }
 
-/* The move, `use` held for writing: 1 moved, 0 nothing to do, -1 not
+/* The move, the gate closed: 1 moved, 0 nothing to do, -1 not
  * possible (err says why; g unchanged). */
 static int move_locked(struct gm_group *g, char *err, size_t cap)
 {
@@ -146,7 +173,7 @@ void gm_grpi_rehome(struct gm_group *g)
 {
     if (!g->use_on || !joined(g) || is_broken(g) || !file_moved(g))
         return;
-    if (!use_write(g, MOVE_LOCK_WAIT_NS))
+    if (!gate_close(g, MOVE_GATE_WAIT_NS))
         return;
     char why[256] = "", line[GM_PATH_MAX + 512];
     int rc = move_locked(g, why, sizeof why);
@@ -163,7 +190,7 @@ void gm_grpi_rehome(struct gm_group *g)
                  "process keeps the old one, which new members do not see "
                  "(tried again every pass)", g->name, g->path, why);
     g->move_failed = rc < 0 || (rc == 0 && g->move_failed);
-    pthread_rwlock_unlock(&g->use);
+    gate_open(g);
     if (say && g->on_note != NULL)
         g->on_note(g->arg, line);
 }
