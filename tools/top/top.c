@@ -137,7 +137,8 @@ static const char help_text[] =
     "\n"
     "EXIT STATUS\n"
     "    0   Success.\n"
-    "    1   The terminal could not be set up or the directory read.\n"
+    "    1   The terminal could not be set up (standard input or output is\n"
+    "        not one: use --once or --json) or the directory read.\n"
     "    2   Unknown option or bad value, or a segment directory that is\n"
     "        not safe to use (GPUMEM_SHM_DIR).\n"
     "\n"
@@ -991,6 +992,16 @@ static bool handle_key(struct top *t, int k)
 
 static int run_interactive(struct top *t)
 {
+    /* Not a terminal on both sides: curses would draw into a file or a
+     * pipe, and with standard input at its end every wait for a key
+     * returns at once, a loop at full CPU that never ends. */
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+        fprintf(stderr, "gpumem: top: standard %s is not a terminal; the "
+                "interactive view needs one (use --once or --json for a "
+                "file or a pipe)\n",
+                !isatty(STDIN_FILENO) ? "input" : "output");
+        return 1;
+    }
     if (gm_view_open() != 0) {
         fprintf(stderr, "gpumem: top: cannot set up the terminal\n");
         return 1;
