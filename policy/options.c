@@ -488,7 +488,8 @@ static bool apply_priority(struct load *c, enum gm_field f, const char *name,
         c->p->priority = v / 10.0;
         return true;
     }
-    e = gm_parse_number_ex(val, &w, &junk);
+    bool inside = false;
+    e = gm_parse_number_in(val, 1, 100, 10, &w, &inside, &junk);
     if (e == GM_PERR_SYNTAX) {
         gm_pol_bad(c, f, name, val, "is not a priority", F_PRIORITY);
         return false;
@@ -497,7 +498,7 @@ static bool apply_priority(struct load *c, enum gm_field f, const char *name,
         gm_pol_bad_parse(c, f, name, val, e, K_NUMBER, junk, F_PRIORITY);
         return false;
     }
-    if (w < 0.1 || w > 10.0) {
+    if (!inside) {   /* 0.1 to 10 as written, not as rounded */
         gm_pol_bad(c, f, name, val, "is outside 0.1-10", F_PRIORITY);
         return false;
     }

@@ -298,6 +298,39 @@ enum gm_perr gm_parse_number_ex(const char *s, double *out, size_t *junk)
     return GM_PERR_OK;
 }
 
+/* -1, 0, 1 as n's exact value is below, equal to or above num/den. */
+static int num_cmp(const struct num *n, uint64_t num, uint64_t den)
+{
+    if (n->ovf)
+        return 1;
+    uint64_t bip = num / den, brem = num % den;
+    if (n->ip != bip)
+        return n->ip < bip ? -1 : 1;
+    /* The same whole part: fnum/fden (plus a bit more when `more`)
+     * against brem/den, exactly (fden <= 10^18, den < 2^64). */
+    unsigned __int128 a = (unsigned __int128)n->fnum * den;
+    unsigned __int128 b = (unsigned __int128)brem * n->fden;
+    if (a != b)
+        return a < b ? -1 : 1;
+    return n->more ? 1 : 0;
+}
+
+enum gm_perr gm_parse_number_in(const char *s, uint64_t lo_num,
+                                uint64_t hi_num, uint64_t den, double *out,
+                                bool *inside, size_t *junk)
+{
+    struct num n;
+    enum gm_perr e = scan_whole(s, &n, junk);
+
+    if (e != GM_PERR_OK)
+        return e;
+    *inside = num_cmp(&n, lo_num, den) >= 0 && num_cmp(&n, hi_num, den) <= 0;
+    if (n.ovf)
+        return GM_PERR_OVERFLOW;
+    *out = num_value(&n);
+    return GM_PERR_OK;
+}
+
 enum gm_perr gm_parse_uint_ex(const char *s, uint64_t *out, size_t *junk)
 {
     struct num n;

@@ -10,6 +10,7 @@
 #define GM_PARSE_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* "1073741824", "4G", "4GB", "4GiB", "1.5g", "512k", "1B": bytes. */
@@ -59,6 +60,12 @@ enum gm_perr gm_parse_size_ex(const char *s, uint64_t *out, size_t *junk);
 enum gm_perr gm_parse_duration_ex(const char *s, uint64_t *out, size_t *junk);
 /* Plain decimal number (>= 0). */
 enum gm_perr gm_parse_number_ex(const char *s, double *out, size_t *junk);
+/* The same, and *inside whether the number as written (every digit, not
+ * its double) lies in [lo_num/den, hi_num/den]: a value a double rounds
+ * onto a bound (0.09999999999999999999 onto 0.1) stays outside. */
+enum gm_perr gm_parse_number_in(const char *s, uint64_t lo_num,
+                                uint64_t hi_num, uint64_t den, double *out,
+                                bool *inside, size_t *junk);
 /* Unsigned integer; a fractional number gives GM_PERR_FRACTION. */
 enum gm_perr gm_parse_uint_ex(const char *s, uint64_t *out, size_t *junk);
 /* "NN%" / "NN.N%": the percentage as written (any value >= 0). */

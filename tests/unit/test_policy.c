@@ -799,6 +799,11 @@ END_TEST
 
 static const struct err_case bad_priorities[] = {
     { "0.09", "is outside 0.1-10" },
+    /* Below and above the bounds by less than a double tells apart: they
+     * were rounded onto 0.1 and 10 and accepted. */
+    { "0.0999999999999999999", "is outside 0.1-10" },
+    { "0.09999999999999999999999", "is outside 0.1-10" },
+    { "10.00000000000000000001", "is outside 0.1-10" },
     { "10.01", "is outside 0.1-10" },
     { "0", "is outside 0.1-10" },
     { "urgent", "is not a priority" },
