@@ -285,17 +285,25 @@ static enum gm_perr scan_whole(const char *s, struct num *n, size_t *junk)
     return e == GM_PERR_OK ? end_here(s, pos, junk) : e;
 }
 
-enum gm_perr gm_parse_number_ex(const char *s, double *out, size_t *junk)
+/* A bare number and its double (n: the number as written). */
+static enum gm_perr scan_number(const char *s, struct num *n, double *out,
+                                size_t *junk)
 {
-    struct num n;
-    enum gm_perr e = scan_whole(s, &n, junk);
+    enum gm_perr e = scan_whole(s, n, junk);
 
     if (e != GM_PERR_OK)
         return e;
-    if (n.ovf)
+    if (n->ovf)
         return GM_PERR_OVERFLOW;
-    *out = num_value(&n);
+    *out = num_value(n);
     return GM_PERR_OK;
+}
+
+enum gm_perr gm_parse_number_ex(const char *s, double *out, size_t *junk)
+{
+    struct num n;
+
+    return scan_number(s, &n, out, junk);
 }
 
 /* -1, 0, 1 as n's exact value is below, equal to or above num/den. */
@@ -320,15 +328,12 @@ enum gm_perr gm_parse_number_in(const char *s, uint64_t lo_num,
                                 bool *inside, size_t *junk)
 {
     struct num n;
-    enum gm_perr e = scan_whole(s, &n, junk);
+    enum gm_perr e = scan_number(s, &n, out, junk);
 
-    if (e != GM_PERR_OK)
-        return e;
-    *inside = num_cmp(&n, lo_num, den) >= 0 && num_cmp(&n, hi_num, den) <= 0;
-    if (n.ovf)
-        return GM_PERR_OVERFLOW;
-    *out = num_value(&n);
-    return GM_PERR_OK;
+    if (e == GM_PERR_OK)
+        *inside = num_cmp(&n, lo_num, den) >= 0 &&
+                  num_cmp(&n, hi_num, den) <= 0;
+    return e;
 }
 
 enum gm_perr gm_parse_uint_ex(const char *s, uint64_t *out, size_t *junk)

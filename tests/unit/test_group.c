@@ -1368,17 +1368,25 @@ END_TEST
  * (limits, use and peak cleared). That is decided from every slot, not
  * from the live mask: with the mask cleared by a foreign write, a live
  * member's charge and the registered limit survive the next join. */
+/* Joins group `name` (limit l), holds `hold` bytes and maps its file for
+ * the test to write into (*fd: unmap_rw's). */
+static struct gm_group_seg *join_holding(struct gm_group *g, const char *name,
+                                         uint64_t l, uint64_t hold, int *gdev,
+                                         int *fd)
+{
+    struct gm_group_params p = params(name, 1.0, l);
+    uint64_t u = 0;
+    join_ok(g, &p, gdev);
+    ck_assert(gm_group_reserve(g, *gdev, hold, &u));
+    return map_rw(name, fd);
+}
+
 START_TEST(start_over_reads_the_slots_not_the_mask)
 {
     const uint64_t L = 1000;
     struct gm_group g;
-    struct gm_group_params p = params("nomask", 1.0, L);
-    int gdev;
-    join_ok(&g, &p, &gdev);
-    uint64_t u = 0;
-    ck_assert(gm_group_reserve(&g, gdev, 300, &u));
-    int fd;
-    struct gm_group_seg *seg = map_rw("nomask", &fd);
+    int gdev, fd;
+    struct gm_group_seg *seg = join_holding(&g, "nomask", L, 300, &gdev, &fd);
     __atomic_store_n(&seg->hdr.live_mask, 0, __ATOMIC_RELAXED);
     struct kid k = spawn(params("nomask", 1.0, L));
     static struct gm_group_view v;
@@ -1403,13 +1411,9 @@ START_TEST(damaged_used_is_corrected_by_reaper_and_join)
 {
     const uint64_t L = 1000;
     struct gm_group g;
-    struct gm_group_params p = params("drift", 1.0, L);
-    int gdev;
-    join_ok(&g, &p, &gdev);
+    int gdev, fd;
     uint64_t u = 0;
-    ck_assert(gm_group_reserve(&g, gdev, 600, &u));
-    int fd;
-    struct gm_group_seg *seg = map_rw("drift", &fd);
+    struct gm_group_seg *seg = join_holding(&g, "drift", L, 600, &gdev, &fd);
     uint32_t rep0 = __atomic_load_n(&seg->hdr.repairs, __ATOMIC_RELAXED);
     __atomic_store_n(&seg->dev[gdev].used, 0, __ATOMIC_RELAXED);
     (void)gm_group_reclaim(&g);           /* what the reaper runs */
