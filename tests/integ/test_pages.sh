@@ -4,15 +4,70 @@
 # line of `gpumem help CMD` appears in the formatted page) and formatted
 # by groff without a warning, gpumem-env(7) carrying every variable of
 # docs/env.md, the bash completion offering the commands and a command's
-# options, and `make install` putting them in place.
-# Exit 0 pass, 1 fail, 77 skip (no groff or bash).
+# options, and `make install` putting them in place; and the options
+# of gpumem-trainsim's parser being those its --help and docs/trainsim.md
+# list, its sample output in both being what it prints.
+# Exit 0 pass, 1 fail, 77 skip (no groff or bash; the gpumem-trainsim
+# checks run first, without them).
 set -u
 B=${BUILD:-build}
 fail() { echo "FAIL: $*"; exit 1; }
-command -v groff >/dev/null 2>&1 || { echo "skip: groff is not installed"; exit 77; }
-command -v bash >/dev/null 2>&1 || { echo "skip: bash is not installed"; exit 77; }
 t=$(mktemp -d "${TMPDIR:-/tmp}/gm-pages.XXXXXX") || exit 1
 trap 'rm -rf "$t"' EXIT
+
+# gpumem-trainsim: the --long options of its parser (long_opts in
+# tools/trainsim/options.c), of its --help and of the options table of
+# docs/trainsim.md, one a line, sorted.
+TS=$B/gpumem-trainsim
+sed -En 's/^[[:space:]]*\{ "([a-z][a-z0-9-]*)", (no|required|optional)_argument,.*/--\1/p' \
+    tools/trainsim/options.c | sort > "$t/ts.parser"
+"$TS" --help > "$t/ts.help" || fail "$TS --help exited $?"
+awk '/^OPTIONS$/ { on = 1; next } /^[A-Z]/ { on = 0 }
+    on && /^    --[a-z]/ { print $1 }' "$t/ts.help" | sort > "$t/ts.helpopts"
+awk '/^## / { on = ($0 == "## Options"); next }
+    on && /^\| `--[a-z]/ { o = $2; gsub(/`/, "", o); print o }' docs/trainsim.md |
+    sort > "$t/ts.doc"
+[ "$(wc -l < "$t/ts.parser")" -ge 20 ] ||
+    fail "only $(wc -l < "$t/ts.parser") options found in tools/trainsim/options.c"
+for f in helpopts doc; do
+    what=$([ $f = doc ] && echo "docs/trainsim.md's options table" || echo "$TS --help")
+    missing=$(comm -23 "$t/ts.parser" "$t/ts.$f" | tr '\n' ' ')
+    extra=$(comm -13 "$t/ts.parser" "$t/ts.$f" | tr '\n' ' ')
+    [ -z "$missing" ] || fail "$what lacks the options $missing"
+    [ -z "$extra" ] || fail "$what lists options the parser lacks: $extra"
+done
+
+# Its sample output: the lines of --help's OUTPUT and of docs/trainsim.md's
+# Output block are lines of the run with the default options (stdout); the
+# failed allocation of --help, one of the run it names (stderr, exit 3).
+sim() { env -u SIMCUDA_CONTEXT -u SIMCUDA_MEMORY -u SIMCUDA_DEVICES \
+            -u SIMCUDA_FAIL LD_LIBRARY_PATH="$B/sim" "$@"; }
+sim "$TS" > "$t/ts.out" 2> "$t/ts.out2" || fail "$TS exited $?: $(head -n 3 "$t/ts.out2")"
+sim env LD_PRELOAD="$B/libgpumem.so" GPUMEM_LIMIT=1G "$TS" --quiet --leak 4M \
+    > /dev/null 2> "$t/ts.err"
+rc=$?
+[ "$rc" -eq 3 ] || fail "$TS --leak 4M under GPUMEM_LIMIT=1G exited $rc, not 3"
+awk '/^OUTPUT$/ { on = 1; next } /^[A-Z]/ { on = 0 }
+    on && /^    trainsim: / { sub(/^    /, ""); print }' "$t/ts.help" > "$t/ts.samples"
+awk '/^## / { on = ($0 == "## Output"); next }
+    on && /^```/ { code = !code; next } on && code' docs/trainsim.md > "$t/ts.docsamples"
+[ "$(wc -l < "$t/ts.samples")" -ge 3 ] || fail "$TS --help shows no sample output"
+[ "$(wc -l < "$t/ts.docsamples")" -ge 2 ] || fail "docs/trainsim.md shows no sample output"
+while IFS= read -r l; do
+    case $l in
+    *" failed: "*) grep -Fxq -- "$l" "$t/ts.err" ||
+        fail "$TS --help shows '$l'; the run it names says: $(grep -F failed "$t/ts.err")" ;;
+    *) grep -Fxq -- "$l" "$t/ts.out" ||
+        fail "$TS --help shows '$l', which the default run does not print" ;;
+    esac
+done < "$t/ts.samples"
+while IFS= read -r l; do
+    grep -Fxq -- "$l" "$t/ts.out" ||
+        fail "docs/trainsim.md shows '$l', which the default run does not print"
+done < "$t/ts.docsamples"
+
+command -v groff >/dev/null 2>&1 || { echo "skip: groff is not installed"; exit 77; }
+command -v bash >/dev/null 2>&1 || { echo "skip: bash is not installed"; exit 77; }
 
 v=$("$B/gpumem" --version) || fail "gpumem --version exited $?"
 echo "$v" | grep -Eq '^gpumem [0-9]+\.[0-9]+\.[0-9]+$' || fail "gpumem --version: '$v'"
@@ -81,4 +136,5 @@ for f in bin/gpumem bin/gpumem-top lib/libgpumem.so share/man/man1/gpumem.1 \
          share/bash-completion/completions/gpumem-top; do
     [ -f "$t/inst/$f" ] || fail "make install did not install $f"
 done
-echo "ok: --version, $((n + 2)) pages, gpumem-env(7), completion, install"
+echo "ok: --version, $((n + 2)) pages, gpumem-env(7), completion, install," \
+     "gpumem-trainsim's options and samples"

@@ -124,12 +124,39 @@ commands() {
         /^[A-Z]/ { on = 0 } on && NF { print $1 }'
 }
 
-# The --long options a help page lists in its OPTIONS section.
-options() {
+# The --long options a help page lists in its OPTIONS section, one a
+# line: the options named at the head of each item (a line indented four
+# spaces that starts with '-'), where the head is options, each with an
+# optional argument, separated by ", " ("-d SECONDS, --delay SECONDS",
+# "--sweep LO:HI, --points N"); the description after the head, and the
+# prose of other lines, name options of other commands too.
+item_options() {
     awk '/^OPTIONS$/ { on = 1; next } /^[A-Z]/ { on = 0 }
-        on { for (i = 1; i <= NF; i++) if ($i ~ /^--[a-z]/) {
-                 o = $i; sub(/[,=].*/, "", o); print o } }' | sort -u |
-        tr '\n' ' '
+        on && /^    -/ {
+            head = substr($0, 5); sub(/  .*/, "", head)
+            n = split(head, w, " ")
+            for (i = 1; i <= n && w[i] ~ /^-/; i++) {
+                more = sub(/,$/, "", w[i])    # another option follows
+                o = w[i]; sub(/=.*/, "", o)
+                if (o ~ /^--[a-z][a-z0-9-]*$/) print o
+                if (more) continue
+                # Its argument, when it has one, ends the head unless a
+                # comma follows it.
+                if (i == n || w[i + 1] ~ /^-/) break
+                i++
+                if (!sub(/,$/, "", w[i])) break
+            }
+        }'
+}
+
+# The options of a command, its help page on stdin, on one line: its
+# own, and those of gpumem run when it takes RUN OPTIONS.
+options() {
+    page=$(cat)
+    {
+        printf '%s\n' "$page" | item_options
+        case $page in *"RUN OPTIONS"*) "$GPUMEM" help run | item_options ;; esac
+    } | sort -u | tr '\n' ' '
 }
 
 "$GPUMEM" --help | help2man gpumem 1 | ascii > "$O/man1/gpumem.1" || exit 1
