@@ -30,7 +30,11 @@ static _Atomic int broken_warned;
 static void on_reclaim(void *arg, int gdev, int pid, uint64_t bytes)
 {
     (void)arg;
-    int dev = gdev >= 0 && gdev < GM_GROUP_MAX_DEVICES ? gdev_dev[gdev] : 0;
+    /* -1: a device of the group this process has not registered (a
+     * reclaim while it joins a file it moves to): not an event of ours. */
+    if (gdev < 0 || gdev >= GM_GROUP_MAX_DEVICES)
+        return;
+    int dev = gdev_dev[gdev];
     gm_tel_event(&gm_st.tel, GM_EV_RECLAIM, (unsigned)dev, GM_API_NONE, bytes,
                  (uint64_t)pid, gm_budget_used(&gm_st.dev[dev].budget));
 }

@@ -330,10 +330,20 @@ static void wait_enter(struct gm_group *g, struct waitreg *w)
     __atomic_fetch_add(w->mine, 1u, __ATOMIC_RELAXED);
 }
 
+/* *c - 1, never below 0: a slot left by a move (rehome.c) may have been
+ * freed, even claimed again, while its waiter slept. */
+static void dec_clamped(uint32_t *c, int order)
+{
+    uint32_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
+    while (v > 0 && !__atomic_compare_exchange_n(c, &v, v - 1, false, order,
+                                                 __ATOMIC_RELAXED))
+        ;
+}
+
 static void wait_leave(struct waitreg *w)
 {
-    __atomic_fetch_sub(w->mine, 1u, __ATOMIC_RELAXED);
-    __atomic_fetch_sub(&w->seg->hdr.waiters, 1u, __ATOMIC_SEQ_CST);
+    dec_clamped(w->mine, __ATOMIC_RELAXED);
+    dec_clamped(&w->seg->hdr.waiters, __ATOMIC_SEQ_CST);
 }
 
 /* The gate is held between tries, not while asleep: a move goes on while a

@@ -226,7 +226,9 @@ struct gm_group {
     pthread_mutex_t reg_mu;
     bool use_on;
     bool move_failed;         /* said once until a move succeeds */
-    unsigned moves;
+    unsigned moves;           /* atomic: moves made (rehome.c) */
+    uint64_t move_after_ns;   /* after a failed move: not before (mono) */
+    uint64_t move_wait_ns;    /* the wait after the last failure */
     uint64_t last_scan_ns;    /* atomic: last refusal-triggered reclaim */
     char name[GM_NAME_MAX + 1];
     char path[GM_PATH_MAX];

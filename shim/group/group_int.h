@@ -79,10 +79,11 @@ void gm_grpi_gate_pause(unsigned tries)
  * inside for its whole length, so that a move (rehome.c) never changes
  * the segment, slot or device map under it; while a move is pending or
  * on, calls wait at the gate. A move waits for the calls inside for a
- * bounded time only (then it gives up until the next pass), so a call
- * waits at most that long behind a pending move, also a signal
- * handler's call inside a call of its own thread; a stream of calls
- * cannot starve a move. Two atomic operations a call where a rwlock
+ * bounded time only (then it gives up until the next pass), and once
+ * they left it reads, carries and swaps under the two files' locks,
+ * each wait on them bounded by LOCK_WAIT_NS; so a call waits behind a
+ * move at most that long, also a signal handler's call inside a call of
+ * its own thread, and a stream of calls cannot starve a move. Two atomic operations a call where a rwlock
  * cost ~90 instructions. The counters are the process's own state, also
  * behind a const g. */
 static inline bool use_begin(const struct gm_group *g)

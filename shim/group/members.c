@@ -453,13 +453,15 @@ int gm_group_device(struct gm_group *g, const unsigned char uuid[16],
                     uint64_t physical, char *msg, size_t cap)
 {
     gm_msgf(msg, cap, "%s", "");
-    if (!joined(g) || !g->use_on) {
+    /* Registrations one at a time (reg_mu), never during a move (inside
+     * the gate, which is also where g's binding is read); the calls of
+     * other threads go on meanwhile. */
+    bool held = use_begin(g);
+    if (!held || !joined(g)) {
+        use_end(g, held);
         gm_msgf(msg, cap, "group '%s' is not usable", g ? g->name : "");
         return -1;
     }
-    /* Registrations one at a time (reg_mu), never during a move (inside
-     * the gate); the calls of other threads go on meanwhile. */
-    bool held = use_begin(g);
     pthread_mutex_lock(&g->reg_mu);
     int sdev = gm_grpi_device_in(g, uuid, physical, msg, cap);
     int a = sdev < 0 ? -1 : api_index(g, sdev);
@@ -659,5 +661,8 @@ void gm_group_forget(struct gm_group *g)
     if (g == NULL)
         return;
     g->reaper_on = false;   /* the thread stayed in the parent */
+    /* And any move it was making: the gate as the child's own. */
+    __atomic_store_n(&g->moving, 0u, __ATOMIC_RELAXED);
+    __atomic_store_n(&g->in_calls, 0u, __ATOMIC_RELAXED);
     gm_grpi_unmap(g);
 }

@@ -85,6 +85,29 @@ static int join_again(const struct gm_group *g, struct gm_group *ng,
     return gm_grpi_join_path(ng, err, cap);
 }
 
+/* What leaving g's file needs of g (its binding and identity), into
+ * `out`; not the gate, which other threads use meanwhile. */
+static void binding_of(const struct gm_group *g, struct gm_group *out)
+{
+    memset(out, 0, sizeof *out);
+    out->seg = g->seg;
+    out->len = g->len;
+    out->fd = g->fd;
+    out->file_dev = g->file_dev;
+    out->file_ino = g->file_ino;
+    out->slot = g->slot;
+    out->pid = g->pid;
+    out->start_ticks = g->start_ticks;
+    out->weight = g->weight;
+    out->keep = g->keep;
+    out->limit = g->limit;
+    out->on_reclaim = g->on_reclaim;
+    out->arg = g->arg;
+    memcpy(out->devmap, g->devmap, sizeof out->devmap);
+    memcpy(out->name, g->name, sizeof out->name);
+    memcpy(out->path, g->path, sizeof out->path);
+}
+
 struct held {
     int8_t sdev[GM_GROUP_MAX_DEVICES];   /* the old segment's index */
     unsigned char uuid[GM_GROUP_MAX_DEVICES][16];
@@ -115,82 +138,115 @@ static bool read_held(struct gm_group *g, struct held *h)
     return true;
 }
 
-/* Registers the devices in ng and charges them there (memory held: no
- * admission rule); the new map in map. */
-static int carry(struct gm_group *ng, const struct held *h, int8_t *map,
-                 char *err, size_t cap)
+/* Registers the devices in ng (its devmap as it goes, so that a reclaim
+ * there names the caller's index) and charges them there (memory held:
+ * no admission rule). -1 when a device or a charge could not be had. */
+static int carry(struct gm_group *ng, const struct held *h, char *err,
+                 size_t cap)
 {
     for (int a = 0; a < GM_GROUP_MAX_DEVICES; a++) {
-        map[a] = -1;
         if (h->sdev[a] < 0)
             continue;
         int nd = gm_grpi_device_in(ng, h->uuid[a], h->physical[a], err, cap);
         if (nd < 0)
             return -1;
-        map[a] = (int8_t)nd;
+        __atomic_store_n(&ng->devmap[a], (int8_t)nd, __ATOMIC_RELEASE);
         gm_grpi_charge_in(ng, nd, h->charged[a], 0);
+        if (is_broken(ng)) {   /* the charge was not made */
+            gm_msgf(err, cap, "the lock of %s does not respond", ng->path);
+            return -1;
+        }
         struct gm_group_dev *d = &ng->seg->dev[nd];
         gm_grpi_raise_peak(&d->peak, LD(&d->used));
     }
     return 0;
 }
 
-/* The move, the gate closed: 1 moved, 0 nothing to do, -1 not
- * possible (err says why; g unchanged). */
-static int move_locked(struct gm_group *g, char *err, size_t cap)
+/* The move: 1 moved (*total: what it carried), 0 not now (the gate
+ * stayed busy: the next pass), -1 not possible (err says why; g as it
+ * was). The join, which may wait on the new file's creator or lock, is
+ * made with the gate open (it touches ng alone); what this process holds
+ * is read, carried and swapped in with the gate closed, so no call of
+ * this process changes it meanwhile; the old file is left afterwards,
+ * through a copy of g's binding (a failure there marks the copy, never
+ * g, broken). */
+static int move(struct gm_group *g, uint64_t *total, char *err, size_t cap)
 {
-    if (!joined(g) || is_broken(g) || !file_moved(g))
-        return 0;
-    struct held h;
-    if (!read_held(g, &h)) {
-        gm_msgf(err, cap, "its lock does not respond");
-        return -1;
-    }
     struct gm_group ng;
     if (join_again(g, &ng, err, cap) != 0)
         return -1;
-    int8_t map[GM_GROUP_MAX_DEVICES];
-    if (carry(&ng, &h, map, err, cap) != 0) {
+    if (!gate_close(g, MOVE_GATE_WAIT_NS)) {
+        gm_grpi_leave_seg(&ng, false);
+        return 0;
+    }
+    struct held h;
+    int rc = 1;
+    if (!read_held(g, &h)) {
+        gm_msgf(err, cap, "its own lock does not respond");
+        rc = -1;
+    } else if (carry(&ng, &h, err, cap) != 0) {
+        rc = -1;
+    }
+    if (rc < 0) {
+        gate_open(g);
         gm_grpi_leave_seg(&ng, false);
         return -1;
     }
-    gm_grpi_leave_seg(g, true);
+    struct gm_group old;
+    binding_of(g, &old);
     g->seg = ng.seg;
     g->len = ng.len;
     g->fd = ng.fd;
     g->file_dev = ng.file_dev;
     g->file_ino = ng.file_ino;
     g->slot = ng.slot;
-    memcpy(g->devmap, map, sizeof map);
-    g->moves++;
-    char sz[32];
-    gm_format_size(h.total, sz, sizeof sz);
-    gm_msgf(err, cap, "%s", sz);
+    memcpy(g->devmap, ng.devmap, sizeof g->devmap);
+    __atomic_fetch_add(&g->moves, 1u, __ATOMIC_RELAXED);
+    gate_open(g);
+    gm_grpi_leave_seg(&old, true);
+    *total = h.total;
     return 1;
 }
 
+#define RETRY_FIRST_NS 1000000000ull   /* after a failed move: 1 s, ... */
+#define RETRY_MOST_NS 64000000000ull   /* ... doubling up to 64 s */
+
 void gm_grpi_rehome(struct gm_group *g)
 {
+    /* g's binding is written by this thread alone (the reaper's move):
+     * read here outside the gate. */
     if (!g->use_on || !joined(g) || is_broken(g) || !file_moved(g))
         return;
-    if (!gate_close(g, MOVE_GATE_WAIT_NS))
+    uint64_t now = gm_clock_monotonic_ns();
+    if (now < g->move_after_ns)
         return;
-    char why[256] = "", line[GM_PATH_MAX + 512];
-    int rc = move_locked(g, why, sizeof why);
-    bool say = rc > 0 || (rc < 0 && !g->move_failed);
-    if (rc > 0)
+    char why[256] = "", line[GM_PATH_MAX + GM_NAME_MAX + 256 + 512];
+    uint64_t total = 0;
+    int rc = move(g, &total, why, sizeof why);
+    if (rc > 0) {
+        char sz[32];
+        gm_format_size(total, sz, sizeof sz);
         snprintf(line, sizeof line, "group '%s': its file was removed or "
                  "replaced while in use; this process moved to %s, the "
                  "file there now, with the %s it holds (the group may be "
                  "over its limit until members free memory)", g->name,
-                 g->path, why);
-    else if (rc < 0)
+                 g->path, sz);
+        g->move_wait_ns = 0;
+        g->move_after_ns = 0;
+    } else if (rc < 0) {
         snprintf(line, sizeof line, "group '%s': its file was removed or "
                  "replaced while in use, and joining %s failed (%s); this "
                  "process keeps the old one, which new members do not see "
-                 "(tried again every pass)", g->name, g->path, why);
-    g->move_failed = rc < 0 || (rc == 0 && g->move_failed);
-    gate_open(g);
+                 "(tried again, less often after each failure, at least "
+                 "once a minute)", g->name, g->path, why);
+        g->move_wait_ns = g->move_wait_ns == 0 ? RETRY_FIRST_NS
+                        : g->move_wait_ns >= RETRY_MOST_NS / 2
+                        ? RETRY_MOST_NS : 2 * g->move_wait_ns;
+        g->move_after_ns = now + g->move_wait_ns;
+    }
+    bool say = rc > 0 || (rc < 0 && !g->move_failed);
+    if (rc != 0)
+        g->move_failed = rc < 0;
     if (say && g->on_note != NULL)
         g->on_note(g->arg, line);
 }

@@ -1540,6 +1540,9 @@ START_TEST(removed_file_members_move_to_the_new_one)
     ck_assert_msg(both, "the members did not move to the new file: "
                   "%u members, %llu used (%s)", v.nmembers,
                   (unsigned long long)v.dev[0].used, err);
+    /* The note follows the move (a moment later for the last mover). */
+    for (int i = 0; i < 200 && !note_has("moved to"); i++)
+        usleep(10000);
     ck_assert(note_has("moved to"));
     ck_assert(note_has(" B it holds"));
     /* A newcomer meets what the others hold. */
@@ -1566,6 +1569,77 @@ START_TEST(removed_file_members_move_to_the_new_one)
     ck_assert_uint_eq(us.used, 0);
     gm_group_leave(&g);
     ck_assert_int_eq(access(path, F_OK), -1);   /* the last one removed it */
+}
+END_TEST
+
+/* Registers UUID0 and a second device in turn until told to stop; counts
+ * the registrations refused (a move must never make one fail). */
+static const unsigned char UUID_B[16] = { 0xb2, 0x02 };
+struct regarg { struct gm_group *g; int stop; unsigned long n, refused; };
+static void *registrar_main(void *arg)
+{
+    struct regarg *a = arg;
+    char msg[256];
+    while (!__atomic_load_n(&a->stop, __ATOMIC_RELAXED)) {
+        const unsigned char *u = (a->n++ & 1) ? UUID_B : UUID0;
+        if (gm_group_device(a->g, u, PHYS, msg, sizeof msg) < 0)
+            a->refused++;
+    }
+    return NULL;
+}
+
+/* The file removed again and again while threads register devices and
+ * reserve: every removal is followed by a move, no registration is
+ * refused (one read the struct outside the gate while a move cleared
+ * it), the charge is neither lost nor doubled, the group never broken. */
+START_TEST(repeated_removals_under_load_lose_nothing)
+{
+    struct gm_group g;
+    struct gm_group_params p = params("churn", 1.0, 1000);
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    ck_assert(gm_group_reserve(&g, gdev, 500, NULL));
+    ck_assert_int_eq(gm_group_start_reaper(&g, 2000000), 0);
+    struct regarg ra = { &g, 0, 0, 0 };
+    struct spinarg sp = { &g, gdev, 0, 0 };
+    pthread_t rt, st;
+    ck_assert_int_eq(pthread_create(&rt, NULL, registrar_main, &ra), 0);
+    ck_assert_int_eq(pthread_create(&st, NULL, spinner_main, &sp), 0);
+    char path[256];
+    seg_path(path, sizeof path, "churn");
+    unsigned removed = 0;
+    for (int i = 0; i < 40; i++) {
+        /* Each removal after the last move landed (the path exists). */
+        for (int w = 0; w < 500 && access(path, F_OK) != 0; w++)
+            usleep(2000);
+        removed += unlink(path) == 0;
+        usleep(8000);
+    }
+    for (int w = 0; w < 500 && access(path, F_OK) != 0; w++)
+        usleep(2000);
+    __atomic_store_n(&ra.stop, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&sp.stop, 1, __ATOMIC_RELAXED);
+    pthread_join(rt, NULL);
+    pthread_join(st, NULL);
+    ck_assert_uint_eq(ra.refused, 0);
+    ck_assert_uint_gt(ra.n, 0);
+    /* The path is made when the move joins it; the move ends after. */
+    unsigned moved = 0;
+    for (int w = 0; w < 200; w++) {
+        moved = __atomic_load_n(&g.moves, __ATOMIC_RELAXED);
+        if (moved == removed)
+            break;
+        usleep(10000);
+    }
+    ck_assert_uint_eq(moved, removed);
+    ck_assert_uint_gt(removed, 30);
+    ck_assert(!gm_group_broken(&g));
+    struct gm_group_usage us;
+    ck_assert_int_eq(gm_group_query(&g, gdev, &us), 0);
+    ck_assert_uint_eq(us.used, 500);
+    ck_assert_uint_eq(us.mine, 500);
+    gm_group_release(&g, gdev, 500);
+    gm_group_leave(&g);
 }
 END_TEST
 
@@ -2517,6 +2591,7 @@ int main(void)
     tcase_add_test(t, start_over_reads_the_slots_not_the_mask);
     tcase_add_test(t, damaged_used_is_corrected_by_reaper_and_join);
     tcase_add_test(t, removed_file_members_move_to_the_new_one);
+    tcase_add_test(t, repeated_removals_under_load_lose_nothing);
     tcase_add_test(t, holder_is_asked_by_pid_when_the_file_is_gone);
     tcase_add_test(t, wait_is_served_by_another_process_release);
     tcase_add_test(t, simultaneous_first_members_share_one_segment);
