@@ -529,14 +529,22 @@ int gm_grpi_device_in(struct gm_group *g, const unsigned char uuid[16],
 
 /* ---- reaper thread ------------------------------------------------------- */
 
+/* How often the reaper looks whether its file is still the group's
+ * (rehome.c): two system calls, so much more often than it scans for the
+ * dead, to keep short the time a newcomer admits alone. */
+#define FILE_CHECK_NS 100000000ull
+
 static void *reaper_main(void *arg)
 {
     struct gm_group *g = arg;
+    uint64_t tick = g->reaper_interval_ns < FILE_CHECK_NS
+                  ? g->reaper_interval_ns : FILE_CHECK_NS;
+    uint64_t next_scan = gm_clock_monotonic_ns() + g->reaper_interval_ns;
     pthread_mutex_lock(&g->reaper_mu);
     while (!g->reaper_stop) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        uint64_t ns = (uint64_t)ts.tv_nsec + g->reaper_interval_ns;
+        uint64_t ns = (uint64_t)ts.tv_nsec + tick;
         ts.tv_sec += (time_t)(ns / NSEC);
         ts.tv_nsec = (long)(ns % NSEC);
         int rc = 0;
@@ -545,7 +553,11 @@ static void *reaper_main(void *arg)
         if (g->reaper_stop)
             break;
         pthread_mutex_unlock(&g->reaper_mu);
-        (void)gm_group_reclaim(g);
+        uint64_t now = gm_clock_monotonic_ns();
+        if (now >= next_scan) {
+            (void)gm_group_reclaim(g);
+            next_scan = now + g->reaper_interval_ns;
+        }
         gm_grpi_rehome(g);
         pthread_mutex_lock(&g->reaper_mu);
     }
