@@ -449,6 +449,23 @@ static int api_index(struct gm_group *g, int sdev)
     return a;
 }
 
+/* reg_mu within LOCK_WAIT_NS: a signal handler that registers a device
+ * while its own thread holds it does not wait on itself for ever. */
+static bool reg_lock(struct gm_group *g)
+{
+    uint64_t end = 0;
+    for (unsigned tries = 0;; tries++) {
+        if (pthread_mutex_trylock(&g->reg_mu) == 0)
+            return true;
+        uint64_t now = gm_clock_monotonic_ns();
+        if (end == 0)
+            end = now + LOCK_WAIT_NS;
+        else if (now >= end)
+            return false;
+        gm_grpi_gate_pause(tries);
+    }
+}
+
 int gm_group_device(struct gm_group *g, const unsigned char uuid[16],
                     uint64_t physical, char *msg, size_t cap)
 {
@@ -462,7 +479,12 @@ int gm_group_device(struct gm_group *g, const unsigned char uuid[16],
         gm_msgf(msg, cap, "group '%s' is not usable", g ? g->name : "");
         return -1;
     }
-    pthread_mutex_lock(&g->reg_mu);
+    if (!reg_lock(g)) {
+        use_end(g, held);
+        gm_msgf(msg, cap, "group '%s': another registration does not end; "
+                "device not registered", g->name);
+        return -1;
+    }
     int sdev = gm_grpi_device_in(g, uuid, physical, msg, cap);
     int a = sdev < 0 ? -1 : api_index(g, sdev);
     pthread_mutex_unlock(&g->reg_mu);

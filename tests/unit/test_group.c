@@ -1643,6 +1643,25 @@ START_TEST(repeated_removals_under_load_lose_nothing)
 }
 END_TEST
 
+/* A registration made while this thread already registers (a signal
+ * handler that interrupted gm_group_device) gives up at the bound with
+ * a message; it waited on itself for ever. */
+START_TEST(registration_inside_a_registration_is_bounded)
+{
+    struct gm_group g;
+    struct gm_group_params p = params("regself", 1.0, 1000);
+    int gdev;
+    join_ok(&g, &p, &gdev);
+    char msg[256];
+    ck_assert_int_eq(pthread_mutex_lock(&g.reg_mu), 0);
+    ck_assert_int_eq(gm_group_device(&g, UUID_B, PHYS, msg, sizeof msg), -1);
+    ck_assert_ptr_nonnull(strstr(msg, "another registration does not end"));
+    ck_assert_int_eq(pthread_mutex_unlock(&g.reg_mu), 0);
+    ck_assert_int_eq(gm_group_device(&g, UUID0, PHYS, msg, sizeof msg), gdev);
+    gm_group_leave(&g);
+}
+END_TEST
+
 /* A member that dies holding the lock after its group's file was removed
  * (rm, systemd's RemoveIPC): its liveness lock cannot be asked about (no
  * descriptor of the file can be opened), so its pid tells, and the next
@@ -2592,6 +2611,7 @@ int main(void)
     tcase_add_test(t, damaged_used_is_corrected_by_reaper_and_join);
     tcase_add_test(t, removed_file_members_move_to_the_new_one);
     tcase_add_test(t, repeated_removals_under_load_lose_nothing);
+    tcase_add_test(t, registration_inside_a_registration_is_bounded);
     tcase_add_test(t, holder_is_asked_by_pid_when_the_file_is_gone);
     tcase_add_test(t, wait_is_served_by_another_process_release);
     tcase_add_test(t, simultaneous_first_members_share_one_segment);
