@@ -65,37 +65,13 @@ static bool file_moved(const struct gm_group *g)
     return a.st_nlink == 0 || b.st_dev != a.st_dev || b.st_ino != a.st_ino;
 }
 
-/* A new member of the group at g's path, with g's identity. */
-static int join_again(const struct gm_group *g, struct gm_group *ng,
-                      char *err, size_t cap)
-{
-    memset(ng, 0, sizeof *ng);
-    ng->fd = -1;
-    ng->slot = -1;
-    snprintf(ng->path, sizeof ng->path, "%s", g->path);
-    snprintf(ng->name, sizeof ng->name, "%s", g->name);
-    ng->pid = g->pid;
-    ng->start_ticks = g->start_ticks;
-    ng->weight = g->weight;
-    ng->limit = g->limit;
-    ng->keep = g->keep;
-    ng->on_reclaim = g->on_reclaim;
-    ng->arg = g->arg;
-    memset(ng->devmap, 0xff, sizeof ng->devmap); /* -1: none yet */
-    return gm_grpi_join_path(ng, err, cap);
-}
-
-/* What leaving g's file needs of g (its binding and identity), into
- * `out`; not the gate, which other threads use meanwhile. */
-static void binding_of(const struct gm_group *g, struct gm_group *out)
+/* g's identity (who it is, in which group, with which policy) into
+ * `out`, cleared otherwise: never the gate, which other threads use. */
+static void identity_of(const struct gm_group *g, struct gm_group *out)
 {
     memset(out, 0, sizeof *out);
-    out->seg = g->seg;
-    out->len = g->len;
-    out->fd = g->fd;
-    out->file_dev = g->file_dev;
-    out->file_ino = g->file_ino;
-    out->slot = g->slot;
+    out->fd = -1;
+    out->slot = -1;
     out->pid = g->pid;
     out->start_ticks = g->start_ticks;
     out->weight = g->weight;
@@ -103,9 +79,31 @@ static void binding_of(const struct gm_group *g, struct gm_group *out)
     out->limit = g->limit;
     out->on_reclaim = g->on_reclaim;
     out->arg = g->arg;
-    memcpy(out->devmap, g->devmap, sizeof out->devmap);
     memcpy(out->name, g->name, sizeof out->name);
     memcpy(out->path, g->path, sizeof out->path);
+    memset(out->devmap, 0xff, sizeof out->devmap); /* -1: none yet */
+}
+
+/* A new member of the group at g's path, with g's identity. */
+static int join_again(const struct gm_group *g, struct gm_group *ng,
+                      char *err, size_t cap)
+{
+    identity_of(g, ng);
+    return gm_grpi_join_path(ng, err, cap);
+}
+
+/* What leaving g's file needs of g: its identity and its binding to the
+ * file (segment, descriptor, slot, device map). */
+static void binding_of(const struct gm_group *g, struct gm_group *out)
+{
+    identity_of(g, out);
+    out->seg = g->seg;
+    out->len = g->len;
+    out->fd = g->fd;
+    out->file_dev = g->file_dev;
+    out->file_ino = g->file_ino;
+    out->slot = g->slot;
+    memcpy(out->devmap, g->devmap, sizeof out->devmap);
 }
 
 struct held {
