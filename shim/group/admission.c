@@ -167,28 +167,20 @@ static uint64_t reclaim_scan(struct gm_group *g, unsigned *freed)
     /* Nobody dead: the lock only when some device's `used` looks apart
      * from its slots' charges (checked again, exactly, under it). */
     bool off = mask == 0 && gm_grpi_used_off(s);
-    if ((mask == 0 && !off) || !gm_grpi_grp_lock(g)) {
-        if (probe >= 0)
-            close(probe);
-        return 0;
-    }
-    if (off) {
-        (void)gm_grpi_fix_used_locked(s);
+    if ((mask != 0 || off) && gm_grpi_grp_lock(g)) {
+        if (off)
+            (void)gm_grpi_fix_used_locked(s);
+        for (int i = 0; i < GM_GROUP_MAX_MEMBERS; i++) {
+            struct gm_group_slot *m = &s->slot[i];
+            if (!(mask & (1ull << i)) || LD(&m->state) != GM_GROUP_SLOT_LIVE ||
+                LD(&m->pid) != pids[i] || LD(&m->start_ticks) != starts[i] ||
+                !gm_grpi_member_gone(g, probe, pids[i], starts[i], i))
+                continue;
+            bytes = sat_add(bytes, gm_grpi_reclaim_slot_locked(g, i));
+            (*freed)++;
+        }
         gm_grpi_seg_unlock(s);
-        if (probe >= 0)
-            close(probe);
-        return 0;
     }
-    for (int i = 0; i < GM_GROUP_MAX_MEMBERS; i++) {
-        struct gm_group_slot *m = &s->slot[i];
-        if (!(mask & (1ull << i)) || LD(&m->state) != GM_GROUP_SLOT_LIVE ||
-            LD(&m->pid) != pids[i] || LD(&m->start_ticks) != starts[i] ||
-            !gm_grpi_member_gone(g, probe, pids[i], starts[i], i))
-            continue;
-        bytes = sat_add(bytes, gm_grpi_reclaim_slot_locked(g, i));
-        (*freed)++;
-    }
-    gm_grpi_seg_unlock(s);
     if (probe >= 0)
         close(probe);
     if (*freed > 0)
@@ -216,7 +208,8 @@ static bool scan_due(struct gm_group *g)
                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
-/* The calls below, on the segment's device index sdev, inside the gate (group_int.h). */
+/* The calls below, on the segment's device index sdev, inside the gate
+ * (group_int.h). */
 
 static bool reserve_in(struct gm_group *g, int sdev, uint64_t size,
                        uint64_t *group_used_out)

@@ -1,7 +1,7 @@
 /*
  * shim/group/group_int.h — what the four parts of the group library
- * (segment.c, members.c, admission.c, rehome.c) share and nothing outside them
- * includes: the relaxed shared-field accessors, the timing constants, the
+ * (segment.c, members.c, admission.c, rehome.c) share and nothing outside
+ * them includes: the relaxed shared-field accessors, the timing constants, the
  * clamped arithmetic, and the functions one part calls in another.
  *
  * Invariants (the whole library's, see docs/groups.md): every shared
@@ -20,7 +20,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <pthread.h>
 #include <sys/types.h>
 
 #include "shim/group/group.h"
@@ -83,8 +82,8 @@ void gm_grpi_gate_pause(unsigned tries)
  * they left it reads, carries and swaps under the two files' locks,
  * each wait on them bounded by LOCK_WAIT_NS; so a call waits behind a
  * move at most that long, also a signal handler's call inside a call of
- * its own thread, and a stream of calls cannot starve a move. Two atomic operations a call where a rwlock
- * cost ~90 instructions. The counters are the process's own state, also
+ * its own thread, and a stream of calls cannot starve a move. Two atomic
+ * operations a call. The counters are the process's own state, also
  * behind a const g. */
 static inline bool use_begin(const struct gm_group *g)
 {

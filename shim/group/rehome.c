@@ -53,12 +53,14 @@ static void gate_open(struct gm_group *g)
     __atomic_store_n(&g->moving, 0u, __ATOMIC_RELEASE);
 }
 
-/* Whether g's file is no longer the one at g->path. Never on a test that
- * could not be made (the descriptor is not ours any more). */
+/* Whether g's file is no longer the one at g->path: two system calls.
+ * Never on a test that could not be made (the descriptor is not the
+ * file's any more: gm_grpi_fd_ours's test, on the same stat). */
 static bool file_moved(const struct gm_group *g)
 {
     struct stat a, b;
-    if (!gm_grpi_fd_ours(g) || fstat(g->fd, &a) != 0)
+    if (g->fd < 0 || g->file_ino == 0 || fstat(g->fd, &a) != 0 ||
+        (uint64_t)a.st_dev != g->file_dev || (uint64_t)a.st_ino != g->file_ino)
         return false;
     if (lstat(g->path, &b) != 0)
         return errno == ENOENT;

@@ -4,7 +4,8 @@
 # file, a pipe, /dev/null) it exits 1 at once naming which and what to
 # use instead; it drew into the file and, with standard input at its end,
 # waited for keys in a loop at full CPU that never ended. --once still
-# works there. Exit 0 pass, 1 fail.
+# works there. Standard output is tested with standard input a pty
+# (script(1)). Exit 0 pass, 1 fail.
 BUILD=${BUILD:-build}
 B=$(cd "$BUILD" && pwd) || { echo "no build directory $BUILD"; exit 1; }
 T=$(mktemp -d "${TMPDIR:-/tmp}/gm-topnt.XXXXXX") || exit 1
@@ -21,12 +22,14 @@ grep -q "^gpumem: top: standard input is not a terminal; the interactive view ne
     bad "stdin /dev/null: $(cat "$T/err")"
 [ -s "$T/out" ] && bad "stdin /dev/null: it wrote to standard output"
 
-# Standard input a terminal is not needed for the test: a pipe on stdout
-# is named when stdin is one; otherwise stdin is named first, as above.
-if [ -t 0 ]; then
-    timeout 10 "$B/gpumem-top" 2>"$T/err2" | cat >/dev/null
-    grep -q "standard output is not a terminal" "$T/err2" ||
-        bad "stdout a pipe: $(cat "$T/err2")"
+# Standard input a terminal (a pty of script(1)), standard output not.
+if command -v script >/dev/null 2>&1; then
+    timeout 10 script -qec "'$B/gpumem-top' >/dev/null 2>'$T/err2'; echo rc=\$? >'$T/rc2'" /dev/null >/dev/null 2>&1
+    grep -q "^rc=1$" "$T/rc2" 2>/dev/null || bad "stdout /dev/null: $(cat "$T/rc2" 2>/dev/null)"
+    grep -q "^gpumem: top: standard output is not a terminal;" "$T/err2" ||
+        bad "stdout /dev/null: $(cat "$T/err2")"
+else
+    echo "standard output case not run: no script(1)"
 fi
 timeout 10 "$B/gpumem-top" --once </dev/null >"$T/once" 2>&1 ||
     bad "--once without a terminal failed: $(cat "$T/once")"
