@@ -46,31 +46,44 @@ static void on_note(void *arg, const char *text)
     gm_log(GM_LOG_WARN, "%s", text);
 }
 
+/* A group that cannot be joined is a limit that cannot be enforced:
+ * under GPUMEM_ON_BAD_CONFIG=exit (the default) the process ends here,
+ * at its first CUDA call and before any device memory is taken, with the
+ * reason (its segment goes, unless GPUMEM_KEEP); under warn it runs with
+ * its process limit only, warned once. */
+static void cannot_join(const struct gm_policy *p, const char *why,
+                        const char *fix)
+{
+    if (p->on_bad_config != GM_BAD_EXIT) {
+        gm_log(GM_LOG_WARN, "cannot join group '%s' (%s); the group limit "
+               "is not enforced in this process, running with the process "
+               "limit only", p->group, why);
+        return;
+    }
+    char line[1024];
+    int n = snprintf(line, sizeof line, "gpumem: cannot join group '%s' "
+                     "(%s); the group limit cannot be enforced in this "
+                     "process; exiting with status 2 (%sset "
+                     "GPUMEM_ON_BAD_CONFIG=warn to run with the process "
+                     "limit only)\n", p->group, why, fix);
+    if (n > 0)
+        (void)gm_write_all(STDERR_FILENO, line,
+                           (size_t)n < sizeof line ? (size_t)n
+                                                   : sizeof line - 1);
+    gm_tel_close(&gm_st.tel, p->keep);
+    _exit(2);
+}
+
 void gm_grp_init(void)
 {
     const struct gm_policy *p = &gm_st.policy;
     if (p->group[0] == '\0')
         return;
     char why[512];
+    /* The group's limit lives in a file of that directory: a file others
+     * could replace. */
     if (gm_shm_dir_check(p->shm_dir, geteuid(), false, why, sizeof why) != 0) {
-        /* The group's limit lives in a file of that directory: a file
-         * others could replace. Not a limit to run without silently. */
-        if (p->on_bad_config == GM_BAD_EXIT) {
-            char line[768];
-            int n = snprintf(line, sizeof line, "gpumem: group '%s': %s; "
-                             "the group limit cannot be enforced there; "
-                             "exiting with status 2 (fix GPUMEM_SHM_DIR, or "
-                             "set GPUMEM_ON_BAD_CONFIG=warn to run with the "
-                             "process limit only)\n", p->group, why);
-            if (n > 0)
-                (void)gm_write_all(STDERR_FILENO, line,
-                                   (size_t)n < sizeof line ? (size_t)n
-                                                           : sizeof line - 1);
-            _exit(2);
-        }
-        gm_log(GM_LOG_WARN, "cannot join group '%s' (%s); the group limit "
-               "is not enforced in this process, running with the process "
-               "limit only", p->group, why);
+        cannot_join(p, why, "fix GPUMEM_SHM_DIR, or ");
         return;
     }
     struct gm_group_params gp = {
@@ -80,9 +93,7 @@ void gm_grp_init(void)
     };
     char msg[512] = "";
     if (gm_group_join(&group, &gp, msg, sizeof msg) != 0) {
-        gm_log(GM_LOG_WARN, "cannot join group '%s' (%s); the group limit "
-               "is not enforced in this process, running with the process "
-               "limit only", p->group, msg[0] ? msg : "unknown");
+        cannot_join(p, msg[0] ? msg : "unknown", "");
         return;
     }
     if (msg[0])

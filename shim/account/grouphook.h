@@ -18,8 +18,9 @@
 #include "policy/parse.h"
 #include "shim/account/state.h"
 
-/* Join GPUMEM_GROUP (after telemetry is open). Warns once on failure and
- * runs on without the group. */
+/* Join GPUMEM_GROUP (after telemetry is open). On failure: exit status 2
+ * under GPUMEM_ON_BAD_CONFIG=exit, else one warning and the process runs
+ * on without the group. */
 void gm_grp_init(void);
 /* Register device `dev` with the group (at its first use). */
 void gm_grp_device(int dev, struct gm_dev *d);

@@ -584,8 +584,11 @@ START_TEST(gc_removes_a_kept_group_as_its_help_says)
 END_TEST
 
 /* A member that cannot join (here: a file of the wrong size at the
- * group's path) says that the group limit is not enforced for it. */
-START_TEST(failed_join_says_the_group_limit_is_not_enforced)
+ * group's path) cannot have the group limit enforced: by default
+ * (GPUMEM_ON_BAD_CONFIG=exit) it exits with status 2 at its first CUDA
+ * call, before any allocation, saying why; under warn it runs with its
+ * process limit only and says that the group limit is not enforced. */
+START_TEST(failed_join_exits_or_says_the_group_limit_is_not_enforced)
 {
     unique("j");
     char path[256];
@@ -594,14 +597,24 @@ START_TEST(failed_join_says_the_group_limit_is_not_enforced)
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(write(fd, "x", 1), 1);
     close(fd);
-    member_env("1000M", "0", NULL, NULL);
     const char *try[] = { "try", "104857600", NULL };
-    pid_t a = start(menv, la, try);
-    ck_assert_int_eq(finish(a), 0);
+    member_env("1000M", "0", NULL, NULL);
+    ck_assert_int_eq(finish(start(menv, la, try)), 2);
+    ck_assert_msg(file_contains(la, "gpumem: cannot join group 'team' ("),
+                  "%s", out);
+    ck_assert_msg(file_contains(la, "); the group limit cannot be enforced "
+                                    "in this process; exiting with status 2 "
+                                    "(set GPUMEM_ON_BAD_CONFIG=warn to run "
+                                    "with the process limit only)"),
+                  "%s", out);
+    ck_assert_msg(!file_contains(la, "try 104857600"), "%s", out);
+    member_env("1000M", "0", "GPUMEM_ON_BAD_CONFIG=warn", NULL);
+    ck_assert_int_eq(finish(start(menv, la, try)), 0);
     ck_assert_msg(file_contains(la, "cannot join group 'team' ("), "%s", out);
     ck_assert_msg(file_contains(la, "the group limit is not enforced in this "
                                     "process, running with the process "
                                     "limit only"), "%s", out);
+    ck_assert_msg(file_contains(la, "try 104857600 rc 0"), "%s", out);
     unlink(path);
     unlink(la);
 }
@@ -742,7 +755,7 @@ int main(void)
     tcase_add_test(t, keep_keeps_the_group_file);
     tcase_add_test(t, gc_removes_a_kept_group_as_its_help_says);
     tcase_add_test(t, static_warn_past_the_arena_keeps_the_group_limit);
-    tcase_add_test(t, failed_join_says_the_group_limit_is_not_enforced);
+    tcase_add_test(t, failed_join_exits_or_says_the_group_limit_is_not_enforced);
     tcase_add_test(t, exit_from_a_signal_handler_leaves_the_group_usable);
     tcase_add_test(t, gc_never_takes_a_group_for_a_process_segment);
     suite_add_tcase(s, t);
