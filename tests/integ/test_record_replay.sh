@@ -421,6 +421,10 @@ na=$("$G" log --from "$T/bg.gmr" --format csv | grep -c ',alloc,')
 # it came ignored), keeping what is there, said; the process goes on
 # (stopped here by its pid: at most ~5 s of steps anyway)
 LONG="$B/gpumem-trainsim --steps 2500 --step-time 2ms --quiet"
+# the command record runs: LONG in the background, and an end once LONG
+# has its file in the recording (its first CUDA call: on a loaded machine
+# that can take longer than any fixed sleep) and 0.2 s of steps
+BG="$LONG >/dev/null & for i in \$(seq 400); do ls \"\$GPUMEM_RECORD\"/*.gmr >/dev/null 2>&1 && break; sleep 0.05; done; sleep 0.2"
 stop_bg() { # the pid record named as still running, killed
     p=$(sed -n 's/.*pid \([0-9]*\) is still running.*/\1/p' "$1" | head -n 1)
     [ -n "$p" ] && kill "$p" 2>/dev/null
@@ -430,11 +434,11 @@ stopped_ok() { # $1 err file, $2 what ended the wait, $3 the recording
         [ "$("$G" log --from "$3" --format csv | grep -c ',alloc,')" -gt 0 ] &&
         ! grep -q 'did not close' "$1"
 }
-"$G" record -o "$T/wt.gmr" --wait-timeout 300ms -- sh -c "$LONG >/dev/null & sleep 0.2" 2>"$T/wt.err"; st=$?
+"$G" record -o "$T/wt.gmr" --wait-timeout 300ms -- sh -c "$BG" 2>"$T/wt.err"; st=$?
 [ $st = 0 ] && stopped_ok "$T/wt.err" 'stopped waiting after 300ms (--wait-timeout) for pid' "$T/wt.gmr" ||
     bad "--wait-timeout 300ms: status $st, $(cat "$T/wt.err")"
 stop_bg "$T/wt.err"
-"$G" record -o "$T/w0.gmr" --wait-timeout 0 -- sh -c "$LONG >/dev/null & sleep 0.2" 2>"$T/w0.err"
+"$G" record -o "$T/w0.gmr" --wait-timeout 0 -- sh -c "$BG" 2>"$T/w0.err"
 stopped_ok "$T/w0.err" 'still running' "$T/w0.gmr" && ! grep -q waiting "$T/w0.err" ||
     bad "--wait-timeout 0: $(cat "$T/w0.err")"
 stop_bg "$T/w0.err"
@@ -456,7 +460,7 @@ for sig in TERM INT; do
       grep -q record "/proc/$p/cmdline" 2>/dev/null && kill -$sig "$p" ) &
     kp=$!
     sh -c 'echo $$ >"$1"; shift; exec "$@"' sh "$T/sg.pid" "$G" record -o "$T/sg.gmr" -- \
-        sh -c "$LONG >/dev/null & sleep 0.2" 2>"$T/sg.err"; st=$?
+        sh -c "$BG" 2>"$T/sg.err"; st=$?
     wait $kp
     [ $st = 0 ] && stopped_ok "$T/sg.err" "stopped waiting (SIG$sig) for pid" "$T/sg.gmr" ||
         bad "SIG$sig while waiting: status $st, $(cat "$T/sg.err")"
