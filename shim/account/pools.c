@@ -189,23 +189,30 @@ uint64_t gm_pool_idle(struct gm_pool *s)
 }
 
 /* Add the change of one pool's charge to its device's published sum
- * (shim/account/chargesum.h: deltas in any order, no clamp). Each
- * publisher re-reads the sum after its store and stores again while it
- * moved (at most 16 times): a publisher whose re-read saw no later change
- * is followed by the store of whoever changed it, so the published figure
- * ends at the final sum. */
-static void publish(int dev, int64_t delta)
+ * (shim/account/chargesum.h: deltas in any order, no clamp), and publish
+ * the device's used with it: a recharge at a synchronisation or a trim
+ * has no event after it to carry the budget's new figure. Each publisher
+ * re-reads the sum and the budget after its store and stores again while
+ * either moved (at most 16 times): a publisher whose re-read saw no later
+ * change is followed by the store of whoever changed it (a recharge's own
+ * publish, or an event's used), so the published figures end at the
+ * final ones. */
+static void publish(struct gm_dev *d, int dev, int64_t delta)
 {
     if (dev < 0 || dev >= GM_MAX_DEVICES)
         return;
     uint64_t v = gm_chargesum_add(&dev_reserve[dev], delta);
+    uint64_t u = gm_budget_used(&d->budget);
     for (int tries = 0; tries < 16; tries++) {
-        gm_tel_pool(&gm_st.tel, (unsigned)dev, gm_chargesum_shown(v));
+        gm_tel_pool(&gm_st.tel, (unsigned)dev, gm_chargesum_shown(v), u,
+                    gm_budget_peak(&d->budget));
         uint64_t now = atomic_load(&dev_reserve[dev]); /* seq_cst: pairs
                                            with the fetch_add above */
-        if (now == v)
+        uint64_t unow = gm_budget_used(&d->budget);
+        if (now == v && unow == u)
             break;
         v = now;
+        u = unow;
     }
 }
 
@@ -228,7 +235,7 @@ static inline uint64_t recharge(struct pool *s, struct gm_dev *d, uint64_t now,
     if (now != old) {
         /* The group is charged what the process is (docs/groups.md). */
         gm_grp_settle(d, now > old ? now - old : 0, old > now ? old - now : 0);
-        publish(dev, (int64_t)(now - old));
+        publish(d, dev, (int64_t)(now - old));
         if (now < old)
             gm_release_wake();
     }

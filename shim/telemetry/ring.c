@@ -536,7 +536,8 @@ void gm_tel_ctx_freed(struct gm_tel *t, unsigned dev, uint64_t bytes,
             used_after, began_ns);
 }
 
-void gm_tel_pool(struct gm_tel *t, unsigned dev, uint64_t reserve_bytes)
+void gm_tel_pool(struct gm_tel *t, unsigned dev, uint64_t reserve_bytes,
+                 uint64_t used, uint64_t peak)
 {
     uint64_t now = gm_clock_realtime_ns();
     const struct gm_tw *w = tw_lock(t);
@@ -545,6 +546,7 @@ void gm_tel_pool(struct gm_tel *t, unsigned dev, uint64_t reserve_bytes)
     struct gm_abi_dev *d = tw_stats_begin(w, dev, now);
     if (d != NULL) {
         tw_put(&d->pool_reserve, reserve_bytes);
+        tw_set_used_peak(d, used, peak, now);
         tw_stats_end(d);
     }
     tw_unlock(t);

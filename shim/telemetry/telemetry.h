@@ -224,8 +224,12 @@ void gm_tel_ctx_freed(struct gm_tel *t, unsigned dev, uint64_t bytes,
                       uint64_t count, uint64_t used_after, uint64_t began_ns);
 void gm_tel_event(struct gm_tel *t, unsigned kind, unsigned dev, unsigned api,
                   uint64_t size, uint64_t addr, uint64_t used_after);
-/* Bytes the device's stream-ordered pools hold (absolute). No record. */
-void gm_tel_pool(struct gm_tel *t, unsigned dev, uint64_t reserve_bytes);
+/* Bytes the device's stream-ordered pools hold (absolute), with the used
+ * and peak the accounting had after that change (a pool grows or shrinks
+ * at a synchronisation or a trim too, with no event after it). No
+ * record. */
+void gm_tel_pool(struct gm_tel *t, unsigned dev, uint64_t reserve_bytes,
+                 uint64_t used, uint64_t peak);
 /* Refresh used and peak without a record (e.g. before the exit report:
  * concurrent hooks may publish their used_after out of order). */
 void gm_tel_sync(struct gm_tel *t, unsigned dev, uint64_t used,

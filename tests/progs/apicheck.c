@@ -363,6 +363,7 @@ static void s_two_alloc(uint64_t size)
 }
 
 static struct gm_abi_header *own_segment(size_t *len);
+static void expect_published(const char *what);
 
 /* Stream-ordered allocations until the pool's growth passes the limit
  * and is undone: the device's published peak is the accounting's (the
@@ -665,6 +666,7 @@ static void s_pools(uint64_t limit)
     CHECK(free_now() > before, "destroy released nothing");
     CU(F.cuMemPoolTrimTo(dp, 0));
     expect_used(f0, reserved(dp), "after trim");
+    expect_published("after trim");
     printf("ok pools\n");
 }
 
@@ -709,6 +711,18 @@ static void s_pool_queries(void)
     expect_used(f0, reserved(dp), "pool reserve after the trim");
     CU(F.cuMemFreeAsync(p, s));
     CU(F.cuStreamSynchronize(s));
+    CU(F.cuMemPoolTrimTo(dp, 0));
+    expect_published("after a trim");
+    /* A pool that keeps nothing gives its memory back at a sync: that
+     * charge's end is published too, with no allocation after it. */
+    uint64_t keep_none = 0;
+    CU(F.cuMemPoolSetAttribute(dp, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                               &keep_none));
+    CU(F.cuMemAllocAsync(&p, 8u << 20, s));
+    CU(F.cuMemFreeAsync(p, s));
+    CU(F.cuStreamSynchronize(s));
+    expect_used(f0, reserved(dp), "after a sync released the pool");
+    expect_published("after a sync released the pool");
     printf("ok pool-queries %llu\n", (unsigned long long)(q1 - q0));
 }
 
@@ -781,6 +795,23 @@ static long long shim_used_on(int dev)
 static long long shim_used(void)
 {
     return shim_used_on(0);
+}
+
+/* The used figure this process's segment publishes for device 0 is what
+ * the shim charges it (the program is quiet: no call in flight). */
+static void expect_published(const char *what)
+{
+    size_t len = 0;
+    struct gm_abi_header *h = own_segment(&len);
+    if (h == NULL)
+        exit(1);
+    const struct gm_abi_dev *d0 = (const struct gm_abi_dev *)(h + 1);
+    uint64_t pub = __atomic_load_n(&d0->used, __ATOMIC_ACQUIRE);
+    long long charged = shim_used();
+    munmap(h, len);
+    CHECK(charged >= 0 && pub == (uint64_t)charged,
+          "%s: the segment says used %llu, the shim charges %lld", what,
+          (unsigned long long)pub, charged);
 }
 
 /* A context's end frees what was made in it, and the shim gives the
