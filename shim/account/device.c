@@ -157,6 +157,7 @@ void gm_dev_context_before(int dev, bool primary, struct gm_ctx_probe *before)
     if (primary && gm_ctx_has_primary(dev))
         return;
     before->measure = true;
+    before->held = gm_budget_used(&d->budget);
     gm_depth++;
     before->ok = gm_nvml_sample(dev, &before->s);
     gm_depth--;
@@ -166,7 +167,8 @@ void gm_dev_context_before(int dev, bool primary, struct gm_ctx_probe *before)
  * lists it (exact on a shared device, but for what the process allocated
  * or freed meanwhile), else the device's in-use difference around the
  * creation. Without NVML: for the device's first context the driver's
- * total - free through it (an over-estimate on a shared device), for a
+ * total - free through it (an over-estimate on a shared device) less what
+ * the process held there before it (memory that outlives contexts), for a
  * later one the first one's size (the driver's in-use figure then holds
  * the earlier contexts and allocations too). A later context is never
  * taken to be smaller than the first: contexts of one device cost about
@@ -179,7 +181,12 @@ static uint64_t context_bytes(int dev, CUcontext ctx,
     const char *how;
     if (before->ok && gm_nvml_sample(dev, &after)) {
         if (after.own_listed) {
-            uint64_t was = before->s.own_listed ? before->s.own_used : 0;
+            /* Not listed before: no context on the device, but what the
+             * process held there without one (VMM memory, a pool's
+             * reserve, which outlive contexts) is in its entry now. */
+            uint64_t was = before->s.own_listed ? before->s.own_used
+                           : before->held < after.own_used ? before->held
+                                                            : after.own_used;
             b = after.own_used > was ? after.own_used - was : 0;
             how = "this process's NVML entry";
         } else {
@@ -188,7 +195,9 @@ static uint64_t context_bytes(int dev, CUcontext ctx,
             how = "the device's use in NVML around it";
         }
     } else {
-        b = first ? driver_in_use(ctx) : 0;
+        /* less what the process already held there, charged before */
+        uint64_t in_use = first ? driver_in_use(ctx) : 0;
+        b = in_use > before->held ? in_use - before->held : 0;
         how = first ? "the driver's total - free" : "nothing";
     }
     uint64_t floor = first ? 0 : gm_ctx_first_bytes(dev);

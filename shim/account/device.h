@@ -84,6 +84,7 @@ struct gm_ctx_probe {
     bool ok;                    /* NVML answered before the creation */
     bool measure;               /* a new context is expected */
     bool primary;               /* by cuDevicePrimaryCtxRetain */
+    uint64_t held;              /* the device's charge before it */
     struct gm_nvml_sample s;
 };
 enum gm_ctx_verdict {

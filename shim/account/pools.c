@@ -457,6 +457,12 @@ void gm_pool_trimmed(CUmemoryPool pool)
         refresh_handle(dev, d, pool);
 }
 
+void gm_pool_known(CUmemoryPool pool, int dev)
+{
+    if (dev >= 0 && dev < GM_MAX_DEVICES)
+        slot(pool, dev, 1);
+}
+
 void gm_pool_set_current(int dev, CUmemoryPool pool)
 {
     if (dev >= 0 && dev < GM_MAX_DEVICES)

@@ -160,12 +160,14 @@ static inline void gm_pools_synced(void)
 }
 /* What the pool wrappers saw succeed: a pool created on `dev`, one
  * imported from another process (never charged here), destroyed
- * (its charge follows the driver's reserve), trimmed, or made a
- * device's current pool. */
+ * (its charge follows the driver's reserve), trimmed, handed to the
+ * program as a pool of `dev` (cuDeviceGetMemPool,
+ * cuDeviceGetDefaultMemPool), or made a device's current pool. */
 void gm_pool_created(CUmemoryPool pool, int dev);
 void gm_pool_imported(CUmemoryPool pool, int dev);
 void gm_pool_destroyed(CUmemoryPool pool);
 void gm_pool_trimmed(CUmemoryPool pool);
+void gm_pool_known(CUmemoryPool pool, int dev);
 void gm_pool_set_current(int dev, CUmemoryPool pool);
 /* Fork child: forget every pool. */
 void gm_pools_reset(void);

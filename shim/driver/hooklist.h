@@ -67,6 +67,8 @@
     X(cuMemPoolImportFromShareableHandle,                               \
       cuMemPoolImportFromShareableHandle, 0, 0)                         \
     X(cuDeviceSetMemPool, cuDeviceSetMemPool, 0, 0)                     \
+    X(cuDeviceGetMemPool, cuDeviceGetMemPool, 0, 0)                     \
+    X(cuDeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool, 0, 0)       \
     X(cuCtxSynchronize_v2, cuCtxSynchronize, 13000, 0)                  \
     X(cuCtxSynchronize, cuCtxSynchronize, 0, 0)                         \
     X(cuStreamSynchronize_ptsz, cuStreamSynchronize, 0, 1)              \
@@ -85,8 +87,6 @@
     X(cuArrayGetMemoryRequirements)                                     \
     X(cuMipmappedArrayGetMemoryRequirements)                            \
     X(cuMemPoolGetAttribute)                                            \
-    X(cuDeviceGetMemPool)                                               \
-    X(cuDeviceGetDefaultMemPool)                                        \
     X(cuStreamGetDevice)                                                \
     X(cuStreamGetCtx)                                                   \
     X(cuPointerGetAttribute)

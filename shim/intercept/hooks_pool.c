@@ -1,7 +1,7 @@
 /*
  * shim/intercept/hooks_pool.c — the pool wrappers (cuMemPoolCreate,
  * cuMemPoolDestroy, cuMemPoolTrimTo, cuMemPoolImportFromShareableHandle,
- * cuDeviceSetMemPool) and the synchronisation points after which a pool
+ * cuDeviceSetMemPool, cuDeviceGetMemPool, cuDeviceGetDefaultMemPool) and the synchronisation points after which a pool
  * may have released memory (cuCtxSynchronize(_v2),
  * cuStreamSynchronize(_ptsz), cuEventSynchronize). Wrappers only: what a
  * pool is charged is shim/account/pools.c.
@@ -80,6 +80,34 @@ GM_EXPORT CUresult CUDAAPI cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
     gm_depth--;
     if (on && rc == CUDA_SUCCESS)
         gm_pool_set_current(dev, pool);
+    return rc;
+}
+
+/* A pool handle the program is given for a device: from then on the
+ * shim knows the pool's device, even before that device has a context
+ * (its blocks are that device's whatever the stream's). */
+GM_EXPORT CUresult CUDAAPI cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
+{
+    GM_NEED_REAL(cuDeviceGetMemPool);
+    bool on = gm_active();
+    gm_depth++;
+    CUresult rc = gm_real.cuDeviceGetMemPool(pool, dev);
+    gm_depth--;
+    if (on && rc == CUDA_SUCCESS && pool != NULL)
+        gm_pool_known(*pool, dev);
+    return rc;
+}
+
+GM_EXPORT CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool *pool,
+                                                     CUdevice dev)
+{
+    GM_NEED_REAL(cuDeviceGetDefaultMemPool);
+    bool on = gm_active();
+    gm_depth++;
+    CUresult rc = gm_real.cuDeviceGetDefaultMemPool(pool, dev);
+    gm_depth--;
+    if (on && rc == CUDA_SUCCESS && pool != NULL)
+        gm_pool_known(*pool, dev);
     return rc;
 }
 

@@ -387,6 +387,18 @@ START_TEST(async_charged_to_the_serving_device)
 }
 END_TEST
 
+/* A device's default pool used before that device has a context is
+ * charged to that device, and its context is measured apart from the
+ * memory held before it (apicheck s_pool_before_context). */
+START_TEST(pool_of_a_device_without_a_context)
+{
+    const char *env[] = { "SIMCUDA_DEVICES=2", "GPUMEM_LIMIT_0=4G",
+                          "GPUMEM_LIMIT_1=2G", "GPUMEM_LOG_LEVEL=error",
+                          NULL };
+    scenario_ok(env, vias[_i], "pool-before-context");
+}
+END_TEST
+
 START_TEST(pools_charge_their_reserve)
 {
     const char *env[] = { "GPUMEM_LIMIT=2G", "GPUMEM_LOG_LEVEL=error", NULL };
@@ -1285,6 +1297,7 @@ static Suite *suite(void)
     tcase_add_test(a, fork_child_is_clean);
     tcase_add_loop_test(a, scribbled_header_is_not_trusted, 0, 3);
     tcase_add_loop_test(a, pools_charge_their_reserve, 0, 3);
+    tcase_add_loop_test(a, pool_of_a_device_without_a_context, 0, 3);
     tcase_add_loop_test(a, repeated_pool_blocks_need_no_query, 0, 3);
     tcase_add_loop_test(a, pool_destroyed_with_live_blocks_stays_charged, 0, 3);
     tcase_add_test(a, pool_threads_no_drift);

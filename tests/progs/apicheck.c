@@ -1775,6 +1775,44 @@ static void s_async_other_device(void)
     printf("ok async-other-device\n");
 }
 
+/* Device 1 has no context yet (device 1 limited to 2G): its default pool,
+ * which the program asks for by device, serves blocks on a stream of
+ * device 0, and they are device 1's, refused against its limit (they
+ * were charged to device 0 when no context named the pool's device).
+ * Device 1's context, made while that pool holds 1 GiB, is charged its
+ * own size only: the memory held before it is not taken for the
+ * context's. */
+static void s_pool_before_context(void)
+{
+    CUstream s0;
+    CUdeviceptr p[4];
+    CU(F.cuStreamCreate(&s0, 0));
+    long long u0 = shim_used_on(0);
+    CUmemoryPool dp1;
+    CU(F.cuDeviceGetDefaultMemPool(&dp1, 1));
+    int n = async_fill(p, dp1, s0);
+    CHECK(n == 2, "%d GiB from device 1's default pool under its 2 GiB", n);
+    expect_dev1_pool(u0, 0, dp1, "device 1's default pool, no context there");
+    CU(F.cuMemFreeAsync(p[1], s0));
+    CU(F.cuStreamSynchronize(s0));
+    CU(F.cuMemPoolTrimTo(dp1, 1u << 30));
+    CHECK(reserved(dp1) == 1u << 30, "the pool keeps %llu",
+          (unsigned long long)reserved(dp1));
+    expect_dev1_pool(u0, 0, dp1, "one block kept");
+    CUcontext c1;
+    CU(F.cuDevicePrimaryCtxRetain(&c1, 1));
+    uint64_t ctx1 = sim_stats_of(1).context;
+    CHECK(ctx1 > 0, "device 1's context holds nothing in the driver");
+    expect_dev1_pool(u0, (long long)ctx1, dp1, "device 1's context made");
+    CU(F.cuMemFreeAsync(p[0], s0));
+    CU(F.cuStreamSynchronize(s0));
+    CU(F.cuMemPoolTrimTo(dp1, 0));
+    expect_dev1_pool(u0, (long long)ctx1, dp1, "the pool emptied");
+    CU(F.cuDevicePrimaryCtxRelease_v2(1));
+    CHECK(shim_used_on(1) == 0, "device 1 at the end: %lld", shim_used_on(1));
+    printf("ok pool-before-context\n");
+}
+
 /* This process's telemetry segment, mapped read-write (*len: its size);
  * NULL after a FAIL line when it cannot be had. */
 static struct gm_abi_header *own_segment(size_t *len)
@@ -1976,6 +2014,8 @@ int main(int argc, char **argv)
         s_threads(a1 ? (int)a1 : 100000);
     else if (strcmp(sc, "two") == 0)
         s_two(a1, a2);
+    else if (strcmp(sc, "pool-before-context") == 0)
+        s_pool_before_context();
     else if (strcmp(sc, "async-other-device") == 0)
         s_async_other_device();
     else if (strcmp(sc, "staged") == 0)
