@@ -632,6 +632,30 @@ n=$(grep -c '^{"pid":' "$T/two.json")
 a=$(sed -n 1p "$T/two.json" | num refused); b=$(sed -n 2p "$T/two.json" | num refused)
 [ "$n" = 2 ] && [ "$a" = 1 ] && [ "$b" = 0 ] ||
     bad "gpumem run of two processes: $n reports, refusals '$a' then '$b'"
+# a section of another recording format in the directory (a program of
+# CMD run with another gpumem inherits GPUMEM_RECORD) and a file that is
+# not a recording: both left out of FILE, named, and kept with the
+# directory (copied in, the first made the whole FILE unreadable)
+mkdir -m 700 "$T/fo"
+printf 'MGRECORD\002\000\000\000\100\000\000\000\100\000\000\000\316\126\000\000' >"$T/v2.hdr"
+head -c 40 /dev/zero >>"$T/v2.hdr"
+"$G" record -o "$T/fo/f.gmr" -- sh -c "cp '$T/v2.hdr' \"\$GPUMEM_RECORD/22222.0.gmr\"; echo notes >\"\$GPUMEM_RECORD/notes.gmr\"; $B/gpumem-trainsim --steps 2 --quiet >/dev/null" 2>"$T/fo.err"; st=$?
+[ $st = 0 ] || bad "foreign section: status $st, $(cat "$T/fo.err")"
+grep -q "/22222.0.gmr (pid 22222) is a section of another recording format (version 2, 64-byte header, 64-byte records; this gpumem reads version 1, 64 and 64): left out of $T/fo/f.gmr and kept where it is" "$T/fo.err" ||
+    bad "foreign section: not said: $(cat "$T/fo.err")"
+grep -q "/notes.gmr is not a recording section (not named <pid>.<n>.gmr, or no gpumem recording header): left out" "$T/fo.err" ||
+    bad "a file that is not a recording: not said: $(cat "$T/fo.err")"
+grep -q "record: 1 process, [0-9]* records, 2 sections of another format left out -> " "$T/fo.err" ||
+    bad "foreign section: the summary: $(cat "$T/fo.err")"
+grep -q "is left in place: it holds files that are not this run's recording" "$T/fo.err" ||
+    bad "foreign section: the directory kept is not said: $(cat "$T/fo.err")"
+ls "$T"/fo/.gpumem-record.*/22222.0.gmr >/dev/null 2>&1 || bad "foreign section: not kept"
+[ "$("$G" log --from "$T/fo/f.gmr" --format csv | grep -c ',alloc,')" -gt 0 ] ||
+    bad "foreign section: FILE does not read: $("$G" log --from "$T/fo/f.gmr" 2>&1 | head -n 3)"
+# a command that records nothing: an empty recording, no directory left
+"$G" record -o "$T/fo/none.gmr" -- true 2>"$T/none.err" && [ -f "$T/fo/none.gmr" ] ||
+    bad "record of nothing: $(cat "$T/none.err")"
+[ "$(ls -d "$T"/fo/.gpumem-record.* | wc -l)" = 1 ] || bad "record of nothing left its directory"
 # memory in steps: the answer is proved (it runs, answer + 1 does not)
 # within ceil(log2(511))+4 = 13 runs
 for c in "1G async" "700M async" "700M mixed" "1G vmm"; do

@@ -106,6 +106,7 @@ static int usage(const char *msg, const char *arg)
 struct section {
     char name[NAME_MAX + 1];
     struct gm_rec_header h;
+    bool keep; /* not this format's: left in the directory, named */
 };
 
 static int by_start(const void *a, const void *b)
@@ -116,10 +117,39 @@ static int by_start(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
-/* Copy one section to `out`; returns records copied, or -1. */
+/* A section this gpumem cannot read: another format's (a program run by
+ * CMD with another gpumem inherits GPUMEM_RECORD), or not a recording at
+ * all. Copied into FILE it would make the whole file unreadable. */
+#define SECTION_FOREIGN -2
+
+static bool foreign_header(const struct gm_rec_header *h)
+{
+    return h->magic != GM_REC_MAGIC || h->version != GM_REC_VERSION ||
+           h->header_size != sizeof *h || h->record_size != GM_REC_SIZE;
+}
+
+/* Whether the name is one a writer gives its section: "<pid>.<k>.gmr". */
+static bool section_name(const char *n)
+{
+    const char *p = n;
+    for (int part = 0; part < 2; part++) {
+        if (*p < '0' || *p > '9')
+            return false;
+        while (*p >= '0' && *p <= '9')
+            p++;
+        if (*p++ != '.')
+            return false;
+    }
+    return strcmp(p, "gmr") == 0;
+}
+
+/* Copy one section to `out`; returns records copied, -1 (unreadable) or
+ * SECTION_FOREIGN. */
 static long long copy_section(int dfd, struct section *s, FILE *out,
                               uint64_t *lost)
 {
+    if (!section_name(s->name))
+        return SECTION_FOREIGN;
     int fd = openat(dfd, s->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return -1;
@@ -129,10 +159,14 @@ static long long copy_section(int dfd, struct section *s, FILE *out,
         return -1;
     }
     struct gm_rec_header h;
-    if (fread(&h, 1, sizeof h, in) != sizeof h || h.magic != GM_REC_MAGIC ||
-        h.record_size != GM_REC_SIZE) {
+    size_t got = fread(&h, 1, sizeof h, in);
+    if (got != sizeof h || h.magic == 0) {
         fclose(in);
-        return 0; /* empty or foreign: a writer that died at once */
+        return 0; /* no header yet: a writer that died at once */
+    }
+    if (foreign_header(&h)) {
+        fclose(in);
+        return SECTION_FOREIGN;
     }
     bool closed = (h.flags & GM_REC_F_CLOSED) != 0;
     long pos = ftell(in);
@@ -195,7 +229,8 @@ static size_t read_sections(DIR *d, struct section **out)
             close(fd);
         ns++;
     }
-    qsort(secs, ns, sizeof *secs, by_start);
+    if (ns > 1)
+        qsort(secs, ns, sizeof *secs, by_start);
     *out = secs;
     return ns;
 }
@@ -255,7 +290,7 @@ static int join(const char *dir, const char *file)
     FILE *out = ofd >= 0 ? fdopen(ofd, "wb") : NULL;
     int rc = 0;
     uint64_t total = 0, lost = 0;
-    size_t procs = 0, unwritten = 0;
+    size_t procs = 0, unwritten = 0, kept = 0;
     if (out == NULL) {
         fprintf(stderr, "gpumem: record: cannot write %s: %s\n", tmp,
                 strerror(errno));
@@ -263,6 +298,27 @@ static int join(const char *dir, const char *file)
     } else {
         for (size_t i = 0; i < ns; i++) {
             long long k = copy_section(dirfd(d), &secs[i], out, &lost);
+            if (k == SECTION_FOREIGN) {
+                const struct gm_rec_header *h = &secs[i].h;
+                secs[i].keep = true;
+                kept++;
+                if (h->magic == GM_REC_MAGIC && section_name(secs[i].name))
+                    fprintf(stderr, "gpumem: record: %s/%s (pid %u) is a "
+                            "section of another recording format (version "
+                            "%u, %u-byte header, %u-byte records; this "
+                            "gpumem reads version %u, %zu and %u): left out "
+                            "of %s and kept where it is\n", dir,
+                            secs[i].name, h->pid, h->version,
+                            h->header_size, h->record_size, GM_REC_VERSION,
+                            sizeof *h, GM_REC_SIZE, file);
+                else
+                    fprintf(stderr, "gpumem: record: %s/%s is not a "
+                            "recording section (not named <pid>.<n>.gmr, or "
+                            "no gpumem recording header): left out of %s "
+                            "and kept where it is\n", dir, secs[i].name,
+                            file);
+                continue;
+            }
             if (k < 0)
                 continue;
             if (secs[i].h.magic == GM_REC_MAGIC) {
@@ -294,7 +350,8 @@ static int join(const char *dir, const char *file)
             unlink(tmp);
     }
     for (size_t i = 0; i < ns; i++)
-        unlinkat(dirfd(d), secs[i].name, 0);
+        if (!secs[i].keep)
+            unlinkat(dirfd(d), secs[i].name, 0);
     closedir(d);
     free(secs);
     if (rc == 0) {
@@ -306,8 +363,11 @@ static int join(const char *dir, const char *file)
         if (unwritten)
             fprintf(stderr, ", %zu process%s LOST whole", unwritten,
                     unwritten == 1 ? "" : "es");
+        if (kept)
+            fprintf(stderr, ", %zu section%s of another format left out",
+                    kept, kept == 1 ? "" : "s");
         fprintf(stderr, " -> %s%s\n", file,
-                total == 0 && lost == 0 && unwritten == 0
+                total == 0 && lost == 0 && unwritten == 0 && kept == 0
                 ? " (no process of the command made a CUDA memory call "
                   "under the shim)" : "");
     }
@@ -592,6 +652,10 @@ int gm_cmd_record(int argc, char **argv)
         sigaction(SIGINT, &sa, NULL);
     await_writers(dir, argv[i], timeout, limit);
     int jr = join(dir, file);
-    rmdir(dir);
+    if (rmdir(dir) != 0 && errno != ENOENT)
+        fprintf(stderr, "gpumem: record: %s is left in place: it holds "
+                "files that are not this run's recording (sections named "
+                "above, or files the command wrote there); remove it when "
+                "done with them\n", dir);
     return jr != 0 ? 1 : status;
 }
