@@ -77,6 +77,10 @@ static const struct { const char *v, *why; } bad_mem[] = {
     { "", "--gpu-mem needs a value; use SIZE" },
     { "6 4M", "--gpu-mem='6 4M' contains a space or control character; use" },
     { "64Q", "--gpu-mem='64Q' " },
+    /* reasons that quote text of their own (the last quote before "; use"
+     * was taken for the value's end: "--gpu-mem='2Gi' after '2G'") */
+    { "2Gi", "--gpu-mem='2Gi' has unexpected text 'i' after '2G'; use SIZE" },
+    { "share:0.5,1", "--gpu-mem='share:0.5,1' has a share fraction that has unexpected text ',1' after '0.5'; use" },
 };
 
 START_TEST(mem_refused)
@@ -130,6 +134,7 @@ END_TEST
 static const struct { const char *v, *why; } bad_pol[] = {
     { "mode=fast", "--gpu-mem-policy: mode='fast' is not a mode; use KEY=VALUE" },
     { "on-oom=wait:5x", "on-oom='wait:5x' has a wait duration that is not a duration" },
+    { "on-oom=wait:30sx", "on-oom='wait:30sx' has a wait duration that has unexpected text 'x' after '30s'" },
     { "speed=1", "--gpu-mem-policy: unknown key 'speed'; use KEY=VALUE" },
     { "static", "--gpu-mem-policy: 'static' is not KEY=VALUE" },
     { "mode=grow,", NULL },     /* a trailing comma is harmless */

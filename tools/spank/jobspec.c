@@ -56,12 +56,16 @@ static int lib_load(const char *var, const char *val, struct gm_policy *p,
     }
     if (gm_policy_load(p, envp, &d) == 0)
         return 0;
-    const char *use = strstr(d.text, "; use ");
-    const char *q = NULL, *s;
-    for (s = d.text; use != NULL && s + 1 < use; s++)
-        if (s[0] == '\'' && s[1] == ' ')
-            q = s;
-    if (q != NULL)
+    /* "VAR='<value>' <reason>; use ...": the value holds no space (the
+     * callers refuse one first), so its quote ends at the first "' "
+     * after "VAR='" (the reason may quote text of its own: the last "' "
+     * before "; use" can be inside it). */
+    char lead[64];
+    snprintf(lead, sizeof lead, "%s='", var);
+    const char *v = strstr(d.text, lead);
+    const char *q = v != NULL ? strstr(v + strlen(lead), "' ") : NULL;
+    const char *use = q != NULL ? strstr(q + 2, "; use ") : NULL;
+    if (use != NULL)
         snprintf(why, cap, "%.*s", (int)(use - q - 2), q + 2);
     else
         snprintf(why, cap, "is not accepted");
