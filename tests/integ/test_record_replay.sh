@@ -191,6 +191,13 @@ for k in peak_bytes refusals allocs live_bytes; do
     [ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" = "$c" ] ||
         bad "replay -: $k: file '$a', redirected '$b', piped '$c'"
 done
+# A pid past 32 bits is refused (it wrapped onto pid 1's process)
+printf '1 0 alloc 4096 0x1000 0 0\n1 5 free 0 0x1000 0 0\n' >"$T/pid1.txt"
+"$G" replay "$T/pid1.txt" --pid 4294967297 >"$T/pidw.txt" 2>&1
+[ $? = 2 ] && grep -q -- "--pid takes a process id (1 to 2147483647), not 4294967297" "$T/pidw.txt" ||
+    bad "replay --pid 4294967297: $(cat "$T/pidw.txt")"
+"$G" replay "$T/pid1.txt" --pid 1 >"$T/pid1.out" 2>&1 && grep -q "^pid 1: 2 events" "$T/pid1.out" ||
+    bad "replay --pid 1: $(cat "$T/pid1.out")"
 # A sweep from 0 is refused: a limit of 0 is none.
 "$G" replay "$T/ts.gmr" --sweep 0:1G --points 2 >"$T/sw0.txt" 2>&1
 [ $? = 2 ] && grep -q "LO above 0" "$T/sw0.txt" ||
@@ -671,6 +678,13 @@ for c in "1G async" "700M async" "700M mixed" "1G vmm"; do
     "$G" run --limit $1 -- "$B/gpumem-trainsim" --steps 3 --quiet --api $2 \
         --batch $((ans + 1)) >/dev/null 2>&1 && bad "fit $c: answer $ans + 1 runs too"
 done
+# every {NAME} of an argument is replaced whole, however long the result
+# (a fixed room cut six 19-digit values short, and the cut runs "fitted")
+"$G" fit --limit 2G --param b=9223372036854775806:9223372036854775807 -- sh -c \
+    "[ \"\$1\" = \"\$2,\$2,\$2,\$2,\$2,\$2\" ] || exit 3; exec $B/gpumem-trainsim --steps 1 --quiet" \
+    sh '{b},{b},{b},{b},{b},{b}' '{b}' >"$T/fitlong.txt" 2>&1
+grep -q "^answer: b=9223372036854775807 " "$T/fitlong.txt" ||
+    bad "fit with long substitutions: $(cat "$T/fitlong.txt")"
 # a budget that ends the search first: the answer is said to be unproved
 "$G" fit --limit 1G --param batch=1:512 --max-runs 4 -- "$B/gpumem-trainsim" --steps 3 \
     --quiet --api async --batch '{batch}' > "$T/fit.txt"

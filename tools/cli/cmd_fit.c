@@ -147,21 +147,20 @@ static char *subst(const char *arg, const char *name, long long v)
     char key[80], num[32];
     snprintf(key, sizeof key, "{%s}", name);
     snprintf(num, sizeof num, "%lld", v);
-    size_t kl = strlen(key), cap = strlen(arg) * 2 + 64;
-    char *out = malloc(cap), *o = out;
+    size_t kl = strlen(key), nl = strlen(num), n = 0;
+    for (const char *s = strstr(arg, key); s != NULL; s = strstr(s + kl, key))
+        n++;
+    /* every {NAME} becomes the value, however many and however long (a
+     * fixed room cut the argument short, silently) */
+    char *out = malloc(strlen(arg) + n * nl + 1), *o = out;
     if (out == NULL)
         return NULL;
     for (const char *s = arg; *s;) {
         if (strncmp(s, key, kl) == 0) {
-            size_t nl = strlen(num);
-            if ((size_t)(o - out) + nl + 1 >= cap)
-                break;
             memcpy(o, num, nl);
             o += nl;
             s += kl;
         } else {
-            if ((size_t)(o - out) + 2 >= cap)
-                break;
             *o++ = *s++;
         }
     }
@@ -225,7 +224,8 @@ static struct run *run_at(struct fit *f, long long v)
     if (ch == 0) {
         char **av = calloc((size_t)f->ncmd + 1, sizeof *av);
         for (int i = 0; av && i < f->ncmd; i++)
-            av[i] = subst(f->cmd[i], f->name, v);
+            if ((av[i] = subst(f->cmd[i], f->name, v)) == NULL)
+                _exit(126); /* never a command with arguments left out */
         int nul = open("/dev/null", O_WRONLY);
         if (nul >= 0) {
             dup2(nul, STDOUT_FILENO);

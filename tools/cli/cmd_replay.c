@@ -807,12 +807,15 @@ int gm_cmd_replay(int argc, char **argv)
             continue;
         }
         if ((r = gm_opt_value("replay", argc, argv, &i, "--pid", &v)) != 0) {
-            char *end;
+            uint64_t n;
             if (r < 0)
                 return GM_EXIT_USAGE;
-            pid = strtol(v, &end, 10);
-            if (*end || pid <= 0)
-                return usage("--pid takes a process id, not", v);
+            /* a recorded pid is 32 bits; a larger one wrapped onto
+             * another process's */
+            if (gm_parse_uint(v, &n) != 0 || n == 0 || n > 0x7fffffff)
+                return usage("--pid takes a process id (1 to 2147483647), "
+                             "not", v);
+            pid = (long)n;
             continue;
         }
         if ((r = gm_opt_value("replay", argc, argv, &i, "--device-size",
