@@ -340,6 +340,69 @@ START_TEST(load_text)
 }
 END_TEST
 
+/* Lines of a text trace: a comment of any length is skipped, blanks past
+ * the end of a line do not count (both were refused as "longer than 511
+ * bytes"), a data line longer than that is refused, and a NUL byte is
+ * named as such (it was taken for a long line). Many processes, each on
+ * its own lines and interleaved, keep their own events in file order. */
+START_TEST(load_text_lines)
+{
+    char err[256], path[128];
+    snprintf(path, sizeof path, "%s/l.trace", dir);
+    static char text[8192];
+    size_t n = 0;
+    text[n++] = '#';
+    memset(text + n, 'c', 2000);
+    n += 2000;
+    text[n++] = '\n';
+    n += (size_t)snprintf(text + n, sizeof text - n, "7 0 alloc 4096 0x1000 0 0");
+    memset(text + n, ' ', 900);
+    n += 900;
+    n += (size_t)snprintf(text + n, sizeof text - n, "\n7 5 free 0 0x1000 0 0\n");
+    write_file(path, text, n);
+    struct gm_trace t;
+    ck_assert_msg(gm_trace_load(path, &t, err, sizeof err) == 0, "%s", err);
+    ck_assert_uint_eq(t.nproc, 1);
+    ck_assert_uint_eq(t.proc[0].count, 2);
+    gm_trace_free(&t);
+    n = (size_t)snprintf(text, sizeof text, "7 0 alloc 4096 0x1000 0 0\n7 0 ");
+    memset(text + n, '1', 600);
+    n += 600;
+    text[n++] = '\n';
+    write_file(path, text, n);
+    ck_assert_int_eq(gm_trace_load(path, &t, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "line 2: longer than 511 bytes") != NULL, "%s",
+                  err);
+    static const char nul[] = "7 0 alloc 4096 0x1000 0 0\n7 5 fr\0ee 0 0x1000 0 0\n";
+    write_file(path, nul, sizeof nul - 1);
+    ck_assert_int_eq(gm_trace_load(path, &t, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "line 2: holds a NUL byte") != NULL, "%s", err);
+    /* 300 processes, their lines interleaved: each keeps its two events,
+     * in order, and the processes their order of first appearance */
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    for (int round = 0; round < 2; round++)
+        for (int pid = 1; pid <= 300; pid++)
+            fprintf(f, "%d %d %s %d 0x%x 0 0\n", pid * 7, round,
+                    round ? "free" : "alloc", round ? 0 : 4096 * pid,
+                    0x1000 * pid);
+    fclose(f);
+    ck_assert_msg(gm_trace_load(path, &t, err, sizeof err) == 0, "%s", err);
+    ck_assert_uint_eq(t.nproc, 300);
+    for (size_t pi = 0; pi < 300; pi++) {
+        const struct gm_tev *e = &t.ev[t.proc[pi].first];
+        ck_assert_uint_eq(t.proc[pi].pid, (pi + 1) * 7);
+        ck_assert_uint_eq(t.proc[pi].count, 2);
+        ck_assert_uint_eq(e[0].op, GM_RO_ALLOC);
+        ck_assert_uint_eq(e[0].size, 4096 * (pi + 1));
+        ck_assert_uint_eq(e[1].op, GM_RO_FREE);
+        ck_assert_uint_eq(e[1].addr, 0x1000 * (pi + 1));
+        ck_assert_uint_eq(e[1].seq, 2);
+    }
+    gm_trace_free(&t);
+}
+END_TEST
+
 /* Numbers of a text line are read whole and within their field: a sign,
  * a value past the field's range or a stray character is refused, with
  * the line, the field and what it accepts named; never wrapped or
@@ -663,6 +726,7 @@ int main(void)
     tcase_add_test(tc, load_refuses_bad_binary);
     tcase_add_test(tc, load_text);
     tcase_add_test(tc, load_text_refuses_bad_numbers);
+    tcase_add_test(tc, load_text_lines);
     tcase_add_test(tc, peak_follows_what_is_held);
     tcase_add_test(tc, writer_running_is_not_a_reused_pid);
     tcase_add_test(tc, devices_and_peak_per_device);

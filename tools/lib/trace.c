@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "shim/base/clock.h"
+#include "shim/base/mix.h"
 #include "tools/lib/trace.h"
 
 static const char *const op_names[GM_RO_COUNT] = {
@@ -64,8 +65,9 @@ struct heldtab { struct held *v; size_t cap, used; };
 
 static size_t held_hash(uint64_t key, unsigned kind, size_t cap)
 {
-    uint64_t h = (key ^ ((uint64_t)kind << 60)) * 0x9e3779b97f4a7c15ull;
-    return (size_t)(h >> 17) & (cap - 1);
+    /* keys from a file: mixed whole (a multiplication's middle bits are
+     * the same for every multiple of 2^40, one probe chain for all) */
+    return (size_t)gm_mix64(key ^ ((uint64_t)kind << 60)) & (cap - 1);
 }
 
 static struct held *held_find(struct heldtab *t, unsigned kind, uint64_t key)
@@ -552,48 +554,168 @@ static int text_fields(char *s, unsigned long lineno, uint64_t v[TFIELDS],
     return 0;
 }
 
-static int load_text(FILE *f, struct gm_trace *t, char *err, size_t cap)
+/* The longest data line taken (comment lines may be any length). */
+#define TEXT_LINE_MAX 511
+
+/* pid -> process index, open addressing (a text trace may name a process
+ * on every line: a search of the list per line was quadratic). */
+struct pidmap {
+    uint32_t *pid;
+    size_t *idx, cap, n;
+};
+
+static size_t pidmap_slot(const struct pidmap *m, uint32_t pid)
 {
-    char line[512];
-    unsigned long lineno = 0;
-    t->text = true;
-    while (fgets(line, sizeof line, f) != NULL) {
-        lineno++;
-        if (strchr(line, '\n') == NULL && !feof(f)) {
-            snprintf(err, cap, "line %lu: longer than %zu bytes", lineno,
-                     sizeof line - 1);
+    size_t h = (size_t)gm_mix64(pid) & (m->cap - 1);
+    while (m->idx[h] != SIZE_MAX && m->pid[h] != pid)
+        h = (h + 1) & (m->cap - 1);
+    return h;
+}
+
+/* The index of pid, or SIZE_MAX when it is not there. */
+static size_t pidmap_get(const struct pidmap *m, uint32_t pid)
+{
+    return m->cap ? m->idx[pidmap_slot(m, pid)] : SIZE_MAX;
+}
+
+static int pidmap_put(struct pidmap *m, uint32_t pid, size_t idx)
+{
+    if (2 * (m->n + 1) > m->cap) {
+        struct pidmap g = { NULL, NULL, m->cap ? 2 * m->cap : 64, 0 };
+        g.pid = malloc(g.cap * sizeof *g.pid);
+        g.idx = malloc(g.cap * sizeof *g.idx);
+        if (g.pid == NULL || g.idx == NULL) {
+            free(g.pid);
+            free(g.idx);
             return -1;
         }
+        for (size_t i = 0; i < g.cap; i++)
+            g.idx[i] = SIZE_MAX;
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->idx[i] != SIZE_MAX) {
+                size_t h = pidmap_slot(&g, m->pid[i]);
+                g.pid[h] = m->pid[i];
+                g.idx[h] = m->idx[i];
+            }
+        g.n = m->n;
+        free(m->pid);
+        free(m->idx);
+        *m = g;
+    }
+    size_t h = pidmap_slot(m, pid);
+    m->pid[h] = pid;
+    m->idx[h] = idx;
+    m->n++;
+    return 0;
+}
+
+/* Group the events by process, stable (several pids interleave in one
+ * file): a counting sort on the process index each event holds in seq. */
+static int group_by_process(struct gm_trace *t)
+{
+    if (t->nproc == 1)
+        t->proc[0].count = t->n;
+    if (t->nproc <= 1)
+        return 0;
+    struct gm_tev *s = malloc(t->n * sizeof *s);
+    size_t *at = calloc(t->nproc, sizeof *at);
+    if (s == NULL || at == NULL) {
+        free(s);
+        free(at);
+        return -1;
+    }
+    for (size_t i = 0; i < t->n; i++)
+        t->proc[t->ev[i].seq].count++;
+    size_t o = 0;
+    for (size_t pi = 0; pi < t->nproc; pi++) {
+        t->proc[pi].first = at[pi] = o;
+        o += t->proc[pi].count;
+    }
+    for (size_t i = 0; i < t->n; i++)
+        s[at[t->ev[i].seq]++] = t->ev[i];
+    free(at);
+    free(t->ev);
+    t->ev = s;
+    t->cap = t->n;
+    return 0;
+}
+
+/* One line of f into buf (at most cap - 1 bytes kept, NUL-terminated,
+ * without its newline), in bounded memory whatever its length: *nul when
+ * it holds a NUL byte, *more when bytes other than blanks were past the
+ * room. False at the end of the file. */
+static bool text_line(FILE *f, char *buf, size_t cap, bool *nul, bool *more)
+{
+    size_t n = 0;
+    int c;
+    bool any = false;
+    *nul = *more = false;
+    while ((c = getc_unlocked(f)) != EOF) {
+        any = true;
+        if (c == '\n')
+            break;
+        if (c == '\0')
+            *nul = true;
+        if (n + 1 < cap)
+            buf[n++] = (char)c;
+        else if (c != ' ' && c != '\t' && c != '\r')
+            *more = true;
+    }
+    buf[n] = '\0';
+    return any;
+}
+
+static int load_text(FILE *f, struct gm_trace *t, char *err, size_t cap)
+{
+    char line[TEXT_LINE_MAX + 1];
+    bool nul, more;
+    unsigned long lineno = 0;
+    struct pidmap pm = { NULL, NULL, 0, 0 };
+    int rc = -1;
+    t->text = true;
+    while (text_line(f, line, sizeof line, &nul, &more)) {
+        lineno++;
         char *s = line;
         while (*s == ' ' || *s == '\t')
             s++;
-        if (*s == '#' || *s == '\n' || *s == '\0')
+        if (*s == '#') /* a comment, of any length */
+            continue;
+        if (nul) {
+            snprintf(err, cap, "line %lu: holds a NUL byte (a text trace is "
+                     "lines of text)", lineno);
+            goto out;
+        }
+        if (more) {
+            snprintf(err, cap, "line %lu: longer than %d bytes", lineno,
+                     TEXT_LINE_MAX);
+            goto out;
+        }
+        if (*s == '\r' || *s == '\0')
             continue;
         uint64_t v[TFIELDS];
         const char *op = NULL;
         if (text_fields(s, lineno, v, &op, err, cap) != 0)
-            return -1;
+            goto out;
         uint32_t pid = (uint32_t)v[0];
-        uint64_t ts = v[1], size = v[3], addr = v[4], rc = v[5], dt = v[6];
+        uint64_t ts = v[1], size = v[3], addr = v[4], rc_v = v[5], dt = v[6];
         int o = text_op(op);
         if (o < 0) {
             snprintf(err, cap, "line %lu: unknown op '%.40s'; use alloc, free, "
                      "aalloc, afree, create, release or managed", lineno, op);
-            return -1;
+            goto out;
         }
         /* Processes in order of first appearance; events keep file order. */
-        size_t pi;
-        for (pi = 0; pi < t->nproc && t->proc[pi].pid != pid; pi++)
-            ;
-        if (pi == t->nproc) {
+        size_t pi = pidmap_get(&pm, pid);
+        if (pi == SIZE_MAX) {
             struct gm_tproc *p = push_proc(t);
-            if (p == NULL)
+            if (p == NULL || pidmap_put(&pm, pid, t->nproc - 1) != 0)
                 goto nomem;
             p->pid = pid;
             p->closed = true;
+            pi = t->nproc - 1;
         }
         struct gm_tev e = {
-            .t_ns = ts, .size = size, .addr = addr, .rc = (uint32_t)rc,
+            .t_ns = ts, .size = size, .addr = addr, .rc = (uint32_t)rc_v,
             .dt_ns = dt > UINT32_MAX ? UINT32_MAX : (uint32_t)dt,
             .op = (uint16_t)o, .dev = 0,
         };
@@ -603,34 +725,21 @@ static int load_text(FILE *f, struct gm_trace *t, char *err, size_t cap)
     }
     if (ferror(f)) {
         snprintf(err, cap, "read error: %s", strerror(errno));
-        return -1;
+        goto out;
     }
-    /* Group by process, stable: several pids interleave in one file. */
-    if (t->nproc > 1) {
-        struct gm_tev *s = malloc(t->n * sizeof *s);
-        if (s == NULL)
-            goto nomem;
-        size_t o = 0;
-        for (size_t pi = 0; pi < t->nproc; pi++) {
-            t->proc[pi].first = o;
-            for (size_t i = 0; i < t->n; i++)
-                if (t->ev[i].seq == pi)
-                    s[o++] = t->ev[i];
-            t->proc[pi].count = o - t->proc[pi].first;
-        }
-        free(t->ev);
-        t->ev = s;
-        t->cap = t->n;
-    } else if (t->nproc == 1) {
-        t->proc[0].count = t->n;
-    }
+    if (group_by_process(t) != 0)
+        goto nomem;
     for (size_t pi = 0; pi < t->nproc; pi++)
         for (size_t i = 0; i < t->proc[pi].count; i++)
             t->ev[t->proc[pi].first + i].seq = i + 1;
-    return 0;
+    rc = 0;
+    goto out;
 nomem:
     snprintf(err, cap, "out of memory");
-    return -1;
+out:
+    free(pm.pid);
+    free(pm.idx);
+    return rc;
 }
 
 /* ---- writers ------------------------------------------------------------ */

@@ -32,6 +32,7 @@
 
 #include <cuda.h>
 
+#include "shim/base/mix.h"
 #include "tools/lib/reader.h"
 #include "tools/lib/trace.h"
 #include "tools/lib/util.h"
@@ -69,9 +70,8 @@ static uint64_t order_next;
 
 static size_t hash(uint64_t k, unsigned ns)
 {
-    k ^= (uint64_t)ns << 59;
-    k *= 0x9e3779b97f4a7c15ull;
-    return (size_t)(k >> 20);
+    /* addresses from a file: mixed whole (see shim/base/mix.h) */
+    return (size_t)gm_mix64(k ^ ((uint64_t)ns << 59));
 }
 
 static void grow(void);
