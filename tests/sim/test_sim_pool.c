@@ -297,6 +297,27 @@ START_TEST(growth_at_device_edge)
 }
 END_TEST
 
+/* A growth far past any device (2^63 bytes next to a small block, where
+ * the newest chunk would be grown in place) is refused before anything
+ * is sized for it: it asked malloc for terabytes of unit arrays, which
+ * AddressSanitizer aborts on, and the pool is left as it was. */
+START_TEST(growth_past_any_device)
+{
+    boot();
+    CUmemoryPool p = default_pool();
+    CUdeviceptr a, x;
+    ck_assert_int_eq(cuMemAllocAsync(&a, 4 * MiB, NULL), CUDA_SUCCESS);
+    uint64_t r = reserved(p), used = stats(0).used;
+    ck_assert_int_eq(cuMemAllocAsync(&x, 1ull << 63, NULL),
+                     CUDA_ERROR_OUT_OF_MEMORY);
+    ck_assert_int_eq(cuMemAllocAsync(&x, UINT64_MAX - 4096, NULL),
+                     CUDA_ERROR_OUT_OF_MEMORY);
+    ck_assert_uint_eq(reserved(p), r);
+    ck_assert_uint_eq(stats(0).used, used);
+    ck_assert_int_eq(cuMemFreeAsync(a, NULL), CUDA_SUCCESS);
+}
+END_TEST
+
 START_TEST(max_size)
 {
     boot();
@@ -501,6 +522,7 @@ static Suite *suite(void)
     tcase_add_test(t, trim_keeps_live_units);
     tcase_add_test(t, reuse_of_reserve);
     tcase_add_test(t, growth_at_device_edge);
+    tcase_add_test(t, growth_past_any_device);
     tcase_add_test(t, max_size);
     tcase_add_test(t, attributes);
     tcase_add_test(t, created_and_destroyed);

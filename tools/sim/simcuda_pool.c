@@ -179,6 +179,16 @@ static struct gm_sim_chunk *pool_extend(struct gm_sim_dev *d, struct gm_sim_pool
     if (tail == 0 || tail >= span)
         return NULL;
     uint64_t grow = sim_round(span - tail, POOL_UNIT);
+    if (grow < span - tail)
+        return NULL; /* rounding wrapped: no device has that */
+    /* The address space and the device's room first: a growth no device
+     * holds never sizes the unit arrays (it asked malloc for terabytes). */
+    if (gm_sim_ext_take_at(&d->va, end, grow) != 0)
+        return NULL;
+    if (!gm_sim_charge(d, grow)) {
+        gm_sim_ext_give(&d->va, end, grow);
+        return NULL;
+    }
     size_t n = c->nunits + (size_t)(grow / POOL_UNIT);
     uint32_t *live = realloc(c->live, n * sizeof *live);
     if (live != NULL)
@@ -186,9 +196,8 @@ static struct gm_sim_chunk *pool_extend(struct gm_sim_dev *d, struct gm_sim_pool
     bool *backed = live ? realloc(c->backed, n * sizeof *backed) : NULL;
     if (backed != NULL)
         c->backed = backed;
-    if (live == NULL || backed == NULL || gm_sim_ext_take_at(&d->va, end, grow) != 0)
-        return NULL;
-    if (!gm_sim_charge(d, grow)) {
+    if (live == NULL || backed == NULL) {
+        gm_sim_uncharge(d, grow);
         gm_sim_ext_give(&d->va, end, grow);
         return NULL;
     }
