@@ -188,6 +188,14 @@ START_TEST(test_negotiate)
     ck_assert_int_eq(gm_expo_negotiate("text/plain;version=0.0.4"),
                      GM_EXPO_PROM);
     ck_assert_int_eq(gm_expo_negotiate("*/*"), GM_EXPO_PROM);
+    /* media types in any case (they were matched in lower case only) */
+    ck_assert_int_eq(gm_expo_negotiate("Application/OpenMetrics-Text"),
+                     GM_EXPO_OPENMETRICS);
+    ck_assert_int_eq(gm_expo_negotiate(
+        "APPLICATION/OPENMETRICS-TEXT; version=1.0.0"), GM_EXPO_OPENMETRICS);
+    ck_assert_int_eq(gm_expo_negotiate(
+        "application/openmetrics-text;q=0.4, TEXT/Plain;q=0.9"),
+        GM_EXPO_PROM);
     ck_assert_int_eq(gm_expo_negotiate(
         "application/openmetrics-text; q=0.2, text/plain; q=0.5"),
         GM_EXPO_PROM);

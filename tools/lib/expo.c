@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "tools/lib/escape.h"
 
@@ -250,11 +251,12 @@ enum gm_expo_fmt gm_expo_negotiate(const char *accept)
         double q = range_q(p, end);
         if (q < 0)
             return GM_EXPO_PROM;
-        if (tlen == 28 && strncmp(p, "application/openmetrics-text", 28) == 0) {
+        /* media types are case-insensitive (RFC 9110, 8.3.1) */
+        if (tlen == 28 && strncasecmp(p, "application/openmetrics-text", 28) == 0) {
             if (q > q_om)
                 q_om = q;
-        } else if ((tlen == 10 && strncmp(p, "text/plain", 10) == 0) ||
-                   (tlen == 6 && strncmp(p, "text/*", 6) == 0) ||
+        } else if ((tlen == 10 && strncasecmp(p, "text/plain", 10) == 0) ||
+                   (tlen == 6 && strncasecmp(p, "text/*", 6) == 0) ||
                    (tlen == 3 && strncmp(p, "*/*", 3) == 0)) {
             if (q > q_text)
                 q_text = q;
