@@ -138,6 +138,11 @@ static const struct { const char *v, *why; } bad_pol[] = {
     { "speed=1", "--gpu-mem-policy: unknown key 'speed'; use KEY=VALUE" },
     { "static", "--gpu-mem-policy: 'static' is not KEY=VALUE" },
     { "mode=grow,", NULL },     /* a trailing comma is harmless */
+    /* a key twice, and commas alone (last-wins and "nothing" before) */
+    { "mode=grow,mode=static", "--gpu-mem-policy='mode=grow,mode=static' gives mode twice; give each key once; use KEY=VALUE" },
+    { "on-oom=fail,on_oom=wait", "gives on-oom twice; give each key once" },
+    { ",", "--gpu-mem-policy=',' names no KEY=VALUE; use KEY=VALUE" },
+    { ",,", "names no KEY=VALUE" },
     { "", "--gpu-mem-policy='' is empty" },
     { "on-oom=warn", "--gpu-mem-policy: on-oom=warn is not allowed on this cluster; use fail, wait" },
     { "on-oom=spill", "on-oom=spill is not allowed on this cluster; use fail, wait" },
@@ -193,6 +198,7 @@ END_TEST
 static const struct { const char *arg, *why; } bad_site[] = {
     { "max=share", "max='share' is not a size or a percentage" },
     { "max=none", "max='none' is not a size or a percentage" },
+    { "allow-on-oom=,", "allow-on-oom=',' names no policy; use a comma-separated list" },
     { "max=40X", "max='40X' " },
     { "default=lots", "default='lots' is not a size" },
     { "lib=libgpumem.so", "lib='libgpumem.so' is not an absolute path" },

@@ -180,6 +180,7 @@ int gm_spank_pol_parse(const char *opt, const char *val, unsigned allow,
         return -1;
     }
     memcpy(buf, val, strlen(val) + 1);
+    unsigned seen = 0, items = 0;
     for (item = strtok_r(buf, ",", &save); item != NULL;
          item = strtok_r(NULL, ",", &save)) {
         const char *eq = strchr(item, '=');
@@ -188,9 +189,24 @@ int gm_spank_pol_parse(const char *opt, const char *val, unsigned allow,
                      gm_spank_policy_forms);
             return -1;
         }
-        if (pol_item(opt, item, (size_t)(eq - item), eq + 1, allow, &pol, err,
-                     cap) != 0)
+        /* a key given twice is a mistake, not "the last one wins" */
+        size_t klen = (size_t)(eq - item);
+        unsigned bit = klen == 4 && strncmp(item, "mode", 4) == 0 ? 1u : 2u;
+        if (pol_item(opt, item, klen, eq + 1, allow, &pol, err, cap) != 0)
             return -1;
+        if (seen & bit) {
+            snprintf(err, cap, "%s='%.64s' gives %s twice; give each key "
+                     "once; %s", opt, val, bit == 1 ? "mode" : "on-oom",
+                     gm_spank_policy_forms);
+            return -1;
+        }
+        seen |= bit;
+        items++;
+    }
+    if (items == 0) {
+        snprintf(err, cap, "%s='%.64s' names no KEY=VALUE; %s", opt, val,
+                 gm_spank_policy_forms);
+        return -1;
     }
     *out = pol;
     return 0;
@@ -213,6 +229,11 @@ static int oom_allow_parse(const char *v, unsigned *out, char *err, size_t cap)
         return -1;
     }
     memcpy(buf, v, strlen(v) + 1);
+    if (strspn(v, ",") == strlen(v)) {
+        snprintf(err, cap, "allow-on-oom='%.48s' names no policy; use a "
+                 "comma-separated list of fail, wait, spill, warn", v);
+        return -1;
+    }
     for (w = strtok_r(buf, ",", &save); w != NULL; w = strtok_r(NULL, ",", &save)) {
         for (i = 0; i < 4; i++)
             if (gm_ascii_ieq(w, gm_on_oom_name(all[i])))
