@@ -1,10 +1,10 @@
 /*
  * shim/intercept/hooks_pool.c — the pool wrappers (cuMemPoolCreate,
  * cuMemPoolDestroy, cuMemPoolTrimTo, cuMemPoolImportFromShareableHandle,
- * cuDeviceSetMemPool, cuDeviceGetMemPool, cuDeviceGetDefaultMemPool) and the synchronisation points after which a pool
- * may have released memory (cuCtxSynchronize(_v2),
- * cuStreamSynchronize(_ptsz), cuEventSynchronize). Wrappers only: what a
- * pool is charged is shim/account/pools.c.
+ * cuDeviceSetMemPool, cuDeviceGetMemPool, cuDeviceGetDefaultMemPool) and
+ * the synchronisation points after which a pool may have released memory
+ * (cuCtxSynchronize(_v2), cuStreamSynchronize(_ptsz), cuEventSynchronize).
+ * Wrappers only: what a pool is charged is shim/account/pools.c.
  */
 #include <stdbool.h>
 

@@ -54,8 +54,10 @@ bool gm_rec_op_allocates(unsigned op)
 /* What is held, by kind and key, in an open-addressing table: kind 0 is
  * an empty slot, or a removed one when `dead` (probes pass over it). A
  * mapping (HK_MAP, key its start) holds its length in size and its
- * handle in aux. */
-enum { HK_PTR = 1, HK_HANDLE, HK_ARRAY, HK_MAP };
+ * handle in aux. The text reader keeps its processes in one too (HK_PID,
+ * key the pid, aux the process's index: a search of the list on every
+ * line was quadratic). */
+enum { HK_PTR = 1, HK_HANDLE, HK_ARRAY, HK_MAP, HK_PID };
 struct held {
     uint64_t key, size, aux;
     uint32_t refs;
@@ -557,58 +559,6 @@ static int text_fields(char *s, unsigned long lineno, uint64_t v[TFIELDS],
 /* The longest data line taken (comment lines may be any length). */
 #define TEXT_LINE_MAX 511
 
-/* pid -> process index, open addressing (a text trace may name a process
- * on every line: a search of the list per line was quadratic). */
-struct pidmap {
-    uint32_t *pid;
-    size_t *idx, cap, n;
-};
-
-static size_t pidmap_slot(const struct pidmap *m, uint32_t pid)
-{
-    size_t h = (size_t)gm_mix64(pid) & (m->cap - 1);
-    while (m->idx[h] != SIZE_MAX && m->pid[h] != pid)
-        h = (h + 1) & (m->cap - 1);
-    return h;
-}
-
-/* The index of pid, or SIZE_MAX when it is not there. */
-static size_t pidmap_get(const struct pidmap *m, uint32_t pid)
-{
-    return m->cap ? m->idx[pidmap_slot(m, pid)] : SIZE_MAX;
-}
-
-static int pidmap_put(struct pidmap *m, uint32_t pid, size_t idx)
-{
-    if (2 * (m->n + 1) > m->cap) {
-        struct pidmap g = { NULL, NULL, m->cap ? 2 * m->cap : 64, 0 };
-        g.pid = malloc(g.cap * sizeof *g.pid);
-        g.idx = malloc(g.cap * sizeof *g.idx);
-        if (g.pid == NULL || g.idx == NULL) {
-            free(g.pid);
-            free(g.idx);
-            return -1;
-        }
-        for (size_t i = 0; i < g.cap; i++)
-            g.idx[i] = SIZE_MAX;
-        for (size_t i = 0; i < m->cap; i++)
-            if (m->idx[i] != SIZE_MAX) {
-                size_t h = pidmap_slot(&g, m->pid[i]);
-                g.pid[h] = m->pid[i];
-                g.idx[h] = m->idx[i];
-            }
-        g.n = m->n;
-        free(m->pid);
-        free(m->idx);
-        *m = g;
-    }
-    size_t h = pidmap_slot(m, pid);
-    m->pid[h] = pid;
-    m->idx[h] = idx;
-    m->n++;
-    return 0;
-}
-
 /* Group the events by process, stable (several pids interleave in one
  * file): a counting sort on the process index each event holds in seq. */
 static int group_by_process(struct gm_trace *t)
@@ -670,7 +620,7 @@ static int load_text(FILE *f, struct gm_trace *t, char *err, size_t cap)
     char line[TEXT_LINE_MAX + 1];
     bool nul, more;
     unsigned long lineno = 0;
-    struct pidmap pm = { NULL, NULL, 0, 0 };
+    struct heldtab pids = { NULL, 0, 0 };
     int rc = -1;
     t->text = true;
     while (text_line(f, line, sizeof line, &nul, &more)) {
@@ -705,14 +655,14 @@ static int load_text(FILE *f, struct gm_trace *t, char *err, size_t cap)
             goto out;
         }
         /* Processes in order of first appearance; events keep file order. */
-        size_t pi = pidmap_get(&pm, pid);
-        if (pi == SIZE_MAX) {
+        const struct held *known = held_find(&pids, HK_PID, pid);
+        size_t pi = known != NULL ? (size_t)known->aux : t->nproc;
+        if (known == NULL) {
             struct gm_tproc *p = push_proc(t);
-            if (p == NULL || pidmap_put(&pm, pid, t->nproc - 1) != 0)
+            if (p == NULL || held_put(&pids, HK_PID, pid, 0, pi, 0) == NULL)
                 goto nomem;
             p->pid = pid;
             p->closed = true;
-            pi = t->nproc - 1;
         }
         struct gm_tev e = {
             .t_ns = ts, .size = size, .addr = addr, .rc = (uint32_t)rc_v,
@@ -737,8 +687,7 @@ static int load_text(FILE *f, struct gm_trace *t, char *err, size_t cap)
 nomem:
     snprintf(err, cap, "out of memory");
 out:
-    free(pm.pid);
-    free(pm.idx);
+    free(pids.v);
     return rc;
 }
 

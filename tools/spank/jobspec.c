@@ -119,6 +119,10 @@ static size_t oom_list(unsigned allow, char *buf, size_t cap)
     return len;
 }
 
+/* One KEY=VALUE of a policy into pol: the key it set (POL_MODE,
+ * POL_OOM), or -1 with the reason in err. */
+#define POL_MODE 1
+#define POL_OOM 2
 static int pol_item(const char *opt, const char *key, size_t klen,
                     const char *v, unsigned allow, struct gm_spank_pol *pol,
                     char *err, size_t cap)
@@ -143,7 +147,7 @@ static int pol_item(const char *opt, const char *key, size_t klen,
     if (mode) {
         pol->mode_set = true;
         pol->mode = p.mode;
-        return 0;
+        return POL_MODE;
     }
     if (!(allow & GM_SPANK_OOM_BIT(p.on_oom))) {
         char list[64];
@@ -160,7 +164,7 @@ static int pol_item(const char *opt, const char *key, size_t klen,
     pol->on_oom_set = true;
     pol->on_oom = p.on_oom;
     snprintf(pol->on_oom_text, sizeof pol->on_oom_text, "%s", v);
-    return 0;
+    return POL_OOM;
 }
 
 int gm_spank_pol_parse(const char *opt, const char *val, unsigned allow,
@@ -180,7 +184,7 @@ int gm_spank_pol_parse(const char *opt, const char *val, unsigned allow,
         return -1;
     }
     memcpy(buf, val, strlen(val) + 1);
-    unsigned seen = 0, items = 0;
+    int seen = 0;
     for (item = strtok_r(buf, ",", &save); item != NULL;
          item = strtok_r(NULL, ",", &save)) {
         const char *eq = strchr(item, '=');
@@ -189,21 +193,20 @@ int gm_spank_pol_parse(const char *opt, const char *val, unsigned allow,
                      gm_spank_policy_forms);
             return -1;
         }
-        /* a key given twice is a mistake, not "the last one wins" */
-        size_t klen = (size_t)(eq - item);
-        unsigned bit = klen == 4 && strncmp(item, "mode", 4) == 0 ? 1u : 2u;
-        if (pol_item(opt, item, klen, eq + 1, allow, &pol, err, cap) != 0)
+        int key = pol_item(opt, item, (size_t)(eq - item), eq + 1, allow,
+                           &pol, err, cap);
+        if (key < 0)
             return -1;
-        if (seen & bit) {
+        /* a key given twice is a mistake, not "the last one wins" */
+        if (seen & key) {
             snprintf(err, cap, "%s='%.64s' gives %s twice; give each key "
-                     "once; %s", opt, val, bit == 1 ? "mode" : "on-oom",
+                     "once; %s", opt, val, key == POL_MODE ? "mode" : "on-oom",
                      gm_spank_policy_forms);
             return -1;
         }
-        seen |= bit;
-        items++;
+        seen |= key;
     }
-    if (items == 0) {
+    if (seen == 0) {
         snprintf(err, cap, "%s='%.64s' names no KEY=VALUE; %s", opt, val,
                  gm_spank_policy_forms);
         return -1;
